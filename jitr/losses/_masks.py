@@ -1,0 +1,121 @@
+"""Mask handling and the two-direction reduction shared by every loss.
+
+Conventions (rax's): ``where`` marks valid entries (padding is ``False``),
+``positives`` marks annotated positives. A similarity matrix ``sim`` has image
+queries on rows and caption candidates on columns; text->image is the same
+computation on ``sim.T`` (and the transposed masks and relevance).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Literal, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+Reduction = Literal["mean", "sum", "none"]
+
+
+class DirectionalLoss(NamedTuple):
+  """Per-query losses of both directions (``reduction="none"``).
+
+  Attributes:
+    image_to_text: ``[N_img]`` loss of each image query (rows of ``sim``).
+    text_to_image: ``[N_txt]`` loss of each caption query (columns of ``sim``).
+    image_weight: ``[N_img]`` 1 for queries that count, 0 for padded or
+      degenerate ones (no valid positive / no relevant item).
+    text_weight: ``[N_txt]`` the same for caption queries.
+  """
+
+  image_to_text: jax.Array
+  text_to_image: jax.Array
+  image_weight: jax.Array
+  text_weight: jax.Array
+
+
+def resolve_masks(
+    sim: jax.Array,
+    positives: jax.Array | None,
+    where: jax.Array | None,
+) -> tuple[jax.Array, jax.Array]:
+  """Returns boolean ``(positives, where)`` of ``sim``'s shape.
+
+  ``positives`` defaults to the identity (one caption per image, matched on the
+  diagonal), which needs a square ``sim``; ``where`` defaults to all valid and
+  may be anything broadcastable to ``sim.shape`` (e.g. ``img_valid[:, None] &
+  txt_valid[None, :]``, see :func:`pair_mask`).
+  """
+  chex.assert_rank(sim, 2)
+  n_img, n_txt = sim.shape
+  if positives is None:
+    if n_img != n_txt:
+      raise ValueError(
+          f"positives: required when sim is not square (sim has shape "
+          f"{sim.shape}); pass a bool [N_img, N_txt] mask of annotated pairs")
+    positives = jnp.eye(n_img, dtype=bool)
+  else:
+    chex.assert_shape(positives, sim.shape)
+    positives = positives.astype(bool)
+  if where is None:
+    where = jnp.ones(sim.shape, dtype=bool)
+  else:
+    where = jnp.broadcast_to(where, sim.shape).astype(bool)
+  return positives, where
+
+
+def pair_mask(image_valid: jax.Array, text_valid: jax.Array) -> jax.Array:
+  """``where`` for a padded batch: ``where[i, j] = image_valid[i] & text_valid[j]``."""
+  chex.assert_rank([image_valid, text_valid], 1)
+  return image_valid.astype(bool)[:, None] & text_valid.astype(bool)[None, :]
+
+
+def masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
+  """``Σ w·v / max(Σ w, 1)`` with zero-weight entries ignored even if not finite."""
+  total = jnp.sum(jnp.where(weights > 0, values * weights, 0.0))
+  return total / jnp.maximum(jnp.sum(weights), 1.0)
+
+
+def masked_sum(values: jax.Array, weights: jax.Array) -> jax.Array:
+  """``Σ w·v`` with zero-weight entries ignored even if not finite."""
+  return jnp.sum(jnp.where(weights > 0, values * weights, 0.0))
+
+
+def both_directions(
+    per_query: Callable[..., tuple[jax.Array, jax.Array]],
+    sim: jax.Array,
+    *matrices: jax.Array,
+) -> DirectionalLoss:
+  """Applies a direction-free loss to ``sim`` (image->text) and ``sim.T``.
+
+  ``per_query(sim, *matrices)`` maps ``[Q, C]`` arrays to ``(loss [Q],
+  weight [Q])``; every matrix is transposed with ``sim`` for text->image.
+  """
+  i2t, w_i2t = per_query(sim, *matrices)
+  t2i, w_t2i = per_query(sim.T, *(m.T for m in matrices))
+  return DirectionalLoss(i2t, t2i, w_i2t.astype(sim.dtype), w_t2i.astype(sim.dtype))
+
+
+def reduce_directions(
+    losses: DirectionalLoss,
+    *,
+    reduction: Reduction,
+    image_to_text_weight: float = 1.0,
+    text_to_image_weight: float = 1.0,
+) -> jax.Array | DirectionalLoss:
+  """Reduces per-query losses to a scalar.
+
+  ``"mean"``: ``a·mean_i(l_i2t) + b·mean_j(l_t2i)`` over the queries that count;
+  ``"sum"``: the same with sums (the VSE++ convention); ``"none"``: the
+  :class:`DirectionalLoss` itself. ``a``, ``b`` are the direction weights.
+  """
+  if reduction == "none":
+    return losses
+  if reduction == "mean":
+    reduce = masked_mean
+  elif reduction == "sum":
+    reduce = masked_sum
+  else:
+    raise ValueError(f"reduction: expected 'mean', 'sum' or 'none', got {reduction!r}")
+  return (image_to_text_weight * reduce(losses.image_to_text, losses.image_weight)
+          + text_to_image_weight * reduce(losses.text_to_image, losses.text_weight))

@@ -1,0 +1,74 @@
+"""Exact (D/ID)CG of one list, shared by the exact metric and Smooth-NDCG."""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from jitr.losses import ranks as ranks_lib
+
+
+def gain(relevance: jax.Array) -> jax.Array:
+  """``2^r − 1``."""
+  return jnp.exp2(relevance) - 1.0
+
+
+def discount(rank: jax.Array) -> jax.Array:
+  """``1 / log2(1 + rank)`` for 1-based ranks."""
+  return 1.0 / jnp.log2(1.0 + rank)
+
+
+def ideal_dcg(relevance: jax.Array, *, where: jax.Array, top_k: int | None = None) -> jax.Array:
+  """IDCG: gains sorted in descending order at positions 1, 2, … (ties get
+  distinct positions, so a perfect ranking scores exactly 1), cut at ``top_k``."""
+  gains = jnp.sort(jnp.where(where, gain(relevance), 0.0))[::-1]
+  positions = jnp.arange(1, gains.shape[-1] + 1, dtype=gains.dtype)
+  if top_k is not None:
+    gains = jnp.where(positions <= top_k, gains, 0.0)
+  return jnp.sum(gains * discount(positions))
+
+
+def ndcg_from_ranks(
+    ranks: jax.Array,
+    relevance: jax.Array,
+    *,
+    where: jax.Array,
+    top_k: int | None = None,
+) -> tuple[jax.Array, jax.Array]:
+  """``(DCG/IDCG, IDCG > 0)`` of one list given (exact or approximate) ranks.
+
+  ``DCG = Σ_{j valid} (2^{r_j} − 1) / log2(1 + π_j)``; lists with IDCG = 0 (no
+  relevant item) return 0 and ``False``.
+  """
+  gains = jnp.where(where, gain(relevance), 0.0)
+  kept = where if top_k is None else where & (ranks <= top_k)
+  dcg = jnp.sum(jnp.where(kept, gains * discount(ranks.astype(gains.dtype)), 0.0))
+  idcg = ideal_dcg(relevance, where=where, top_k=top_k)
+  valid = idcg > 0
+  return jnp.where(valid, dcg / jnp.where(valid, idcg, 1.0), 0.0), valid
+
+
+def ndcg(
+    scores: jax.Array,
+    relevance: jax.Array,
+    *,
+    where: jax.Array | None = None,
+    top_k: int | None = None,
+) -> jax.Array:
+  """Exact NDCG(@k) of one list with graded relevance, for logging the real metric.
+
+  ``NDCG = Σ_j (2^{r_j} − 1)/log2(1 + rank_j) / IDCG`` with exact ranks by
+  descending score (ties broken by position); 0 when no item is relevant.
+  Vmap it for a similarity matrix (``jax.vmap(ndcg)(sim, relevance)``).
+
+  >>> import jax.numpy as jnp
+  >>> round(float(ndcg(jnp.array([0.2, 0.9]), jnp.array([1.0, 0.0]))), 4)  # 1/log2(3)
+  0.6309
+  """
+  chex.assert_rank(scores, 1)
+  chex.assert_equal_shape([scores, relevance])
+  where = jnp.ones(scores.shape, bool) if where is None else where.astype(bool)
+  ranks = ranks_lib.exact_ranks(scores, where=where)
+  value, _ = ndcg_from_ranks(ranks, relevance, where=where, top_k=top_k)
+  return value
