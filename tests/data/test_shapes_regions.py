@@ -1,0 +1,45 @@
+"""Region features: shapes, mask, padding, fixed projection, determinism."""
+
+import numpy as np
+import pytest
+
+from jitr.data import shapes_regions as G
+from jitr.data import shapes_scene as S
+
+
+def test_raw_vector_is_one_hots_box_and_area():
+  obj = S.SceneObject(shape=3, colour=5, size=1, row=1, col=1)
+  v = G.raw_object_vector(obj)
+  assert v.shape == (G.RAW_DIM,)
+  assert v[3] == 1 and v[:5].sum() == 1
+  assert v[5 + 5] == 1 and v[5:13].sum() == 1
+  assert v[13 + 1] == 1 and v[13:15].sum() == 1
+  c, r = 32.0, 8.5
+  np.testing.assert_allclose(v[15:19], np.array([c - r, c - r, c + r, c + r]) / 64, rtol=1e-6)
+  np.testing.assert_allclose(v[19], (2 * r) ** 2 / 64**2, rtol=1e-6)
+
+
+def test_region_features_padded_masked_deterministic():
+  scene = S.Scene((S.SceneObject(0, 0, 0, 0, 0), S.SceneObject(1, 1, 1, 2, 2)), seed=3)
+  feats, mask = G.region_features(scene, max_regions=4, region_dim=16)
+  assert feats.shape == (4, 16) and feats.dtype == np.float32
+  np.testing.assert_array_equal(mask, [True, True, False, False])
+  assert np.all(feats[2:] == 0) and np.all(feats >= 0) and np.all(feats[:2].sum(-1) > 0)
+  f2, m2 = G.region_features(scene, max_regions=4, region_dim=16)
+  np.testing.assert_array_equal(feats, f2)
+  np.testing.assert_array_equal(mask, m2)
+  with pytest.raises(ValueError, match="max_regions=1"):
+    G.region_features(scene, max_regions=1)
+
+
+def test_projection_is_fixed_and_noise_is_small():
+  np.testing.assert_array_equal(G.projection(32), G.projection(32))
+  obj = S.SceneObject(2, 3, 1, 1, 1)
+  a, _ = G.region_features(S.Scene((obj,), seed=1), region_dim=64, noise=0.0)
+  want = np.maximum(G.raw_object_vector(obj) @ G.projection(64), 0)
+  np.testing.assert_allclose(a[0], want, rtol=1e-6, atol=1e-7)
+  b, _ = G.region_features(S.Scene((obj,), seed=2), region_dim=64)
+  other, _ = G.region_features(S.Scene((S.SceneObject(0, 7, 0, 1, 1),), seed=1),
+                               region_dim=64, noise=0.0)
+  # same object under noise stays closer than a different object
+  assert np.linalg.norm(b[0] - a[0]) < 0.5 * np.linalg.norm(other[0] - a[0])

@@ -1,0 +1,54 @@
+"""Rendering: determinism, colours where objects are, exact shape areas."""
+
+import numpy as np
+
+from jitr.data import shapes_render as R
+from jitr.data import shapes_scene as S
+
+RED, BLUE, CIRCLE, SQUARE = 0, 2, 0, 1
+
+
+def test_render_is_deterministic_and_uint8():
+  scene = S.sample_scene(S.example_rng(0, 0, 3))
+  a, b = R.render(scene), R.render(scene)
+  assert a.shape == (64, 64, 3) and a.dtype == np.uint8
+  np.testing.assert_array_equal(a, b)
+  other = S.Scene(scene.objects, seed=scene.seed + 1)  # same objects, other noise
+  assert not np.array_equal(a, R.render(other))
+
+
+def test_objects_have_their_colour_and_background_is_dark():
+  scene = S.Scene((S.SceneObject(SQUARE, RED, 1, 1, 1),        # large, centre
+                   S.SceneObject(CIRCLE, BLUE, 0, 0, 0)), seed=1)  # small, top-left
+  img = R.render(scene).astype(int)
+  cell = 64 / 3
+  r, g, b = img[32, 32]          # centre of the square
+  assert r > 160 and g < 80 and b < 80
+  cx = cy = int(0.5 * cell)      # centre of the circle (pixel 10)
+  r, g, b = img[cy, cx]
+  assert b > 170 and r < 90 and g < 120
+  assert img[60, 60].max() < 70  # empty bottom-right cell: background
+  assert img[cy - 5, cx - 5].max() < 70  # corner of the circle's box: outside
+
+
+def test_shape_areas_match_their_formulas():
+  r = R.HALF_EXTENT[1]
+  expected = {
+      "circle": np.pi * r * r,
+      "square": (1.7 * r) ** 2,
+      "triangle": r * 2 * r,          # base 2r, height 2r
+      "diamond": 2 * r * r,
+      "cross": 2 * (2 * r) * (2 * r / 3) - (2 * r / 3) ** 2,
+  }
+  for shape, name in enumerate(S.SHAPES):
+    cov = R.object_coverage(S.SceneObject(shape, 0, 1, 1, 1))
+    # 2x2 supersampling: edges are quantised to half pixels (a few % of area)
+    assert abs(cov.sum() - expected[name]) / expected[name] < 0.08, name
+
+
+def test_object_box_from_cell_and_jitter():
+  x0, y0, x1, y1 = R.object_box(S.SceneObject(0, 0, 1, 2, 0, dx=2, dy=-1))
+  cell = 64 / 3
+  assert np.allclose([x0, y0, x1, y1],
+                     [0.5 * cell + 2 - 8.5, 2.5 * cell - 1 - 8.5,
+                      0.5 * cell + 2 + 8.5, 2.5 * cell - 1 + 8.5])

@@ -1,0 +1,75 @@
+"""The jitr_shapes TFDS builder on the tiny config (40 / 10 / 10 images)."""
+
+import numpy as np
+import pytest
+
+tfds = pytest.importorskip("tensorflow_datasets")
+
+from jitr.data import shapes_captions as C  # noqa: E402
+from jitr.data import shapes_example as E  # noqa: E402
+from jitr.data import shapes_relevance as Rel  # noqa: E402
+from jitr.data import shapes_scene as S  # noqa: E402
+from jitr.data import shapes_tfds as T  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  path = tmp_path_factory.mktemp("tfds")
+  T.build(str(path), "tiny")
+  return str(path)
+
+
+def test_builder_metadata_and_split_sizes(data_dir):
+  b = T.builder(data_dir, "tiny")
+  assert b.name == "jitr_shapes" and str(b.version) == "1.0.0"
+  assert {k: v.num_examples for k, v in b.info.splits.items()} == {
+      "train": 40, "val": 10, "test": 10}
+  assert T.DEFAULT.split_sizes() == {"train": 10_000, "val": 1_000, "test": 1_000}
+  feats = b.info.features
+  assert feats["image"].shape == (64, 64, 3)
+  assert feats["regions"].shape == (3, 128)
+  assert feats["caption_facts"].shape == (5, C.FACT_FIELDS)
+
+
+def test_stored_examples_equal_the_pure_generator(data_dir):
+  stored = T.load_split("val", data_dir=data_dir, config="tiny")
+  fresh = E.make_split(T.TINY.seed, "val", 10)
+  np.testing.assert_array_equal(stored["image_id"], np.arange(10))
+  for key in ("image", "regions", "region_mask", "caption_facts", "scene", "scene_seed"):
+    np.testing.assert_array_equal(stored[key], fresh[key], err_msg=key)
+  assert stored["captions"] == fresh["captions"] and len(stored["captions"]) == 50
+  assert stored["facts_json"] == fresh["facts_json"]
+  assert stored["image"].dtype == np.uint8 and stored["regions"].shape == (10, 3, 128)
+
+
+def test_rebuild_in_another_dir_is_identical(data_dir, tmp_path):
+  T.build(str(tmp_path), "tiny")
+  a = T.load_split("test", data_dir=data_dir, config="tiny")
+  b = T.load_split("test", data_dir=str(tmp_path), config="tiny")
+  for key in a:
+    if isinstance(a[key], list):
+      assert a[key] == b[key]
+    else:
+      np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+  # the splits differ from each other
+  c = T.load_split("val", data_dir=data_dir, config="tiny")
+  assert not np.array_equal(a["scene"], c["scene"])
+
+
+def test_split_relevance_matrix(data_dir):
+  rel = T.split_relevance("test", data_dir=data_dir, config="tiny")
+  assert rel.shape == (10, 50) and rel.dtype == np.float32
+  np.testing.assert_array_equal(rel[np.repeat(np.arange(10), 5), np.arange(50)], 1.0)
+  data = T.load_split("test", data_dir=data_dir, config="tiny", images=False)
+  assert "image" not in data
+  scene3 = S.Scene.from_array(data["scene"][3])
+  facts = C.CaptionFacts.from_array(data["caption_facts"][7, 2])  # caption 5*7+2
+  assert rel[3, 37] == pytest.approx(Rel.relevance(scene3, facts), abs=1e-6)
+  assert 0 < rel.mean() < 1 and len(np.unique(rel)) > 5  # graded
+
+
+def test_missing_build_gives_clear_error(tmp_path):
+  with pytest.raises(FileNotFoundError, match="jitr_shapes/tiny is not built"):
+    T.load_split("val", data_dir=str(tmp_path), config="tiny")
+  with pytest.raises(ValueError, match="unknown split 'dev'"):
+    E.make_example(0, "dev", 0)

@@ -1,0 +1,54 @@
+import jax
+import jax.numpy as jnp
+import ml_collections
+import pytest
+
+from jitr import losses
+from tests.losses.conftest import make_batch
+
+
+def _batch():
+  sim, pos, where, relevance, metric = make_batch(2, n_img=4, captions_per_image=2)
+  return jnp.asarray(sim), jnp.asarray(pos), jnp.asarray(relevance), jnp.asarray(metric)
+
+
+def test_weighted_sum_and_terms():
+  sim, pos, relevance, _ = _batch()
+  loss_fn = losses.objective({"triplet": {"weight": 1.0, "margin": 0.1},
+                              "smooth_ndcg": {"weight": 0.5, "temperature": 0.1}})
+  total, parts = jax.jit(lambda s, r: loss_fn(s, positives=pos, graded=r))(sim, relevance)
+  t = losses.triplet(sim, positives=pos, margin=0.1)
+  n = losses.smooth_ndcg(sim, relevance, positives=pos, temperature=0.1)
+  assert float(parts["triplet"]) == pytest.approx(float(t), abs=1e-6)
+  assert float(parts["smooth_ndcg"]) == pytest.approx(float(n), abs=1e-6)
+  assert float(total) == pytest.approx(float(t) + 0.5 * float(n), abs=1e-6)
+
+
+def test_config_dict_named_inputs_and_repeated_loss():
+  sim, pos, relevance, metric = _batch()
+  config = ml_collections.ConfigDict({
+      "sam": {"loss": "semantic_margin_triplet", "weight": 2.0, "input": "cider", "sampling": "random"},
+      "lseh": {"loss": "semantic_hard_negatives", "input": "lsa"},
+      "lmh": {"loss": "triplet"}, "lsh": {"loss": "triplet", "mining": "sum", "weight": 0.1},
+      "adaptive_listwise": {},
+  })
+  total, parts = losses.objective(config)(
+      sim, positives=pos, graded={"cider": metric, "lsa": relevance}, key=jax.random.key(0))
+  assert set(parts) == {"sam", "lseh", "lmh", "lsh", "adaptive_listwise"}
+  assert float(parts["lseh"]) == pytest.approx(
+      float(losses.semantic_hard_negatives(sim, relevance, positives=pos)), abs=1e-6)
+  assert float(total) == pytest.approx(
+      2 * float(parts["sam"]) + float(parts["lseh"]) + float(parts["lmh"]) + 0.1 * float(parts["lsh"])
+      + float(parts["adaptive_listwise"]), abs=1e-5)
+
+
+def test_bad_configs_raise_clear_errors():
+  sim, pos, _, _ = _batch()
+  with pytest.raises(ValueError, match="unknown loss 'ndcg'"):
+    losses.objective({"ndcg": {}})
+  with pytest.raises(ValueError, match="at least one"):
+    losses.objective({})
+  with pytest.raises(ValueError, match="needs graded"):
+    losses.objective({"smooth_ndcg": {}})(sim, positives=pos)
+  with pytest.raises(ValueError, match="no 'relevance'"):
+    losses.objective({"smooth_ndcg": {}})(sim, positives=pos, graded={"cider": sim})

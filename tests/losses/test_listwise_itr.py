@@ -1,0 +1,126 @@
+import math
+
+import jax
+import jax._src.util
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+jax.util = jax._src.util  # rax 0.4.0 calls jax.util.wraps, which JAX 0.10 removed.
+import rax  # noqa: E402
+
+from jitr import losses  # noqa: E402
+from jitr.losses import listwise_itr  # noqa: E402
+from tests.losses import numpy_reference as ref  # noqa: E402
+from tests.losses.conftest import make_batch  # noqa: E402
+
+
+def _one_row(scores, relevance, temperature):
+  loss, _ = listwise_itr.smooth_ndcg_per_query(
+      scores[None], relevance[None], jnp.ones((1, scores.shape[0]), bool),
+      temperature=temperature, block_size=4)
+  return loss[0]
+
+
+def test_tied_two_by_two_by_hand():
+  # All scores tie: both items get rank 1.5, NDCG = 1/log2(2.5) in every query.
+  value = losses.smooth_ndcg(jnp.zeros((2, 2)), jnp.eye(2), temperature=0.1)
+  assert float(value) == pytest.approx(2 * (1 - 1 / math.log2(2.5)), abs=1e-6)
+
+
+def test_three_items_by_hand_at_small_temperature():
+  # Ranks [1, 3, 2]: DCG = 1 + (√2 − 1)/2, IDCG = 1 + (√2 − 1)/log2(3).
+  expected = (1 + (math.sqrt(2) - 1) / 2) / (1 + (math.sqrt(2) - 1) / math.log2(3))
+  value = _one_row(jnp.array([0.3, 0.1, 0.2]), jnp.array([1.0, 0.5, 0.0]), 1e-4)
+  assert float(value) == pytest.approx(1 - expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.1, 1.0])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_row_equals_rax_approx_ndcg(temperature, seed):
+  rng = np.random.default_rng(seed)
+  scores = jnp.asarray(rng.uniform(-1, 1, 12), jnp.float32)
+  relevance = jnp.asarray(rng.uniform(0, 1, 12), jnp.float32)
+  rax_loss = rax.approx_t12n(rax.ndcg_metric, temperature=temperature)  # returns −NDCG
+  assert float(_one_row(scores, relevance, temperature)) == pytest.approx(
+      1.0 + float(rax_loss(scores, relevance)), abs=1e-5)
+  np.testing.assert_allclose(
+      jax.grad(_one_row)(scores, relevance, temperature),
+      jax.grad(lambda s: 1.0 + rax_loss(s, relevance))(scores), atol=1e-5)
+
+
+def test_approaches_exact_ndcg_as_temperature_shrinks():
+  rng = np.random.default_rng(3)
+  scores = jnp.asarray(rng.permutation(20) / 20.0, jnp.float32)  # distinct, ≥ 0.05 apart
+  relevance = jnp.asarray(rng.uniform(0, 1, 20), jnp.float32)
+  exact = float(losses.ndcg(scores, relevance))
+  gaps = [abs(1 - float(_one_row(scores, relevance, t)) - exact) for t in (0.1, 0.01, 1e-3)]
+  assert gaps[0] > gaps[1] > gaps[2]
+  assert gaps[2] < 1e-6
+
+
+@pytest.mark.parametrize("top_k", [None, 1, 3, 10])
+def test_exact_ndcg_matches_numpy_and_rax(top_k):
+  rng = np.random.default_rng(4)
+  for _ in range(5):
+    scores = rng.uniform(-1, 1, 10).astype(np.float32)
+    relevance = rng.integers(0, 4, 10).astype(np.float32) / 3
+    valid = rng.uniform(size=10) > 0.2
+    got = float(losses.ndcg(jnp.asarray(scores), jnp.asarray(relevance), where=jnp.asarray(valid), top_k=top_k))
+    assert got == pytest.approx(ref.exact_ndcg(scores, relevance, valid, top_k), abs=1e-6)
+    assert got == pytest.approx(float(rax.ndcg_metric(
+        jnp.asarray(scores), jnp.asarray(relevance), where=jnp.asarray(valid), topn=top_k)), abs=1e-6)
+
+
+def test_ties_in_relevance_still_give_a_perfect_score():
+  relevance = jnp.array([1.0, 1.0, 0.5, 0.5, 0.0])
+  scores = jnp.array([0.9, 0.8, 0.5, 0.4, 0.1])
+  assert float(losses.ndcg(scores, relevance)) == pytest.approx(1.0, abs=1e-7)
+  assert float(_one_row(scores, relevance, 1e-3)) == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_matrix_matches_numpy_with_padding_and_positives(seed):
+  sim, pos, where, relevance, _ = make_batch(seed, n_img=4, captions_per_image=2, pad_img=1, pad_txt=2)
+  relevance[pos] = 0.3  # positives=... must override it back to 1
+  got = losses.smooth_ndcg(jnp.asarray(sim), jnp.asarray(relevance), positives=pos, where=where,
+                           temperature=0.1)
+  assert float(got) == pytest.approx(ref.smooth_ndcg(sim, relevance, where, 0.1, positives=pos), abs=1e-5)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 7, 64])
+def test_block_size_does_not_change_values_or_gradients(block_size):
+  sim, _, _, relevance, _ = make_batch(5, n_img=10, captions_per_image=1)
+  f = lambda s, b: losses.smooth_ndcg(s, jnp.asarray(relevance), temperature=0.05, block_size=b)
+  value, grad = jax.value_and_grad(f)(jnp.asarray(sim), block_size)
+  value_1, grad_1 = jax.value_and_grad(f)(jnp.asarray(sim), 10)
+  assert float(value) == pytest.approx(float(value_1), abs=1e-6)
+  np.testing.assert_allclose(grad, grad_1, atol=1e-6)
+
+
+def test_forward_and_backward_memory_is_quadratic_not_cubic():
+  n = 256
+  sim = jnp.zeros((n, n), jnp.float32)
+  relevance = jnp.zeros((n, n), jnp.float32)
+  grad = jax.jit(jax.grad(lambda s, r: losses.smooth_ndcg(s, r, block_size=8)))
+  temp = grad.lower(sim, relevance).compile().memory_analysis().temp_size_in_bytes
+  cube = n ** 3 * 4
+  assert temp < cube / 16, f"temporaries {temp} bytes vs one [N,N,N] f32 tensor {cube} bytes"
+
+
+def test_approx_ranks_gradient_is_the_fused_reduction():
+  # ∂(Σ_j g_j π̂_j)/∂s_m = Σ_j σ'_τ(s_j − s_m)(g_j − g_m), checked against plain autodiff.
+  rng = np.random.default_rng(6)
+  scores = jnp.asarray(rng.uniform(-1, 1, 9), jnp.float32)
+  g = jnp.asarray(rng.normal(size=9), jnp.float32)
+  where = jnp.asarray(rng.uniform(size=9) > 0.2)
+  tau = 0.3
+
+  def plain(s):
+    d = jax.nn.sigmoid((s[None, :] - s[:, None]) / tau)
+    mask = where[:, None] & where[None, :] & ~jnp.eye(9, dtype=bool)
+    return jnp.sum(g * (1.0 + jnp.sum(jnp.where(mask, d, 0.0), axis=-1)))
+
+  ours = lambda s: jnp.sum(g * losses.approx_ranks(s, temperature=tau, where=where))
+  assert float(ours(scores)) == pytest.approx(float(plain(scores)), rel=1e-6)
+  np.testing.assert_allclose(jax.grad(ours)(scores), jax.grad(plain)(scores), atol=1e-5)
