@@ -11,5 +11,5 @@ MODULES = ["vse", "listwise_itr", "dcg", "ranks", "cmal2r", "sam", "lseh", "rele
 @pytest.mark.parametrize("module", MODULES)
 def test_docstring_examples(module):
   mod = importlib.import_module(f"jitr.losses.{module}")
-  result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NUMBER, verbose=False)
+  result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, verbose=False)
   assert result.failed == 0
