@@ -45,8 +45,8 @@ def _approx_ranks_bwd(residuals, cotangent):
   """
   scores, weights, half_inverse_temperature = residuals
   t = _pairwise_tanh(scores, half_inverse_temperature)
-  g = cotangent * weights
-  grad = jnp.sum((1.0 - t * t) * (weights[None, :] * cotangent[None, :] - g[:, None]), axis=-1)
+  g = cotangent
+  grad = jnp.sum((1.0 - t * t) * weights[None, :] * (g[None, :] - g[:, None]), axis=-1)
   grad = weights * grad * (0.5 * half_inverse_temperature)
   return grad.astype(scores.dtype), None, jnp.zeros_like(half_inverse_temperature)
 

@@ -34,8 +34,8 @@ def relevance_from_embeddings(
   >>> import jax.numpy as jnp
   >>> refs = jnp.array([[[1.0, 0.0], [0.0, 1.0]]])
   >>> caps = jnp.array([[1.0, 1.0], [-1.0, 0.0]])
-  >>> relevance_from_embeddings(refs, caps).round(4).tolist()  # (1+cos45°)/2, (1+0)/2
-  [[0.8536, 0.5]]
+  >>> [round(float(r), 4) for r in relevance_from_embeddings(refs, caps)[0]]  # (1+cos45°)/2, (1+0)/2
+  [0.8536, 0.5]
   """
   chex.assert_rank(reference_embeddings, 3)
   chex.assert_rank(caption_embeddings, 2)
