@@ -1,0 +1,154 @@
+#!/usr/bin/env python
+"""Benchmark: jitr's triplet + Smooth-NDCG (both directions) vs a naive version.
+
+The naive version materialises the ``[N, N, N]`` pairwise tensor and
+differentiates it with plain autodiff, the way the official PyTorch code works.
+Each (implementation, N) runs in its own subprocess so peak RSS is its own.
+The naive version is skipped (and said so) where XLA's own estimate of its
+memory exceeds ``--naive_budget_gb``.
+
+Usage: python scripts/bench_losses.py [--sizes 128,256,512,1024] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+TEMPERATURE = 0.01
+
+
+def _peak_rss_mb() -> float:
+  with open("/proc/self/status") as f:
+    for line in f:
+      if line.startswith("VmHWM:"):
+        return int(line.split()[1]) / 1024.0
+  return float("nan")
+
+
+def _naive_loss(sim, relevance):
+  """Triplet (LMH) + Smooth-NDCG written the obvious way: [N, N, N] pairwise terms."""
+  import jax
+  import jax.numpy as jnp
+
+  def triplet_direction(s):
+    n = s.shape[0]
+    diag = jnp.diag(s)
+    cost = jnp.where(jnp.eye(n, dtype=bool), 0.0, jax.nn.relu(0.2 + s - diag[:, None]))
+    return jnp.mean(jnp.max(cost, axis=1))
+
+  def sndcg_direction(s, r):
+    n = s.shape[1]
+    pairwise = jax.nn.sigmoid((s[:, None, :] - s[:, :, None]) / TEMPERATURE)  # [Q, j, k]
+    ranks = 1.0 + jnp.sum(jnp.where(jnp.eye(n, dtype=bool)[None], 0.0, pairwise), axis=-1)
+    gains = jnp.exp2(r) - 1.0
+    dcg = jnp.sum(gains / jnp.log2(1.0 + ranks), axis=-1)
+    ideal = jnp.sort(gains, axis=-1)[:, ::-1]
+    idcg = jnp.sum(ideal / jnp.log2(2.0 + jnp.arange(n)), axis=-1)
+    return jnp.mean(1.0 - dcg / idcg)
+
+  return (triplet_direction(sim) + triplet_direction(sim.T)
+          + sndcg_direction(sim, relevance) + sndcg_direction(sim.T, relevance.T))
+
+
+def _jitr_loss(sim, relevance):
+  from jitr import losses
+  return losses.triplet(sim) + losses.smooth_ndcg(sim, relevance, temperature=TEMPERATURE)
+
+
+def _time(fn, args, repeats):
+  import jax
+  jax.block_until_ready(fn(*args))
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
+def fused_rank_pass_rate(n: int = 1024, block: int = 8) -> float:
+  """G pairs/s of the bare forward rank pass ``Σ_j σ((s_j − s_i)/τ)`` over an
+  ``[n, n]`` matrix (rows ``block`` at a time): the reference per-pair cost."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  sim = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (n, n)), jnp.float32)
+  row = lambda s: jnp.sum(jax.nn.sigmoid((s[None, :] - s[:, None]) / TEMPERATURE), axis=-1)
+  fn = jax.jit(lambda m: jax.lax.map(row, m, batch_size=block))
+  return n ** 3 / _time(fn, (sim,), 3) / 1e9
+
+
+def run_one(impl: str, n: int, repeats: int, budget_gb: float) -> dict:
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  rng = np.random.default_rng(0)
+  sim = jnp.asarray(rng.uniform(-1, 1, (n, n)), jnp.float32)
+  relevance = jnp.asarray(rng.uniform(0, 1, (n, n)), jnp.float32)
+  relevance = relevance.at[jnp.diag_indices(n)].set(1.0)
+  loss = {"jitr": _jitr_loss, "naive": _naive_loss}[impl]
+  fwd = jax.jit(loss)
+  fwd_bwd = jax.jit(jax.value_and_grad(loss))
+  compiled = fwd_bwd.lower(sim, relevance).compile()
+  analysis = compiled.memory_analysis()
+  estimate_gb = (analysis.temp_size_in_bytes + analysis.argument_size_in_bytes
+                 + analysis.output_size_in_bytes) / 2**30
+  if estimate_gb > budget_gb:
+    return {"impl": impl, "n": n, "skipped": f"needs ~{estimate_gb:.1f} GB (XLA estimate)"}
+  t_fwd = _time(fwd, (sim, relevance), repeats)
+  t_fwd_bwd = _time(fwd_bwd, (sim, relevance), repeats)
+  return {"impl": impl, "n": n, "fwd_s": t_fwd, "fwd_bwd_s": t_fwd_bwd,
+          "xla_estimate_gb": estimate_gb, "peak_rss_mb": _peak_rss_mb()}
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--sizes", default="128,256,512,1024")
+  parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--naive_budget_gb", type=float, default=8.0)
+  parser.add_argument("--one", nargs=2, metavar=("IMPL", "N"), help=argparse.SUPPRESS)
+  args = parser.parse_args()
+  if args.one:
+    if args.one[0] == "kernel":
+      print(json.dumps({"rate": fused_rank_pass_rate(int(args.one[1]))}))
+    else:
+      print(json.dumps(run_one(args.one[0], int(args.one[1]), args.repeats, args.naive_budget_gb)))
+    return
+
+  import jax
+  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores, "
+        f"τ = {TEMPERATURE}; best of {args.repeats}; triplet (LMH) + Smooth-NDCG, both directions")
+  kernel = json.loads(subprocess.run([sys.executable, __file__, "--one", "kernel", "1024"], capture_output=True,
+                                     text=True, check=True).stdout.strip().splitlines()[-1])["rate"]
+  print(f"reference: one fused forward rank pass (jax.nn.sigmoid + sum, N = 1024) = {kernel:.2f} G pairs/s")
+  header = ("| N | jitr fwd s | fwd G pairs/s | jitr fwd+bwd s | fwd+bwd per-pair cost / fused pass "
+            "| jitr peak RSS MB "
+            "| naive fwd+bwd s | naive peak RSS MB | naive / jitr |")
+  print(header)
+  print("|---" * (header.count("|") - 1) + "|")
+  for n in (int(x) for x in args.sizes.split(",")):
+    results = {}
+    for impl in ("jitr", "naive"):
+      out = subprocess.run([sys.executable, __file__, "--one", impl, str(n), "--repeats", str(args.repeats),
+                            "--naive_budget_gb", str(args.naive_budget_gb)],
+                           capture_output=True, text=True, check=True)
+      results[impl] = json.loads(out.stdout.strip().splitlines()[-1])
+    j, v = results["jitr"], results["naive"]
+    pairs = 2 * n ** 3  # sigmoid pairs of one forward rank pass, both directions
+    if "skipped" in v:
+      naive_cols = f"skipped: {v['skipped']} | – | –"
+    else:
+      naive_cols = f"{v['fwd_bwd_s']:.3f} | {v['peak_rss_mb']:.0f} | {v['fwd_bwd_s'] / j['fwd_bwd_s']:.1f}×"
+    print(f"| {n} | {j['fwd_s']:.3f} | {pairs / j['fwd_s'] / 1e9:.2f} | {j['fwd_bwd_s']:.3f} "
+          f"| {j['fwd_bwd_s'] / pairs * kernel * 1e9:.2f}× | {j['peak_rss_mb']:.0f} | {naive_cols} |", flush=True)
+
+
+if __name__ == "__main__":
+  main()
