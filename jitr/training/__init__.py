@@ -1,0 +1,17 @@
+"""Training: optimizer, train state, the pure train step and data parallelism.
+
+``make_train_step`` builds the per-device step (embeddings gathered over the
+``batch`` axis so listwise losses rank over the global batch, gradients
+averaged); ``DataParallel`` runs it with ``jax.shard_map`` on a 1-D mesh or with
+``jax.pmap``, giving the same numbers.
+"""
+
+from jitr.training.optimizer import make_optimizer, make_schedule
+from jitr.training.parallel import DataParallel
+from jitr.training.state import TrainState, create_train_state
+from jitr.training.step import in_batch_targets, make_train_step
+
+__all__ = [
+    "DataParallel", "TrainState", "create_train_state", "in_batch_targets",
+    "make_optimizer", "make_schedule", "make_train_step",
+]

@@ -1,0 +1,53 @@
+"""A small real Flax dual encoder and batch for training tests."""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jitr import losses, training
+
+
+class TinyDualEncoder(nn.Module):
+  """Dense image tower; embedding-mean + Dense text tower; both L2-normalised."""
+
+  @nn.compact
+  def __call__(self, images, tokens, lengths):
+    img = nn.Dense(8)(images)
+    mask = (jnp.arange(tokens.shape[1])[None, :] < lengths[:, None])[..., None]
+    words = nn.Embed(20, 8)(tokens)
+    txt = nn.Dense(8)(jnp.sum(words * mask, axis=1) / jnp.maximum(lengths[:, None], 1))
+    unit = lambda x: x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+    return unit(img), unit(txt)
+
+
+def make_batch(seed=0, n_images=8, captions_per_image=2):
+  rng = np.random.default_rng(seed)
+  ids = np.repeat(np.arange(n_images), captions_per_image).astype(np.int32)
+  features = rng.normal(size=(n_images, 6)).astype(np.float32)
+  b = len(ids)
+  lengths = rng.integers(2, 6, b).astype(np.int32)
+  tokens = rng.integers(1, 20, (b, 5)).astype(np.int32) * (np.arange(5)[None] < lengths[:, None])
+  return {
+      "images": features[ids], "tokens": tokens.astype(np.int32), "lengths": lengths, "image_ids": ids,
+      "valid": np.ones(b, bool),
+      "reference_vectors": rng.normal(size=(n_images, 3, 4)).astype(np.float32)[ids],
+      "caption_vectors": rng.normal(size=(b, 4)).astype(np.float32),
+  }
+
+
+def graded_fn(batch, positives):
+  return {"relevance": losses.relevance_from_embeddings(
+      batch["reference_vectors"], batch["caption_vectors"], positives=positives)}
+
+
+def make_state(tx=None, seed=0):
+  model = TinyDualEncoder()
+  batch = make_batch()
+  params = model.init(jax.random.key(seed), batch["images"], batch["tokens"], batch["lengths"])["params"]
+  apply_fn = lambda p, b, rngs: model.apply({"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs)
+  return training.create_train_state(params, apply_fn, tx or optax.sgd(1.0), jax.random.key(1))
+
+
+LOSS_FN = losses.objective({"triplet": {"weight": 1.0}, "smooth_ndcg": {"weight": 1.0, "temperature": 0.05}})
