@@ -1,0 +1,89 @@
+"""The epoch loop: resume, step, checkpoint every epoch and on SIGTERM, validate."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import threading
+from typing import Any, Callable, Iterable
+
+import jax
+
+from jitr.training.checkpoints import Checkpoints
+from jitr.training.parallel import DataParallel
+from jitr.training.state import TrainState
+
+EpochBatches = Callable[[int], Iterable[dict[str, Any]]]
+
+
+class StopRequested:
+  """Set by SIGTERM (preemption) while installed; the loop saves and returns."""
+
+  def __init__(self) -> None:
+    self._event = threading.Event()
+    self._previous = None
+
+  def __call__(self) -> bool:
+    return self._event.is_set()
+
+  def request(self, *_: Any) -> None:
+    self._event.set()
+
+  def __enter__(self) -> "StopRequested":
+    if threading.current_thread() is threading.main_thread():
+      self._previous = signal.signal(signal.SIGTERM, self.request)
+    return self
+
+  def __exit__(self, *exc: Any) -> None:
+    if self._previous is not None:
+      signal.signal(signal.SIGTERM, self._previous)
+
+
+def fit(
+    state: TrainState,
+    *,
+    parallel: DataParallel,
+    epoch_batches: EpochBatches,
+    steps_per_epoch: int,
+    num_epochs: int,
+    checkpoints: Checkpoints | None = None,
+    evaluate: Callable[[TrainState], dict[str, float]] | None = None,
+    on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None,
+    on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None,
+    stop: Callable[[], bool] = lambda: False,
+) -> tuple[TrainState, bool]:
+  """Trains ``num_epochs`` epochs of ``steps_per_epoch`` steps; returns ``(state, finished)``.
+
+  ``epoch_batches(epoch)`` must give the same host batches for the same epoch
+  every time (seeded by the epoch), so a resumed run — restored from the latest
+  checkpoint, skipping the batches the saved step already consumed — ends with
+  exactly the parameters of an uninterrupted one. When ``stop()`` turns true
+  (see :class:`StopRequested`), the latest state is saved and ``finished`` is
+  ``False``.
+  """
+  if checkpoints is not None:
+    restored = checkpoints.restore(state)
+    state = restored if restored is not None else state
+  step = int(jax.device_get(state.step))
+  state = parallel.put_state(state)
+  for epoch in range(step // steps_per_epoch, num_epochs):
+    skip = step - epoch * steps_per_epoch
+    for batch in itertools.islice(epoch_batches(epoch), skip, steps_per_epoch):
+      state, metrics = parallel(state, parallel.put_batch(batch))
+      step += 1
+      on_step(step, metrics)
+      if stop():
+        if checkpoints is not None:
+          checkpoints.save_latest(parallel.get_state(state))
+        return parallel.get_state(state), False
+    if step != (epoch + 1) * steps_per_epoch:
+      raise ValueError(f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "
+                       f"expected steps_per_epoch = {steps_per_epoch}")
+    host_state = parallel.get_state(state)
+    epoch_metrics = evaluate(host_state) if evaluate is not None else {}
+    if checkpoints is not None:
+      checkpoints.save_latest(host_state)
+      if evaluate is not None:
+        checkpoints.save_best(host_state, epoch_metrics)
+    on_epoch(epoch, epoch_metrics)
+  return parallel.get_state(state), True
