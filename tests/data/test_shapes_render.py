@@ -52,3 +52,24 @@ def test_object_box_from_cell_and_jitter():
   assert np.allclose([x0, y0, x1, y1],
                      [0.5 * cell + 2 - 8.5, 2.5 * cell - 1 - 8.5,
                       0.5 * cell + 2 + 8.5, 2.5 * cell - 1 + 8.5])
+
+
+def test_encode_png_decodes_back_exactly():
+  import struct
+  import zlib
+  img = R.render(S.sample_scene(S.example_rng(0, 0, 5)))
+  png = R.encode_png(img)
+  assert png[:8] == b"\x89PNG\r\n\x1a\n"
+  pos, chunks = 8, {}
+  while pos < len(png):
+    (n,) = struct.unpack(">I", png[pos:pos + 4])
+    tag, data = png[pos + 4:pos + 8], png[pos + 8:pos + 8 + n]
+    (crc,) = struct.unpack(">I", png[pos + 8 + n:pos + 12 + n])
+    assert crc == zlib.crc32(tag + data) & 0xFFFFFFFF
+    chunks[tag] = data
+    pos += 12 + n
+  assert struct.unpack(">IIBBBBB", chunks[b"IHDR"]) == (64, 64, 8, 2, 0, 0, 0)
+  raw = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(64, 1 + 64 * 3)
+  assert np.all(raw[:, 0] == 2)  # "Up" filter on every row
+  rows = np.cumsum(raw[:, 1:].astype(np.int64), axis=0) % 256
+  np.testing.assert_array_equal(rows.reshape(64, 64, 3), img)

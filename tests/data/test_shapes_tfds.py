@@ -31,6 +31,20 @@ def test_builder_metadata_and_split_sizes(data_dir):
   assert feats["caption_facts"].shape == (5, C.FACT_FIELDS)
 
 
+def test_custom_config_sizes_and_region_layout(tmp_path):
+  cfg = T.ShapesConfig(name="custom", num_train=4, num_val=3, num_test=2, seed=5,
+                       region_dim=16, max_regions=4)
+  b = T.build(str(tmp_path), cfg)
+  assert {k: v.num_examples for k, v in b.info.splits.items()} == {
+      "train": 4, "val": 3, "test": 2}
+  d = T.load_split("val", data_dir=str(tmp_path), config=cfg)
+  fresh = E.make_split(5, "val", 3, region_dim=16, max_regions=4)
+  assert d["regions"].shape == (3, 4, 16)
+  np.testing.assert_array_equal(d["region_mask"], fresh["region_mask"])
+  np.testing.assert_array_equal(d["region_mask"].sum(1), (d["scene"][..., 0] >= 0).sum(1))
+  np.testing.assert_array_equal(d["image"], fresh["image"])
+
+
 def test_stored_examples_equal_the_pure_generator(data_dir):
   stored = T.load_split("val", data_dir=data_dir, config="tiny")
   fresh = E.make_split(T.TINY.seed, "val", 10)

@@ -67,12 +67,11 @@ def test_padding_never_matters_and_trimming_is_exact(make_params):
     x = jax.random.normal(jax.random.key(0), (2, 7, 3))
     lengths = jnp.array([4, 2])
     p = make_params(layer, x, lengths)
-    apply = jax.jit(layer.apply)
     mask = (jnp.arange(7)[None, :] < lengths[:, None])[..., None]
     x2 = jnp.where(mask, x, 100.0 * jax.random.normal(jax.random.key(5), x.shape))
-    o1, f1 = apply(p, x, lengths)
-    o2, f2 = apply(p, x2, lengths)
-    o3, f3 = apply(p, x[:, :4], lengths)  # trimmed to the longest
+    (o1, f1), (o2, f2), (o3, f3) = jax.jit(lambda p: (  # noqa: B023
+        layer.apply(p, x, lengths), layer.apply(p, x2, lengths),
+        layer.apply(p, x[:, :4], lengths)))(p)  # last: trimmed to the longest
     np.testing.assert_allclose(f1, f2, atol=1e-6)
     np.testing.assert_allclose(o1, o2, atol=1e-6)
     np.testing.assert_allclose(f1, f3, atol=1e-6)
@@ -84,8 +83,8 @@ def test_bigru_mean_and_concat(make_params):
   lengths = jnp.array([5, 3])
   mean = G.BiGRU(4, merge="mean")
   p = make_params(mean, x, lengths)
-  om, fm = jax.jit(mean.apply)(p, x, lengths)
-  oc, fc = jax.jit(G.BiGRU(4, merge="concat").apply)(p, x, lengths)
+  (om, fm), (oc, fc) = jax.jit(lambda p: (
+      mean.apply(p, x, lengths), G.BiGRU(4, merge="concat").apply(p, x, lengths)))(p)
   assert om.shape == (2, 5, 4) and oc.shape == (2, 5, 8)
   np.testing.assert_allclose(om, (oc[..., :4] + oc[..., 4:]) / 2, atol=1e-6)
   np.testing.assert_allclose(fm, (fc[..., :4] + fc[..., 4:]) / 2, atol=1e-6)

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitr.models import GRUTextEncoder
+from jitr.models import GRUTextEncoder, gru, text_gru
 
 TOKENS = jnp.array([[1, 5, 6, 7, 2, 0, 0, 0],
                     [1, 8, 2, 0, 0, 0, 0, 0],
@@ -40,15 +40,18 @@ def test_trimming_to_the_longest_caption_is_exact(make_params):
   np.testing.assert_allclose(full, trimmed, atol=1e-6)
 
 
-def test_param_layout_and_embedding_init():
+def test_param_layout_and_initialisers():
   enc = GRUTextEncoder(vocab_size=12, word_dim=6, embed_dim=7)
-  params = jax.jit(enc.init)(jax.random.key(0), TOKENS, LENGTHS)["params"]
+  params = jax.eval_shape(enc.init, jax.random.key(0), TOKENS, LENGTHS)["params"]
   assert params["embed"]["embedding"].shape == (12, 6)
-  assert np.abs(params["embed"]["embedding"]).max() <= 0.1
   assert params["gru"]["input"]["kernel"].shape == (6, 21)
   assert params["gru"]["recurrent_kernel"].shape == (7, 21)
-  w = np.asarray(params["gru"]["recurrent_kernel"][:, :7])
-  np.testing.assert_allclose(w @ w.T, np.eye(7), atol=1e-5)  # orthogonal block
+  emb = np.asarray(text_gru._uniform_init(0.1)(jax.random.key(0), (50, 6)))
+  assert np.abs(emb).max() <= 0.1 and emb.std() > 0.04  # U(-0.1, 0.1) as VSE++
+  w = np.asarray(gru._stacked_orthogonal(3)(jax.random.key(0), (7, 21)))
+  for g in range(3):  # three orthogonal gate blocks
+    blk = w[:, 7 * g:7 * (g + 1)]
+    np.testing.assert_allclose(blk @ blk.T, np.eye(7), atol=1e-5)
 
 
 def test_bad_inputs():

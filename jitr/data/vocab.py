@@ -1,0 +1,144 @@
+"""Word vocabulary and caption tokenisation (numpy only).
+
+Follows VSE++/SCAN: lower-cased word tokens, ids ``<pad>`` = 0, ``<start>`` = 1,
+``<end>`` = 2, ``<unk>`` = 3, then the words seen at least ``min_count`` times in
+the training captions, most frequent first (ties alphabetical, so the vocabulary
+is deterministic). Captions become ``<start> w_1 .. w_n <end>`` padded with 0 to
+a common length, plus their lengths.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+PAD, START, END, UNK = "<pad>", "<start>", "<end>", "<unk>"
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, START, END, UNK)
+PAD_ID, START_ID, END_ID, UNK_ID = 0, 1, 2, 3
+_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def tokenize(text: str) -> list[str]:
+  """Lower-cased word tokens: runs of ``[a-z0-9]`` (with an optional ``'s``-like
+  suffix); punctuation and hyphens split words."""
+  return _TOKEN_RE.findall(text.lower())
+
+
+class Vocab:
+  """A word <-> id mapping with the special tokens at ids 0..3."""
+
+  def __init__(self, words: Sequence[str]):
+    words = list(words)
+    if tuple(words[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+      raise ValueError(f"Vocab: the first words must be {SPECIAL_TOKENS}, "
+                       f"got {tuple(words[:len(SPECIAL_TOKENS)])}")
+    if len(set(words)) != len(words):
+      dup = [w for w, c in collections.Counter(words).items() if c > 1]
+      raise ValueError(f"Vocab: duplicated words {dup[:5]}")
+    self.words: tuple[str, ...] = tuple(words)
+    self._ids = {w: i for i, w in enumerate(words)}
+
+  def __len__(self) -> int:
+    return len(self.words)
+
+  def __contains__(self, word: str) -> bool:
+    return word in self._ids
+
+  def __eq__(self, other: object) -> bool:
+    return isinstance(other, Vocab) and self.words == other.words
+
+  def id(self, word: str) -> int:
+    """Id of ``word``, ``UNK_ID`` if unknown."""
+    return self._ids.get(word, UNK_ID)
+
+  def encode(self, text: str, *, add_boundaries: bool = True) -> list[int]:
+    """Ids of ``text``'s tokens, wrapped in ``<start>``/``<end>`` by default."""
+    ids = [self.id(w) for w in tokenize(text)]
+    return [START_ID, *ids, END_ID] if add_boundaries else ids
+
+  def decode(self, ids: Iterable[int]) -> str:
+    """Words of ``ids`` joined by spaces, special tokens dropped."""
+    return " ".join(self.words[i] for i in ids if i >= len(SPECIAL_TOKENS))
+
+  def encode_batch(self, texts: Sequence[str], *, max_len: int | None = None,
+                   add_boundaries: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Pads a batch: int32 ids ``[B, L]`` (0 = ``<pad>``) and int32 lengths ``[B]``.
+
+    ``L = max_len`` if given (longer captions are cut to ``max_len`` tokens,
+    keeping ``<end>`` last), else the longest caption. Every length is >= 1.
+    """
+    seqs = [self.encode(t, add_boundaries=add_boundaries) for t in texts]
+    if max_len is not None:
+      if max_len < (2 if add_boundaries else 1):
+        raise ValueError(f"encode_batch: max_len={max_len} too small")
+      seqs = [s if len(s) <= max_len else
+              (s[:max_len - 1] + [END_ID] if add_boundaries else s[:max_len])
+              for s in seqs]
+    seqs = [s if s else [UNK_ID] for s in seqs]
+    width = max_len if max_len is not None else max((len(s) for s in seqs), default=1)
+    ids = np.full((len(seqs), width), PAD_ID, np.int32)
+    lengths = np.zeros((len(seqs),), np.int32)
+    for i, s in enumerate(seqs):
+      ids[i, :len(s)] = s
+      lengths[i] = len(s)
+    return ids, lengths
+
+  def save(self, path: str | os.PathLike) -> None:
+    """Writes ``{"words": [...]}`` as JSON atomically (temp file + rename)."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vocab-", suffix=".tmp")
+    try:
+      with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"words": list(self.words)}, f, ensure_ascii=False)
+      os.replace(tmp, path)
+    except BaseException:
+      if os.path.exists(tmp):
+        os.remove(tmp)
+      raise
+
+  @classmethod
+  def load(cls, path: str | os.PathLike) -> "Vocab":
+    """Reads a file written by :meth:`save`; clear errors for a missing file,
+    bad JSON or a missing/invalid ``words`` field."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f"Vocab.load: no vocabulary file at {path!r}")
+    try:
+      with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"Vocab.load: {path!r} is not valid JSON: {e}") from None
+    words = data.get("words") if isinstance(data, dict) else None
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+      raise ValueError(f"Vocab.load: {path!r} must hold {{\"words\": [str, ...]}}")
+    try:
+      return cls(words)
+    except ValueError as e:
+      raise ValueError(f"Vocab.load: {path!r}: {e}") from None
+
+
+def build_vocab(captions: Iterable[str], *, min_count: int = 1) -> Vocab:
+  """Vocabulary of the words occurring at least ``min_count`` times in
+  ``captions`` (VSE++ uses 4 on COCO), most frequent first, ties alphabetical."""
+  counts = collections.Counter(w for c in captions for w in tokenize(c))
+  words = sorted((w for w, n in counts.items() if n >= min_count),
+                 key=lambda w: (-counts[w], w))
+  return Vocab(SPECIAL_TOKENS + tuple(w for w in words if w not in SPECIAL_TOKENS))
+
+
+def bucket_length(lengths: np.ndarray, buckets: Sequence[int]) -> int:
+  """Smallest bucket ``>= max(lengths)`` (or ``max(lengths)`` beyond the last):
+  the static length to trim a padded batch to so the text GRU scans only as far
+  as needed while jit sees few distinct shapes."""
+  longest = int(np.max(lengths)) if len(lengths) else 1
+  for b in sorted(buckets):
+    if b >= longest:
+      return int(b)
+  return longest

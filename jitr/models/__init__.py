@@ -1,0 +1,21 @@
+"""Flax encoders (image, text) and the dual encoder.
+
+Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
+:class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
+Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`.
+"""
+
+from jitr.models.cnn import ConvEncoder
+from jitr.models.common import l2_normalize, lengths_to_mask, masked_max, masked_mean
+from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarity
+from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
+from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
+from jitr.models.region_encoder import RegionEncoder, SetPool
+from jitr.models.text_gru import GRUTextEncoder
+
+__all__ = [
+    "BiGRU", "ConvEncoder", "DualEncoder", "GPO", "GRU", "GRUTextEncoder",
+    "RegionEncoder", "SetPool", "create_dual_encoder", "gpo_pool", "gru_scan",
+    "l2_normalize", "lengths_to_mask", "masked_max", "masked_mean",
+    "positional_encoding", "reverse_padded", "similarity", "sort_valid_desc",
+]

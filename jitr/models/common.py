@@ -1,0 +1,39 @@
+"""Small pure helpers shared by the encoders: L2 normalisation and masked pooling."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def l2_normalize(x: jax.Array, *, axis: int = -1, eps: float = 1e-8) -> jax.Array:
+  """``x / max(‖x‖₂, eps)`` along ``axis``, computed in float32; a zero vector stays 0."""
+  x = x.astype(jnp.float32)
+  sq = jnp.sum(x * x, axis=axis, keepdims=True)
+  return x * jax.lax.rsqrt(jnp.maximum(sq, eps * eps))
+
+
+def masked_max(x: jax.Array, mask: jax.Array | None) -> jax.Array:
+  """``max_k x[b, k, :]`` over entries with ``mask[b, k]``; 0 where none is valid.
+
+  Args: x ``[B, K, D]``; mask ``[B, K]`` bool or ``None`` (all valid).
+  """
+  if mask is None:
+    return jnp.max(x, axis=1)
+  m = mask[..., None]
+  lowest = jnp.asarray(jnp.finfo(x.dtype).min, x.dtype)
+  pooled = jnp.max(jnp.where(m, x, lowest), axis=1)
+  return jnp.where(jnp.any(m, axis=1), pooled, jnp.zeros_like(pooled))
+
+
+def masked_mean(x: jax.Array, mask: jax.Array | None) -> jax.Array:
+  """``Σ_k mask·x / max(1, Σ_k mask)``: mean over valid entries, 0 where none."""
+  if mask is None:
+    return jnp.mean(x, axis=1)
+  m = mask[..., None].astype(x.dtype)
+  return jnp.sum(x * m, axis=1) / jnp.maximum(jnp.sum(m, axis=1), 1)
+
+
+def lengths_to_mask(lengths: jax.Array, max_len: int) -> jax.Array:
+  """``[B, max_len]`` bool, ``mask[b, t] = t < lengths[b]``."""
+  return jnp.arange(max_len)[None, :] < lengths[:, None]
