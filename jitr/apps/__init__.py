@@ -1,0 +1,1 @@
+"""Thin absl mains wiring jitr together. Nothing imports this package."""
