@@ -58,9 +58,19 @@ class DataParallel:
 
   def put_state(self, state: Any) -> Any:
     if self.backend == "shard_map":
-      return jax.device_put(state, self._replicated)
+      if jax.process_count() == 1:
+        return jax.device_put(state, self._replicated)
+      # Multi-process: device_put refuses a mesh holding other processes' devices
+      # for PRNG-key leaves, so each replicated leaf is built from this process's
+      # (identical) full copy; keys go through their raw key data.
+      return jax.tree.map(self._replicate, state)
     # pmap takes a leading device axis and places each slice on its device.
     return jax.tree.map(lambda x: jax.numpy.stack([x] * self.num_devices), state)
+
+  def _replicate(self, x: Any) -> jax.Array:
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+      return jax.random.wrap_key_data(self._replicate(jax.random.key_data(x)), impl=jax.random.key_impl(x))
+    return jax.make_array_from_process_local_data(self._replicated, np.asarray(x))
 
   def get_state(self, state: Any) -> Any:
     if self.backend == "shard_map":
@@ -69,7 +79,7 @@ class DataParallel:
 
   def put_batch(self, batch: dict[str, Any]) -> dict[str, Any]:
     """Places this process's rows of the global batch (split over the devices)."""
-    local = len(jax.local_devices()) if self.backend == "shard_map" else self.num_devices
+    local = sum(d.process_index == jax.process_index() for d in self.devices)
     for name, value in batch.items():
       if np.shape(value)[0] % local:
         raise ValueError(f"batch[{name!r}]: {np.shape(value)[0]} rows do not split over {local} devices; "

@@ -1,0 +1,225 @@
+"""``jitr-train``: train a dual encoder with any jitr loss on jitr_shapes.
+
+  jitr-train --config=configs/default.py --workdir=/tmp/jitr/default \
+      [--config.num_epochs=5] [--config.relevance=oracle]
+
+Wires data (jitr.data), relevance (jitr.relevance TFRecords), models, losses,
+training and evaluation; holds no logic of its own beyond that wiring.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from absl import app, flags, logging
+from ml_collections import config_flags
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and results.")
+flags.mark_flags_as_required(["config", "workdir"])
+
+RESULT_KEYS = [("full/i2t/R@1", "i2t R@1"), ("full/i2t/R@5", "i2t R@5"), ("full/i2t/R@10", "i2t R@10"),
+               ("full/t2i/R@1", "t2i R@1"), ("full/t2i/R@5", "t2i R@5"), ("full/t2i/R@10", "t2i R@10"),
+               ("full/rsum", "RSUM"), ("ndcg/i2t/NDCG@10", "i2t NDCG@10"), ("ndcg/t2i/NDCG@10", "t2i NDCG@10"),
+               ("exact/i2t/mAP@R", "i2t mAP@R"), ("exact/t2i/mAP@R", "t2i mAP@R")]
+
+
+def _check_config(config) -> None:
+  if config.dataset != "jitr_shapes":
+    raise ValueError(f"config.dataset: only 'jitr_shapes' is wired into jitr-train yet, got {config.dataset!r}")
+  if config.relevance not in ("sentence", "oracle", "none"):
+    raise ValueError(f"config.relevance: expected 'sentence', 'oracle' or 'none', got {config.relevance!r}")
+  if config.batch_size <= 0 or config.num_epochs <= 0:
+    raise ValueError("config.batch_size and config.num_epochs must be positive")
+
+
+def _sentence_vectors(arrays, split: str, config, data_dir: str):
+  """Caption vectors of a split from the sentence relevance TFRecords (written if missing)."""
+  import numpy as np
+
+  from jitr.data import relevance_reader
+  from jitr.relevance import records
+  from jitr.relevance.captions_io import CaptionSet
+  from jitr.relevance.sentence import SentenceEstimator
+
+  n_img = len(arrays["scene"])
+  per = len(arrays["captions"]) // n_img
+  captions = CaptionSet(source=f"jitr_shapes/{config.shapes_config}/{split}",
+                        image_ids=tuple(str(i) for i in range(n_img)),
+                        caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per)),
+                        captions=tuple(arrays["captions"]), image_offsets=np.arange(n_img + 1) * per)
+  out = config.relevance_dir or os.path.join(data_dir, "relevance", f"{config.shapes_config}-{split}-sentence")
+  records.write_relevance_records(out, captions, SentenceEstimator(model=config.sentence_model), vectors=True,
+                                  log=logging.info)
+  table = relevance_reader.load_relevance_table(out, expected_fingerprint=captions.fingerprint())
+  return table.caption_vectors
+
+
+def _results_table(metrics: dict, title: str) -> str:
+  head = "| " + " | ".join(name for _, name in RESULT_KEYS) + " |"
+  rule = "|" + "---|" * len(RESULT_KEYS)
+  row = "| " + " | ".join(f"{metrics.get(key, float('nan')):.2f}" for key, _ in RESULT_KEYS) + " |"
+  return f"{title}\n\n{head}\n{rule}\n{row}\n"
+
+
+def train_and_evaluate(config, workdir: str) -> dict:
+  """Trains per ``config`` in ``workdir``; returns the test metrics of the best checkpoint."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  from jitr import losses, training
+  from jitr.data import pairs, shapes_split, shapes_tfds
+  from jitr.data import vocab as vocab_lib
+  from jitr.evaluation import report
+  from jitr.evaluation.positives import positives_from_lists
+  from jitr.evaluation.suite import evaluate_retrieval
+  from jitr.models import create_dual_encoder
+  from jitr.training import distributed
+  from jitr.training.checkpoints import Checkpoints
+  from jitr.training.embed import embed_split
+  from jitr.training.loop import StopRequested, fit
+
+  _check_config(config)
+  workdir = os.path.abspath(workdir)
+  os.makedirs(workdir, exist_ok=True)
+  data_dir = config.data_dir or os.path.join(os.path.dirname(workdir), "tfds")
+  shapes_tfds.build(data_dir, config.shapes_config)
+  arrays = {s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
+            for s in ("train", "val", "test")}
+  vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
+  vocab.save(os.path.join(workdir, "vocab.json"))
+  vectors = _sentence_vectors(arrays["train"], "train", config, data_dir) if config.relevance == "sentence" else None
+  splits = {s: shapes_split.retrieval_split(a, vocab, max_len=config.max_caption_len,
+                                            caption_vectors=vectors if s == "train" else None)
+            for s, a in arrays.items()}
+  exact = {s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config) for s in ("val", "test")}
+
+  model = create_dual_encoder(vocab_size=len(vocab), **config.model.to_dict())
+  steps_per_epoch = pairs.steps_per_epoch(splits["train"], config.batch_size)
+  first = pairs.make_batch(splits["train"], np.arange(2))
+  params = jax.jit(model.init)(jax.random.key(config.seed), first["images"], first["tokens"], first["lengths"],
+                               first["image_mask"])["params"]
+
+  def apply_fn(p, batch, rngs):
+    return model.apply({"params": p}, batch["images"], batch["tokens"], batch["lengths"], batch.get("image_mask"),
+                       rngs=rngs)
+
+  def graded_fn(batch, positives):
+    if config.relevance == "sentence":
+      return {"relevance": losses.relevance_from_embeddings(batch["reference_vectors"], batch["caption_vectors"],
+                                                           positives=positives)}
+    if config.relevance == "oracle":
+      return {"relevance": jnp.where(positives, 1.0, batch["oracle_relevance"])}
+    return {}
+
+  tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
+  state = training.create_train_state(params, apply_fn, tx, jax.random.key(config.seed + 1))
+  parallel = training.DataParallel(
+      training.make_train_step(losses.objective(config.loss), graded_fn=graded_fn), backend=config.backend)
+  if config.batch_size % parallel.num_devices:
+    raise ValueError(f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices")
+
+  encode_image = jax.jit(lambda p, x, m: model.apply({"params": p}, x, m, method="encode_image"))
+  encode_text = jax.jit(lambda p, t, n: model.apply({"params": p}, t, n, method="encode_text"))
+
+  def evaluate(split: str, params) -> dict:
+    img, txt = embed_split(encode_image, encode_text, params, splits[split], batch_size=config.eval_batch_size)
+    rel = exact[split]
+    ones = rel >= 1.0
+    extended = (positives_from_lists([np.flatnonzero(r) for r in ones], num_gallery=rel.shape[1]),
+                positives_from_lists([np.flatnonzero(c) for c in ones.T], num_gallery=rel.shape[0]))
+    metrics = evaluate_retrieval(img @ txt.T, caption_to_image=splits[split].caption_image, relevance=rel,
+                                 extended_positives={"exact": extended}, curve_ks=(1, 5, 10), ndcg_ks=(1, 5, 10),
+                                 semantic_ks=())
+    metrics["rsum"] = metrics["full/rsum"]
+    return metrics
+
+  summary = _summary_writer(workdir)
+  started = time.time()
+
+  def on_step(step, metrics):
+    if step % config.log_every_steps == 0 or step == steps_per_epoch * config.num_epochs:
+      values = {k: float(v) for k, v in jax.device_get(metrics).items()}
+      rate = step / max(time.time() - started, 1e-9)
+      eta = (steps_per_epoch * config.num_epochs - step) / max(rate, 1e-9)
+      logging.info("step %d/%d  %s  (%.1f steps/s, ETA %.0f s)", step, steps_per_epoch * config.num_epochs,
+                   "  ".join(f"{k}={v:.4f}" for k, v in sorted(values.items())), rate, eta)
+      for k, v in values.items():
+        summary.scalar(f"train/{k}", v, step)
+
+  def on_epoch(epoch, metrics):
+    logging.info("epoch %d: val RSUM %.2f  NDCG@10 i2t %.3f t2i %.3f", epoch + 1, metrics["rsum"],
+                 metrics["ndcg/i2t/NDCG@10"], metrics["ndcg/t2i/NDCG@10"])
+    for k, v in metrics.items():
+      summary.scalar(f"val/{k}", v, (epoch + 1) * steps_per_epoch)
+    summary.flush()
+
+  rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each global batch
+  checkpoints = Checkpoints(workdir)
+  with StopRequested() as stop:
+    state, finished = fit(
+        state, parallel=parallel,
+        epoch_batches=lambda e: pairs.epoch_batches(splits["train"], batch_size=config.batch_size,
+                                                    seed=config.seed, epoch=e, rows=rows),
+        steps_per_epoch=steps_per_epoch, num_epochs=config.num_epochs, checkpoints=checkpoints,
+        evaluate=lambda s: evaluate("val", s.params), on_step=on_step, on_epoch=on_epoch, stop=stop)
+  if not finished:
+    logging.warning("stopped at step %d (SIGTERM); the latest checkpoint is saved, run again to resume",
+                    int(state.step))
+    checkpoints.close()
+    return {}
+  best = checkpoints.restore(state, which="best") or state
+  checkpoints.close()
+  test = evaluate("test", best.params)
+  report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
+  table = _results_table(test, f"Test split, best checkpoint (step {int(best.step)}), exact relevance:")
+  report.write_text_atomic(os.path.join(workdir, "results.md"), table)
+  print(table)
+  return test
+
+
+class _summary_writer:
+  """TensorBoard event files in ``workdir/tensorboard`` (``tf.summary``; TF kept off GPUs)."""
+
+  def __init__(self, workdir: str):
+    import tensorflow as tf
+    tf.config.set_visible_devices([], "GPU")
+    self._tf = tf
+    self._writer = tf.summary.create_file_writer(os.path.join(workdir, "tensorboard"))
+
+  def scalar(self, name, value, step):
+    with self._writer.as_default():
+      self._tf.summary.scalar(name, float(value), step=int(step))
+
+  def flush(self):
+    self._writer.flush()
+
+
+class _QuietLibraries:
+  """Drops INFO records of orbax and TFDS, which log every file they touch."""
+
+  def filter(self, record) -> bool:
+    path = record.pathname.replace(os.sep, "/")
+    return record.levelno >= 30 or not ("/orbax/" in path or "/tensorflow_datasets/" in path)
+
+
+def main(argv) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  logging.get_absl_handler().addFilter(_QuietLibraries())
+  config = _CONFIG.value
+  from jitr.training import distributed
+  distributed.initialize(config.distributed.coordinator_address or None, config.distributed.num_processes,
+                         config.distributed.process_id)
+  train_and_evaluate(config, _WORKDIR.value)
+
+
+def run() -> None:
+  app.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,113 @@
+"""In-memory retrieval splits and deterministic batches of (image, caption) pairs.
+
+A :class:`RetrievalSplit` holds a split's image features, tokenised captions and
+the caption -> image ownership (any dataset: ``jitr_shapes``, ``*_precomp``).
+:func:`epoch_batches` yields the training batches of one epoch: a permutation of
+the captions seeded by ``(seed, epoch)`` cut into ``batch_size`` pairs, so the
+same epoch always gives the same batches (what exact resumption needs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from jitr.data import vocab as vocab_lib
+
+# (image indices [B], caption indices [B]) -> relevance rows [B, B]
+OracleFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrievalSplit:
+  """One split: ``images [N_img, ...]``, optional ``image_mask [N_img, K]``,
+  ``tokens [N_cap, L]``/``lengths [N_cap]``, ``caption_image [N_cap]`` (owner of
+  each caption; an image's captions are ``image_captions[i]``), optional
+  ``caption_vectors [N_cap, D]`` (unit-norm caption embeddings for RSC
+  relevance) and an optional exact-relevance ``oracle``."""
+
+  images: np.ndarray
+  tokens: np.ndarray
+  lengths: np.ndarray
+  caption_image: np.ndarray
+  image_mask: np.ndarray | None = None
+  caption_vectors: np.ndarray | None = None
+  oracle: OracleFn | None = None
+
+  def __post_init__(self):
+    n_cap = len(self.caption_image)
+    for name in ("tokens", "lengths"):
+      if len(getattr(self, name)) != n_cap:
+        raise ValueError(f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, expected {n_cap} (one per caption)")
+    if self.caption_vectors is not None and len(self.caption_vectors) != n_cap:
+      raise ValueError(f"RetrievalSplit.caption_vectors: {len(self.caption_vectors)} rows, expected {n_cap}")
+    if n_cap and (self.caption_image.min() < 0 or self.caption_image.max() >= len(self.images)):
+      raise ValueError(f"RetrievalSplit.caption_image: indices must lie in [0, {len(self.images)})")
+    counts = np.bincount(self.caption_image, minlength=len(self.images))
+    if counts.min() != counts.max():
+      raise ValueError("RetrievalSplit.caption_image: every image needs the same number of captions, "
+                       f"got between {counts.min()} and {counts.max()}")
+
+  @property
+  def num_images(self) -> int:
+    return len(self.images)
+
+  @property
+  def num_captions(self) -> int:
+    return len(self.caption_image)
+
+  @property
+  def image_captions(self) -> np.ndarray:
+    """``[N_img, captions_per_image]`` caption indices of each image."""
+    order = np.argsort(self.caption_image, kind="stable")
+    return order.reshape(self.num_images, -1)
+
+
+def make_batch(split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence[int] = (8, 12, 16, 24, 32, 48)
+               ) -> dict[str, np.ndarray]:
+  """The pair batch of the given caption indices: row i = (image of caption i, caption i).
+
+  Tokens are trimmed to the smallest bucket holding the longest caption, so the
+  text encoder scans no more padding than needed while jit sees few shapes.
+  ``reference_vectors`` are the vectors of each image's own captions.
+  """
+  images = split.caption_image[captions]
+  width = vocab_lib.bucket_length(split.lengths[captions], buckets)
+  batch = {
+      "images": split.images[images],
+      "tokens": split.tokens[captions, :width],
+      "lengths": split.lengths[captions].astype(np.int32),
+      "image_ids": images.astype(np.int32),
+      "valid": np.ones(len(captions), bool),
+  }
+  if split.image_mask is not None:
+    batch["image_mask"] = split.image_mask[images]
+  if split.caption_vectors is not None:
+    batch["caption_vectors"] = split.caption_vectors[captions]
+    batch["reference_vectors"] = split.caption_vectors[split.image_captions[images]]
+  if split.oracle is not None:
+    batch["oracle_relevance"] = split.oracle(images, captions).astype(np.float32)
+  return batch
+
+
+def steps_per_epoch(split: RetrievalSplit, batch_size: int) -> int:
+  """Full batches per epoch (the remainder of the permutation is dropped)."""
+  steps = split.num_captions // batch_size
+  if steps == 0:
+    raise ValueError(f"batch_size {batch_size} is larger than the split's {split.num_captions} captions")
+  return steps
+
+
+def epoch_batches(split: RetrievalSplit, *, batch_size: int, seed: int, epoch: int,
+                  rows: slice = slice(None)) -> Iterator[dict[str, np.ndarray]]:
+  """The batches of one epoch, identical for the same ``(seed, epoch)``.
+
+  ``rows`` selects this process's rows of each global batch (multi-host input
+  sharding); the oracle relevance keeps all global columns.
+  """
+  order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
+  for b in range(steps_per_epoch(split, batch_size)):
+    batch = make_batch(split, order[b * batch_size:(b + 1) * batch_size])
+    yield {k: v[rows] for k, v in batch.items()}

@@ -1,0 +1,30 @@
+"""``jitr_shapes`` splits as :class:`~jitr.data.pairs.RetrievalSplit` (regions, tokens, oracle)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jitr.data import pairs
+from jitr.data import shapes_captions
+from jitr.data import shapes_relevance
+from jitr.data import vocab as vocab_lib
+
+
+def retrieval_split(arrays: dict, vocab: vocab_lib.Vocab, *, max_len: int = 48,
+                    caption_vectors: np.ndarray | None = None) -> pairs.RetrievalSplit:
+  """From :func:`jitr.data.shapes_tfds.load_split` arrays: region features as
+  images, captions tokenised with ``vocab``, caption ``5·i + k`` owned by image i,
+  and the exact relevance as the oracle."""
+  n_img = len(arrays["regions"])
+  tokens, lengths = vocab.encode_batch(arrays["captions"], max_len=max_len)
+  scenes = arrays["scene"]
+  facts = arrays["caption_facts"].reshape(-1, shapes_captions.FACT_FIELDS)
+
+  def oracle(images: np.ndarray, captions: np.ndarray) -> np.ndarray:
+    return shapes_relevance.relevance_matrix(scenes[images], facts[captions])
+
+  return pairs.RetrievalSplit(
+      images=arrays["regions"].astype(np.float32), image_mask=arrays["region_mask"].astype(bool),
+      tokens=tokens, lengths=lengths,
+      caption_image=np.repeat(np.arange(n_img), len(arrays["captions"]) // n_img),
+      caption_vectors=caption_vectors, oracle=oracle)

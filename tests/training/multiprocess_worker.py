@@ -1,0 +1,91 @@
+"""One process of the two-process data-parallel stand-in for a pod run.
+
+Run by ``tests/training/test_multiprocess.py`` as::
+
+  python -m tests.training.multiprocess_worker --coordinator 127.0.0.1:PORT \
+      --num-processes 2 --process-id P --local-devices 4 --out DIR
+
+Each process joins the job, builds the same tiny state, and trains
+``--steps`` steps of ``DataParallel`` on fixed global batches, passing only
+its own rows of each batch to ``put_batch``. Process 0 writes the final
+parameters and the per-step losses to ``DIR/result.npz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+GLOBAL_BATCH = 16  # tiny.make_batch(n_images=8, captions_per_image=2)
+STEPS = 3
+LEARNING_RATE = 1e-2
+RESULT = "result.npz"
+
+
+def global_batches(steps: int = STEPS):
+  from tests.training import tiny
+  return [tiny.make_batch(seed=10 + s, n_images=GLOBAL_BATCH // 2, captions_per_image=2) for s in range(steps)]
+
+
+def train(dp, batches, rows: slice):
+  """Trains from the tiny state on ``batches[k][rows]``; returns (flat params as numpy, losses)."""
+  import jax
+  import numpy as np
+  import optax
+  from flax import traverse_util
+  from tests.training import tiny
+
+  state = tiny.make_state(optax.adam(LEARNING_RATE))
+  state = dp.put_state(state)
+  losses = []
+  for batch in batches:
+    state, metrics = dp(state, dp.put_batch({k: np.asarray(v)[rows] for k, v in batch.items()}))
+    losses.append(float(metrics["loss"]))
+  # Replicated global arrays: each process holds a full copy on its own devices,
+  # so np.asarray reads it without a cross-process gather.
+  params = dp.get_state(state).params
+  flat = traverse_util.flatten_dict(jax.tree.map(np.asarray, params), sep="/")
+  return flat, np.asarray(losses, np.float64)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--coordinator", required=True)
+  parser.add_argument("--num-processes", type=int, required=True)
+  parser.add_argument("--process-id", type=int, required=True)
+  parser.add_argument("--local-devices", type=int, default=4)
+  parser.add_argument("--steps", type=int, default=STEPS)
+  parser.add_argument("--out", required=True)
+  args = parser.parse_args(argv)
+
+  from jitr.training import distributed
+  distributed.initialize(args.coordinator, args.num_processes, args.process_id,
+                         local_device_count=args.local_devices, initialization_timeout_s=120)
+
+  import jax
+  import numpy as np
+  from jitr import training
+  from tests.training import tiny
+
+  n = args.num_processes * args.local_devices
+  assert jax.process_count() == args.num_processes, jax.process_count()
+  assert jax.process_index() == args.process_id, jax.process_index()
+  assert jax.device_count() == n and jax.local_device_count() == args.local_devices, jax.devices()
+  # DataParallel's mesh follows jax.devices(); process p's devices must hold rows [p·b, (p+1)·b).
+  owners = [d.process_index for d in jax.devices()]
+  assert owners == sorted(owners), owners
+
+  dp = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn))
+  rows = distributed.process_batch_slice(GLOBAL_BATCH)
+  flat, losses = train(dp, global_batches(args.steps), rows)
+  if jax.process_index() == 0:
+    path = os.path.join(args.out, RESULT)
+    np.savez(path + ".tmp.npz", losses=losses, **{f"params/{k}": v for k, v in flat.items()})
+    os.replace(path + ".tmp.npz", path)
+  print(f"process {args.process_id}: rows {rows.start}:{rows.stop}, losses {losses.tolist()}", flush=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
