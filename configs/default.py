@@ -15,11 +15,19 @@ def get_config() -> ml_collections.ConfigDict:
   c.shapes_config = "default"     # "default" (10k/1k/1k) or "tiny" (40/10/10)
   c.max_caption_len = 48
 
-  # Relevance for the listwise losses: "sentence" (RSC, precomputed into TFRecords),
-  # "oracle" (jitr_shapes' exact relevance) or "none".
-  c.relevance = "sentence"
-  c.sentence_model = "all-MiniLM-L6-v2"
-  c.relevance_dir = ""            # default: <data_dir>/relevance/<shapes_config>-<split>-sentence
+  # Graded inputs of the losses (objective term "input", default "relevance") and
+  # where they come from (jitr.training.graded): "vectors:sentence" (RSC from
+  # Sentence-Transformers vectors), "vectors:lsa", "cosine:lsa" (LSEH's S),
+  # "topk:cider" (raw CIDEr-D, SAM's φ) or "oracle" (jitr_shapes' exact relevance).
+  # Estimators' TFRecords are precomputed under <data_dir>/relevance on first use.
+  c.graded = ml_collections.ConfigDict({"relevance": "vectors:sentence"})
+  # Keyword arguments of each estimator (jitr.relevance.make_estimator).
+  c.estimators = ml_collections.ConfigDict({
+      "sentence": {"model": "all-MiniLM-L6-v2"},
+      "lsa": {"k": 64},           # LSEH's 400 needs a richer vocabulary than jitr_shapes' 135 words
+      "cider": {},
+  })
+  c.top_k = 100                   # length of the top-K lists of "topk:" sources
 
   c.model = ml_collections.ConfigDict(dict(
       image="regions", text="gru", embed_dim=256, word_dim=128,

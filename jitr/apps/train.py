@@ -1,7 +1,7 @@
 """``jitr-train``: train a dual encoder with any jitr loss on jitr_shapes.
 
   jitr-train --config=configs/default.py --workdir=/tmp/jitr/default \
-      [--config.num_epochs=5] [--config.relevance=oracle]
+      [--config.num_epochs=5] [--config.graded.relevance=oracle]
 
 Wires data (jitr.data), relevance (jitr.relevance TFRecords), models, losses,
 training and evaluation; holds no logic of its own beyond that wiring.
@@ -29,20 +29,26 @@ RESULT_KEYS = [("full/i2t/R@1", "i2t R@1"), ("full/i2t/R@5", "i2t R@5"), ("full/
 def _check_config(config) -> None:
   if config.dataset != "jitr_shapes":
     raise ValueError(f"config.dataset: only 'jitr_shapes' is wired into jitr-train yet, got {config.dataset!r}")
-  if config.relevance not in ("sentence", "oracle", "none"):
-    raise ValueError(f"config.relevance: expected 'sentence', 'oracle' or 'none', got {config.relevance!r}")
+  from jitr.training.graded import parse_source
+  for name, source in dict(config.graded).items():
+    try:
+      parse_source(source)
+    except ValueError as err:
+      raise ValueError(f"config.graded.{name}: {err}") from None
   if config.batch_size <= 0 or config.num_epochs <= 0:
     raise ValueError("config.batch_size and config.num_epochs must be positive")
 
 
-def _sentence_vectors(arrays, split: str, config, data_dir: str):
-  """Caption vectors of a split from the sentence relevance TFRecords (written if missing)."""
+def _stored_relevance(arrays, split: str, config, data_dir: str) -> tuple[dict, dict, dict]:
+  """``(vectors, topk, scales)`` of every estimator ``config.graded`` names, from
+  relevance TFRecords under ``data_dir/relevance`` (precomputed on first use)."""
   import numpy as np
 
   from jitr.data import relevance_reader
+  from jitr.relevance import estimator as estimator_lib
   from jitr.relevance import records
   from jitr.relevance.captions_io import CaptionSet
-  from jitr.relevance.sentence import SentenceEstimator
+  from jitr.training.graded import parse_source
 
   n_img = len(arrays["scene"])
   per = len(arrays["captions"]) // n_img
@@ -50,11 +56,26 @@ def _sentence_vectors(arrays, split: str, config, data_dir: str):
                         image_ids=tuple(str(i) for i in range(n_img)),
                         caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per)),
                         captions=tuple(arrays["captions"]), image_offsets=np.arange(n_img + 1) * per)
-  out = config.relevance_dir or os.path.join(data_dir, "relevance", f"{config.shapes_config}-{split}-sentence")
-  records.write_relevance_records(out, captions, SentenceEstimator(model=config.sentence_model), vectors=True,
-                                  log=logging.info)
-  table = relevance_reader.load_relevance_table(out, expected_fingerprint=captions.fingerprint())
-  return table.caption_vectors
+  vectors, topk, scales = {}, {}, {}
+  for source in dict(config.graded).values():
+    kind, name = parse_source(source)
+    if kind == "oracle" or name in vectors or name in topk:
+      continue
+    kwargs = dict(config.estimators.get(name, {}))
+    out = os.path.join(data_dir, "relevance", f"{config.shapes_config}-{split}-{name}-{kind}")
+    if kind == "topk":
+      records.write_relevance_records(out, captions, estimator_lib.make_estimator(name, **kwargs),
+                                      vectors=False, top_k=config.top_k, log=logging.info)
+    else:
+      records.write_relevance_records(out, captions, estimator_lib.make_estimator(name, **kwargs),
+                                      vectors=True, log=logging.info)
+    table = relevance_reader.load_relevance_table(out, expected_fingerprint=captions.fingerprint())
+    if kind == "topk":
+      topk[name] = (table.topk_indices, table.topk_scores)
+      scales[name] = table.relevance_scale
+    else:
+      vectors[name] = table.caption_vectors
+  return vectors, topk, scales
 
 
 def _results_table(metrics: dict, title: str) -> str:
@@ -67,7 +88,6 @@ def _results_table(metrics: dict, title: str) -> str:
 def train_and_evaluate(config, workdir: str) -> dict:
   """Trains per ``config`` in ``workdir``; returns the test metrics of the best checkpoint."""
   import jax
-  import jax.numpy as jnp
   import numpy as np
 
   from jitr import losses, training
@@ -80,6 +100,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   from jitr.training import distributed
   from jitr.training.checkpoints import Checkpoints
   from jitr.training.embed import embed_split
+  from jitr.training.graded import make_graded_fn
   from jitr.training.loop import StopRequested, fit
 
   _check_config(config)
@@ -91,9 +112,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
             for s in ("train", "val", "test")}
   vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
   vocab.save(os.path.join(workdir, "vocab.json"))
-  vectors = _sentence_vectors(arrays["train"], "train", config, data_dir) if config.relevance == "sentence" else None
+  vectors, topk, scales = _stored_relevance(arrays["train"], "train", config, data_dir)
   splits = {s: shapes_split.retrieval_split(a, vocab, max_len=config.max_caption_len,
-                                            caption_vectors=vectors if s == "train" else None)
+                                            vectors=vectors if s == "train" else None,
+                                            topk=topk if s == "train" else None)
             for s, a in arrays.items()}
   exact = {s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config) for s in ("val", "test")}
 
@@ -107,18 +129,11 @@ def train_and_evaluate(config, workdir: str) -> dict:
     return model.apply({"params": p}, batch["images"], batch["tokens"], batch["lengths"], batch.get("image_mask"),
                        rngs=rngs)
 
-  def graded_fn(batch, positives):
-    if config.relevance == "sentence":
-      return {"relevance": losses.relevance_from_embeddings(batch["reference_vectors"], batch["caption_vectors"],
-                                                           positives=positives)}
-    if config.relevance == "oracle":
-      return {"relevance": jnp.where(positives, 1.0, batch["oracle_relevance"])}
-    return {}
-
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
   state = training.create_train_state(params, apply_fn, tx, jax.random.key(config.seed + 1))
   parallel = training.DataParallel(
-      training.make_train_step(losses.objective(config.loss), graded_fn=graded_fn), backend=config.backend)
+      training.make_train_step(losses.objective(config.loss),
+                               graded_fn=make_graded_fn(config.graded, scales=scales)), backend=config.backend)
   if config.batch_size % parallel.num_devices:
     raise ValueError(f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices")
 

@@ -10,7 +10,7 @@ same epoch always gives the same batches (what exact resumption needs).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -24,16 +24,19 @@ OracleFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 class RetrievalSplit:
   """One split: ``images [N_img, ...]``, optional ``image_mask [N_img, K]``,
   ``tokens [N_cap, L]``/``lengths [N_cap]``, ``caption_image [N_cap]`` (owner of
-  each caption; an image's captions are ``image_captions[i]``), optional
-  ``caption_vectors [N_cap, D]`` (unit-norm caption embeddings for RSC
-  relevance) and an optional exact-relevance ``oracle``."""
+  each caption; an image's captions are ``image_captions[i]``), the stored
+  relevance data of named estimators — ``vectors[name]`` ``[N_cap, D]``
+  (unit-norm caption vectors of a cosine estimator) and ``topk[name]`` ``(indices
+  [N_img, K], scores [N_img, K])`` (an image's K best captions) — and an
+  optional exact-relevance ``oracle``."""
 
   images: np.ndarray
   tokens: np.ndarray
   lengths: np.ndarray
   caption_image: np.ndarray
   image_mask: np.ndarray | None = None
-  caption_vectors: np.ndarray | None = None
+  vectors: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+  topk: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
   oracle: OracleFn | None = None
 
   def __post_init__(self):
@@ -41,8 +44,13 @@ class RetrievalSplit:
     for name in ("tokens", "lengths"):
       if len(getattr(self, name)) != n_cap:
         raise ValueError(f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, expected {n_cap} (one per caption)")
-    if self.caption_vectors is not None and len(self.caption_vectors) != n_cap:
-      raise ValueError(f"RetrievalSplit.caption_vectors: {len(self.caption_vectors)} rows, expected {n_cap}")
+    for name, v in self.vectors.items():
+      if len(v) != n_cap:
+        raise ValueError(f"RetrievalSplit.vectors[{name!r}]: {len(v)} rows, expected {n_cap} (one per caption)")
+    for name, (idx, val) in self.topk.items():
+      if idx.shape != val.shape or len(idx) != len(self.images):
+        raise ValueError(f"RetrievalSplit.topk[{name!r}]: expected indices and scores [{len(self.images)}, K], "
+                         f"got {idx.shape} and {val.shape}")
     if n_cap and (self.caption_image.min() < 0 or self.caption_image.max() >= len(self.images)):
       raise ValueError(f"RetrievalSplit.caption_image: indices must lie in [0, {len(self.images)})")
     counts = np.bincount(self.caption_image, minlength=len(self.images))
@@ -71,7 +79,10 @@ def make_batch(split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence
 
   Tokens are trimmed to the smallest bucket holding the longest caption, so the
   text encoder scans no more padding than needed while jit sees few shapes.
-  ``reference_vectors`` are the vectors of each image's own captions.
+  Stored relevance data goes in as ``vectors/{name}/captions`` ``[B, D]``,
+  ``vectors/{name}/references`` ``[B, R, D]`` (the vectors of each row's image's
+  own captions), ``topk/{name}/indices`` / ``scores`` ``[B, K]`` and
+  ``caption_indices`` ``[B]``; the exact relevance as ``oracle_relevance`` rows.
   """
   images = split.caption_image[captions]
   width = vocab_lib.bucket_length(split.lengths[captions], buckets)
@@ -80,13 +91,17 @@ def make_batch(split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence
       "tokens": split.tokens[captions, :width],
       "lengths": split.lengths[captions].astype(np.int32),
       "image_ids": images.astype(np.int32),
+      "caption_indices": captions.astype(np.int32),
       "valid": np.ones(len(captions), bool),
   }
   if split.image_mask is not None:
     batch["image_mask"] = split.image_mask[images]
-  if split.caption_vectors is not None:
-    batch["caption_vectors"] = split.caption_vectors[captions]
-    batch["reference_vectors"] = split.caption_vectors[split.image_captions[images]]
+  for name, vectors in split.vectors.items():
+    batch[f"vectors/{name}/captions"] = vectors[captions]
+    batch[f"vectors/{name}/references"] = vectors[split.image_captions[images]]
+  for name, (indices, scores) in split.topk.items():
+    batch[f"topk/{name}/indices"] = indices[images].astype(np.int32)
+    batch[f"topk/{name}/scores"] = scores[images].astype(np.float32)
   if split.oracle is not None:
     batch["oracle_relevance"] = split.oracle(images, captions).astype(np.float32)
   return batch

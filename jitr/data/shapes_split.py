@@ -11,7 +11,7 @@ from jitr.data import vocab as vocab_lib
 
 
 def retrieval_split(arrays: dict, vocab: vocab_lib.Vocab, *, max_len: int = 48,
-                    caption_vectors: np.ndarray | None = None) -> pairs.RetrievalSplit:
+                    vectors: dict | None = None, topk: dict | None = None) -> pairs.RetrievalSplit:
   """From :func:`jitr.data.shapes_tfds.load_split` arrays: region features as
   images, captions tokenised with ``vocab``, caption ``5·i + k`` owned by image i,
   and the exact relevance as the oracle."""
@@ -27,4 +27,4 @@ def retrieval_split(arrays: dict, vocab: vocab_lib.Vocab, *, max_len: int = 48,
       images=arrays["regions"].astype(np.float32), image_mask=arrays["region_mask"].astype(bool),
       tokens=tokens, lengths=lengths,
       caption_image=np.repeat(np.arange(n_img), len(arrays["captions"]) // n_img),
-      caption_vectors=caption_vectors, oracle=oracle)
+      vectors=vectors or {}, topk=topk or {}, oracle=oracle)

@@ -16,7 +16,7 @@ def semantic_hard_negatives(
     positives: jax.Array | None = None,
     where: jax.Array | None = None,
     margin: float = 0.185,
-    weight: float = 0.025,
+    semantic_weight: float = 0.025,
     reduction: _masks.Reduction = "mean",
 ) -> jax.Array | _masks.DirectionalLoss:
   """LSEH triplet: ``max_j [α + s_ij + λ·S(D_i, D_j) − s_ii]_+`` in both directions.
@@ -33,7 +33,7 @@ def semantic_hard_negatives(
     positives: bool annotated pairs (default: identity).
     where: bool mask of valid pairs, broadcastable to ``sim``.
     margin: α (0.185).
-    weight: λ (0.025).
+    semantic_weight: λ (0.025).
     reduction: ``"mean"``, ``"sum"`` or ``"none"``.
 
   >>> import jax.numpy as jnp
@@ -47,7 +47,7 @@ def semantic_hard_negatives(
     raise ValueError(f"semantic: expected shape {sim.shape} like sim, got {semantic.shape}")
   # Raising negatives by λ·S is the plain LMH triplet on the shifted scores;
   # positives keep their own score (the shift only applies where ~positives).
-  shifted = sim + jnp.where(positives, 0.0, weight * semantic.astype(sim.dtype))
+  shifted = sim + jnp.where(positives, 0.0, semantic_weight * semantic.astype(sim.dtype))
   losses = _masks.both_directions(
       lambda s, p, w: vse.triplet_per_query(s, p, w, margin=margin, mining="max"),
       shifted, positives, where)

@@ -14,7 +14,7 @@ from jitr.apps import train
 def test_default_config_trains_end_to_end_on_tiny_shapes(tmp_path):
   config = default.get_config()
   config.shapes_config = "tiny"
-  config.relevance = "oracle"
+  config.graded.relevance = "oracle"
   config.num_epochs = 2
   config.batch_size = 40
   config.model.embed_dim = 32
@@ -32,6 +32,6 @@ def test_default_config_trains_end_to_end_on_tiny_shapes(tmp_path):
 
 def test_bad_config_is_refused(tmp_path):
   config = default.get_config()
-  config.relevance = "bm25"
-  with pytest.raises(ValueError, match="config.relevance"):
+  config.graded.relevance = "bm25"
+  with pytest.raises(ValueError, match="config.graded.relevance"):
     train.train_and_evaluate(config, str(tmp_path))

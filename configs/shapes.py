@@ -1,0 +1,39 @@
+"""One row per loss on jitr_shapes: ``--config=configs/shapes.py:NAME``.
+
+NAME: ``triplet`` (VSE++ LMH), ``sndcg`` (triplet + Smooth-NDCG, sentence
+relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
+``lseh`` (TF-IDF+SVD hard negatives), ``oracle`` (triplet + Smooth-NDCG on the
+exact relevance). scripts/shapes_table.py runs them all and prints the table.
+"""
+
+import ml_collections
+
+from configs import default
+
+VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle")
+
+
+def get_config(name: str = "sndcg") -> ml_collections.ConfigDict:
+  if name not in VARIANTS:
+    raise ValueError(f"configs/shapes.py: unknown variant {name!r}; expected one of {VARIANTS}")
+  c = default.get_config()
+  triplet = {"weight": 1.0, "margin": 0.2, "mining": "max"}
+  if name == "triplet":
+    c.loss = ml_collections.ConfigDict({"triplet": triplet})
+    c.graded = ml_collections.ConfigDict({})
+  elif name == "cmal2r":
+    c.loss = ml_collections.ConfigDict({"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}})
+    c.graded = ml_collections.ConfigDict({})
+  elif name == "sam":
+    c.loss = ml_collections.ConfigDict({
+        "sam": {"loss": "semantic_margin_triplet", "weight": 1.0, "input": "cider", "temperature": 5.0,
+                "sampling": "hard", "keep_triplet": True}})
+    c.graded = ml_collections.ConfigDict({"cider": "topk:cider"})
+  elif name == "lseh":
+    c.loss = ml_collections.ConfigDict({
+        "lseh": {"loss": "semantic_hard_negatives", "weight": 1.0, "input": "semantic", "margin": 0.185,
+                 "semantic_weight": 0.025}})
+    c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
+  elif name == "oracle":
+    c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
+  return c
