@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+
+from jitr.data import pairs
+
+
+def _split(**kw):
+  rng = np.random.default_rng(0)
+  n_img, per = 6, 2
+  lengths = rng.integers(2, 10, n_img * per).astype(np.int32)
+  tokens = np.where(np.arange(20)[None] < lengths[:, None], 5, 0).astype(np.int32)
+  vec = rng.normal(size=(n_img * per, 3)).astype(np.float32)
+  return pairs.RetrievalSplit(
+      images=rng.normal(size=(n_img, 4, 2)).astype(np.float32), image_mask=np.ones((n_img, 4), bool),
+      tokens=tokens, lengths=lengths, caption_image=np.repeat(np.arange(n_img), per),
+      vectors={"sentence": vec},
+      topk={"cider": (np.tile(np.arange(3), (n_img, 1)), np.ones((n_img, 3), np.float32))},
+      oracle=lambda i, c: (i[:, None] == (c[None, :] // 2)).astype(np.float32), **kw)
+
+
+def test_batches_are_deterministic_per_epoch_and_cover_pairs():
+  split = _split()
+  a = list(pairs.epoch_batches(split, batch_size=4, seed=1, epoch=0))
+  b = list(pairs.epoch_batches(split, batch_size=4, seed=1, epoch=0))
+  c = list(pairs.epoch_batches(split, batch_size=4, seed=1, epoch=1))
+  assert len(a) == pairs.steps_per_epoch(split, 4) == 3
+  for x, y in zip(a, b):
+    for k in x:
+      np.testing.assert_array_equal(x[k], y[k])
+  assert not all(np.array_equal(x["caption_indices"], y["caption_indices"]) for x, y in zip(a, c))
+  seen = np.concatenate([x["caption_indices"] for x in a])
+  assert sorted(seen) == list(range(12))
+
+
+def test_batch_fields_by_hand():
+  split = _split()
+  batch = pairs.make_batch(split, np.array([3, 0, 7]))
+  np.testing.assert_array_equal(batch["image_ids"], [1, 0, 3])
+  np.testing.assert_array_equal(batch["images"], split.images[[1, 0, 3]])
+  assert batch["tokens"].shape[1] == min(b for b in (8, 12, 16) if b >= batch["lengths"].max())  # bucket
+  assert batch["tokens"].shape[1] >= batch["lengths"].max()
+  np.testing.assert_array_equal(batch["vectors/sentence/captions"], split.vectors["sentence"][[3, 0, 7]])
+  np.testing.assert_array_equal(batch["vectors/sentence/references"][0], split.vectors["sentence"][[2, 3]])
+  assert batch["topk/cider/indices"].shape == (3, 3)
+  np.testing.assert_array_equal(batch["oracle_relevance"], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+
+def test_rows_select_this_hosts_share():
+  split = _split()
+  full = next(pairs.epoch_batches(split, batch_size=4, seed=0, epoch=0))
+  half = next(pairs.epoch_batches(split, batch_size=4, seed=0, epoch=0, rows=slice(2, 4)))
+  np.testing.assert_array_equal(half["caption_indices"], full["caption_indices"][2:])
+  assert half["oracle_relevance"].shape == (2, 4)  # rows of this host, every global column
+
+
+def test_inconsistent_splits_are_refused():
+  with pytest.raises(ValueError, match="tokens"):
+    pairs.RetrievalSplit(images=np.zeros((2, 1)), tokens=np.zeros((3, 2)), lengths=np.ones(4),
+                         caption_image=np.array([0, 0, 1, 1]))
+  with pytest.raises(ValueError, match="same number of captions"):
+    pairs.RetrievalSplit(images=np.zeros((2, 1)), tokens=np.zeros((3, 2)), lengths=np.ones(3),
+                         caption_image=np.array([0, 0, 1]))
+  with pytest.raises(ValueError, match="larger than"):
+    pairs.steps_per_epoch(_split(), 100)
