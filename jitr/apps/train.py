@@ -27,8 +27,13 @@ RESULT_KEYS = [("full/i2t/R@1", "i2t R@1"), ("full/i2t/R@5", "i2t R@5"), ("full/
 
 
 def _check_config(config) -> None:
-  if config.dataset != "jitr_shapes":
-    raise ValueError(f"config.dataset: only 'jitr_shapes' is wired into jitr-train yet, got {config.dataset!r}")
+  if config.dataset not in ("jitr_shapes", "f30k_precomp", "coco_precomp"):
+    raise ValueError(f"config.dataset: expected 'jitr_shapes', 'f30k_precomp' or 'coco_precomp', "
+                     f"got {config.dataset!r}")
+  if config.dataset != "jitr_shapes" and not config.precomp_root:
+    raise ValueError(f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}")
+  if "oracle" in dict(config.graded).values() and config.dataset != "jitr_shapes":
+    raise ValueError("config.graded: 'oracle' relevance exists only for jitr_shapes")
   from jitr.training.graded import parse_source
   for name, source in dict(config.graded).items():
     try:
@@ -39,7 +44,7 @@ def _check_config(config) -> None:
     raise ValueError("config.batch_size and config.num_epochs must be positive")
 
 
-def _stored_relevance(arrays, split: str, config, data_dir: str) -> tuple[dict, dict, dict]:
+def _stored_relevance(caption_list, per_image: int, source: str, config, data_dir: str) -> tuple[dict, dict, dict]:
   """``(vectors, topk, scales)`` of every estimator ``config.graded`` names, from
   relevance TFRecords under ``data_dir/relevance`` (precomputed on first use)."""
   import numpy as np
@@ -50,19 +55,18 @@ def _stored_relevance(arrays, split: str, config, data_dir: str) -> tuple[dict, 
   from jitr.relevance.captions_io import CaptionSet
   from jitr.training.graded import parse_source
 
-  n_img = len(arrays["scene"])
-  per = len(arrays["captions"]) // n_img
-  captions = CaptionSet(source=f"jitr_shapes/{config.shapes_config}/{split}",
-                        image_ids=tuple(str(i) for i in range(n_img)),
+  per = per_image
+  n_img = len(caption_list) // per
+  captions = CaptionSet(source=source, image_ids=tuple(str(i) for i in range(n_img)),
                         caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per)),
-                        captions=tuple(arrays["captions"]), image_offsets=np.arange(n_img + 1) * per)
+                        captions=tuple(caption_list), image_offsets=np.arange(n_img + 1) * per)
   vectors, topk, scales = {}, {}, {}
   for source in dict(config.graded).values():
     kind, name = parse_source(source)
     if kind == "oracle" or name in vectors or name in topk:
       continue
     kwargs = dict(config.estimators.get(name, {}))
-    out = os.path.join(data_dir, "relevance", f"{config.shapes_config}-{split}-{name}-{kind}")
+    out = os.path.join(data_dir, "relevance", f"{source.replace('/', '-')}-{name}-{kind}")
     if kind == "topk":
       records.write_relevance_records(out, captions, estimator_lib.make_estimator(name, **kwargs),
                                       vectors=False, top_k=config.top_k, log=logging.info)
@@ -78,6 +82,45 @@ def _stored_relevance(arrays, split: str, config, data_dir: str) -> tuple[dict, 
   return vectors, topk, scales
 
 
+def _load_shapes(config, data_dir: str):
+  """``(splits, vocab, exact relevance of val/test, eval folds)`` of jitr_shapes."""
+  from jitr.data import shapes_split, shapes_tfds
+  from jitr.data import vocab as vocab_lib
+
+  shapes_tfds.build(data_dir, config.shapes_config)
+  arrays = {s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
+            for s in ("train", "val", "test")}
+  vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
+  vectors, topk, scales = _stored_relevance(arrays["train"]["captions"], 5, f"jitr_shapes/{config.shapes_config}/train",
+                                            config, data_dir)
+  splits = {s: shapes_split.retrieval_split(a, vocab, max_len=config.max_caption_len,
+                                            vectors=vectors if s == "train" else None,
+                                            topk=topk if s == "train" else None)
+            for s, a in arrays.items()}
+  exact = {s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config) for s in ("val", "test")}
+  return splits, vocab, exact, scales, None
+
+
+def _load_precomp(config, data_dir: str):
+  """The same for a ``*_precomp`` folder: train / dev (validation) / ``config.test_split``."""
+  from jitr.data import pairs, precomp
+
+  folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
+  raw = {name: precomp.load_precomp_split(folder, split)
+         for name, split in (("train", "train"), ("val", "dev"), ("test", config.test_split))}
+  vocab = precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count)
+  vectors, topk, scales = _stored_relevance(raw["train"].captions, raw["train"].captions_per_image,
+                                            f"{config.dataset}/train", config, data_dir)
+  splits = {}
+  for name, split in raw.items():
+    tokens, lengths = vocab.encode_batch(split.captions, max_len=config.max_caption_len)
+    splits[name] = pairs.RetrievalSplit(
+        images=split.images, tokens=tokens, lengths=lengths, caption_image=split.caption_image_index(),
+        vectors=vectors if name == "train" else {}, topk=topk if name == "train" else {})
+  folds = config.eval_folds or None
+  return splits, vocab, None, scales, folds
+
+
 def _results_table(metrics: dict, title: str) -> str:
   head = "| " + " | ".join(name for _, name in RESULT_KEYS) + " |"
   rule = "|" + "---|" * len(RESULT_KEYS)
@@ -91,8 +134,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   import numpy as np
 
   from jitr import losses, training
-  from jitr.data import pairs, shapes_split, shapes_tfds
-  from jitr.data import vocab as vocab_lib
+  from jitr.data import pairs
   from jitr.evaluation import report
   from jitr.evaluation.positives import positives_from_lists
   from jitr.evaluation.suite import evaluate_retrieval
@@ -107,23 +149,15 @@ def train_and_evaluate(config, workdir: str) -> dict:
   workdir = os.path.abspath(workdir)
   os.makedirs(workdir, exist_ok=True)
   data_dir = config.data_dir or os.path.join(os.path.dirname(workdir), "tfds")
-  shapes_tfds.build(data_dir, config.shapes_config)
-  arrays = {s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
-            for s in ("train", "val", "test")}
-  vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
+  load = _load_shapes if config.dataset == "jitr_shapes" else _load_precomp
+  splits, vocab, exact, scales, folds = load(config, data_dir)
   vocab.save(os.path.join(workdir, "vocab.json"))
-  vectors, topk, scales = _stored_relevance(arrays["train"], "train", config, data_dir)
-  splits = {s: shapes_split.retrieval_split(a, vocab, max_len=config.max_caption_len,
-                                            vectors=vectors if s == "train" else None,
-                                            topk=topk if s == "train" else None)
-            for s, a in arrays.items()}
-  exact = {s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config) for s in ("val", "test")}
 
   model = create_dual_encoder(vocab_size=len(vocab), **config.model.to_dict())
   steps_per_epoch = pairs.steps_per_epoch(splits["train"], config.batch_size)
   first = pairs.make_batch(splits["train"], np.arange(2))
   params = jax.jit(model.init)(jax.random.key(config.seed), first["images"], first["tokens"], first["lengths"],
-                               first["image_mask"])["params"]
+                               first.get("image_mask"))["params"]
 
   def apply_fn(p, batch, rngs):
     return model.apply({"params": p}, batch["images"], batch["tokens"], batch["lengths"], batch.get("image_mask"),
@@ -142,13 +176,16 @@ def train_and_evaluate(config, workdir: str) -> dict:
 
   def evaluate(split: str, params) -> dict:
     img, txt = embed_split(encode_image, encode_text, params, splits[split], batch_size=config.eval_batch_size)
-    rel = exact[split]
-    ones = rel >= 1.0
-    extended = (positives_from_lists([np.flatnonzero(r) for r in ones], num_gallery=rel.shape[1]),
-                positives_from_lists([np.flatnonzero(c) for c in ones.T], num_gallery=rel.shape[0]))
-    metrics = evaluate_retrieval(img @ txt.T, caption_to_image=splits[split].caption_image, relevance=rel,
-                                 extended_positives={"exact": extended}, curve_ks=(1, 5, 10), ndcg_ks=(1, 5, 10),
-                                 semantic_ks=())
+    graded = {}
+    if exact is not None:  # jitr_shapes: exact relevance, and its relevance-1 items as extended positives
+      rel = exact[split]
+      ones = rel >= 1.0
+      graded = {"relevance": rel, "extended_positives": {"exact": (
+          positives_from_lists([np.flatnonzero(r) for r in ones], num_gallery=rel.shape[1]),
+          positives_from_lists([np.flatnonzero(c) for c in ones.T], num_gallery=rel.shape[0]))}}
+    metrics = evaluate_retrieval(img @ txt.T, caption_to_image=splits[split].caption_image,
+                                 folds=folds if split == "test" else None, curve_ks=(1, 5, 10),
+                                 ndcg_ks=(1, 5, 10), semantic_ks=(), **graded)
     metrics["rsum"] = metrics["full/rsum"]
     return metrics
 
@@ -167,7 +204,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
 
   def on_epoch(epoch, metrics):
     logging.info("epoch %d: val RSUM %.2f  NDCG@10 i2t %.3f t2i %.3f", epoch + 1, metrics["rsum"],
-                 metrics["ndcg/i2t/NDCG@10"], metrics["ndcg/t2i/NDCG@10"])
+                 metrics.get("ndcg/i2t/NDCG@10", float("nan")), metrics.get("ndcg/t2i/NDCG@10", float("nan")))
     for k, v in metrics.items():
       summary.scalar(f"val/{k}", v, (epoch + 1) * steps_per_epoch)
     summary.flush()
@@ -190,7 +227,8 @@ def train_and_evaluate(config, workdir: str) -> dict:
   checkpoints.close()
   test = evaluate("test", best.params)
   report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
-  table = _results_table(test, f"Test split, best checkpoint (step {int(best.step)}), exact relevance:")
+  table = _results_table(test, f"Test split, best checkpoint (step {int(best.step)})"
+                         + (", exact relevance:" if exact is not None else ":"))
   report.write_text_atomic(os.path.join(workdir, "results.md"), table)
   print(table)
   return test

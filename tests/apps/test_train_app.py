@@ -3,6 +3,8 @@
 import json
 import os
 
+import ml_collections
+import numpy as np
 import pytest
 from ml_collections import config_flags  # noqa: F401  (absl flags of the app are defined on import)
 
@@ -34,4 +36,38 @@ def test_bad_config_is_refused(tmp_path):
   config = default.get_config()
   config.graded.relevance = "bm25"
   with pytest.raises(ValueError, match="config.graded.relevance"):
+    train.train_and_evaluate(config, str(tmp_path))
+
+
+def _write_precomp(root, n_images):
+  folder = root / "f30k_precomp"
+  folder.mkdir(parents=True)
+  rng = np.random.default_rng(0)
+  words = ["a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat"]
+  for split, n in (("train", n_images), ("dev", 10), ("test", 10)):
+    np.save(folder / f"{split}_ims.npy", rng.normal(size=(n, 36, 2048)).astype(np.float32))
+    caps = [" ".join(rng.choice(words, size=rng.integers(3, 8))) for _ in range(5 * n)]
+    (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
+
+
+@pytest.mark.slow
+def test_precomp_folder_trains_end_to_end(tmp_path):
+  _write_precomp(tmp_path / "data", 20)
+  config = default.get_config()
+  config.dataset = "f30k_precomp"
+  config.precomp_root = str(tmp_path / "data")
+  config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
+  config.estimators.lsa.k = 4
+  config.num_epochs = 1
+  config.batch_size = 16
+  config.model.embed_dim = 16
+  config.model.word_dim = 8
+  metrics = train.train_and_evaluate(config, str(tmp_path / "run"))
+  assert 0 < metrics["full/rsum"] <= 600 and "ndcg/i2t/NDCG@10" not in metrics
+
+
+def test_precomp_without_root_is_refused(tmp_path):
+  config = default.get_config()
+  config.dataset = "coco_precomp"
+  with pytest.raises(ValueError, match="config.precomp_root"):
     train.train_and_evaluate(config, str(tmp_path))
