@@ -78,6 +78,11 @@ SMALL_CAPTIONS = [
 
 
 @pytest.fixture()
+def small_captions() -> list[str]:
+    return list(SMALL_CAPTIONS)
+
+
+@pytest.fixture()
 def small_caps_file(tmp_path) -> Path:
     """A precomp ``*_caps.txt`` with 5 images x 5 captions."""
     path = tmp_path / "test_caps.txt"

@@ -77,3 +77,17 @@ def test_select_top_k_breaks_ties_by_index():
     np.testing.assert_allclose(top.scores, [[0.9, 0.5, 0.5], [1, 1, 1]])
     with pytest.raises(ValueError, match="top_k=6"):
         select_top_k(scores, 6)
+
+
+def test_vectorized_ngrams_equal_the_python_loops(flickr8k_captions):
+    cs = flickr8k_captions.subset(range(0, 8000, 20))
+    tokens = [ptb_tokenize(c) for c in cs.captions]
+    refs = [tokens[cs.image_offsets[i] : cs.image_offsets[i + 1]] for i in range(cs.num_images)]
+    rng = np.random.default_rng(1)
+    ii, jj = rng.integers(0, cs.num_images, 800), rng.integers(0, cs.num_captions, 800)
+    cands = [tokens[j] for j in jj] + ["", "zebra zebra unseen words"]
+    sets = [refs[i] for i in ii] + [refs[0], refs[1]]
+    fast, slow = CiderD().fit(refs), CiderD(use_numpy=False).fit(refs)
+    assert fast.vocabulary_size == slow.vocabulary_size
+    np.testing.assert_allclose(fast.score_pairs(cands, sets), slow.score_pairs(cands, sets), rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(fast.score_pairs(cands[-2:], sets[-2:]), [0.0, 0.0])

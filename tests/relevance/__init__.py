@@ -1,0 +1,1 @@
+"""Tests of jitr.relevance, jitr.data.relevance_reader and the relevance apps."""
