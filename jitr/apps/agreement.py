@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
+from jitr.apps._cli import run_reporting_bad_input
+
 _CAPTIONS = flags.DEFINE_string("captions", None, "Flickr8k.token.txt (the captions the judgments refer to).")
 _JUDGMENTS = flags.DEFINE_string("judgments", None, "CrowdFlowerAnnotations.txt, ExpertAnnotations.txt or a file in the same columns.")
 _FORMAT = flags.DEFINE_enum("judgments_format", "auto", ["auto", "crowdflower", "expert"], "Judgments columns (auto: from the file name).")
@@ -27,10 +29,7 @@ _OUTPUT = flags.DEFINE_string("output", None, "Also write the table (markdown) t
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    try:
-        _main()
-    except (ValueError, OSError) as err:  # bad input: one clear line, exit code 1
-        raise SystemExit(f"jitr-relevance-agreement: error: {err}") from err
+    run_reporting_bad_input("jitr-relevance-agreement", _main)  # bad input: one clear line, exit code 1
 
 
 def _main() -> None:

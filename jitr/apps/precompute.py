@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
+from jitr.apps._cli import run_reporting_bad_input
+
 _CAPTIONS = flags.DEFINE_string("captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt.")
 _FORMAT = flags.DEFINE_enum("format", "auto", ["auto", "precomp", "flickr8k"], "Caption file format.")
 _CAPS_PER_IMAGE = flags.DEFINE_integer("captions_per_image", 5, "Lines per image of a precomp caption file.")
@@ -40,10 +42,7 @@ def estimator_kwargs(name: str) -> dict:
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    try:
-        _main()
-    except (ValueError, OSError) as err:  # bad input: one clear line, exit code 1
-        raise SystemExit(f"jitr-precompute: error: {err}") from err
+    run_reporting_bad_input("jitr-precompute", _main)  # bad input: one clear line, exit code 1
 
 
 def _main() -> None:

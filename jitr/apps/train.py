@@ -238,8 +238,8 @@ class _summary_writer:
   """TensorBoard event files in ``workdir/tensorboard`` (``tf.summary``; TF kept off GPUs)."""
 
   def __init__(self, workdir: str):
-    import tensorflow as tf
-    tf.config.set_visible_devices([], "GPU")
+    from jitr.data.tf_cpu import import_tf
+    tf = import_tf()
     self._tf = tf
     self._writer = tf.summary.create_file_writer(os.path.join(workdir, "tensorboard"))
 

@@ -99,13 +99,9 @@ def shard_paths(directory: str, header: Mapping[str, Any]) -> list[str]:
 
 # -------------------------------------------------------------------------- tf.data
 def _tf():
-    import tensorflow as tf
+    from jitr.data.tf_cpu import import_tf
 
-    try:
-        tf.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # already initialized
-        pass
-    return tf
+    return import_tf()
 
 
 def relevance_dataset(

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 from etils import epath
-import tensorflow as tf
 import tensorflow_datasets as tfds
+
+from jitr.data.tf_cpu import import_tf
 
 from jitr.data import shapes_captions as C
 from jitr.data import shapes_example as E
@@ -31,14 +32,7 @@ from jitr.data import shapes_render as R
 from jitr.data import shapes_scene as S
 
 
-def _hide_gpus_from_tf() -> None:
-  try:
-    tf.config.set_visible_devices([], "GPU")
-  except RuntimeError:  # devices already initialised by someone else
-    pass
-
-
-_hide_gpus_from_tf()
+import_tf()  # hides GPUs from TF before the builder touches it
 
 
 @dataclasses.dataclass(eq=False)

@@ -178,13 +178,9 @@ def write_json_atomic(path: str, obj: Any) -> None:
 
 
 def _tf():
-    import tensorflow as tf
+    from jitr.data.tf_cpu import import_tf
 
-    try:
-        tf.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # already initialized
-        pass
-    return tf
+    return import_tf()
 
 
 def serialize_example(captions: CaptionSet, image: int, vectors: np.ndarray | None, topk_idx: np.ndarray | None, topk_val: np.ndarray | None) -> bytes:

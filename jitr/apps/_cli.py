@@ -1,0 +1,13 @@
+"""What every jitr absl main shares."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+def run_reporting_bad_input(name: str, body: Callable[[], None]) -> None:
+  """Runs ``body``; bad input (``ValueError``/``OSError``) exits 1 with one line ``NAME: error: ...``."""
+  try:
+    body()
+  except (ValueError, OSError) as err:
+    raise SystemExit(f"{name}: error: {err}") from err
