@@ -1,0 +1,289 @@
+"""One sweep over a direction's score blocks computing every per-query quantity.
+
+For each block of ``B`` queries the scores (and, when asked, the graded
+relevance and semantic scores of the same rows) are read once and a few small
+jitted kernels compute everything the metrics need from that block; only
+small per-query arrays come back. Memory is bounded by a few ``(B, G)``
+blocks.
+
+The metric modules (:mod:`recall`, :mod:`eccv`, :mod:`ndcg`, :mod:`semantic`,
+:mod:`class_map`) turn these per-query arrays into means; :mod:`suite` runs one
+sweep per direction for the full metric set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jitr.evaluation import kernels
+from jitr.evaluation.positives import PositiveSets
+from jitr.evaluation.sources import Scores, default_chunk_size, iter_chunks
+
+__all__ = ["SweepConfig", "sweep", "class_average_precision_block"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepConfig:
+  """Static description of what one sweep computes.
+
+  Attributes:
+    with_groups: rank the best annotated positive also inside a sub-gallery.
+    num_extended: number of extended positive sets whose best positive is
+      ranked (count-based: Recall@K for any K).
+    map_sets: indices (into ``extended``) of the sets whose top-``topk`` hit
+      pattern is returned (for mAP@R / R-Precision).
+    topk: size of the top-k of the scores (``>= max R`` of the ``map_sets``,
+      ``>= ndcg_k``). 0 = no top-k.
+    ndcg_k: largest K of NDCG@K (0 = no NDCG).
+    semantic_k: largest K of NCS@K / Semantic Recall@K (0 = none).
+    semantic_n: number of semantically relevant items of Semantic Recall.
+    with_gt: rank the annotated positives (False for passes that only need
+      the top-k, e.g. the mAP@R pass over a subset of queries).
+  """
+
+  with_groups: bool = False
+  num_extended: int = 0
+  map_sets: tuple[int, ...] = ()
+  topk: int = 0
+  ndcg_k: int = 0
+  semantic_k: int = 0
+  semantic_n: int = 1
+  with_gt: bool = True
+
+
+# Small separate kernels: XLA:CPU fuses one counting reduction per kernel into
+# a fast vectorised loop, but several reductions over the same block in one
+# jitted function can be an order of magnitude slower.
+
+_best = jax.jit(kernels.best_positive)
+_rank = jax.jit(kernels.rank_of)
+
+
+@jax.jit
+def _rank_in(scores, t, p, col_ok):
+  return kernels.rank_of(scores, t, p, col_ok)
+
+
+@functools.partial(jax.jit, static_argnames=("segments",))
+def _rank_segments(scores, t, p, *, segments: int):
+  """Rank counts per equal contiguous column segment: ``(B, segments)``.
+
+  Their sum is the rank in the whole gallery and entry ``m`` the rank inside
+  segment ``m`` -- both sub-gallery protocols from one pass (the COCO layout,
+  where each fold's items are contiguous).
+  """
+  col = jnp.arange(scores.shape[1], dtype=jnp.int32)
+  before = (scores > t[:, None]) | ((scores == t[:, None]) & (col[None] < p[:, None]))
+  return jnp.sum(before.reshape(scores.shape[0], segments, -1), axis=2, dtype=jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("k",))
+def _topk_idx(scores, *, k: int):
+  return jax.lax.top_k(scores, k)[1]
+
+
+_membership = jax.jit(kernels.membership)
+
+
+@jax.jit
+def _ndcg_finish(rel, top_idx, ideal):
+  got = jnp.take_along_axis(rel, top_idx, axis=1)
+  return (kernels.discounted_cumsum(kernels.graded_gain(got)),
+          kernels.discounted_cumsum(kernels.graded_gain(ideal)))
+
+
+def _ndcg_curves(rel, top_idx):
+  ideal, _ = _topk(rel, k=top_idx.shape[1])
+  return _ndcg_finish(rel, top_idx, ideal)
+
+
+_mask = jax.jit(kernels.mask_items)
+
+
+@functools.partial(jax.jit, static_argnames=("k",))
+def _topk(scores, *, k: int):
+  return jax.lax.top_k(scores, k)
+
+
+@functools.partial(jax.jit, static_argnames=("k", "n"))
+def _semantic_finish(sem, ret, ideal, ideal_idx, *, k: int, n: int):
+  sem_ret = jnp.take_along_axis(sem, ret, axis=1)
+  hit = kernels.membership(ret, ideal_idx[:, :n])
+  return (jnp.cumsum(sem_ret, axis=1), jnp.cumsum(ideal[:, :k], axis=1),
+          jnp.cumsum(hit.astype(jnp.int32), axis=1) > 0)
+
+
+def _semantic_curves(scores, sem, gt_pos, *, k: int, n: int):
+  ret = _topk_idx(_mask(scores, gt_pos), k=k)
+  ideal, ideal_idx = _topk(_mask(sem, gt_pos), k=max(k, n))
+  return _semantic_finish(sem, ret, ideal, ideal_idx, k=k, n=n)
+
+
+def _block_outputs(block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig,
+                   segment: tuple[int, int] | None = None) -> dict:
+  out = {}
+  if cfg.with_gt:
+    t, p, has = _best(block, gt_pos)
+    out["has"] = has
+    if cfg.with_groups and segment is not None:
+      counts = _rank_segments(block, t, p, segments=segment[1])
+      out["rank"] = jnp.sum(counts, axis=1)
+      out["group_rank"] = counts[:, segment[0]]
+    else:
+      out["rank"] = _rank(block, t, p)
+      if cfg.with_groups:
+        out["group_rank"] = _rank_in(block, t, p, col_ok)
+  for i in range(cfg.num_extended):
+    et, ep, ehas = _best(block, ext_pos[i])
+    out[f"ext{i}_rank"] = jnp.where(ehas, _rank(block, et, ep), -1)
+  top_idx = _topk_idx(block, k=cfg.topk) if cfg.topk else None
+  for i in cfg.map_sets:
+    out[f"ext{i}_hits"] = _membership(top_idx, ext_pos[i])
+  if cfg.ndcg_k:
+    out["dcg"], out["idcg"] = _ndcg_curves(rel, top_idx[:, :cfg.ndcg_k])
+  if cfg.semantic_k:
+    out["ncs_num"], out["ncs_den"], out["sr_hit"] = _semantic_curves(
+        block, sem, gt_pos, k=cfg.semantic_k, n=cfg.semantic_n)
+  return out
+
+
+def class_average_precision_block(scores: np.ndarray, relevant: np.ndarray,
+                                  k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+  """Average precision of each row over its full ranking (or its top ``k``).
+
+  ``AP = (1/m) sum_{i=1..m} i / rank_i`` where ``rank_i`` is the 1-based rank
+  of the ``i``-th relevant item and ``m`` the number of relevant items. With
+  ``k``: ``AP@k = sum_{i <= k} rel_i P@i / sum_{i <= k} rel_i`` (0 when the top
+  ``k`` holds no relevant item). Returns ``(ap, valid)``; rows without any
+  relevant item are not valid. Exact, with the index tie-break.
+  """
+  scores = np.asarray(scores, np.float32) + np.float32(0.0)  # -0.0 -> +0.0
+  relevant = np.asarray(relevant, bool)
+  b, g = scores.shape
+  ap = np.zeros(b, np.float64)
+  m_all = relevant.sum(axis=1)
+  valid = m_all > 0
+  if k is not None:
+    kk = min(int(k), g)
+    part = np.argpartition(-scores, kk - 1, axis=1)[:, :kk] if kk < g else np.tile(
+        np.arange(g), (b, 1))
+    for i in range(b):
+      cand = part[i]
+      order = cand[np.lexsort((cand, -scores[i, cand]))]
+      rel = relevant[i, order]
+      if rel.any():
+        cum = np.cumsum(rel)
+        ap[i] = np.sum(cum[rel] / (np.flatnonzero(rel) + 1.0)) / rel.sum()
+    return ap, valid
+  sorted_all = np.sort(scores, axis=1)
+  has_ties = np.any(sorted_all[:, 1:] == sorted_all[:, :-1], axis=1)
+  for i in range(b):
+    m = int(m_all[i])
+    if m == 0:
+      continue
+    if has_ties[i]:
+      order = np.argsort(-scores[i], kind="stable")
+      ranks = np.flatnonzero(relevant[i, order]) + 1.0
+    else:
+      vals = np.sort(scores[i, relevant[i]])[::-1]
+      ranks = g - np.searchsorted(sorted_all[i], vals, side="right") + 1.0
+    ap[i] = np.sum(np.arange(1, m + 1) / ranks) / m
+  return ap, valid
+
+
+def sweep(scores: Scores, gt: PositiveSets, *,
+          cfg: SweepConfig,
+          groups: np.ndarray | None = None,
+          group_of_query: np.ndarray | None = None,
+          extended: Sequence[PositiveSets] = (),
+          relevance: Scores | None = None,
+          semantic: Scores | None = None,
+          query_labels: np.ndarray | None = None,
+          query_rows: np.ndarray | None = None,
+          gallery_labels: np.ndarray | None = None,
+          class_map_k: int | None = None,
+          chunk_size: int | None = None) -> dict[str, np.ndarray]:
+  """Runs the per-block kernel over all queries of one direction.
+
+  Args:
+    scores: the direction's (Q, G) score source.
+    gt: annotated positives (Q queries over G items).
+    cfg: what to compute (see :class:`SweepConfig`).
+    groups: ``(M, G)`` bool sub-galleries (e.g. COCO 1K folds), with
+      ``group_of_query`` ``(Q,)`` saying which one each query is ranked in.
+    extended: extended positive sets (Q x G each).
+    relevance: graded relevance source (required when ``cfg.ndcg_k``).
+    semantic: semantic-score source (required when ``cfg.semantic_k``).
+    query_labels / gallery_labels: ``(Q, C)`` / ``(G, C)`` bool class
+      memberships; when given, class-label average precision is computed.
+    class_map_k: truncate class AP to the top ``k`` (None: full ranking).
+    query_rows: restrict the sweep to these queries (others get zeros).
+    chunk_size: queries per block.
+
+  Returns:
+    Per-query numpy arrays (length Q): ``rank`` (-1 when no positive),
+    ``group_rank``, ``ext{i}_rank`` (-1: no positive in the gallery), ``ext{i}_hits``
+    (Q, topk) bool, ``dcg`` / ``idcg`` (Q, ndcg_k), ``ncs_num`` / ``ncs_den`` / ``sr_hit`` (Q,
+    semantic_k), ``class_ap`` / ``class_valid``.
+  """
+  q, g = scores.num_queries, scores.num_gallery
+  size = chunk_size or default_chunk_size(g)
+  segments = None
+  if cfg.with_groups:
+    sets = [(np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool))
+            for m in range(groups.shape[0])]
+    f = groups.shape[0]
+    if g % f == 0 and np.array_equal(
+        groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]):
+      segments = f  # equal contiguous sub-galleries: one counting pass
+  else:
+    sets = [(np.arange(q), None)]
+  if query_rows is not None:
+    keep = np.zeros(q, bool)
+    keep[np.asarray(query_rows)] = True
+    sets = [(rows[keep[rows]], ok) for rows, ok in sets]
+  with_class = query_labels is not None
+  glab = np.asarray(gallery_labels, np.float32) if with_class else None
+  results: dict[str, np.ndarray] = {}
+
+  def store(name, rows, n, value):
+    value = np.asarray(value)[:n]
+    if name not in results:
+      results[name] = np.zeros((q,) + value.shape[1:], value.dtype)
+    results[name][rows[:n]] = value
+
+  dummy = jnp.zeros((1,), jnp.float32)
+  for m, (set_rows, col_ok) in enumerate(sets):
+    if set_rows.size == 0:
+      continue
+    col_ok_j = jnp.asarray(col_ok) if col_ok is not None else jnp.zeros((1,), bool)
+    for rows, n in iter_chunks(set_rows, size):
+      block = scores.block(rows)
+      rel = relevance.block(rows) if cfg.ndcg_k else dummy
+      if cfg.semantic_k:
+        sem = rel if semantic is relevance and cfg.ndcg_k else semantic.block(rows)
+      else:
+        sem = dummy
+      out = _block_outputs(
+          block, jnp.asarray(gt.indices[rows]), col_ok_j,
+          tuple(jnp.asarray(e.indices[rows]) for e in extended), rel, sem, cfg,
+          segment=(m, segments) if segments else None)
+      for name, value in out.items():
+        store(name, rows, n, value)
+      if with_class:
+        qlab = np.asarray(query_labels[rows], np.float32)
+        relevant = (qlab @ glab.T) > 0.5
+        ap, valid = class_average_precision_block(np.asarray(block), relevant, class_map_k)
+        store("class_ap", rows, n, ap)
+        store("class_valid", rows, n, valid)
+  if "rank" in results and "has" in results:
+    results["rank"] = np.where(results["has"], results["rank"], -1)
+    if "group_rank" in results:
+      results["group_rank"] = np.where(results["has"], results["group_rank"], -1)
+  return results

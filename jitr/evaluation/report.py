@@ -1,0 +1,128 @@
+"""Writing a metrics dict: ``metrics.json`` (atomically), a markdown table, plots.
+
+:func:`write_report` is what ``jitr-eval`` calls after
+:func:`~jitr.evaluation.suite.evaluate_retrieval`: it writes
+
+* ``metrics.json`` -- the flat dict, keys sorted (temp file + rename, so an
+  existing file is never left half-written),
+* ``metrics.md`` -- a markdown table per protocol (rows = metrics, columns =
+  directions),
+* ``recall_at_k.png`` and ``ndcg_at_k.png`` -- curves over K (when the dict
+  has those keys; needs matplotlib).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from typing import Mapping
+
+__all__ = ["write_json_atomic", "write_text_atomic", "markdown_table", "write_report",
+           "split_key"]
+
+_KEY = re.compile(r"^(?:(?P<proto>[^/]+)/)?(?:(?P<dir>i2t|t2i)/)?(?P<metric>[^/]+)$")
+
+
+def split_key(key: str) -> tuple[str, str | None, str]:
+  """``"full/i2t/R@1"`` -> ``("full", "i2t", "R@1")``; ``"full/rsum"`` ->
+  ``("full", None, "rsum")``; a bare ``"rsum"`` -> ``("summary", None, "rsum")``."""
+  m = _KEY.match(key)
+  if not m:
+    raise ValueError(f"metric key {key!r} is not '[protocol/][direction/]metric'")
+  return m.group("proto") or "summary", m.group("dir"), m.group("metric")
+
+
+def write_text_atomic(path: str, text: str) -> None:
+  """Writes ``text`` to ``path`` via a temp file in the same folder + rename."""
+  folder = os.path.dirname(os.path.abspath(path))
+  os.makedirs(folder, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                             dir=folder)
+  try:
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+      f.write(text)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.unlink(tmp)
+    raise
+
+
+def _json_value(key: str, v) -> float | None:
+  try:
+    f = float(v)
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"metrics[{key!r}] must be a number, got {v!r}") from e
+  return None if math.isnan(f) else f
+
+
+def write_json_atomic(path: str, metrics: Mapping[str, float]) -> None:
+  """``metrics`` as sorted JSON (NaN -> null), written atomically."""
+  data = {str(k): _json_value(k, v) for k, v in sorted(metrics.items())}
+  write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def _metric_order(name: str) -> tuple:
+  m = re.match(r"^(.*?)@(\d+)$", name)
+  if m:
+    return (m.group(1), int(m.group(2)))
+  return (name, -1)
+
+
+def _fmt(v: float, digits: int) -> str:
+  if v is None or (isinstance(v, float) and math.isnan(v)):
+    return "–"
+  return f"{v:.{digits}f}"
+
+
+def markdown_table(metrics: Mapping[str, float], *, digits: int = 2,
+                   title: str | None = None) -> str:
+  """One markdown table per protocol: rows = metrics, columns i2t / t2i / all."""
+  protos: dict[str, dict[str, dict[str, float]]] = {}
+  for key, v in metrics.items():
+    proto, d, metric = split_key(key)
+    protos.setdefault(proto, {}).setdefault(metric, {})[d or "all"] = v
+  lines = []
+  if title:
+    lines += [f"# {title}", ""]
+  for proto in protos:
+    rows = protos[proto]
+    cols = [c for c in ("i2t", "t2i", "all") if any(c in r for r in rows.values())]
+    lines.append(f"## {proto}")
+    lines.append("")
+    lines.append("| metric | " + " | ".join(cols) + " |")
+    lines.append("|---|" + "---:|" * len(cols))
+    for metric in sorted(rows, key=_metric_order):
+      cells = [_fmt(rows[metric].get(c), digits) if c in rows[metric] else ""
+               for c in cols]
+      lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    lines.append("")
+  return "\n".join(lines)
+
+
+def write_report(workdir: str, metrics: Mapping[str, float], *,
+                 title: str | None = None, plots: bool = True) -> dict[str, str]:
+  """Writes ``metrics.json``, ``metrics.md`` and the curve plots to ``workdir``.
+
+  Returns ``{"json": path, "markdown": path, "recall_plot": path, ...}`` for the
+  files written (plots only when the metrics hold curve keys).
+  """
+  os.makedirs(workdir, exist_ok=True)
+  paths = {"json": os.path.join(workdir, "metrics.json"),
+           "markdown": os.path.join(workdir, "metrics.md")}
+  write_json_atomic(paths["json"], metrics)
+  write_text_atomic(paths["markdown"], markdown_table(metrics, title=title))
+  if plots:
+    from jitr.evaluation import plots as plots_lib  # pylint: disable=g-import-not-at-top
+    p = os.path.join(workdir, "recall_at_k.png")
+    if plots_lib.plot_curves(metrics, "R", p, title="Recall@K"):
+      paths["recall_plot"] = p
+    p = os.path.join(workdir, "ndcg_at_k.png")
+    if plots_lib.plot_curves(metrics, "NDCG", p, title="NDCG@K"):
+      paths["ndcg_plot"] = p
+  return paths
