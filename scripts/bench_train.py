@@ -1,0 +1,396 @@
+#!/usr/bin/env python
+"""Benchmark: the VSE++† train step, jitr vs plain Flax vs PyTorch, side by side.
+
+One step of VSE++† (batch 128 pairs, 36 × 2048 region features -> Dense 1024 +
+max-pool + L2; captions -> Embed 300 -> GRU 1024, last valid state, L2;
+sim = img @ txt.T; VSE++ max-violation triplet (LMH, margin 0.2, both
+directions); Adam lr 2e-4 after global-norm clipping at 2.0), three ways:
+
+* ``jitr``: ``create_dual_encoder`` + ``make_train_step(axis_name=None)`` +
+  ``make_optimizer`` + ``losses.objective``; ``jax.jit(donate_argnums=(0,))``.
+  The batch is trimmed to its longest caption (``bucket_length``) before the
+  step, so the GRU scans only as far as needed.
+* ``flax nn.RNN``: the same everything, with the text GRU written the plain way
+  (``nn.RNN(nn.GRUCell(1024))`` with ``seq_lengths``) — the issue's reference.
+* ``pytorch``: the same model in torch (``nn.Linear`` + max + L2;
+  ``nn.Embedding`` + ``nn.GRU`` over ``pack_padded_sequence``; the same loss;
+  ``clip_grad_norm_(2.0)``; ``torch.optim.Adam``), ``torch.set_num_threads``.
+
+All implementations run in one process and are timed in interleaved rounds
+(``--rounds`` rounds of ``--steps`` steps each, after ``--warmup`` steps), so
+load from anything else on the machine hits them alike; the table reports the
+median step time, steps/s and the ratio against PyTorch. Every JAX step is
+waited for (``block_until_ready``) and every torch step is synchronous.
+
+``--profile`` also times forward-only and forward+backward pieces of each
+implementation (image tower, text tower, whole step) to show where time goes.
+
+On a shared machine PyTorch's OpenMP threads busy-wait at every barrier by
+default, which makes its GRU several times slower whenever the cores are
+oversubscribed; ``OMP_WAIT_POLICY=passive`` (set in the environment, it must be
+set before torch starts) removes that effect and gives the fair comparison.
+The header line prints the load average at the start.
+
+Usage::
+
+    python scripts/bench_train.py                  # fixed length 12 + variable 8..12
+    OMP_WAIT_POLICY=passive python scripts/bench_train.py
+    python scripts/bench_train.py --profile --min_length 0
+    python scripts/bench_train.py --only jitr,jitr_unrolled,torch --rounds 5 --steps 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def _parse_args(argv=None):
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--batch", type=int, default=128)
+  p.add_argument("--regions", type=int, default=36)
+  p.add_argument("--feature_dim", type=int, default=2048)
+  p.add_argument("--embed_dim", type=int, default=1024)
+  p.add_argument("--word_dim", type=int, default=300)
+  p.add_argument("--vocab", type=int, default=10000)
+  p.add_argument("--length", type=int, default=12, help="caption length of the fixed-length batch")
+  p.add_argument("--min_length", type=int, default=8,
+                 help="variable-length batch: lengths uniform in [min_length, length]; "
+                      "0 skips the variable-length table")
+  p.add_argument("--threads", type=int, default=0,
+                 help="torch intra-op threads (0: all cores; XLA's CPU client always uses all cores)")
+  p.add_argument("--warmup", type=int, default=1, help="untimed steps after the compiling one")
+  p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+  p.add_argument("--steps", type=int, default=3, help="timed steps per implementation per round")
+  p.add_argument("--only", default="jitr,flax,torch",
+                 help="comma list of jitr, jitr_unrolled, flax, torch")
+  p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
+  p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")
+  return p.parse_args(argv)
+
+
+ARGS = _parse_args()
+_threads = ARGS.threads or os.cpu_count() or 1
+if ARGS.xla_flags:
+  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + ARGS.xla_flags).strip()
+
+import flax.linen as nn  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from jitr import losses, models, training  # noqa: E402
+from jitr.data.vocab import bucket_length  # noqa: E402
+
+MARGIN = 0.2
+LR = 2e-4
+CLIP = 2.0
+OPTIMIZER = {"name": "adam", "learning_rate": LR, "grad_clip": CLIP}
+OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
+
+
+# ----------------------------------------------------------------------------- data
+
+def make_batch(rng: np.random.Generator, *, min_length: int, max_length: int) -> dict[str, np.ndarray]:
+  """One VSE++ batch: B (image, caption) pairs of distinct images; tokens padded with 0."""
+  b = ARGS.batch
+  lengths = rng.integers(min_length, max_length + 1, b).astype(np.int32)
+  t = np.arange(max_length)[None, :]
+  tokens = rng.integers(1, ARGS.vocab, (b, max_length)).astype(np.int32) * (t < lengths[:, None])
+  images = rng.standard_normal((b, ARGS.regions, ARGS.feature_dim)).astype(np.float32)
+  return {"images": images, "tokens": tokens.astype(np.int32), "lengths": lengths,
+          "image_ids": np.arange(b, dtype=np.int32)}
+
+
+def trim(batch: dict[str, np.ndarray], buckets=(8, 12, 16, 24, 32, 48, 64)) -> dict[str, np.ndarray]:
+  """Host-side: cut the caption axis to the batch's bucketed longest caption."""
+  t = bucket_length(batch["lengths"], buckets)
+  return {**batch, "tokens": batch["tokens"][:, :t]}
+
+
+# ----------------------------------------------------------------------------- JAX
+
+class FlaxRNNTextEncoder(nn.Module):
+  """The plain Flax way: ``Embed -> nn.RNN(nn.GRUCell)`` with ``seq_lengths`` -> L2."""
+
+  vocab_size: int
+  word_dim: int
+  embed_dim: int
+
+  @nn.compact
+  def __call__(self, tokens, lengths):
+    x = nn.Embed(self.vocab_size, self.word_dim, name="embed")(tokens)
+    carry, _ = nn.RNN(nn.GRUCell(self.embed_dim), return_carry=True, name="rnn")(
+        x, seq_lengths=lengths)
+    return models.l2_normalize(carry)
+
+
+def build_jax(kind: str, batch: dict[str, np.ndarray]):
+  """``(model, step, state)`` with ``step = jit(make_train_step(...), donate_argnums=0)``."""
+  if kind in ("jitr", "jitr_unrolled"):
+    unroll = batch["tokens"].shape[1] if kind == "jitr_unrolled" else 1
+    model = models.create_dual_encoder(vocab_size=ARGS.vocab, image="regions", text="gru",
+                                       embed_dim=ARGS.embed_dim, word_dim=ARGS.word_dim,
+                                       image_pooling="max", text_pooling="last", unroll=unroll)
+  elif kind == "flax":
+    model = models.DualEncoder(
+        image_encoder=models.RegionEncoder(embed_dim=ARGS.embed_dim, pooling="max"),
+        text_encoder=FlaxRNNTextEncoder(ARGS.vocab, ARGS.word_dim, ARGS.embed_dim))
+  else:
+    raise ValueError(kind)
+  params = jax.jit(model.init)(jax.random.key(0), batch["images"], batch["tokens"],
+                               batch["lengths"])["params"]
+
+  def apply_fn(p, b, rngs):
+    return model.apply({"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs)
+
+  tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
+  state = training.create_train_state(params, apply_fn, tx, jax.random.key(1))
+  step = jax.jit(training.make_train_step(losses.objective(OBJECTIVE), axis_name=None),
+                 donate_argnums=(0,))
+  return model, step, state
+
+
+class JaxRunner:
+  def __init__(self, kind: str, batch: dict[str, np.ndarray]):
+    self.kind = kind
+    self.model, self.step, self.state = build_jax(kind, batch)
+    self.batch = jax.device_put(batch)  # on device once: the step has no host round-trips
+
+  def run(self) -> float:
+    self.state, metrics = self.step(self.state, self.batch)
+    return metrics["loss"]
+
+  def sync(self, out) -> float:
+    return float(jax.block_until_ready(out))
+
+
+# ----------------------------------------------------------------------------- PyTorch
+
+class TorchVSE(torch.nn.Module):
+  def __init__(self):
+    super().__init__()
+    self.fc = torch.nn.Linear(ARGS.feature_dim, ARGS.embed_dim)
+    self.embed = torch.nn.Embedding(ARGS.vocab, ARGS.word_dim)
+    self.gru = torch.nn.GRU(ARGS.word_dim, ARGS.embed_dim, batch_first=True)
+
+  def encode_image(self, images):
+    x = self.fc(images).max(dim=1).values
+    return torch.nn.functional.normalize(x, dim=-1)
+
+  def encode_text(self, tokens, lengths):
+    x = self.embed(tokens)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
+                                                     enforce_sorted=False)
+    _, h = self.gru(packed)  # h: [1, B, H], the state after each caption's last token
+    return torch.nn.functional.normalize(h[0], dim=-1)
+
+  def forward(self, images, tokens, lengths):
+    return self.encode_image(images), self.encode_text(tokens, lengths)
+
+
+def torch_triplet(sim: torch.Tensor) -> torch.Tensor:
+  """VSE++ max-violation (LMH), both directions, mean over queries (as jitr)."""
+  d = sim.diag()
+  eye = torch.eye(sim.shape[0], dtype=torch.bool)
+  neg = sim.masked_fill(eye, float("-inf"))
+  i2t = torch.relu(MARGIN + neg.max(dim=1).values - d)
+  t2i = torch.relu(MARGIN + neg.max(dim=0).values - d)
+  return i2t.mean() + t2i.mean()
+
+
+class TorchRunner:
+  kind = "torch"
+
+  def __init__(self, batch: dict[str, np.ndarray]):
+    torch.manual_seed(0)
+    self.model = TorchVSE()
+    self.opt = torch.optim.Adam(self.model.parameters(), lr=LR)
+    self.images = torch.from_numpy(batch["images"])
+    self.tokens = torch.from_numpy(batch["tokens"]).long()
+    self.lengths = torch.from_numpy(batch["lengths"]).long()  # CPU lengths, as pack wants
+
+  def run(self) -> torch.Tensor:
+    self.opt.zero_grad(set_to_none=True)
+    img, txt = self.model(self.images, self.tokens, self.lengths)
+    loss = torch_triplet(img @ txt.T)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(self.model.parameters(), CLIP)
+    self.opt.step()
+    return loss
+
+  def sync(self, out) -> float:
+    return float(out.detach())
+
+
+# ----------------------------------------------------------------------------- timing
+
+LABELS = {"jitr": "jitr (`create_dual_encoder` GRU)",
+          "jitr_unrolled": "jitr, GRU scan fully unrolled (`unroll=T`)", "flax": "plain Flax `nn.RNN(GRUCell)`",
+          "torch": "PyTorch (`nn.GRU`, packed)"}
+
+
+def time_interleaved(runners, *, warmup: int, rounds: int, steps: int) -> dict[str, list[float]]:
+  for r in runners:
+    for _ in range(max(warmup, 1)):
+      loss = r.sync(r.run())
+      if not np.isfinite(loss):
+        raise RuntimeError(f"{r.kind}: non-finite loss {loss}")
+  times = {r.kind: [] for r in runners}
+  for _ in range(rounds):
+    for r in runners:
+      for _ in range(steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        r.sync(r.run())
+        times[r.kind].append((time.perf_counter() - t0, time.process_time() - c0))
+  return times
+
+
+def print_table(title: str, times: dict[str, list[tuple[float, float]]]) -> None:
+  """Wall time is what a user waits; CPU time (all threads) is less sensitive to
+  other processes on a shared machine, but counts busy-waiting threads."""
+  med = {k: statistics.median(w for w, _ in v) for k, v in times.items()}
+  cpu = {k: statistics.median(c for _, c in v) for k, v in times.items()}
+  ref = med.get("torch")
+  n = len(next(iter(times.values())))
+  print(f"\n### {title}\n")
+  print(f"| implementation | ms/step (median of {n}) | steps/s | PyTorch time / this | CPU ms/step |")
+  print("|---|---:|---:|---:|---:|")
+  for k, m in med.items():
+    ratio = f"{ref / m:.2f}×" if ref else "–"
+    print(f"| {LABELS[k]} | {1e3 * m:.0f} | {1 / m:.2f} | {ratio} | {1e3 * cpu[k]:.0f} |")
+  sys.stdout.flush()
+
+
+def _median_ms(fn, sync, n=5) -> float:
+  sync(fn())
+  sync(fn())
+  ts = []
+  for _ in range(n):
+    t0 = time.perf_counter()
+    sync(fn())
+    ts.append(time.perf_counter() - t0)
+  return 1e3 * statistics.median(ts)
+
+
+def profile(jax_runners, torch_runner, batch) -> None:
+  """Forward-only and forward+backward times of each tower, per implementation."""
+  rows = []
+  jsync = lambda x: jax.block_until_ready(x)
+  for r in jax_runners:
+    p = r.state.params
+    b = r.batch
+    m = r.model
+    img_f = jax.jit(lambda p, b: m.apply({"params": p}, b["images"], method="encode_image"))
+    txt_f = jax.jit(lambda p, b: m.apply({"params": p}, b["tokens"], b["lengths"],
+                                         method="encode_text"))
+    img_g = jax.jit(jax.grad(lambda p, b: jnp.sum(m.apply({"params": p}, b["images"],
+                                                          method="encode_image"))))
+    txt_g = jax.jit(jax.grad(lambda p, b: jnp.sum(m.apply({"params": p}, b["tokens"], b["lengths"],
+                                                          method="encode_text"))))
+    rows.append((r.kind, _median_ms(lambda: img_f(p, b), jsync), _median_ms(lambda: img_g(p, b), jsync),
+                 _median_ms(lambda: txt_f(p, b), jsync), _median_ms(lambda: txt_g(p, b), jsync)))
+  if torch_runner is not None:
+    tm = torch_runner.model
+    ti, tt, tl = torch_runner.images, torch_runner.tokens, torch_runner.lengths
+
+    def fwd_img():
+      with torch.no_grad():
+        return tm.encode_image(ti)
+
+    def fwd_txt():
+      with torch.no_grad():
+        return tm.encode_text(tt, tl)
+
+    def grad(f):
+      def g():
+        tm.zero_grad(set_to_none=True)
+        out = f().sum()
+        out.backward()
+        return out
+      return g
+
+    ts = lambda x: float(x.sum().detach())
+    rows.append(("torch", _median_ms(fwd_img, ts), _median_ms(grad(lambda: tm.encode_image(ti)), ts),
+                 _median_ms(fwd_txt, ts), _median_ms(grad(lambda: tm.encode_text(tt, tl)), ts)))
+  print("\n### Where the time goes (ms, median of 5; grad = forward + backward w.r.t. params)\n")
+  print("| implementation | image fwd | image grad | text fwd | text grad |")
+  print("|---|---:|---:|---:|---:|")
+  for kind, *vals in rows:
+    print(f"| {LABELS[kind]} | " + " | ".join(f"{v:.0f}" for v in vals) + " |")
+  b, k, d, e, w = ARGS.batch, ARGS.regions, ARGS.feature_dim, ARGS.embed_dim, ARGS.word_dim
+  t = batch["tokens"].shape[1]
+  gf_img = 2 * b * k * d * e / 1e9
+  gf_txt = (2 * b * t * w * 3 * e + t * 2 * b * e * 3 * e) / 1e9
+  print(f"\nforward matmul work: image {gf_img:.1f} GFLOP, text {gf_txt:.1f} GFLOP "
+        f"(T = {t}); a train step is about 2× (image: weight grads only) to 3× (text) that.")
+
+
+def build_runners(batch: dict[str, np.ndarray], kinds: list[str]):
+  runners = []
+  jax_batch = trim(batch)
+  for kind in kinds:
+    if kind == "torch":
+      continue
+    t0 = time.perf_counter()
+    runners.append(JaxRunner(kind, jax_batch))
+    runners[-1].sync(runners[-1].run())  # compile
+    print(f"  compiled {kind} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+  if "torch" in kinds:
+    runners.append(TorchRunner(batch))
+  return runners
+
+
+def set_batch(runners, batch: dict[str, np.ndarray]) -> None:
+  """Same model and optimizer state, new data (same shapes after trimming: no recompile)."""
+  jax_batch = trim(batch)
+  for r in runners:
+    if isinstance(r, JaxRunner):
+      r.batch = jax.device_put(jax_batch)
+    else:
+      r.images = torch.from_numpy(batch["images"])
+      r.tokens = torch.from_numpy(batch["tokens"]).long()
+      r.lengths = torch.from_numpy(batch["lengths"]).long()
+
+
+def main() -> None:
+  start = time.perf_counter()
+  torch.set_num_threads(_threads)
+  kinds = [k.strip() for k in ARGS.only.split(",") if k.strip()]
+  unknown = set(kinds) - set(LABELS)
+  if unknown:
+    raise SystemExit(f"--only: unknown {sorted(unknown)}; expected some of {sorted(LABELS)}")
+  print(f"VSE++† train step: batch {ARGS.batch}, {ARGS.regions}×{ARGS.feature_dim} regions, "
+        f"embed {ARGS.embed_dim}, word {ARGS.word_dim}, vocab {ARGS.vocab}, Adam + clip {CLIP}; "
+        f"jax {jax.__version__} ({jax.default_backend()}, {os.cpu_count()} cores), "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads); "
+        f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
+        + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+  rng = np.random.default_rng(0)
+  fixed = make_batch(rng, min_length=ARGS.length, max_length=ARGS.length)
+  runners = build_runners(fixed, kinds)
+  times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
+  print_table(f"Fixed-length captions (T = {ARGS.length})", times)
+  if ARGS.profile:
+    profile([r for r in runners if isinstance(r, JaxRunner)],
+            next((r for r in runners if isinstance(r, TorchRunner)), None), trim(fixed))
+  if ARGS.min_length:
+    var = make_batch(rng, min_length=ARGS.min_length, max_length=ARGS.length)
+    set_batch(runners, var)
+    t = trim(var)["tokens"].shape[1]
+    times = time_interleaved(runners, warmup=1, rounds=ARGS.rounds, steps=ARGS.steps)
+    print_table(f"Variable-length captions ({ARGS.min_length}–{ARGS.length} tokens, mean "
+                f"{var['lengths'].mean():.1f}; JAX batch trimmed to T = {t}, torch packed)", times)
+  print(f"\n(total {time.perf_counter() - start:.0f}s; load average now "
+        + " ".join(f"{x:.1f}" for x in os.getloadavg()) + ")")
+
+
+if __name__ == "__main__":
+  main()
