@@ -32,6 +32,8 @@ def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--variants", default=",".join(VARIANTS))
   parser.add_argument("--root", default=os.path.join(ROOT, "workdirs", "shapes"))
+  parser.add_argument("--data_dir", default=os.path.join(ROOT, "workdirs", "tfds"),
+                      help="TFDS + relevance TFRecords, shared with scripts/train.sh's default workdir")
   parser.add_argument("--set", action="append", default=[], help="config override, e.g. config.num_epochs=5")
   args = parser.parse_args()
   rows = []
@@ -42,7 +44,7 @@ def main() -> None:
     if not os.path.exists(metrics_path):
       start = time.time()
       cmd = [sys.executable, "-m", "jitr.apps.train", f"--config={ROOT}/configs/shapes.py:{name}",
-             f"--workdir={workdir}", f"--config.data_dir={os.path.join(args.root, 'tfds')}"]
+             f"--workdir={workdir}", f"--config.data_dir={args.data_dir}"]
       cmd += [f"--{o}" for o in args.set]
       print("running:", " ".join(cmd), flush=True)
       subprocess.run(cmd, check=True, cwd=ROOT)
