@@ -9,7 +9,7 @@ import pytest
 from ml_collections import config_flags  # noqa: F401  (absl flags of the app are defined on import)
 
 from configs import default
-from jitr.apps import train
+from jitr.apps import evaluate, train
 
 
 @pytest.mark.slow
@@ -30,6 +30,16 @@ def test_default_config_trains_end_to_end_on_tiny_shapes(tmp_path):
   assert os.path.exists(tmp_path / "run" / "results.md")
   assert os.listdir(tmp_path / "run" / "checkpoints" / "best")
   assert os.listdir(tmp_path / "run" / "tensorboard")
+  # jitr-eval on the same workdir: the same best checkpoint gives the same test numbers, plus the report.
+  again = evaluate.evaluate_workdir(str(tmp_path / "run"), split="test")
+  for key in ("full/rsum", "ndcg/i2t/NDCG@10", "exact/t2i/mAP@R"):
+    assert again[key] == pytest.approx(metrics[key], abs=1e-6), key
+  out = tmp_path / "run" / "eval_test"
+  for name in ("metrics.json", "metrics.md", "queries.png"):
+    assert (out / name).stat().st_size > 0, name
+  assert any(p.suffix == ".png" and p.name != "queries.png" for p in out.iterdir())  # recall / NDCG curves
+  with open(out / "queries.png", "rb") as f:
+    assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 def test_bad_config_is_refused(tmp_path):
@@ -64,6 +74,11 @@ def test_precomp_folder_trains_end_to_end(tmp_path):
   config.model.word_dim = 8
   metrics = train.train_and_evaluate(config, str(tmp_path / "run"))
   assert 0 < metrics["full/rsum"] <= 600 and "ndcg/i2t/NDCG@10" not in metrics
+
+
+def test_eval_of_a_folder_without_config_is_refused(tmp_path):
+  with pytest.raises(FileNotFoundError, match="config.json"):
+    evaluate.evaluate_workdir(str(tmp_path))
 
 
 def test_precomp_without_root_is_refused(tmp_path):
