@@ -21,7 +21,8 @@ import numpy as np
 
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
-from jitr.evaluation.sources import as_scores
+from jitr.evaluation.recall import _check_ks
+from jitr.evaluation.sources import as_scores, scores_like
 
 __all__ = ["ndcg_at_k", "summarize_ndcg"]
 
@@ -54,14 +55,8 @@ def ndcg_at_k(scores, relevance, *, ks: Sequence[int] = (1, 5, 10, 20, 50, 100),
   0.3869
   """
   src = as_scores(scores)
-  rel = as_scores(relevance, name="relevance")
-  if (rel.num_queries, rel.num_gallery) != (src.num_queries, src.num_gallery):
-    raise ValueError(
-        f"`relevance` is {rel.num_queries} x {rel.num_gallery}, expected "
-        f"{src.num_queries} x {src.num_gallery} like `scores`")
-  ks = tuple(int(k) for k in ks)
-  if not ks or min(ks) < 1:
-    raise ValueError(f"`ks` must be integers >= 1, got {ks}")
+  rel = scores_like(relevance, src, "relevance")
+  ks = _check_ks(ks)
   k = min(max(ks), src.num_gallery)
   dummy = PositiveSets(np.full((src.num_queries, 1), -1, np.int32),
                        np.zeros(src.num_queries, np.int32), src.num_gallery)

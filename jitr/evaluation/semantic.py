@@ -31,7 +31,8 @@ import numpy as np
 
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
-from jitr.evaluation.sources import as_scores
+from jitr.evaluation.recall import _check_ks
+from jitr.evaluation.sources import as_scores, scores_like
 
 __all__ = ["semantic_metrics", "summarize_semantic"]
 
@@ -77,14 +78,8 @@ def semantic_metrics(scores, semantic, positives: PositiveSets, *,
   0.4286 0.0
   """
   src = as_scores(scores)
-  sem = as_scores(semantic, name="semantic")
-  if (sem.num_queries, sem.num_gallery) != (src.num_queries, src.num_gallery):
-    raise ValueError(
-        f"`semantic` is {sem.num_queries} x {sem.num_gallery}, expected "
-        f"{src.num_queries} x {src.num_gallery} like `scores`")
-  ks = tuple(int(k) for k in ks)
-  if not ks or min(ks) < 1:
-    raise ValueError(f"`ks` must be integers >= 1, got {ks}")
+  sem = scores_like(semantic, src, "semantic")
+  ks = _check_ks(ks)
   if num_relevant < 1:
     raise ValueError(f"`num_relevant` must be >= 1, got {num_relevant}")
   k = max(ks)

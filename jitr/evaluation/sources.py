@@ -229,3 +229,13 @@ def iter_chunks(rows: np.ndarray, chunk_size: int
     if n_valid < size:
       part = np.concatenate([part, np.full(size - n_valid, part[-1])])
     yield part, n_valid
+
+
+def scores_like(values: Any, like: "Scores", name: str) -> "Scores":
+  """``values`` as a score source shaped like ``like`` (one error naming ``name`` otherwise)."""
+  other = as_scores(values, name=name)
+  if (other.num_queries, other.num_gallery) != (like.num_queries, like.num_gallery):
+    raise ValueError(
+        f"`{name}` is {other.num_queries} x {other.num_gallery}, expected "
+        f"{like.num_queries} x {like.num_gallery} like `scores`")
+  return other

@@ -14,6 +14,12 @@ def _directions(sim, positives, where, *mats):
   yield sim.T, positives.T, where.T, tuple(m.T for m in mats)
 
 
+def _split(pos, w, q):
+  """Valid positives and valid negatives of query row q."""
+  cols = range(pos.shape[1])
+  return [j for j in cols if pos[q, j] and w[q, j]], [j for j in cols if not pos[q, j] and w[q, j]]
+
+
 def _mean_over(values):
   return float(np.mean(values)) if values else 0.0
 
@@ -23,8 +29,7 @@ def triplet(sim, positives, where, margin=0.2, mining="max", reduction="mean"):
   for s, pos, w, _ in _directions(sim, positives, where):
     per_query = []
     for q in range(s.shape[0]):
-      ps = [j for j in range(s.shape[1]) if pos[q, j] and w[q, j]]
-      ns = [j for j in range(s.shape[1]) if not pos[q, j] and w[q, j]]
+      ps, ns = _split(pos, w, q)
       if not ps:
         continue
       vals = []
@@ -90,9 +95,8 @@ def adaptive_listwise(sim, positives, where, beta=0.5, alpha=0.4):
   for s, pos, w, _ in _directions(sim, positives, where):
     per_query = []
     for q in range(s.shape[0]):
-      ps = [j for j in range(s.shape[1]) if pos[q, j] and w[q, j]]
-      ns = sorted([j for j in range(s.shape[1]) if not pos[q, j] and w[q, j]],
-                  key=lambda j: (-s[q, j], j))
+      ps, ns = _split(pos, w, q)
+      ns = sorted(ns, key=lambda j: (-s[q, j], j))
       if not ps:
         continue
       n = len(ns) + 1
@@ -110,8 +114,7 @@ def semantic_margin(sim, metric, positives, where, tau, sampling, max_margin=Non
   for s, pos, w, (phi,) in _directions(sim, positives, where, metric):
     per_query = []
     for q in range(s.shape[0]):
-      ps = [j for j in range(s.shape[1]) if pos[q, j] and w[q, j]]
-      ns = [j for j in range(s.shape[1]) if not pos[q, j] and w[q, j]]
+      ps, ns = _split(pos, w, q)
       if not ps:
         continue
       if not ns:
@@ -134,8 +137,7 @@ def semantic_hard_negatives(sim, semantic, positives, where, alpha=0.185, lam=0.
   for s, pos, w, (sem,) in _directions(sim, positives, where, semantic):
     per_query = []
     for q in range(s.shape[0]):
-      ps = [j for j in range(s.shape[1]) if pos[q, j] and w[q, j]]
-      ns = [j for j in range(s.shape[1]) if not pos[q, j] and w[q, j]]
+      ps, ns = _split(pos, w, q)
       if not ps:
         continue
       vals = [max([max(0.0, alpha + s[q, n] + lam * sem[q, n] - s[q, p]) for n in ns], default=0.0)
