@@ -126,6 +126,7 @@ class Evaluator:
     import jax
 
     self.splits, self.exact, self.folds, self.batch_size = splits, exact, folds, batch_size
+    self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
     self.encode_image = jax.jit(lambda p, x, m: model.apply({"params": p}, x, m, method="encode_image"))
     self.encode_text = jax.jit(lambda p, t, n: model.apply({"params": p}, t, n, method="encode_text"))
 
@@ -136,22 +137,28 @@ class Evaluator:
                            batch_size=self.batch_size)
     return img @ txt.T
 
-  def __call__(self, split: str, params: Any, sim=None) -> dict:
+  def _graded_inputs(self, split: str) -> dict:
+    """Exact relevance and its relevance-1 items as extended positives (jitr_shapes only)."""
     import numpy as np
 
     from jitr.evaluation.positives import positives_from_lists
-    from jitr.evaluation.suite import evaluate_retrieval
 
-    graded = {}
-    if self.exact is not None:
+    if self.exact is None:
+      return {}
+    if split not in self._graded:
       rel = self.exact[split]
       ones = rel >= 1.0
-      graded = {"relevance": rel, "extended_positives": {"exact": (
+      self._graded[split] = {"relevance": rel, "extended_positives": {"exact": (
           positives_from_lists([np.flatnonzero(r) for r in ones], num_gallery=rel.shape[1]),
           positives_from_lists([np.flatnonzero(c) for c in ones.T], num_gallery=rel.shape[0]))}}
+    return self._graded[split]
+
+  def __call__(self, split: str, params: Any, sim=None) -> dict:
+    from jitr.evaluation.suite import evaluate_retrieval
+
     sim = self.similarity(split, params) if sim is None else sim
     metrics = evaluate_retrieval(sim, caption_to_image=self.splits[split].caption_image,
                                  folds=self.folds if split == "test" else None, curve_ks=(1, 5, 10, 20, 50, 100),
-                                 ndcg_ks=(1, 5, 10, 20, 50, 100), semantic_ks=(), **graded)
+                                 ndcg_ks=(1, 5, 10, 20, 50, 100), semantic_ks=(), **self._graded_inputs(split))
     metrics["rsum"] = metrics["full/rsum"]
     return metrics

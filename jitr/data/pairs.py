@@ -10,6 +10,7 @@ same epoch always gives the same batches (what exact resumption needs).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -66,9 +67,10 @@ class RetrievalSplit:
   def num_captions(self) -> int:
     return len(self.caption_image)
 
-  @property
+  @functools.cached_property
   def image_captions(self) -> np.ndarray:
-    """``[N_img, captions_per_image]`` caption indices of each image."""
+    """``[N_img, captions_per_image]`` caption indices of each image (computed once:
+    every batch with stored vectors looks it up)."""
     order = np.argsort(self.caption_image, kind="stable")
     return order.reshape(self.num_images, -1)
 
