@@ -78,7 +78,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   steps_per_epoch = pairs.steps_per_epoch(splits["train"], config.batch_size)
   model, state = wiring.initial_state(config, len(vocab), splits["train"], steps_per_epoch)
   parallel = training.DataParallel(
-      training.make_train_step(losses.objective(config.loss),
+      training.make_train_step(losses.objective(config.loss, steps_per_epoch=steps_per_epoch),
                                graded_fn=make_graded_fn(config.graded, scales=scales)), backend=config.backend)
   if config.batch_size % parallel.num_devices:
     raise ValueError(f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices")

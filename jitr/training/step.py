@@ -74,7 +74,8 @@ def make_train_step(
     def compute(params):
       img, txt = state.apply_fn(params, batch, {"dropout": dropout_key})
       sim = _gather(img, axis_name).astype(jnp.float32) @ _gather(txt, axis_name).astype(jnp.float32).T
-      total, parts = loss_fn(sim, positives=positives, where=where, graded=graded, key=loss_key)
+      total, parts = loss_fn(sim, positives=positives, where=where, graded=graded, key=loss_key,
+                             step=state.step)
       return total, (parts, sim)
 
     (total, (parts, sim)), grads = jax.value_and_grad(compute, has_aux=True)(state.params)

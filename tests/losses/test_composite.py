@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 import pytest
 
 from jitr import losses
@@ -52,3 +53,31 @@ def test_bad_configs_raise_clear_errors():
     losses.objective({"smooth_ndcg": {}})(sim, positives=pos)
   with pytest.raises(ValueError, match="no 'relevance'"):
     losses.objective({"smooth_ndcg": {}})(sim, positives=pos, graded={"cider": sim})
+
+
+def test_epoch_windows_switch_terms_at_the_step():
+  """VSE∞ warm-up: sum-of-hinges for epoch 0, max-violation from epoch 1 (10 steps/epoch)."""
+  sim, pos, _, _ = _batch()
+  loss_fn = losses.objective({"warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},
+                              "triplet": {"mining": "max", "from_epoch": 1}}, steps_per_epoch=10)
+  lsh = float(losses.triplet(sim, positives=pos, mining="sum"))
+  lmh = float(losses.triplet(sim, positives=pos, mining="max"))
+  assert lsh != pytest.approx(lmh)
+  run = jax.jit(lambda s, step: loss_fn(s, positives=pos, step=step))
+  for step, expected in ((0, lsh), (9, lsh), (10, lmh), (1000, lmh)):
+    total, parts = run(sim, step)
+    assert float(total) == pytest.approx(expected, abs=1e-6)
+    assert float(parts["warmup"]) == pytest.approx(lsh, abs=1e-6)  # parts: unweighted, always
+  grad = jax.grad(lambda s: loss_fn(s, positives=pos, step=3)[0])(sim)
+  ref = jax.grad(lambda s: losses.triplet(s, positives=pos, mining="sum"))(sim)
+  np.testing.assert_allclose(grad, ref, atol=1e-7)
+
+
+def test_epoch_window_errors():
+  sim, pos, _, _ = _batch()
+  with pytest.raises(ValueError, match="steps_per_epoch"):
+    losses.objective({"triplet": {"until_epoch": 1}})
+  with pytest.raises(ValueError, match="must be before"):
+    losses.objective({"triplet": {"from_epoch": 2, "until_epoch": 1}}, steps_per_epoch=5)
+  with pytest.raises(ValueError, match="pass step="):
+    losses.objective({"triplet": {"from_epoch": 1}}, steps_per_epoch=5)(sim, positives=pos)
