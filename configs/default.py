@@ -38,8 +38,13 @@ def get_config() -> ml_collections.ConfigDict:
       image="regions", text="gru", embed_dim=256, word_dim=128,
       image_pooling="max", text_pooling="last"))
 
+  # Max-violation (hardest-negative) triplets learn slowly from a random start
+  # (VSE++'s slow first epochs), so, as VSE∞ does, the first epoch uses the
+  # sum-of-hinges triplet ("warmup") and the hardest-negative term starts at
+  # epoch 1 (jitr.losses.objective: from_epoch / until_epoch).
   c.loss = ml_collections.ConfigDict({
-      "triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"},
+      "warmup": {"loss": "triplet", "weight": 1.0, "margin": 0.2, "mining": "sum", "until_epoch": 1},
+      "triplet": {"weight": 1.0, "margin": 0.2, "mining": "max", "from_epoch": 1},
       "smooth_ndcg": {"weight": 1.0, "temperature": 0.01},
   })
 
