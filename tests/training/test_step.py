@@ -73,3 +73,19 @@ def test_batch_that_does_not_split_over_devices_is_refused():
   batch = tiny.make_batch(n_images=3, captions_per_image=2)  # 6 rows on 8 devices
   with pytest.raises(ValueError, match="do not split over 8 devices"):
     dp.put_batch(batch)
+
+
+def test_the_step_switches_epoch_windowed_terms_at_state_step():
+  """VSE∞ warm-up through the real step: with 3 steps per epoch, the total is
+  the sum-of-hinges term for steps 0–2 and the max-violation term from step 3."""
+  from jitr import losses
+  loss_fn = losses.objective({"warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},
+                              "triplet": {"mining": "max", "from_epoch": 1}}, steps_per_epoch=3)
+  step = jax.jit(training.make_train_step(loss_fn, axis_name=None))
+  state = tiny.make_state(optax.sgd(0.0))  # parameters stay put: every step sees the same sim
+  batch = tiny.make_batch()
+  for i in range(5):
+    state, m = step(state, batch)
+    expected = m["loss/warmup"] if i < 3 else m["loss/triplet"]
+    assert float(m["loss"]) == pytest.approx(float(expected), abs=1e-6), i
+  assert float(m["loss/warmup"]) > float(m["loss/triplet"])  # the two terms differ
