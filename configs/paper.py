@@ -46,7 +46,7 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
     c.optimizer = ml_collections.ConfigDict(dict(name="adam", learning_rate=5e-4, grad_clip=2.0,
                                                  decay_epochs=(), decay_factor=0.1))
     c.num_epochs = 20
-    c.loss = shapes.without_warmup(c.loss)  # VSE++ trains max-violation from the start
+    c.loss = default.without_warmup(c.loss)  # VSE++ trains max-violation from the start
   else:
     c.model = ml_collections.ConfigDict(dict(image="regions", text="bigru", embed_dim=1024, word_dim=300,
                                              image_pooling="gpo", text_pooling="gpo"))

@@ -5,7 +5,7 @@ relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
 ``lseh`` (TF-IDF+SVD hard negatives), ``oracle`` (triplet + Smooth-NDCG on the
 exact relevance). scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
-one-epoch sum-of-hinges warm-up (:func:`with_warmup`).
+one-epoch sum-of-hinges warm-up (``default.with_warmup``).
 """
 
 import ml_collections
@@ -15,43 +15,24 @@ from configs import default
 VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle")
 
 
-WARMUP = {"loss": "triplet", "weight": 1.0, "margin": 0.2, "mining": "sum", "until_epoch": 1}
-
-
-def with_warmup(terms: dict, epochs: int = 1) -> ml_collections.ConfigDict:
-  """VSE∞'s warm-up: a sum-of-hinges triplet for the first ``epochs``, every
-  given (hardest-negative) term from then on."""
-  out = {"warmup": {**WARMUP, "until_epoch": epochs}}
-  out.update({name: {**term, "from_epoch": epochs} for name, term in terms.items()})
-  return ml_collections.ConfigDict(out)
-
-
-def without_warmup(loss: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """The same terms, all active from the first step (VSE++ as published)."""
-  terms = {name: dict(term) for name, term in loss.to_dict().items() if name != "warmup"}
-  for term in terms.values():
-    term.pop("from_epoch", None)
-  return ml_collections.ConfigDict(terms)
-
-
 def get_config(name: str = "sndcg") -> ml_collections.ConfigDict:
   if name not in VARIANTS:
     raise ValueError(f"configs/shapes.py: unknown variant {name!r}; expected one of {VARIANTS}")
   c = default.get_config()  # sndcg: warm-up, then triplet (LMH) + Smooth-NDCG
   triplet = {"weight": 1.0, "margin": 0.2, "mining": "max"}
   if name == "triplet":
-    c.loss = with_warmup({"triplet": triplet})
+    c.loss = default.with_warmup({"triplet": triplet})
     c.graded = ml_collections.ConfigDict({})
   elif name == "cmal2r":
     c.loss = ml_collections.ConfigDict({"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}})
     c.graded = ml_collections.ConfigDict({})
   elif name == "sam":
-    c.loss = with_warmup({
+    c.loss = default.with_warmup({
         "sam": {"loss": "semantic_margin_triplet", "weight": 1.0, "input": "cider", "temperature": 5.0,
                 "sampling": "hard", "keep_triplet": True}})
     c.graded = ml_collections.ConfigDict({"cider": "topk:cider"})
   elif name == "lseh":
-    c.loss = with_warmup({
+    c.loss = default.with_warmup({
         "lseh": {"loss": "semantic_hard_negatives", "weight": 1.0, "input": "semantic", "margin": 0.185,
                  "semantic_weight": 0.025}})
     c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
