@@ -6,7 +6,6 @@ Trains in about 6 minutes on 2 CPU cores (scripts/train.sh in all: about 10). Ru
 
 import ml_collections
 
-
 WARMUP = {"loss": "triplet", "weight": 1.0, "margin": 0.2, "mining": "sum"}
 
 
@@ -30,11 +29,11 @@ def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.seed = 0
   c.dataset = "jitr_shapes"
-  c.data_dir = ""                 # TFDS data dir; default: <workdir>/../tfds (shared between runs)
-  c.shapes_config = "default"     # "default" (10k/1k/1k) or "tiny" (40/10/10)
+  c.data_dir = ""  # TFDS data dir; default: <workdir>/../tfds (shared between runs)
+  c.shapes_config = "default"  # "default" (10k/1k/1k) or "tiny" (40/10/10)
   # For dataset = "f30k_precomp" / "coco_precomp": <precomp_root>/<dataset>/{split}_ims.npy, {split}_caps.txt
   c.precomp_root = ""
-  c.test_split = "test"           # coco: "testall" (5K; eval_folds = 5 adds the 1K five-fold numbers)
+  c.test_split = "test"  # coco: "testall" (5K; eval_folds = 5 adds the 1K five-fold numbers)
   c.eval_folds = 0
   c.vocab_min_count = 1
   c.max_caption_len = 48
@@ -46,16 +45,25 @@ def get_config() -> ml_collections.ConfigDict:
   # Estimators' TFRecords are precomputed under <data_dir>/relevance on first use.
   c.graded = ml_collections.ConfigDict({"relevance": "vectors:sentence"})
   # Keyword arguments of each estimator (jitr.relevance.make_estimator).
-  c.estimators = ml_collections.ConfigDict({
+  c.estimators = ml_collections.ConfigDict(
+    {
       "sentence": {"model": "all-MiniLM-L6-v2"},
-      "lsa": {"k": 64},           # LSEH's 400 needs a richer vocabulary than jitr_shapes' 135 words
+      "lsa": {"k": 64},  # LSEH's 400 needs a richer vocabulary than jitr_shapes' 135 words
       "cider": {},
-  })
-  c.top_k = 100                   # length of the top-K lists of "topk:" sources
+    }
+  )
+  c.top_k = 100  # length of the top-K lists of "topk:" sources
 
-  c.model = ml_collections.ConfigDict(dict(
-      image="regions", text="gru", embed_dim=256, word_dim=128,
-      image_pooling="max", text_pooling="last"))
+  c.model = ml_collections.ConfigDict(
+    dict(
+      image="regions",
+      text="gru",
+      embed_dim=256,
+      word_dim=128,
+      image_pooling="max",
+      text_pooling="last",
+    )
+  )
 
   # Max-violation (hardest-negative) triplets learn slowly from a random start
   # (VSE++'s slow first epochs), so, as VSE∞ does, the first epoch uses the
@@ -64,13 +72,16 @@ def get_config() -> ml_collections.ConfigDict:
   c.loss = with_warmup({"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}})
   c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01}  # from the first step
 
-  c.optimizer = ml_collections.ConfigDict(dict(
-      name="adam", learning_rate=5e-4, grad_clip=2.0, decay_epochs=(3,), decay_factor=0.1))
+  c.optimizer = ml_collections.ConfigDict(
+    dict(name="adam", learning_rate=5e-4, grad_clip=2.0, decay_epochs=(3,), decay_factor=0.1)
+  )
   c.batch_size = 128
-  c.num_epochs = 4                # ~4.3 steps/s on 2 cores: 4 × 390 steps ≈ 6 min
-  c.backend = "shard_map"         # or "pmap"
+  c.num_epochs = 4  # ~4.3 steps/s on 2 cores: 4 × 390 steps ≈ 6 min
+  c.backend = "shard_map"  # or "pmap"
   c.log_every_steps = 50
   c.eval_batch_size = 500
 
-  c.distributed = ml_collections.ConfigDict(dict(coordinator_address="", num_processes=1, process_id=0))
+  c.distributed = ml_collections.ConfigDict(
+    dict(coordinator_address="", num_processes=1, process_id=0)
+  )
   return c

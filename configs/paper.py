@@ -14,8 +14,7 @@ LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
 
 import ml_collections
 
-from configs import default
-from configs import shapes
+from configs import default, shapes
 
 DATASETS = ("f30k", "coco")
 MODELS = ("vsepp", "vseinf")
@@ -27,9 +26,13 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
   except ValueError:
     raise ValueError(f"configs/paper.py: expected 'DATA,MODEL,LOSS', got {spec!r}") from None
   if data not in DATASETS or model not in MODELS:
-    raise ValueError(f"configs/paper.py: DATA in {DATASETS}, MODEL in {MODELS}; got {data!r}, {model!r}")
+    raise ValueError(
+      f"configs/paper.py: DATA in {DATASETS}, MODEL in {MODELS}; got {data!r}, {model!r}"
+    )
   if loss not in shapes.VARIANTS or loss == "oracle":
-    raise ValueError(f"configs/paper.py: LOSS must be one of {[v for v in shapes.VARIANTS if v != 'oracle']}")
+    raise ValueError(
+      f"configs/paper.py: LOSS must be one of {[v for v in shapes.VARIANTS if v != 'oracle']}"
+    )
   c = shapes.get_config(loss)  # the loss terms and graded inputs of that row
   base = default.get_config()
   c.dataset = f"{data}_precomp"
@@ -41,16 +44,41 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
   c.estimators = base.estimators
   c.estimators.lsa.k = 400
   if model == "vsepp":
-    c.model = ml_collections.ConfigDict(dict(image="regions", text="gru", embed_dim=1024, word_dim=300,
-                                             image_pooling="max", text_pooling="last"))
-    c.optimizer = ml_collections.ConfigDict(dict(name="adam", learning_rate=5e-4, grad_clip=2.0,
-                                                 decay_epochs=(), decay_factor=0.1))
+    c.model = ml_collections.ConfigDict(
+      dict(
+        image="regions",
+        text="gru",
+        embed_dim=1024,
+        word_dim=300,
+        image_pooling="max",
+        text_pooling="last",
+      )
+    )
+    c.optimizer = ml_collections.ConfigDict(
+      dict(name="adam", learning_rate=5e-4, grad_clip=2.0, decay_epochs=(), decay_factor=0.1)
+    )
     c.num_epochs = 20
     c.loss = default.without_warmup(c.loss)  # VSE++ trains max-violation from the start
   else:
-    c.model = ml_collections.ConfigDict(dict(image="regions", text="bigru", embed_dim=1024, word_dim=300,
-                                             image_pooling="gpo", text_pooling="gpo"))
-    c.optimizer = ml_collections.ConfigDict(dict(name="adamw", learning_rate=5e-4, weight_decay=1e-4,
-                                                 grad_clip=2.0, decay_epochs=(15,), decay_factor=0.1))
+    c.model = ml_collections.ConfigDict(
+      dict(
+        image="regions",
+        text="bigru",
+        embed_dim=1024,
+        word_dim=300,
+        image_pooling="gpo",
+        text_pooling="gpo",
+      )
+    )
+    c.optimizer = ml_collections.ConfigDict(
+      dict(
+        name="adamw",
+        learning_rate=5e-4,
+        weight_decay=1e-4,
+        grad_clip=2.0,
+        decay_epochs=(15,),
+        decay_factor=0.1,
+      )
+    )
     c.num_epochs = 30
   return c

@@ -24,17 +24,36 @@ def get_config(name: str = "sndcg") -> ml_collections.ConfigDict:
     c.loss = default.with_warmup({"triplet": triplet})
     c.graded = ml_collections.ConfigDict({})
   elif name == "cmal2r":
-    c.loss = ml_collections.ConfigDict({"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}})
+    c.loss = ml_collections.ConfigDict(
+      {"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}}
+    )
     c.graded = ml_collections.ConfigDict({})
   elif name == "sam":
-    c.loss = default.with_warmup({
-        "sam": {"loss": "semantic_margin_triplet", "weight": 1.0, "input": "cider", "temperature": 5.0,
-                "sampling": "hard", "keep_triplet": True}})
+    c.loss = default.with_warmup(
+      {
+        "sam": {
+          "loss": "semantic_margin_triplet",
+          "weight": 1.0,
+          "input": "cider",
+          "temperature": 5.0,
+          "sampling": "hard",
+          "keep_triplet": True,
+        }
+      }
+    )
     c.graded = ml_collections.ConfigDict({"cider": "topk:cider"})
   elif name == "lseh":
-    c.loss = default.with_warmup({
-        "lseh": {"loss": "semantic_hard_negatives", "weight": 1.0, "input": "semantic", "margin": 0.185,
-                 "semantic_weight": 0.025}})
+    c.loss = default.with_warmup(
+      {
+        "lseh": {
+          "loss": "semantic_hard_negatives",
+          "weight": 1.0,
+          "input": "semantic",
+          "margin": 0.185,
+          "semantic_weight": 0.025,
+        }
+      }
+    )
     c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
   elif name == "oracle":
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})

@@ -58,6 +58,7 @@ def _eccv():
   with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import eccv_caption  # pylint: disable=g-import-not-at-top
+
     return eccv_caption.Metrics()
 
 
@@ -108,9 +109,14 @@ def break_ties(sim, rng):
 
 def extended_sets(eccv, img_ids, cap_ids):
   from jitr.evaluation import positives_from_id_dicts  # pylint: disable=g-import-not-at-top
-  return {name: (positives_from_id_dicts(g["i2t"], query_ids=img_ids, gallery_ids=cap_ids),
-                 positives_from_id_dicts(g["t2i"], query_ids=cap_ids, gallery_ids=img_ids))
-          for name, g in (("eccv", eccv.eccv_gts), ("cxc", eccv.cxc_gts))}
+
+  return {
+    name: (
+      positives_from_id_dicts(g["i2t"], query_ids=img_ids, gallery_ids=cap_ids),
+      positives_from_id_dicts(g["t2i"], query_ids=cap_ids, gallery_ids=img_ids),
+    )
+    for name, g in (("eccv", eccv.eccv_gts), ("cxc", eccv.cxc_gts))
+  }
 
 
 KS = (1, 5, 10)
@@ -134,8 +140,12 @@ def run_eccv(eccv, sim, img_ids, cap_ids):
     stderr, sys.stderr = sys.stderr, devnull  # eccv_metrics prints tqdm bars
     try:
       for k in KS:
-        for proto, fn in (("folds", eccv.coco_1k_recalls), ("full", eccv.coco_5k_recalls),
-                          ("cxc", eccv.cxc_recalls), ("eccv", eccv.eccv_recalls)):
+        for proto, fn in (
+          ("folds", eccv.coco_1k_recalls),
+          ("full", eccv.coco_5k_recalls),
+          ("cxc", eccv.cxc_recalls),
+          ("eccv", eccv.eccv_recalls),
+        ):
           res = fn(items, "all", K=k)
           for d in ("i2t", "t2i"):
             out[f"{proto}/{d}/R@{k}"] = float(res[d])
@@ -152,16 +162,32 @@ def run_eccv(eccv, sim, img_ids, cap_ids):
 
 def jitr_comparable(sim, owner, ext):
   from jitr.evaluation import evaluate_retrieval  # pylint: disable=g-import-not-at-top
+
   # mAP@R / R-P for the ECCV set only, R@K for all: what eccv_caption computes.
-  return evaluate_retrieval(sim, caption_to_image=owner, folds=5, extended_positives=ext,
-                            extended_map=("eccv",), recall_ks=KS, curve_ks=KS,
-                            percent=False)
+  return evaluate_retrieval(
+    sim,
+    caption_to_image=owner,
+    folds=5,
+    extended_positives=ext,
+    extended_map=("eccv",),
+    recall_ks=KS,
+    curve_ks=KS,
+    percent=False,
+  )
 
 
 def jitr_full(sim, owner, ext, rel, labels):
   from jitr.evaluation import evaluate_retrieval  # pylint: disable=g-import-not-at-top
-  return evaluate_retrieval(sim, caption_to_image=owner, folds=5, extended_positives=ext,
-                            relevance=rel, image_labels=labels, percent=False)
+
+  return evaluate_retrieval(
+    sim,
+    caption_to_image=owner,
+    folds=5,
+    extended_positives=ext,
+    relevance=rel,
+    image_labels=labels,
+    percent=False,
+  )
 
 
 def timed(fn, *args, repeats=3):
@@ -191,14 +217,20 @@ def child_dense() -> dict:
   base = _rss_mb()
   t0 = time.perf_counter()
   jitr_full(sim, owner, ext, rel, labels)
-  return {"inputs_mb": base, "peak_mb": _peak_mb(), "seconds": time.perf_counter() - t0,
-          "matrix_mb": (sim.nbytes + rel.nbytes) / 2**20}
+  return {
+    "inputs_mb": base,
+    "peak_mb": _peak_mb(),
+    "seconds": time.perf_counter() - t0,
+    "matrix_mb": (sim.nbytes + rel.nbytes) / 2**20,
+  }
 
 
 def child_embeddings(n_img: int, n_cap: int, dim: int) -> dict:
   """Peak RSS of recall / ranks on an n_img x n_cap gallery from embeddings."""
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+
   from jitr.evaluation import CrossModalScores, evaluate_retrieval  # pylint: disable=g-import-not-at-top
+
   rng = np.random.default_rng(0)
   per = n_cap // n_img
   owner = np.repeat(np.arange(n_img), per)
@@ -210,14 +242,20 @@ def child_embeddings(n_img: int, n_cap: int, dim: int) -> dict:
   base = _rss_mb()
   t0 = time.perf_counter()
   m = evaluate_retrieval(scores, caption_to_image=owner, folds=5, recall_ks=KS, curve_ks=KS)
-  return {"inputs_mb": base, "peak_mb": _peak_mb(), "seconds": time.perf_counter() - t0,
-          "dense_would_be_mb": n_img * n_cap * 4 / 2**20, "rsum": m["full/rsum"],
-          "rsum_1k": m["folds/rsum"]}
+  return {
+    "inputs_mb": base,
+    "peak_mb": _peak_mb(),
+    "seconds": time.perf_counter() - t0,
+    "dense_would_be_mb": n_img * n_cap * 4 / 2**20,
+    "rsum": m["full/rsum"],
+    "rsum_1k": m["folds/rsum"],
+  }
 
 
 def _child(args: list[str]) -> dict:
-  proc = subprocess.run([sys.executable, __file__] + args, capture_output=True, text=True,
-                        check=False)
+  proc = subprocess.run(
+    [sys.executable, __file__] + args, capture_output=True, text=True, check=False
+  )
   if proc.returncode != 0:
     raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
   return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -242,6 +280,7 @@ def main():
     return
 
   import jax  # pylint: disable=g-import-not-at-top
+
   eccv = _eccv()
   img_ids, cap_ids, owner = coco_layout(eccv)
   sim = make_sim(eccv, img_ids, cap_ids, owner)
@@ -249,9 +288,11 @@ def main():
   rng = np.random.default_rng(1)
   rel = rng.random(sim.shape, dtype=np.float32)
   labels = rng.integers(0, 10, len(img_ids))
-  print(f"# jitr.evaluation vs eccv_caption — {sim.shape[0]} x {sim.shape[1]} "
-        f"similarity, {os.cpu_count()} CPU cores, jax {jax.__version__} "
-        f"({jax.default_backend()}), load average {os.getloadavg()[0]:.1f}")
+  print(
+    f"# jitr.evaluation vs eccv_caption — {sim.shape[0]} x {sim.shape[1]} "
+    f"similarity, {os.cpu_count()} CPU cores, jax {jax.__version__} "
+    f"({jax.default_backend()}), load average {os.getloadavg()[0]:.1f}"
+  )
   print()
 
   theirs, t_dicts, t_metrics = run_eccv(eccv, sim, img_ids, cap_ids)
@@ -264,16 +305,20 @@ def main():
   print()
   print("| implementation | ranking dicts (s) | metrics (s) | total (s) | ratio vs jitr (warm) |")
   print("|---|---:|---:|---:|---:|")
-  print(f"| eccv_caption 0.1.0 | {t_dicts:.2f} | {t_metrics:.2f} | {t_eccv:.2f} | "
-        f"{t_eccv / warm:.1f}x |")
-  print(f"| jitr (first call, incl. jit compile) | – | {cold:.2f} | {cold:.2f} | "
-        f"{t_eccv / cold:.1f}x |")
+  print(
+    f"| eccv_caption 0.1.0 | {t_dicts:.2f} | {t_metrics:.2f} | {t_eccv:.2f} | "
+    f"{t_eccv / warm:.1f}x |"
+  )
+  print(
+    f"| jitr (first call, incl. jit compile) | – | {cold:.2f} | {cold:.2f} | {t_eccv / cold:.1f}x |"
+  )
   print(f"| jitr (warm) | – | {warm:.2f} | {warm:.2f} | 1.0x |")
   print()
-  print(f"Same numbers: {len(diffs)} values compared, max |jitr - eccv_caption| = "
-        f"{max(diffs):.2e}")
-  print(f"Metrics-only ratio (eccv_caption metrics without building its dicts / jitr warm): "
-        f"{t_metrics / warm:.1f}x")
+  print(f"Same numbers: {len(diffs)} values compared, max |jitr - eccv_caption| = {max(diffs):.2e}")
+  print(
+    f"Metrics-only ratio (eccv_caption metrics without building its dicts / jitr warm): "
+    f"{t_metrics / warm:.1f}x"
+  )
   print()
   print("## jitr's full metric set (adds ranks, recall curves, NDCG@K, NCS/SR, class MAP)")
   print()
@@ -289,17 +334,31 @@ def main():
   print("| problem | inputs (MB) | peak RSS (MB) | peak above inputs (MB) | seconds |")
   print("|---|---:|---:|---:|---:|")
   dense = _child(["--child", "dense"])
-  print(f"| dense 5,000 x 25,000 (sim + relevance = {dense['matrix_mb']:.0f} MB), full set | "
-        f"{dense['inputs_mb']:.0f} | {dense['peak_mb']:.0f} | "
-        f"{dense['peak_mb'] - dense['inputs_mb']:.0f} | {dense['seconds']:.1f} |")
+  print(
+    f"| dense 5,000 x 25,000 (sim + relevance = {dense['matrix_mb']:.0f} MB), full set | "
+    f"{dense['inputs_mb']:.0f} | {dense['peak_mb']:.0f} | "
+    f"{dense['peak_mb'] - dense['inputs_mb']:.0f} | {dense['seconds']:.1f} |"
+  )
   if not args.skip_large:
     n_i, n_c = args.large_images, args.large_captions
-    big = _child(["--child", "embeddings", "--large-images", str(n_i), "--large-captions",
-                  str(n_c), "--dim", str(args.dim)])
-    print(f"| {n_i:,} x {n_c:,} from {args.dim}-d embeddings (dense would be "
-          f"{big['dense_would_be_mb']:,.0f} MB), R@K + 1K-style folds + ranks | "
-          f"{big['inputs_mb']:.0f} | {big['peak_mb']:.0f} | "
-          f"{big['peak_mb'] - big['inputs_mb']:.0f} | {big['seconds']:.1f} |")
+    big = _child(
+      [
+        "--child",
+        "embeddings",
+        "--large-images",
+        str(n_i),
+        "--large-captions",
+        str(n_c),
+        "--dim",
+        str(args.dim),
+      ]
+    )
+    print(
+      f"| {n_i:,} x {n_c:,} from {args.dim}-d embeddings (dense would be "
+      f"{big['dense_would_be_mb']:,.0f} MB), R@K + 1K-style folds + ranks | "
+      f"{big['inputs_mb']:.0f} | {big['peak_mb']:.0f} | "
+      f"{big['peak_mb'] - big['inputs_mb']:.0f} | {big['seconds']:.1f} |"
+    )
   print()
 
 

@@ -51,17 +51,23 @@ def _naive_loss(sim, relevance):
     idcg = jnp.sum(ideal / jnp.log2(2.0 + jnp.arange(n)), axis=-1)
     return jnp.mean(1.0 - dcg / idcg)
 
-  return (triplet_direction(sim) + triplet_direction(sim.T)
-          + sndcg_direction(sim, relevance) + sndcg_direction(sim.T, relevance.T))
+  return (
+    triplet_direction(sim)
+    + triplet_direction(sim.T)
+    + sndcg_direction(sim, relevance)
+    + sndcg_direction(sim.T, relevance.T)
+  )
 
 
 def _jitr_loss(sim, relevance):
   from jitr import losses
+
   return losses.triplet(sim) + losses.smooth_ndcg(sim, relevance, temperature=TEMPERATURE)
 
 
 def _time(fn, args, repeats):
   import jax
+
   jax.block_until_ready(fn(*args))
   best = float("inf")
   for _ in range(repeats):
@@ -81,7 +87,7 @@ def fused_rank_pass_rate(n: int = 1024, block: int = 8) -> float:
   sim = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (n, n)), jnp.float32)
   row = lambda s: jnp.sum(jax.nn.sigmoid((s[None, :] - s[:, None]) / TEMPERATURE), axis=-1)
   fn = jax.jit(lambda m: jax.lax.map(row, m, batch_size=block))
-  return n ** 3 / _time(fn, (sim,), 3) / 1e9
+  return n**3 / _time(fn, (sim,), 3) / 1e9
 
 
 def run_one(impl: str, n: int, repeats: int, budget_gb: float) -> dict:
@@ -98,14 +104,21 @@ def run_one(impl: str, n: int, repeats: int, budget_gb: float) -> dict:
   fwd_bwd = jax.jit(jax.value_and_grad(loss))
   compiled = fwd_bwd.lower(sim, relevance).compile()
   analysis = compiled.memory_analysis()
-  estimate_gb = (analysis.temp_size_in_bytes + analysis.argument_size_in_bytes
-                 + analysis.output_size_in_bytes) / 2**30
+  estimate_gb = (
+    analysis.temp_size_in_bytes + analysis.argument_size_in_bytes + analysis.output_size_in_bytes
+  ) / 2**30
   if estimate_gb > budget_gb:
     return {"impl": impl, "n": n, "skipped": f"needs ~{estimate_gb:.1f} GB (XLA estimate)"}
   t_fwd = _time(fwd, (sim, relevance), repeats)
   t_fwd_bwd = _time(fwd_bwd, (sim, relevance), repeats)
-  return {"impl": impl, "n": n, "fwd_s": t_fwd, "fwd_bwd_s": t_fwd_bwd,
-          "xla_estimate_gb": estimate_gb, "peak_rss_mb": _peak_rss_mb()}
+  return {
+    "impl": impl,
+    "n": n,
+    "fwd_s": t_fwd,
+    "fwd_bwd_s": t_fwd_bwd,
+    "xla_estimate_gb": estimate_gb,
+    "peak_rss_mb": _peak_rss_mb(),
+  }
 
 
 def main() -> None:
@@ -123,31 +136,64 @@ def main() -> None:
     return
 
   import jax
-  print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores, "
-        f"τ = {TEMPERATURE}; best of {args.repeats}; triplet (LMH) + Smooth-NDCG, both directions")
-  kernel = json.loads(subprocess.run([sys.executable, __file__, "--one", "kernel", "1024"], capture_output=True,
-                                     text=True, check=True).stdout.strip().splitlines()[-1])["rate"]
-  print(f"reference: one fused forward rank pass (jax.nn.sigmoid + sum, N = 1024) = {kernel:.2f} G pairs/s")
-  header = ("| N | jitr fwd s | fwd G pairs/s | jitr fwd+bwd s | fwd+bwd per-pair cost / fused pass "
-            "| jitr peak RSS MB "
-            "| naive fwd+bwd s | naive peak RSS MB | naive / jitr |")
+
+  print(
+    f"jax {jax.__version__} on {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores, "
+    f"τ = {TEMPERATURE}; best of {args.repeats}; triplet (LMH) + Smooth-NDCG, both directions"
+  )
+  kernel = json.loads(
+    subprocess.run(
+      [sys.executable, __file__, "--one", "kernel", "1024"],
+      capture_output=True,
+      text=True,
+      check=True,
+    )
+    .stdout.strip()
+    .splitlines()[-1]
+  )["rate"]
+  print(
+    f"reference: one fused forward rank pass (jax.nn.sigmoid + sum, N = 1024) = {kernel:.2f} G pairs/s"
+  )
+  header = (
+    "| N | jitr fwd s | fwd G pairs/s | jitr fwd+bwd s | fwd+bwd per-pair cost / fused pass "
+    "| jitr peak RSS MB "
+    "| naive fwd+bwd s | naive peak RSS MB | naive / jitr |"
+  )
   print(header)
   print("|---" * (header.count("|") - 1) + "|")
   for n in (int(x) for x in args.sizes.split(",")):
     results = {}
     for impl in ("jitr", "naive"):
-      out = subprocess.run([sys.executable, __file__, "--one", impl, str(n), "--repeats", str(args.repeats),
-                            "--naive_budget_gb", str(args.naive_budget_gb)],
-                           capture_output=True, text=True, check=True)
+      out = subprocess.run(
+        [
+          sys.executable,
+          __file__,
+          "--one",
+          impl,
+          str(n),
+          "--repeats",
+          str(args.repeats),
+          "--naive_budget_gb",
+          str(args.naive_budget_gb),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+      )
       results[impl] = json.loads(out.stdout.strip().splitlines()[-1])
     j, v = results["jitr"], results["naive"]
-    pairs = 2 * n ** 3  # sigmoid pairs of one forward rank pass, both directions
+    pairs = 2 * n**3  # sigmoid pairs of one forward rank pass, both directions
     if "skipped" in v:
       naive_cols = f"skipped: {v['skipped']} | – | –"
     else:
-      naive_cols = f"{v['fwd_bwd_s']:.3f} | {v['peak_rss_mb']:.0f} | {v['fwd_bwd_s'] / j['fwd_bwd_s']:.1f}×"
-    print(f"| {n} | {j['fwd_s']:.3f} | {pairs / j['fwd_s'] / 1e9:.2f} | {j['fwd_bwd_s']:.3f} "
-          f"| {j['fwd_bwd_s'] / pairs * kernel * 1e9:.2f}× | {j['peak_rss_mb']:.0f} | {naive_cols} |", flush=True)
+      naive_cols = (
+        f"{v['fwd_bwd_s']:.3f} | {v['peak_rss_mb']:.0f} | {v['fwd_bwd_s'] / j['fwd_bwd_s']:.1f}×"
+      )
+    print(
+      f"| {n} | {j['fwd_s']:.3f} | {pairs / j['fwd_s'] / 1e9:.2f} | {j['fwd_bwd_s']:.3f} "
+      f"| {j['fwd_bwd_s'] / pairs * kernel * 1e9:.2f}× | {j['peak_rss_mb']:.0f} | {naive_cols} |",
+      flush=True,
+    )
 
 
 if __name__ == "__main__":

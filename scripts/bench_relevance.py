@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -31,120 +30,152 @@ from jitr.relevance.cider_estimator import CiderEstimator  # noqa: E402
 from jitr.relevance.tokenize import ptb_tokenize  # noqa: E402
 
 
-def bench_pairs(cs, n_images: int, n_captions: int, coco_rounds: int) -> tuple[list[tuple[str, str, str]], float]:
-    """Grid of n_images reference sets x n_captions candidates (SAM's phi(G_p, c) for many c).
+def bench_pairs(
+  cs, n_images: int, n_captions: int, coco_rounds: int
+) -> tuple[list[tuple[str, str, str]], float]:
+  """Grid of n_images reference sets x n_captions candidates (SAM's phi(G_p, c) for many c).
 
-    pycocoevalcap scores one candidate per image per ``compute_score`` call, so it runs
-    ``coco_rounds`` calls over the same ``gts`` (same idf) on pairs of the grid; jitr
-    scores the whole grid (fit + encode + score) and is compared on those pairs.
-    """
-    from pycocoevalcap.cider.cider import Cider
+  pycocoevalcap scores one candidate per image per ``compute_score`` call, so it runs
+  ``coco_rounds`` calls over the same ``gts`` (same idf) on pairs of the grid; jitr
+  scores the whole grid (fit + encode + score) and is compared on those pairs.
+  """
+  from pycocoevalcap.cider.cider import Cider
 
-    from jitr.relevance.cider import CiderD
+  from jitr.relevance.cider import CiderD
 
-    rng = np.random.default_rng(0)
-    images = rng.choice(cs.num_images, n_images, replace=False)
-    cap_idx = rng.choice(cs.num_captions, n_captions, replace=False)
-    refs = [[ptb_tokenize(c) for c in cs.references(i)] for i in images]
-    cands = [ptb_tokenize(cs.captions[j]) for j in cap_idx]
+  rng = np.random.default_rng(0)
+  images = rng.choice(cs.num_images, n_images, replace=False)
+  cap_idx = rng.choice(cs.num_captions, n_captions, replace=False)
+  refs = [[ptb_tokenize(c) for c in cs.references(i)] for i in images]
+  cands = [ptb_tokenize(cs.captions[j]) for j in cap_idx]
 
-    t0 = time.perf_counter()
-    scorer = CiderD().fit(refs)
-    flat = [r for rs in refs for r in rs]
-    offsets = np.concatenate([[0], np.cumsum([len(r) for r in refs])])
-    grid = np.concatenate([blk for _, _, blk in scorer.score_blocks(scorer.encode(cands), scorer.encode(flat), offsets, 64)], axis=1)
-    t_grid = time.perf_counter() - t0
-    grid_pairs = n_images * n_captions
+  t0 = time.perf_counter()
+  scorer = CiderD().fit(refs)
+  flat = [r for rs in refs for r in rs]
+  offsets = np.concatenate([[0], np.cumsum([len(r) for r in refs])])
+  grid = np.concatenate(
+    [
+      blk
+      for _, _, blk in scorer.score_blocks(scorer.encode(cands), scorer.encode(flat), offsets, 64)
+    ],
+    axis=1,
+  )
+  t_grid = time.perf_counter() - t0
+  grid_pairs = n_images * n_captions
 
-    gts = {k: refs[k] for k in range(n_images)}
-    t0 = time.perf_counter()
-    worst = 0.0
-    for r in range(coco_rounds):
-        cols = (np.arange(n_images) * 7 + r) % n_captions
-        _, ref_scores = Cider().compute_score(gts, {k: [cands[cols[k]]] for k in range(n_images)})
-        ours = grid[cols, np.arange(n_images)]
-        worst = max(worst, float(np.max(np.abs(ours - ref_scores) / np.maximum(np.abs(ref_scores), 1e-12))))
-    t_coco = time.perf_counter() - t0
-    coco_rate = coco_rounds * n_images / t_coco
+  gts = {k: refs[k] for k in range(n_images)}
+  t0 = time.perf_counter()
+  worst = 0.0
+  for r in range(coco_rounds):
+    cols = (np.arange(n_images) * 7 + r) % n_captions
+    _, ref_scores = Cider().compute_score(gts, {k: [cands[cols[k]]] for k in range(n_images)})
+    ours = grid[cols, np.arange(n_images)]
+    worst = max(
+      worst, float(np.max(np.abs(ours - ref_scores) / np.maximum(np.abs(ref_scores), 1e-12)))
+    )
+  t_coco = time.perf_counter() - t0
+  coco_rate = coco_rounds * n_images / t_coco
 
-    # an arbitrary list of (reference set, candidate) pairs, idf from those sets
-    n_list = 20000
-    ii, jj = rng.integers(0, cs.num_images, n_list), rng.integers(0, cs.num_captions, n_list)
-    list_refs = [[ptb_tokenize(c) for c in cs.references(i)] for i in ii]
-    list_cands = [ptb_tokenize(cs.captions[j]) for j in jj]
-    t0 = time.perf_counter()
-    cider_d(list_cands, list_refs)
-    t_list = time.perf_counter() - t0
-    return [
-        (f"CIDEr-D, pycocoevalcap ({coco_rounds} calls x {n_images} pairs of the grid)", f"{coco_rate:,.0f} pairs/s", "1x"),
-        (
-            f"CIDEr-D, jitr {n_images} images x {n_captions} captions grid (fit+encode+score)",
-            f"{grid_pairs / t_grid:,.0f} pairs/s",
-            f"{grid_pairs / t_grid / coco_rate:,.0f}x (target >= 100x)",
-        ),
-        (f"CIDEr-D, jitr cider_d on a list of {n_list} arbitrary pairs", f"{n_list / t_list:,.0f} pairs/s", f"{n_list / t_list / coco_rate:,.1f}x"),
-        ("  max relative difference jitr vs pycocoevalcap", f"{worst:.1e}", "<= 1e-6"),
-    ], coco_rate
+  # an arbitrary list of (reference set, candidate) pairs, idf from those sets
+  n_list = 20000
+  ii, jj = rng.integers(0, cs.num_images, n_list), rng.integers(0, cs.num_captions, n_list)
+  list_refs = [[ptb_tokenize(c) for c in cs.references(i)] for i in ii]
+  list_cands = [ptb_tokenize(cs.captions[j]) for j in jj]
+  t0 = time.perf_counter()
+  cider_d(list_cands, list_refs)
+  t_list = time.perf_counter() - t0
+  return [
+    (
+      f"CIDEr-D, pycocoevalcap ({coco_rounds} calls x {n_images} pairs of the grid)",
+      f"{coco_rate:,.0f} pairs/s",
+      "1x",
+    ),
+    (
+      f"CIDEr-D, jitr {n_images} images x {n_captions} captions grid (fit+encode+score)",
+      f"{grid_pairs / t_grid:,.0f} pairs/s",
+      f"{grid_pairs / t_grid / coco_rate:,.0f}x (target >= 100x)",
+    ),
+    (
+      f"CIDEr-D, jitr cider_d on a list of {n_list} arbitrary pairs",
+      f"{n_list / t_list:,.0f} pairs/s",
+      f"{n_list / t_list / coco_rate:,.1f}x",
+    ),
+    ("  max relative difference jitr vs pycocoevalcap", f"{worst:.1e}", "<= 1e-6"),
+  ], coco_rate
 
 
 def bench_full(cs, top_k: int, coco_rate: float) -> list[tuple[str, str, str]]:
-    t0 = time.perf_counter()
-    est = CiderEstimator().fit(cs)
-    t_fit = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    top = est.top_k(np.arange(cs.num_images), top_k)
-    t_score = time.perf_counter() - t0
-    pairs = cs.num_images * cs.num_captions
-    total = t_fit + t_score
-    assert top.indices.shape == (cs.num_images, top_k)
-    return [
-        (
-            f"CIDEr-D all {cs.num_images} x {cs.num_captions} pairs, top-{top_k}",
-            f"{total / 60:.2f} min (fit {t_fit:.0f} s + score {t_score:.0f} s)",
-            "target <= 10 min",
-        ),
-        ("  = jitr all-pairs rate", f"{pairs / t_score:,.0f} pairs/s", f"{pairs / t_score / coco_rate:,.0f}x pycocoevalcap"),
-        ("  pycocoevalcap at its rate would take", f"{pairs / coco_rate / 3600:,.1f} h", ""),
-    ]
+  t0 = time.perf_counter()
+  est = CiderEstimator().fit(cs)
+  t_fit = time.perf_counter() - t0
+  t0 = time.perf_counter()
+  top = est.top_k(np.arange(cs.num_images), top_k)
+  t_score = time.perf_counter() - t0
+  pairs = cs.num_images * cs.num_captions
+  total = t_fit + t_score
+  assert top.indices.shape == (cs.num_images, top_k)
+  return [
+    (
+      f"CIDEr-D all {cs.num_images} x {cs.num_captions} pairs, top-{top_k}",
+      f"{total / 60:.2f} min (fit {t_fit:.0f} s + score {t_score:.0f} s)",
+      "target <= 10 min",
+    ),
+    (
+      "  = jitr all-pairs rate",
+      f"{pairs / t_score:,.0f} pairs/s",
+      f"{pairs / t_score / coco_rate:,.0f}x pycocoevalcap",
+    ),
+    ("  pycocoevalcap at its rate would take", f"{pairs / coco_rate / 3600:,.1f} h", ""),
+  ]
 
 
 def bench_sentence(cs, n: int, batch_size: int) -> list[tuple[str, str, str]]:
-    from jitr.relevance.sentence import SentenceEstimator
+  from jitr.relevance.sentence import SentenceEstimator
 
-    est = SentenceEstimator(show_progress=False, batch_size=batch_size)
-    est.embed(list(cs.captions[:batch_size]))  # load + warm up
-    caps = list(cs.captions[batch_size : batch_size + n])
-    t0 = time.perf_counter()
-    est.embed(caps)
-    dt = time.perf_counter() - t0
-    return [(f"sentence embeddings (all-MiniLM-L6-v2, CPU, batch {batch_size})", f"{len(caps) / dt:,.0f} captions/s", "")]
+  est = SentenceEstimator(show_progress=False, batch_size=batch_size)
+  est.embed(list(cs.captions[:batch_size]))  # load + warm up
+  caps = list(cs.captions[batch_size : batch_size + n])
+  t0 = time.perf_counter()
+  est.embed(caps)
+  dt = time.perf_counter() - t0
+  return [
+    (
+      f"sentence embeddings (all-MiniLM-L6-v2, CPU, batch {batch_size})",
+      f"{len(caps) / dt:,.0f} captions/s",
+      "",
+    )
+  ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_data = os.environ.get("JITR_FLICKR8K", str(REPO.parent / "shared" / "data" / "flickr8k"))
-    parser.add_argument("--flickr8k", default=default_data)
-    parser.add_argument("--grid_images", type=int, default=200)
-    parser.add_argument("--grid_captions", type=int, default=1000)
-    parser.add_argument("--coco_rounds", type=int, default=10)
-    parser.add_argument("--top_k", type=int, default=100)
-    parser.add_argument("--skip_full", action="store_true")
-    parser.add_argument("--sentence_captions", type=int, default=2000)
-    parser.add_argument("--batch_size", type=int, default=128)
-    args = parser.parse_args()
+  parser = argparse.ArgumentParser(
+    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+  )
+  default_data = os.environ.get("JITR_FLICKR8K", str(REPO.parent / "shared" / "data" / "flickr8k"))
+  parser.add_argument("--flickr8k", default=default_data)
+  parser.add_argument("--grid_images", type=int, default=200)
+  parser.add_argument("--grid_captions", type=int, default=1000)
+  parser.add_argument("--coco_rounds", type=int, default=10)
+  parser.add_argument("--top_k", type=int, default=100)
+  parser.add_argument("--skip_full", action="store_true")
+  parser.add_argument("--sentence_captions", type=int, default=2000)
+  parser.add_argument("--batch_size", type=int, default=128)
+  args = parser.parse_args()
 
-    cs = read_flickr8k_tokens(os.path.join(args.flickr8k, "Flickr8k.token.txt"))
-    print(f"Flickr8k: {cs.num_images} images, {cs.num_captions} captions; {os.cpu_count()} CPUs visible\n")
-    rows, coco_rate = bench_pairs(cs, args.grid_images, args.grid_captions, args.coco_rounds)
-    if not args.skip_full:
-        rows += bench_full(cs, args.top_k, coco_rate)
-    if args.sentence_captions:
-        rows += bench_sentence(cs, args.sentence_captions, args.batch_size)
-    print("| measurement | value | ratio / target |")
-    print("|---|---:|---|")
-    for name, value, ratio in rows:
-        print(f"| {name} | {value} | {ratio} |")
+  cs = read_flickr8k_tokens(os.path.join(args.flickr8k, "Flickr8k.token.txt"))
+  print(
+    f"Flickr8k: {cs.num_images} images, {cs.num_captions} captions; {os.cpu_count()} CPUs visible\n"
+  )
+  rows, coco_rate = bench_pairs(cs, args.grid_images, args.grid_captions, args.coco_rounds)
+  if not args.skip_full:
+    rows += bench_full(cs, args.top_k, coco_rate)
+  if args.sentence_captions:
+    rows += bench_sentence(cs, args.sentence_captions, args.batch_size)
+  print("| measurement | value | ratio / target |")
+  print("|---|---:|---|")
+  for name, value, ratio in rows:
+    print(f"| {name} | {value} | {ratio} |")
 
 
 if __name__ == "__main__":
-    main()
+  main()

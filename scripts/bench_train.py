@@ -51,7 +51,9 @@ import numpy as np
 
 
 def _parse_args(argv=None):
-  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = argparse.ArgumentParser(
+    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+  )
   p.add_argument("--batch", type=int, default=128)
   p.add_argument("--regions", type=int, default=36)
   p.add_argument("--feature_dim", type=int, default=2048)
@@ -59,16 +61,25 @@ def _parse_args(argv=None):
   p.add_argument("--word_dim", type=int, default=300)
   p.add_argument("--vocab", type=int, default=10000)
   p.add_argument("--length", type=int, default=12, help="caption length of the fixed-length batch")
-  p.add_argument("--min_length", type=int, default=8,
-                 help="variable-length batch: lengths uniform in [min_length, length]; "
-                      "0 skips the variable-length table")
-  p.add_argument("--threads", type=int, default=0,
-                 help="torch intra-op threads (0: all cores; XLA's CPU client always uses all cores)")
+  p.add_argument(
+    "--min_length",
+    type=int,
+    default=8,
+    help="variable-length batch: lengths uniform in [min_length, length]; "
+    "0 skips the variable-length table",
+  )
+  p.add_argument(
+    "--threads",
+    type=int,
+    default=0,
+    help="torch intra-op threads (0: all cores; XLA's CPU client always uses all cores)",
+  )
   p.add_argument("--warmup", type=int, default=1, help="untimed steps after the compiling one")
   p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
   p.add_argument("--steps", type=int, default=3, help="timed steps per implementation per round")
-  p.add_argument("--only", default="jitr,flax,torch",
-                 help="comma list of jitr, jitr_unrolled, flax, torch")
+  p.add_argument(
+    "--only", default="jitr,flax,torch", help="comma list of jitr, jitr_unrolled, flax, torch"
+  )
   p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")
   return p.parse_args(argv)
@@ -97,24 +108,34 @@ OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
 
 # ----------------------------------------------------------------------------- data
 
-def make_batch(rng: np.random.Generator, *, min_length: int, max_length: int) -> dict[str, np.ndarray]:
+
+def make_batch(
+  rng: np.random.Generator, *, min_length: int, max_length: int
+) -> dict[str, np.ndarray]:
   """One VSE++ batch: B (image, caption) pairs of distinct images; tokens padded with 0."""
   b = ARGS.batch
   lengths = rng.integers(min_length, max_length + 1, b).astype(np.int32)
   t = np.arange(max_length)[None, :]
   tokens = rng.integers(1, ARGS.vocab, (b, max_length)).astype(np.int32) * (t < lengths[:, None])
   images = rng.standard_normal((b, ARGS.regions, ARGS.feature_dim)).astype(np.float32)
-  return {"images": images, "tokens": tokens.astype(np.int32), "lengths": lengths,
-          "image_ids": np.arange(b, dtype=np.int32)}
+  return {
+    "images": images,
+    "tokens": tokens.astype(np.int32),
+    "lengths": lengths,
+    "image_ids": np.arange(b, dtype=np.int32),
+  }
 
 
-def trim(batch: dict[str, np.ndarray], buckets=(8, 12, 16, 24, 32, 48, 64)) -> dict[str, np.ndarray]:
+def trim(
+  batch: dict[str, np.ndarray], buckets=(8, 12, 16, 24, 32, 48, 64)
+) -> dict[str, np.ndarray]:
   """Host-side: cut the caption axis to the batch's bucketed longest caption."""
   t = bucket_length(batch["lengths"], buckets)
   return {**batch, "tokens": batch["tokens"][:, :t]}
 
 
 # ----------------------------------------------------------------------------- JAX
+
 
 class FlaxRNNTextEncoder(nn.Module):
   """The plain Flax way: ``Embed -> nn.RNN(nn.GRUCell)`` with ``seq_lengths`` -> L2."""
@@ -127,7 +148,8 @@ class FlaxRNNTextEncoder(nn.Module):
   def __call__(self, tokens, lengths):
     x = nn.Embed(self.vocab_size, self.word_dim, name="embed")(tokens)
     carry, _ = nn.RNN(nn.GRUCell(self.embed_dim), return_carry=True, name="rnn")(
-        x, seq_lengths=lengths)
+      x, seq_lengths=lengths
+    )
     return models.l2_normalize(carry)
 
 
@@ -135,25 +157,35 @@ def build_jax(kind: str, batch: dict[str, np.ndarray]):
   """``(model, step, state)`` with ``step = jit(make_train_step(...), donate_argnums=0)``."""
   if kind in ("jitr", "jitr_unrolled"):
     unroll = batch["tokens"].shape[1] if kind == "jitr_unrolled" else 1
-    model = models.create_dual_encoder(vocab_size=ARGS.vocab, image="regions", text="gru",
-                                       embed_dim=ARGS.embed_dim, word_dim=ARGS.word_dim,
-                                       image_pooling="max", text_pooling="last", unroll=unroll)
+    model = models.create_dual_encoder(
+      vocab_size=ARGS.vocab,
+      image="regions",
+      text="gru",
+      embed_dim=ARGS.embed_dim,
+      word_dim=ARGS.word_dim,
+      image_pooling="max",
+      text_pooling="last",
+      unroll=unroll,
+    )
   elif kind == "flax":
     model = models.DualEncoder(
-        image_encoder=models.RegionEncoder(embed_dim=ARGS.embed_dim, pooling="max"),
-        text_encoder=FlaxRNNTextEncoder(ARGS.vocab, ARGS.word_dim, ARGS.embed_dim))
+      image_encoder=models.RegionEncoder(embed_dim=ARGS.embed_dim, pooling="max"),
+      text_encoder=FlaxRNNTextEncoder(ARGS.vocab, ARGS.word_dim, ARGS.embed_dim),
+    )
   else:
     raise ValueError(kind)
-  params = jax.jit(model.init)(jax.random.key(0), batch["images"], batch["tokens"],
-                               batch["lengths"])["params"]
+  params = jax.jit(model.init)(
+    jax.random.key(0), batch["images"], batch["tokens"], batch["lengths"]
+  )["params"]
 
   def apply_fn(p, b, rngs):
     return model.apply({"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs)
 
   tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
   state = training.create_train_state(params, apply_fn, tx, jax.random.key(1))
-  step = jax.jit(training.make_train_step(losses.objective(OBJECTIVE), axis_name=None),
-                 donate_argnums=(0,))
+  step = jax.jit(
+    training.make_train_step(losses.objective(OBJECTIVE), axis_name=None), donate_argnums=(0,)
+  )
   return model, step, state
 
 
@@ -173,6 +205,7 @@ class JaxRunner:
 
 # ----------------------------------------------------------------------------- PyTorch
 
+
 class TorchVSE(torch.nn.Module):
   def __init__(self):
     super().__init__()
@@ -186,8 +219,9 @@ class TorchVSE(torch.nn.Module):
 
   def encode_text(self, tokens, lengths):
     x = self.embed(tokens)
-    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True,
-                                                     enforce_sorted=False)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(
+      x, lengths, batch_first=True, enforce_sorted=False
+    )
     _, h = self.gru(packed)  # h: [1, B, H], the state after each caption's last token
     return torch.nn.functional.normalize(h[0], dim=-1)
 
@@ -231,9 +265,12 @@ class TorchRunner:
 
 # ----------------------------------------------------------------------------- timing
 
-LABELS = {"jitr": "jitr (`create_dual_encoder` GRU)",
-          "jitr_unrolled": "jitr, GRU scan fully unrolled (`unroll=T`)", "flax": "plain Flax `nn.RNN(GRUCell)`",
-          "torch": "PyTorch (`nn.GRU`, packed)"}
+LABELS = {
+  "jitr": "jitr (`create_dual_encoder` GRU)",
+  "jitr_unrolled": "jitr, GRU scan fully unrolled (`unroll=T`)",
+  "flax": "plain Flax `nn.RNN(GRUCell)`",
+  "torch": "PyTorch (`nn.GRU`, packed)",
+}
 
 
 def time_interleaved(runners, *, warmup: int, rounds: int, steps: int) -> dict[str, list[float]]:
@@ -260,7 +297,9 @@ def print_table(title: str, times: dict[str, list[tuple[float, float]]]) -> None
   ref = med.get("torch")
   n = len(next(iter(times.values())))
   print(f"\n### {title}\n")
-  print(f"| implementation | ms/step (median of {n}) | steps/s | PyTorch time / this | CPU ms/step |")
+  print(
+    f"| implementation | ms/step (median of {n}) | steps/s | PyTorch time / this | CPU ms/step |"
+  )
   print("|---|---:|---:|---:|---:|")
   for k, m in med.items():
     ratio = f"{ref / m:.2f}×" if ref else "–"
@@ -288,14 +327,28 @@ def profile(jax_runners, torch_runner, batch) -> None:
     b = r.batch
     m = r.model
     img_f = jax.jit(lambda p, b: m.apply({"params": p}, b["images"], method="encode_image"))
-    txt_f = jax.jit(lambda p, b: m.apply({"params": p}, b["tokens"], b["lengths"],
-                                         method="encode_text"))
-    img_g = jax.jit(jax.grad(lambda p, b: jnp.sum(m.apply({"params": p}, b["images"],
-                                                          method="encode_image"))))
-    txt_g = jax.jit(jax.grad(lambda p, b: jnp.sum(m.apply({"params": p}, b["tokens"], b["lengths"],
-                                                          method="encode_text"))))
-    rows.append((r.kind, _median_ms(lambda: img_f(p, b), jsync), _median_ms(lambda: img_g(p, b), jsync),
-                 _median_ms(lambda: txt_f(p, b), jsync), _median_ms(lambda: txt_g(p, b), jsync)))
+    txt_f = jax.jit(
+      lambda p, b: m.apply({"params": p}, b["tokens"], b["lengths"], method="encode_text")
+    )
+    img_g = jax.jit(
+      jax.grad(lambda p, b: jnp.sum(m.apply({"params": p}, b["images"], method="encode_image")))
+    )
+    txt_g = jax.jit(
+      jax.grad(
+        lambda p, b: jnp.sum(
+          m.apply({"params": p}, b["tokens"], b["lengths"], method="encode_text")
+        )
+      )
+    )
+    rows.append(
+      (
+        r.kind,
+        _median_ms(lambda: img_f(p, b), jsync),
+        _median_ms(lambda: img_g(p, b), jsync),
+        _median_ms(lambda: txt_f(p, b), jsync),
+        _median_ms(lambda: txt_g(p, b), jsync),
+      )
+    )
   if torch_runner is not None:
     tm = torch_runner.model
     ti, tt, tl = torch_runner.images, torch_runner.tokens, torch_runner.lengths
@@ -314,11 +367,19 @@ def profile(jax_runners, torch_runner, batch) -> None:
         out = f().sum()
         out.backward()
         return out
+
       return g
 
     ts = lambda x: float(x.sum().detach())
-    rows.append(("torch", _median_ms(fwd_img, ts), _median_ms(grad(lambda: tm.encode_image(ti)), ts),
-                 _median_ms(fwd_txt, ts), _median_ms(grad(lambda: tm.encode_text(tt, tl)), ts)))
+    rows.append(
+      (
+        "torch",
+        _median_ms(fwd_img, ts),
+        _median_ms(grad(lambda: tm.encode_image(ti)), ts),
+        _median_ms(fwd_txt, ts),
+        _median_ms(grad(lambda: tm.encode_text(tt, tl)), ts),
+      )
+    )
   print("\n### Where the time goes (ms, median of 5; grad = forward + backward w.r.t. params)\n")
   print("| implementation | image fwd | image grad | text fwd | text grad |")
   print("|---|---:|---:|---:|---:|")
@@ -328,8 +389,10 @@ def profile(jax_runners, torch_runner, batch) -> None:
   t = batch["tokens"].shape[1]
   gf_img = 2 * b * k * d * e / 1e9
   gf_txt = (2 * b * t * w * 3 * e + t * 2 * b * e * 3 * e) / 1e9
-  print(f"\nforward matmul work: image {gf_img:.1f} GFLOP, text {gf_txt:.1f} GFLOP "
-        f"(T = {t}); a train step is about 2× (image: weight grads only) to 3× (text) that.")
+  print(
+    f"\nforward matmul work: image {gf_img:.1f} GFLOP, text {gf_txt:.1f} GFLOP "
+    f"(T = {t}); a train step is about 2× (image: weight grads only) to 3× (text) that."
+  )
 
 
 def build_runners(batch: dict[str, np.ndarray], kinds: list[str]):
@@ -366,30 +429,41 @@ def main() -> None:
   unknown = set(kinds) - set(LABELS)
   if unknown:
     raise SystemExit(f"--only: unknown {sorted(unknown)}; expected some of {sorted(LABELS)}")
-  print(f"VSE++† train step: batch {ARGS.batch}, {ARGS.regions}×{ARGS.feature_dim} regions, "
-        f"embed {ARGS.embed_dim}, word {ARGS.word_dim}, vocab {ARGS.vocab}, Adam + clip {CLIP}; "
-        f"jax {jax.__version__} ({jax.default_backend()}, {os.cpu_count()} cores), "
-        f"torch {torch.__version__} ({torch.get_num_threads()} threads); "
-        f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, "
-        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
-        + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+  print(
+    f"VSE++† train step: batch {ARGS.batch}, {ARGS.regions}×{ARGS.feature_dim} regions, "
+    f"embed {ARGS.embed_dim}, word {ARGS.word_dim}, vocab {ARGS.vocab}, Adam + clip {CLIP}; "
+    f"jax {jax.__version__} ({jax.default_backend()}, {os.cpu_count()} cores), "
+    f"torch {torch.__version__} ({torch.get_num_threads()} threads); "
+    f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, "
+    f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
+    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+  )
   rng = np.random.default_rng(0)
   fixed = make_batch(rng, min_length=ARGS.length, max_length=ARGS.length)
   runners = build_runners(fixed, kinds)
   times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
   print_table(f"Fixed-length captions (T = {ARGS.length})", times)
   if ARGS.profile:
-    profile([r for r in runners if isinstance(r, JaxRunner)],
-            next((r for r in runners if isinstance(r, TorchRunner)), None), trim(fixed))
+    profile(
+      [r for r in runners if isinstance(r, JaxRunner)],
+      next((r for r in runners if isinstance(r, TorchRunner)), None),
+      trim(fixed),
+    )
   if ARGS.min_length:
     var = make_batch(rng, min_length=ARGS.min_length, max_length=ARGS.length)
     set_batch(runners, var)
     t = trim(var)["tokens"].shape[1]
     times = time_interleaved(runners, warmup=1, rounds=ARGS.rounds, steps=ARGS.steps)
-    print_table(f"Variable-length captions ({ARGS.min_length}–{ARGS.length} tokens, mean "
-                f"{var['lengths'].mean():.1f}; JAX batch trimmed to T = {t}, torch packed)", times)
-  print(f"\n(total {time.perf_counter() - start:.0f}s; load average now "
-        + " ".join(f"{x:.1f}" for x in os.getloadavg()) + ")")
+    print_table(
+      f"Variable-length captions ({ARGS.min_length}–{ARGS.length} tokens, mean "
+      f"{var['lengths'].mean():.1f}; JAX batch trimmed to T = {t}, torch packed)",
+      times,
+    )
+  print(
+    f"\n(total {time.perf_counter() - start:.0f}s; load average now "
+    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    + ")"
+  )
 
 
 if __name__ == "__main__":

@@ -23,18 +23,28 @@ sys.path.insert(0, ROOT)
 from configs.shapes import VARIANTS  # noqa: E402
 from jitr.apps.train import RESULT_KEYS  # noqa: E402
 
-LABELS = {"triplet": "VSE++ triplet (LMH)", "sndcg": "triplet + Smooth-NDCG (sentence RSC)",
-          "cmal2r": "CMAL²R adaptive listwise", "sam": "SAM (CIDEr-D margin, hard, + triplet)",
-          "lseh": "LSEH (TF-IDF+SVD hard negatives)", "oracle": "triplet + Smooth-NDCG (oracle relevance)"}
+LABELS = {
+  "triplet": "VSE++ triplet (LMH)",
+  "sndcg": "triplet + Smooth-NDCG (sentence RSC)",
+  "cmal2r": "CMAL²R adaptive listwise",
+  "sam": "SAM (CIDEr-D margin, hard, + triplet)",
+  "lseh": "LSEH (TF-IDF+SVD hard negatives)",
+  "oracle": "triplet + Smooth-NDCG (oracle relevance)",
+}
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--variants", default=",".join(VARIANTS))
   parser.add_argument("--root", default=os.path.join(ROOT, "workdirs", "shapes"))
-  parser.add_argument("--data_dir", default=os.path.join(ROOT, "workdirs", "tfds"),
-                      help="TFDS + relevance TFRecords, shared with scripts/train.sh's default workdir")
-  parser.add_argument("--set", action="append", default=[], help="config override, e.g. config.num_epochs=5")
+  parser.add_argument(
+    "--data_dir",
+    default=os.path.join(ROOT, "workdirs", "tfds"),
+    help="TFDS + relevance TFRecords, shared with scripts/train.sh's default workdir",
+  )
+  parser.add_argument(
+    "--set", action="append", default=[], help="config override, e.g. config.num_epochs=5"
+  )
   args = parser.parse_args()
   rows = []
   for name in args.variants.split(","):
@@ -43,8 +53,14 @@ def main() -> None:
     seconds = None
     if not os.path.exists(metrics_path):
       start = time.time()
-      cmd = [sys.executable, "-m", "jitr.apps.train", f"--config={ROOT}/configs/shapes.py:{name}",
-             f"--workdir={workdir}", f"--config.data_dir={args.data_dir}"]
+      cmd = [
+        sys.executable,
+        "-m",
+        "jitr.apps.train",
+        f"--config={ROOT}/configs/shapes.py:{name}",
+        f"--workdir={workdir}",
+        f"--config.data_dir={args.data_dir}",
+      ]
       cmd += [f"--{o}" for o in args.set]
       print("running:", " ".join(cmd), flush=True)
       subprocess.run(cmd, check=True, cwd=ROOT)

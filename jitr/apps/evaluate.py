@@ -21,11 +21,17 @@ from jitr.apps._cli import run_reporting_bad_input, workdir_flag
 
 _WORKDIR = workdir_flag("A jitr-train workdir (config.json + checkpoints/).")
 _SPLIT = flags.DEFINE_enum("split", "test", ["val", "test"], "Split to evaluate.")
-_CHECKPOINT = flags.DEFINE_enum("checkpoint", "best", ["best", "latest"], "Which checkpoint to load.")
-_NUM_QUERIES = flags.DEFINE_integer("num_queries", 4, "Queries per direction in the jitr_shapes panel.")
+_CHECKPOINT = flags.DEFINE_enum(
+  "checkpoint", "best", ["best", "latest"], "Which checkpoint to load."
+)
+_NUM_QUERIES = flags.DEFINE_integer(
+  "num_queries", 4, "Queries per direction in the jitr_shapes panel."
+)
 
 
-def _query_panel(evaluator, split: str, sim, data_dir: str, config, path: str, num_queries: int) -> None:
+def _query_panel(
+  evaluator, split: str, sim, data_dir: str, config, path: str, num_queries: int
+) -> None:
   """Top-5 retrieved items of the first queries of each direction, with exact relevance."""
   import numpy as np
 
@@ -38,16 +44,32 @@ def _query_panel(evaluator, split: str, sim, data_dir: str, config, path: str, n
   examples = []
   for i in range(min(num_queries, sim.shape[0])):
     top = np.argsort(-sim[i], kind="stable")[:5]
-    examples.append(QueryExample(arrays["image"][i], [arrays["captions"][j] for j in top], rel[i, top],
-                                 positive=owner[top] == i, title=f"image {i}"))
+    examples.append(
+      QueryExample(
+        arrays["image"][i],
+        [arrays["captions"][j] for j in top],
+        rel[i, top],
+        positive=owner[top] == i,
+        title=f"image {i}",
+      )
+    )
   for j in range(0, min(num_queries, sim.shape[1]) * 5, 5):
     top = np.argsort(-sim[:, j], kind="stable")[:5]
-    examples.append(QueryExample(arrays["captions"][j], [arrays["image"][t] for t in top], rel[top, j],
-                                 positive=top == owner[j], title=f"caption {j}"))
+    examples.append(
+      QueryExample(
+        arrays["captions"][j],
+        [arrays["image"][t] for t in top],
+        rel[top, j],
+        positive=top == owner[j],
+        title=f"caption {j}",
+      )
+    )
   plot_query_panel(examples, path, title=f"jitr_shapes {split}: top-5 with exact relevance")
 
 
-def evaluate_workdir(workdir: str, *, split: str = "test", checkpoint: str = "best", num_queries: int = 4) -> dict:
+def evaluate_workdir(
+  workdir: str, *, split: str = "test", checkpoint: str = "best", num_queries: int = 4
+) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report."""
   import ml_collections
 
@@ -75,9 +97,15 @@ def evaluate_workdir(workdir: str, *, split: str = "test", checkpoint: str = "be
   sim = evaluator.similarity(split, state.params)
   metrics = evaluator(split, state.params, sim=sim)
   out = os.path.join(workdir, f"eval_{split}")
-  report.write_report(out, metrics, title=f"{config.dataset} {split}, {checkpoint} checkpoint (step {int(state.step)})")
+  report.write_report(
+    out,
+    metrics,
+    title=f"{config.dataset} {split}, {checkpoint} checkpoint (step {int(state.step)})",
+  )
   if exact is not None:
-    _query_panel(evaluator, split, sim, data_dir, config, os.path.join(out, "queries.png"), num_queries)
+    _query_panel(
+      evaluator, split, sim, data_dir, config, os.path.join(out, "queries.png"), num_queries
+    )
   logging.info("wrote %s", out)
   return metrics
 
@@ -86,8 +114,15 @@ def main(argv) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   flags.mark_flag_as_required("workdir")
-  run_reporting_bad_input("jitr-eval", lambda: evaluate_workdir(
-      _WORKDIR.value, split=_SPLIT.value, checkpoint=_CHECKPOINT.value, num_queries=_NUM_QUERIES.value))
+  run_reporting_bad_input(
+    "jitr-eval",
+    lambda: evaluate_workdir(
+      _WORKDIR.value,
+      split=_SPLIT.value,
+      checkpoint=_CHECKPOINT.value,
+      num_queries=_NUM_QUERIES.value,
+    ),
+  )
 
 
 def run() -> None:

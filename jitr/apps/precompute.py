@@ -13,63 +13,99 @@ from absl import app, flags, logging
 
 from jitr.apps._cli import run_reporting_bad_input
 
-_CAPTIONS = flags.DEFINE_string("captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt.")
-_FORMAT = flags.DEFINE_enum("format", "auto", ["auto", "precomp", "flickr8k"], "Caption file format.")
-_CAPS_PER_IMAGE = flags.DEFINE_integer("captions_per_image", 5, "Lines per image of a precomp caption file.")
-_ESTIMATOR = flags.DEFINE_enum("estimator", None, ["sentence", "cider", "lsa"], "Relevance estimator.")
-_OUT = flags.DEFINE_string("out", None, "Output directory (header relevance.json + TFRecord shards).")
-_TOP_K = flags.DEFINE_integer("top_k", None, "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa).")
-_VECTORS = flags.DEFINE_bool("vectors", None, "Store per-caption vectors (default: yes for sentence/lsa, impossible for cider).")
+_CAPTIONS = flags.DEFINE_string(
+  "captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt."
+)
+_FORMAT = flags.DEFINE_enum(
+  "format", "auto", ["auto", "precomp", "flickr8k"], "Caption file format."
+)
+_CAPS_PER_IMAGE = flags.DEFINE_integer(
+  "captions_per_image", 5, "Lines per image of a precomp caption file."
+)
+_ESTIMATOR = flags.DEFINE_enum(
+  "estimator", None, ["sentence", "cider", "lsa"], "Relevance estimator."
+)
+_OUT = flags.DEFINE_string(
+  "out", None, "Output directory (header relevance.json + TFRecord shards)."
+)
+_TOP_K = flags.DEFINE_integer(
+  "top_k",
+  None,
+  "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa).",
+)
+_VECTORS = flags.DEFINE_bool(
+  "vectors",
+  None,
+  "Store per-caption vectors (default: yes for sentence/lsa, impossible for cider).",
+)
 _IMAGES_PER_SHARD = flags.DEFINE_integer("images_per_shard", 1024, "Images per TFRecord shard.")
-_MODEL = flags.DEFINE_string("model", "all-MiniLM-L6-v2", "sentence: Sentence-Transformers model name or local path.")
+_MODEL = flags.DEFINE_string(
+  "model", "all-MiniLM-L6-v2", "sentence: Sentence-Transformers model name or local path."
+)
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 256, "sentence: captions per forward pass.")
 _DEVICE = flags.DEFINE_string("device", "cpu", "sentence: torch device.")
-_AGGREGATE = flags.DEFINE_enum("aggregate", "max", ["max", "mean"], "sentence/lsa: aggregation over an image's references.")
+_AGGREGATE = flags.DEFINE_enum(
+  "aggregate", "max", ["max", "mean"], "sentence/lsa: aggregation over an image's references."
+)
 _LSA_K = flags.DEFINE_integer("lsa_k", 400, "lsa: SVD components.")
 _LSA_N_ITER = flags.DEFINE_integer("lsa_n_iter", 100, "lsa: randomized SVD iterations.")
 _SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state.")
 
 
 def estimator_kwargs(name: str) -> dict:
-    """The estimator's keyword arguments from the flags."""
-    if name == "sentence":
-        return {"model": _MODEL.value, "batch_size": _BATCH_SIZE.value, "device": _DEVICE.value, "aggregate": _AGGREGATE.value}
-    if name == "lsa":
-        return {"k": _LSA_K.value, "n_iter": _LSA_N_ITER.value, "seed": _SEED.value, "aggregate": _AGGREGATE.value}
-    return {}
+  """The estimator's keyword arguments from the flags."""
+  if name == "sentence":
+    return {
+      "model": _MODEL.value,
+      "batch_size": _BATCH_SIZE.value,
+      "device": _DEVICE.value,
+      "aggregate": _AGGREGATE.value,
+    }
+  if name == "lsa":
+    return {
+      "k": _LSA_K.value,
+      "n_iter": _LSA_N_ITER.value,
+      "seed": _SEED.value,
+      "aggregate": _AGGREGATE.value,
+    }
+  return {}
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    run_reporting_bad_input("jitr-precompute", _main)  # bad input: one clear line, exit code 1
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  run_reporting_bad_input("jitr-precompute", _main)  # bad input: one clear line, exit code 1
 
 
 def _main() -> None:
-    from jitr.relevance.captions_io import read_captions
-    from jitr.relevance.estimator import make_estimator
-    from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.captions_io import read_captions
+  from jitr.relevance.estimator import make_estimator
+  from jitr.relevance.records import write_relevance_records
 
-    captions = read_captions(_CAPTIONS.value, _FORMAT.value, _CAPS_PER_IMAGE.value)
-    logging.info("%s: %d images, %d captions", captions.source, captions.num_images, captions.num_captions)
-    estimator = make_estimator(_ESTIMATOR.value, **estimator_kwargs(_ESTIMATOR.value))
-    header = write_relevance_records(
-        _OUT.value,
-        captions,
-        estimator,
-        vectors=_VECTORS.value,
-        top_k=_TOP_K.value,
-        images_per_shard=_IMAGES_PER_SHARD.value,
-        log=logging.info,
-    )
-    print(f"wrote {header['num_shards']} shards of {_ESTIMATOR.value} relevance for {captions.num_images} images to {_OUT.value}")
+  captions = read_captions(_CAPTIONS.value, _FORMAT.value, _CAPS_PER_IMAGE.value)
+  logging.info(
+    "%s: %d images, %d captions", captions.source, captions.num_images, captions.num_captions
+  )
+  estimator = make_estimator(_ESTIMATOR.value, **estimator_kwargs(_ESTIMATOR.value))
+  header = write_relevance_records(
+    _OUT.value,
+    captions,
+    estimator,
+    vectors=_VECTORS.value,
+    top_k=_TOP_K.value,
+    images_per_shard=_IMAGES_PER_SHARD.value,
+    log=logging.info,
+  )
+  print(
+    f"wrote {header['num_shards']} shards of {_ESTIMATOR.value} relevance for {captions.num_images} images to {_OUT.value}"
+  )
 
 
 def run() -> None:
-    """Console-script entry point."""
-    flags.mark_flags_as_required(["captions", "estimator", "out"])
-    app.run(main)
+  """Console-script entry point."""
+  flags.mark_flags_as_required(["captions", "estimator", "out"])
+  app.run(main)
 
 
 if __name__ == "__main__":
-    run()
+  run()

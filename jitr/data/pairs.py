@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -44,20 +44,28 @@ class RetrievalSplit:
     n_cap = len(self.caption_image)
     for name in ("tokens", "lengths"):
       if len(getattr(self, name)) != n_cap:
-        raise ValueError(f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, expected {n_cap} (one per caption)")
+        raise ValueError(
+          f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, expected {n_cap} (one per caption)"
+        )
     for name, v in self.vectors.items():
       if len(v) != n_cap:
-        raise ValueError(f"RetrievalSplit.vectors[{name!r}]: {len(v)} rows, expected {n_cap} (one per caption)")
+        raise ValueError(
+          f"RetrievalSplit.vectors[{name!r}]: {len(v)} rows, expected {n_cap} (one per caption)"
+        )
     for name, (idx, val) in self.topk.items():
       if idx.shape != val.shape or len(idx) != len(self.images):
-        raise ValueError(f"RetrievalSplit.topk[{name!r}]: expected indices and scores [{len(self.images)}, K], "
-                         f"got {idx.shape} and {val.shape}")
+        raise ValueError(
+          f"RetrievalSplit.topk[{name!r}]: expected indices and scores [{len(self.images)}, K], "
+          f"got {idx.shape} and {val.shape}"
+        )
     if n_cap and (self.caption_image.min() < 0 or self.caption_image.max() >= len(self.images)):
       raise ValueError(f"RetrievalSplit.caption_image: indices must lie in [0, {len(self.images)})")
     counts = np.bincount(self.caption_image, minlength=len(self.images))
     if counts.min() != counts.max():
-      raise ValueError("RetrievalSplit.caption_image: every image needs the same number of captions, "
-                       f"got between {counts.min()} and {counts.max()}")
+      raise ValueError(
+        "RetrievalSplit.caption_image: every image needs the same number of captions, "
+        f"got between {counts.min()} and {counts.max()}"
+      )
 
   @property
   def num_images(self) -> int:
@@ -75,8 +83,9 @@ class RetrievalSplit:
     return order.reshape(self.num_images, -1)
 
 
-def make_batch(split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence[int] = (8, 12, 16, 24, 32, 48)
-               ) -> dict[str, np.ndarray]:
+def make_batch(
+  split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence[int] = (8, 12, 16, 24, 32, 48)
+) -> dict[str, np.ndarray]:
   """The pair batch of the given caption indices: row i = (image of caption i, caption i).
 
   Tokens are trimmed to the smallest bucket holding the longest caption, so the
@@ -89,12 +98,12 @@ def make_batch(split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence
   images = split.caption_image[captions]
   width = vocab_lib.bucket_length(split.lengths[captions], buckets)
   batch = {
-      "images": split.images[images],
-      "tokens": split.tokens[captions, :width],
-      "lengths": split.lengths[captions].astype(np.int32),
-      "image_ids": images.astype(np.int32),
-      "caption_indices": captions.astype(np.int32),
-      "valid": np.ones(len(captions), bool),
+    "images": split.images[images],
+    "tokens": split.tokens[captions, :width],
+    "lengths": split.lengths[captions].astype(np.int32),
+    "image_ids": images.astype(np.int32),
+    "caption_indices": captions.astype(np.int32),
+    "valid": np.ones(len(captions), bool),
   }
   if split.image_mask is not None:
     batch["image_mask"] = split.image_mask[images]
@@ -113,12 +122,15 @@ def steps_per_epoch(split: RetrievalSplit, batch_size: int) -> int:
   """Full batches per epoch (the remainder of the permutation is dropped)."""
   steps = split.num_captions // batch_size
   if steps == 0:
-    raise ValueError(f"batch_size {batch_size} is larger than the split's {split.num_captions} captions")
+    raise ValueError(
+      f"batch_size {batch_size} is larger than the split's {split.num_captions} captions"
+    )
   return steps
 
 
-def epoch_batches(split: RetrievalSplit, *, batch_size: int, seed: int, epoch: int,
-                  rows: slice = slice(None)) -> Iterator[dict[str, np.ndarray]]:
+def epoch_batches(
+  split: RetrievalSplit, *, batch_size: int, seed: int, epoch: int, rows: slice = slice(None)
+) -> Iterator[dict[str, np.ndarray]]:
   """The batches of one epoch, identical for the same ``(seed, epoch)``.
 
   ``rows`` selects this process's rows of each global batch (multi-host input
@@ -126,5 +138,5 @@ def epoch_batches(split: RetrievalSplit, *, batch_size: int, seed: int, epoch: i
   """
   order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
   for b in range(steps_per_epoch(split, batch_size)):
-    batch = make_batch(split, order[b * batch_size:(b + 1) * batch_size])
+    batch = make_batch(split, order[b * batch_size : (b + 1) * batch_size])
     yield {k: v[rows] for k, v in batch.items()}

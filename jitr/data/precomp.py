@@ -23,8 +23,8 @@ import numpy as np
 from jitr.data import vocab as vocab_lib
 
 DATASET_SPLITS: dict[str, tuple[str, ...]] = {
-    "f30k": ("train", "dev", "test"),
-    "coco": ("train", "dev", "test", "testall"),
+  "f30k": ("train", "dev", "test"),
+  "coco": ("train", "dev", "test", "testall"),
 }
 NUM_REGIONS = 36
 FEATURE_DIM = 2048
@@ -59,8 +59,9 @@ class PrecompSplit:
 def precomp_dir(root: str | os.PathLike, dataset: str) -> str:
   """``{root}/{dataset}_precomp``, checking the dataset name."""
   if dataset not in DATASET_SPLITS:
-    raise PrecompError(f"unknown precomp dataset {dataset!r}; expected one of "
-                       f"{tuple(DATASET_SPLITS)}")
+    raise PrecompError(
+      f"unknown precomp dataset {dataset!r}; expected one of {tuple(DATASET_SPLITS)}"
+    )
   return os.path.join(os.fspath(root), f"{dataset}_precomp")
 
 
@@ -68,8 +69,9 @@ def read_captions(path: str) -> tuple[str, ...]:
   """Captions of a ``{split}_caps.txt``: one per line, stripped; trailing blank
   lines ignored; a blank line inside the file is an error."""
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"precomp: missing caption file {path!r} "
-                            f"(expected one caption per line)")
+    raise FileNotFoundError(
+      f"precomp: missing caption file {path!r} (expected one caption per line)"
+    )
   with open(path, encoding="utf-8", errors="strict") as f:
     lines = [line.strip() for line in f]
   while lines and not lines[-1]:
@@ -80,13 +82,20 @@ def read_captions(path: str) -> tuple[str, ...]:
   return tuple(lines)
 
 
-def read_features(path: str, *, num_regions: int | None = NUM_REGIONS,
-                  feature_dim: int | None = FEATURE_DIM, mmap: bool = True) -> np.ndarray:
+def read_features(
+  path: str,
+  *,
+  num_regions: int | None = NUM_REGIONS,
+  feature_dim: int | None = FEATURE_DIM,
+  mmap: bool = True,
+) -> np.ndarray:
   """``{split}_ims.npy`` as a (memory-mapped) float array ``[N, R, D]``; checks
   rank 3, floating dtype and ``R``/``D`` where given (``None`` skips a check)."""
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"precomp: missing feature file {path!r} "
-                            f"(expected float [N, {num_regions}, {feature_dim}] .npy)")
+    raise FileNotFoundError(
+      f"precomp: missing feature file {path!r} "
+      f"(expected float [N, {num_regions}, {feature_dim}] .npy)"
+    )
   try:
     feats = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
   except (ValueError, OSError) as e:
@@ -97,20 +106,27 @@ def read_features(path: str, *, num_regions: int | None = NUM_REGIONS,
   if not np.issubdtype(feats.dtype, np.floating):
     raise PrecompError(f"{path}: features have dtype {feats.dtype}; expected a float dtype")
   if num_regions is not None and feats.shape[1] != num_regions:
-    raise PrecompError(f"{path}: features have shape {feats.shape}; expected "
-                       f"{expected} ({num_regions} regions per image)")
+    raise PrecompError(
+      f"{path}: features have shape {feats.shape}; expected "
+      f"{expected} ({num_regions} regions per image)"
+    )
   if feature_dim is not None and feats.shape[2] != feature_dim:
-    raise PrecompError(f"{path}: features have shape {feats.shape}; expected "
-                       f"{expected} (feature dim {feature_dim})")
+    raise PrecompError(
+      f"{path}: features have shape {feats.shape}; expected {expected} (feature dim {feature_dim})"
+    )
   return feats
 
 
-def load_precomp_split(folder: str | os.PathLike, split: str, *,
-                       dataset: str | None = None,
-                       num_regions: int | None = NUM_REGIONS,
-                       feature_dim: int | None = FEATURE_DIM,
-                       captions_per_image: int = CAPTIONS_PER_IMAGE,
-                       mmap: bool = True) -> PrecompSplit:
+def load_precomp_split(
+  folder: str | os.PathLike,
+  split: str,
+  *,
+  dataset: str | None = None,
+  num_regions: int | None = NUM_REGIONS,
+  feature_dim: int | None = FEATURE_DIM,
+  captions_per_image: int = CAPTIONS_PER_IMAGE,
+  mmap: bool = True,
+) -> PrecompSplit:
   """Reads ``{folder}/{split}_ims.npy`` and ``{folder}/{split}_caps.txt``.
 
   ``dataset`` (``'f30k'``/``'coco'``; inferred from a folder named
@@ -124,25 +140,28 @@ def load_precomp_split(folder: str | os.PathLike, split: str, *,
     raise FileNotFoundError(f"precomp: no folder {folder!r}")
   if dataset is None:
     base = os.path.basename(os.path.normpath(folder))
-    dataset = base[:-len("_precomp")] if base.endswith("_precomp") else None
+    dataset = base[: -len("_precomp")] if base.endswith("_precomp") else None
     dataset = dataset if dataset in DATASET_SPLITS else None
   if dataset is not None:
     if dataset not in DATASET_SPLITS:
-      raise PrecompError(f"unknown precomp dataset {dataset!r}; expected one of "
-                         f"{tuple(DATASET_SPLITS)}")
+      raise PrecompError(
+        f"unknown precomp dataset {dataset!r}; expected one of {tuple(DATASET_SPLITS)}"
+      )
     if split not in DATASET_SPLITS[dataset]:
-      raise PrecompError(f"{folder}: split {split!r} is not a {dataset} split; "
-                         f"expected one of {DATASET_SPLITS[dataset]}")
+      raise PrecompError(
+        f"{folder}: split {split!r} is not a {dataset} split; "
+        f"expected one of {DATASET_SPLITS[dataset]}"
+      )
   ims_path = os.path.join(folder, f"{split}_ims.npy")
   caps_path = os.path.join(folder, f"{split}_caps.txt")
   for path in (ims_path, caps_path):
     if not os.path.isfile(path):
       present = sorted(os.listdir(folder))[:12]
       raise FileNotFoundError(
-          f"precomp: missing {path!r}; a {split!r} split needs {split}_ims.npy and "
-          f"{split}_caps.txt (folder has: {present})")
-  feats = read_features(ims_path, num_regions=num_regions,
-                        feature_dim=feature_dim, mmap=mmap)
+        f"precomp: missing {path!r}; a {split!r} split needs {split}_ims.npy and "
+        f"{split}_caps.txt (folder has: {present})"
+      )
+  feats = read_features(ims_path, num_regions=num_regions, feature_dim=feature_dim, mmap=mmap)
   captions = read_captions(caps_path)
   n_rows, n_caps = feats.shape[0], len(captions)
   if n_caps == captions_per_image * n_rows:
@@ -151,16 +170,17 @@ def load_precomp_split(folder: str | os.PathLike, split: str, *,
     images = feats[::captions_per_image]
   else:
     raise PrecompError(
-        f"{caps_path} has {n_caps} captions but {ims_path} has {n_rows} images; "
-        f"expected {captions_per_image} captions per image "
-        f"({captions_per_image * n_rows} captions)")
-  return PrecompSplit(images=images, captions=captions,
-                      captions_per_image=captions_per_image)
+      f"{caps_path} has {n_caps} captions but {ims_path} has {n_rows} images; "
+      f"expected {captions_per_image} captions per image "
+      f"({captions_per_image * n_rows} captions)"
+    )
+  return PrecompSplit(images=images, captions=captions, captions_per_image=captions_per_image)
 
 
-def build_precomp_vocab(folder: str | os.PathLike, *, min_count: int = 1,
-                        split: str = "train") -> vocab_lib.Vocab:
+def build_precomp_vocab(
+  folder: str | os.PathLike, *, min_count: int = 1, split: str = "train"
+) -> vocab_lib.Vocab:
   """Vocabulary from ``{folder}/{split}_caps.txt`` (the training captions)."""
   return vocab_lib.build_vocab(
-      read_captions(os.path.join(os.fspath(folder), f"{split}_caps.txt")),
-      min_count=min_count)
+    read_captions(os.path.join(os.fspath(folder), f"{split}_caps.txt")), min_count=min_count
+  )

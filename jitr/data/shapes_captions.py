@@ -32,50 +32,60 @@ LEFT_OF, RIGHT_OF, ABOVE, BELOW = range(4)
 FACT_FIELDS = MAX_MENTIONS * S.NUM_ATTRIBUTES + 1 + 1 + 3
 
 SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
-    ("circle", "disc", "ball", "round shape"),
-    ("square", "box", "block", "square shape"),
-    ("triangle", "triangular shape", "pyramid"),
-    ("diamond", "rhombus", "lozenge", "diamond shape"),
-    ("cross", "plus sign", "plus shape"),
+  ("circle", "disc", "ball", "round shape"),
+  ("square", "box", "block", "square shape"),
+  ("triangle", "triangular shape", "pyramid"),
+  ("diamond", "rhombus", "lozenge", "diamond shape"),
+  ("cross", "plus sign", "plus shape"),
 )
 COLOUR_WORDS: tuple[tuple[str, ...], ...] = (
-    ("red", "crimson", "scarlet"),
-    ("green", "emerald"),
-    ("blue", "cobalt"),
-    ("yellow", "golden"),
-    ("purple", "violet"),
-    ("orange", "amber"),
-    ("cyan", "turquoise", "aqua"),
-    ("white", "ivory"),
+  ("red", "crimson", "scarlet"),
+  ("green", "emerald"),
+  ("blue", "cobalt"),
+  ("yellow", "golden"),
+  ("purple", "violet"),
+  ("orange", "amber"),
+  ("cyan", "turquoise", "aqua"),
+  ("white", "ivory"),
 )
 SIZE_WORDS: tuple[tuple[str, ...], ...] = (
-    ("small", "little", "tiny"),
-    ("large", "big", "huge"),
+  ("small", "little", "tiny"),
+  ("large", "big", "huge"),
 )
 GENERIC_NOUNS: tuple[str, ...] = ("shape", "object", "thing", "figure", "item")
 COUNT_WORDS: dict[int, tuple[str, ...]] = {
-    1: ("one", "a single"), 2: ("two", "a pair of"), 3: ("three",)}
+  1: ("one", "a single"),
+  2: ("two", "a pair of"),
+  3: ("three",),
+}
 OPENERS: tuple[str, ...] = (
-    "", "", "", "there is ", "a picture of ", "an image showing ", "we can see ",
-    "this image contains ", "a dark background with ")
+  "",
+  "",
+  "",
+  "there is ",
+  "a picture of ",
+  "an image showing ",
+  "we can see ",
+  "this image contains ",
+  "a dark background with ",
+)
 # Position phrases: (row, col) -> phrases; row-only; col-only.
-_CORNER = {(0, 0): "top left", (0, 2): "top right", (2, 0): "bottom left",
-           (2, 2): "bottom right"}
+_CORNER = {(0, 0): "top left", (0, 2): "top right", (2, 0): "bottom left", (2, 2): "bottom right"}
 ROW_PHRASES: tuple[tuple[str, ...], ...] = (
-    ("at the top", "near the top", "in the upper part"),
-    ("in the middle row", "halfway down"),
-    ("at the bottom", "near the bottom", "in the lower part"),
+  ("at the top", "near the top", "in the upper part"),
+  ("in the middle row", "halfway down"),
+  ("at the bottom", "near the bottom", "in the lower part"),
 )
 COL_PHRASES: tuple[tuple[str, ...], ...] = (
-    ("on the left", "on the left side", "at the left"),
-    ("in the center column", "in the middle column"),
-    ("on the right", "on the right side", "at the right"),
+  ("on the left", "on the left side", "at the left"),
+  ("in the center column", "in the middle column"),
+  ("on the right", "on the right side", "at the right"),
 )
 RELATION_PHRASES: tuple[tuple[str, ...], ...] = (
-    ("to the left of", "left of", "on the left of"),
-    ("to the right of", "right of", "on the right of"),
-    ("above", "over", "higher than"),
-    ("below", "under", "beneath", "lower than"),
+  ("to the left of", "left of", "on the left of"),
+  ("to the right of", "right of", "on the right of"),
+  ("above", "over", "higher than"),
+  ("below", "under", "beneath", "lower than"),
 )
 
 
@@ -111,14 +121,18 @@ class CaptionFacts:
 
   def __post_init__(self):
     if len(self.mentions) > MAX_MENTIONS:
-      raise ValueError(f"CaptionFacts: at most {MAX_MENTIONS} mentions, "
-                       f"got {len(self.mentions)}")
+      raise ValueError(f"CaptionFacts: at most {MAX_MENTIONS} mentions, got {len(self.mentions)}")
     if self.relation is not None:
       a, rel, b = self.relation
-      if not (0 <= a < len(self.mentions) and 0 <= b < len(self.mentions)
-              and a != b and 0 <= rel < len(RELATIONS)):
-        raise ValueError(f"CaptionFacts: bad relation {self.relation} for "
-                         f"{len(self.mentions)} mentions")
+      if not (
+        0 <= a < len(self.mentions)
+        and 0 <= b < len(self.mentions)
+        and a != b
+        and 0 <= rel < len(RELATIONS)
+      ):
+        raise ValueError(
+          f"CaptionFacts: bad relation {self.relation} for {len(self.mentions)} mentions"
+        )
     if not self.mentions and self.count < 0:
       raise ValueError("CaptionFacts: a caption must state a mention or a count")
 
@@ -127,38 +141,41 @@ class CaptionFacts:
     number of mentions, count, relation ``(subject, relation, object)`` or -1s."""
     out = np.full((FACT_FIELDS,), -1, dtype=np.int32)
     for i, m in enumerate(self.mentions):
-      out[i * S.NUM_ATTRIBUTES:(i + 1) * S.NUM_ATTRIBUTES] = m.attributes()
+      out[i * S.NUM_ATTRIBUTES : (i + 1) * S.NUM_ATTRIBUTES] = m.attributes()
     base = MAX_MENTIONS * S.NUM_ATTRIBUTES
     out[base] = len(self.mentions)
     out[base + 1] = self.count
     if self.relation is not None:
-      out[base + 2:base + 5] = self.relation
+      out[base + 2 : base + 5] = self.relation
     return out
 
   @classmethod
-  def from_array(cls, array: np.ndarray) -> "CaptionFacts":
+  def from_array(cls, array: np.ndarray) -> CaptionFacts:
     """Inverse of :meth:`to_array`."""
     array = np.asarray(array)
     if array.shape != (FACT_FIELDS,):
-      raise ValueError(f"CaptionFacts.from_array: expected shape "
-                       f"({FACT_FIELDS},), got {array.shape}")
+      raise ValueError(
+        f"CaptionFacts.from_array: expected shape ({FACT_FIELDS},), got {array.shape}"
+      )
     base = MAX_MENTIONS * S.NUM_ATTRIBUTES
     n = int(array[base])
     mentions = tuple(
-        Mention(*(int(v) for v in array[i * S.NUM_ATTRIBUTES:(i + 1) * S.NUM_ATTRIBUTES]))
-        for i in range(n))
-    rel = tuple(int(v) for v in array[base + 2:base + 5])
-    return cls(mentions=mentions, count=int(array[base + 1]),
-               relation=None if rel[0] < 0 else rel)
+      Mention(*(int(v) for v in array[i * S.NUM_ATTRIBUTES : (i + 1) * S.NUM_ATTRIBUTES]))
+      for i in range(n)
+    )
+    rel = tuple(int(v) for v in array[base + 2 : base + 5])
+    return cls(mentions=mentions, count=int(array[base + 1]), relation=None if rel[0] < 0 else rel)
 
   def to_json(self) -> str:
     """Human-readable JSON with attribute names, e.g.
     ``{"mentions": [{"shape": "circle", "colour": "red"}], "count": 2}``."""
     names = (S.SHAPES, S.COLOURS, S.SIZES, S.ROWS, S.COLS)
     keys = ("shape", "colour", "size", "row", "col")
-    d: dict = {"mentions": [
-        {k: n[v] for k, n, v in zip(keys, names, m.attributes()) if v >= 0}
-        for m in self.mentions]}
+    d: dict = {
+      "mentions": [
+        {k: n[v] for k, n, v in zip(keys, names, m.attributes()) if v >= 0} for m in self.mentions
+      ]
+    }
     if self.count >= 0:
       d["count"] = self.count
     if self.relation is not None:
@@ -167,18 +184,21 @@ class CaptionFacts:
     return json.dumps(d, sort_keys=True)
 
   @classmethod
-  def from_json(cls, text: str) -> "CaptionFacts":
+  def from_json(cls, text: str) -> CaptionFacts:
     """Inverse of :meth:`to_json`."""
     d = json.loads(text)
     names = (S.SHAPES, S.COLOURS, S.SIZES, S.ROWS, S.COLS)
     keys = ("shape", "colour", "size", "row", "col")
     mentions = tuple(
-        Mention(*(n.index(m[k]) if k in m else -1 for k, n in zip(keys, names)))
-        for m in d["mentions"])
+      Mention(*(n.index(m[k]) if k in m else -1 for k, n in zip(keys, names)))
+      for m in d["mentions"]
+    )
     rel = d.get("relation")
-    return cls(mentions=mentions, count=int(d.get("count", -1)),
-               relation=None if rel is None else
-               (int(rel[0]), RELATIONS.index(rel[1]), int(rel[2])))
+    return cls(
+      mentions=mentions,
+      count=int(d.get("count", -1)),
+      relation=None if rel is None else (int(rel[0]), RELATIONS.index(rel[1]), int(rel[2])),
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -206,22 +226,34 @@ def _position_phrase(row: int, col: int, rng: np.random.Generator) -> str:
       return _pick(rng, ("in the center", "in the middle", "at the centre"))
     if (row, col) in _CORNER:
       c = _CORNER[(row, col)]
-      return _pick(rng, (f"in the {c} corner", f"at the {c}",
-                         f"in the {c.replace(' ', '-')}"))
+      return _pick(rng, (f"in the {c} corner", f"at the {c}", f"in the {c.replace(' ', '-')}"))
     if row == 1:  # middle left / middle right
       side = S.COLS[col]
-      return _pick(rng, (f"in the middle of the {side} side",
-                         f"on the {side}, halfway down", f"at the middle {side}"))
+      return _pick(
+        rng,
+        (
+          f"in the middle of the {side} side",
+          f"on the {side}, halfway down",
+          f"at the middle {side}",
+        ),
+      )
     vert = S.ROWS[row]  # top / bottom center
-    return _pick(rng, (f"at the {vert} center", f"at the {vert} in the middle",
-                       f"in the middle of the {vert} edge"))
+    return _pick(
+      rng,
+      (
+        f"at the {vert} center",
+        f"at the {vert} in the middle",
+        f"in the middle of the {vert} edge",
+      ),
+    )
   if row >= 0:
     return _pick(rng, ROW_PHRASES[row])
   return _pick(rng, COL_PHRASES[col])
 
 
-def _choose_stated(rng: np.random.Generator, *, p_shape: float, p_colour: float,
-                   p_size: float, p_position: float) -> set[int]:
+def _choose_stated(
+  rng: np.random.Generator, *, p_shape: float, p_colour: float, p_size: float, p_position: float
+) -> set[int]:
   """Random subset of attributes to state (never empty)."""
   stated = set()
   if rng.random() < p_shape:
@@ -243,8 +275,9 @@ def _mention(obj: S.SceneObject, stated: set[int]) -> Mention:
   return Mention(*(attrs[k] if k in stated else -1 for k in range(S.NUM_ATTRIBUTES)))
 
 
-def _noun_phrase(obj: S.SceneObject, stated: set[int], rng: np.random.Generator,
-                 *, with_position: bool = True) -> str:
+def _noun_phrase(
+  obj: S.SceneObject, stated: set[int], rng: np.random.Generator, *, with_position: bool = True
+) -> str:
   """Noun phrase for ``obj`` stating exactly the attributes in ``stated``
   (positions only if ``with_position``)."""
   size = _pick(rng, SIZE_WORDS[obj.size]) if S.SIZE in stated else ""
@@ -268,8 +301,9 @@ def _noun_phrase(obj: S.SceneObject, stated: set[int], rng: np.random.Generator,
     core = " ".join(w for w in (size, colour, noun) if w)
     phrase = f"{_article(core)} {core}"
   if with_position and (S.ROW in stated or S.COL in stated):
-    pos = _position_phrase(obj.row if S.ROW in stated else -1,
-                           obj.col if S.COL in stated else -1, rng)
+    pos = _position_phrase(
+      obj.row if S.ROW in stated else -1, obj.col if S.COL in stated else -1, rng
+    )
     joiner = " " if clause else _pick(rng, (" ", " ", " which is ", " that is "))
     phrase = f"{phrase}{joiner}{pos}"
   return phrase
@@ -284,7 +318,8 @@ def _join(parts: Sequence[str], rng: np.random.Generator) -> str:
 
 def _count_phrase(n: int, rng: np.random.Generator) -> str:
   return f"{_pick(rng, COUNT_WORDS[n])} " + (
-      _pick(rng, GENERIC_NOUNS) if n == 1 else _plural(_pick(rng, GENERIC_NOUNS)))
+    _pick(rng, GENERIC_NOUNS) if n == 1 else _plural(_pick(rng, GENERIC_NOUNS))
+  )
 
 
 # ----------------------------------------------------------------------------
@@ -294,14 +329,14 @@ def _count_phrase(n: int, rng: np.random.Generator) -> str:
 def _caption_single(scene: S.Scene, rng: np.random.Generator):
   """One object, some of its attributes; position before or after the noun."""
   obj = scene.objects[int(rng.integers(len(scene.objects)))]
-  stated = _choose_stated(rng, p_shape=0.85, p_colour=0.85, p_size=0.45,
-                          p_position=0.55)
+  stated = _choose_stated(rng, p_shape=0.85, p_colour=0.85, p_size=0.45, p_position=0.55)
   facts = CaptionFacts(mentions=(_mention(obj, stated),))
   has_pos = S.ROW in stated or S.COL in stated
   if has_pos and rng.random() < 0.35:
     np_ = _noun_phrase(obj, stated, rng, with_position=False)
-    pos = _position_phrase(obj.row if S.ROW in stated else -1,
-                           obj.col if S.COL in stated else -1, rng)
+    pos = _position_phrase(
+      obj.row if S.ROW in stated else -1, obj.col if S.COL in stated else -1, rng
+    )
     text = f"{pos} " + _pick(rng, ("there is ", "we see ", "", "you can see ")) + np_
   else:
     text = _pick(rng, OPENERS) + _noun_phrase(obj, stated, rng)
@@ -315,8 +350,12 @@ def _caption_listing(scene: S.Scene, rng: np.random.Generator, *, rich: bool = F
   for i in order:
     obj = scene.objects[int(i)]
     stated = _choose_stated(
-        rng, p_shape=0.95 if rich else 0.8, p_colour=0.95 if rich else 0.8,
-        p_size=0.5 if rich else 0.3, p_position=0.3 if rich else 0.2)
+      rng,
+      p_shape=0.95 if rich else 0.8,
+      p_colour=0.95 if rich else 0.8,
+      p_size=0.5 if rich else 0.3,
+      p_position=0.3 if rich else 0.2,
+    )
     mentions.append(_mention(obj, stated))
     parts.append(_noun_phrase(obj, stated, rng))
   body = _join(parts, rng)
@@ -325,8 +364,9 @@ def _caption_listing(scene: S.Scene, rng: np.random.Generator, *, rich: bool = F
   u = rng.random()
   if n > 1 and u < 0.4:
     count = n
-    text = _pick(rng, ("{c}: {b}", "{c}, namely {b}", "a scene with {c}: {b}",
-                       "there are {c}: {b}")).format(c=_count_phrase(n, rng), b=body)
+    text = _pick(
+      rng, ("{c}: {b}", "{c}, namely {b}", "a scene with {c}: {b}", "there are {c}: {b}")
+    ).format(c=_count_phrase(n, rng), b=body)
   else:
     text = _pick(rng, OPENERS) + body
   return text, CaptionFacts(mentions=tuple(mentions), count=count)
@@ -359,8 +399,7 @@ def _caption_relation(scene: S.Scene, rng: np.random.Generator):
     text = f"{pa} is {phrase} {pb}"
   else:
     text = f"{phrase} {pb} " + _pick(rng, ("there is ", "is ", "sits ")) + pa
-  facts = CaptionFacts(mentions=(_mention(a, sa), _mention(b, sb)),
-                       relation=(0, rel, 1))
+  facts = CaptionFacts(mentions=(_mention(a, sa), _mention(b, sb)), relation=(0, rel, 1))
   return text, facts
 
 
@@ -368,11 +407,18 @@ def _caption_count(scene: S.Scene, rng: np.random.Generator):
   """The number of objects, alone or with one object described."""
   n = len(scene.objects)
   if rng.random() < 0.5:
-    text = _pick(rng, ("{c}", "there are {c}", "a dark picture with {c}",
-                       "an image of {c} on a dark background", "{c} in total")
-                 ).format(c=_count_phrase(n, rng))
+    text = _pick(
+      rng,
+      (
+        "{c}",
+        "there are {c}",
+        "a dark picture with {c}",
+        "an image of {c} on a dark background",
+        "{c} in total",
+      ),
+    ).format(c=_count_phrase(n, rng))
     if n == 1 and text.startswith("there are"):
-      text = "there is " + text[len("there are "):]
+      text = "there is " + text[len("there are ") :]
     return text, CaptionFacts(count=n)
   obj = scene.objects[int(rng.integers(n))]
   stated = _choose_stated(rng, p_shape=0.8, p_colour=0.8, p_size=0.3, p_position=0.2)
@@ -380,14 +426,15 @@ def _caption_count(scene: S.Scene, rng: np.random.Generator):
   if n == 1:
     text = f"only one {_pick(rng, GENERIC_NOUNS)}: {np_}"
   else:
-    text = _pick(rng, ("{c}, one of them {m}", "{c} including {m}",
-                       "{m} among {c}")).format(c=_count_phrase(n, rng), m=np_)
+    text = _pick(rng, ("{c}, one of them {m}", "{c} including {m}", "{m} among {c}")).format(
+      c=_count_phrase(n, rng), m=np_
+    )
   return text, CaptionFacts(mentions=(_mention(obj, stated),), count=n)
 
 
 def _caption_group(scene: S.Scene, rng: np.random.Generator):
   """Objects sharing a shape or a colour, described in the plural."""
-  for attr in ((S.SHAPE, S.COLOUR) if rng.random() < 0.5 else (S.COLOUR, S.SHAPE)):
+  for attr in (S.SHAPE, S.COLOUR) if rng.random() < 0.5 else (S.COLOUR, S.SHAPE):
     values = [o.attributes()[attr] for o in scene.objects]
     shared = [v for v in set(values) if values.count(v) >= 2]
     if not shared:
@@ -397,8 +444,10 @@ def _caption_group(scene: S.Scene, rng: np.random.Generator):
     if attr == S.SHAPE:
       group = f"{_pick(rng, COUNT_WORDS[k])} {_plural(_pick(rng, SHAPE_WORDS[v]))}"
     else:
-      group = (f"{_pick(rng, COUNT_WORDS[k])} {_pick(rng, COLOUR_WORDS[v])} "
-               f"{_plural(_pick(rng, GENERIC_NOUNS))}")
+      group = (
+        f"{_pick(rng, COUNT_WORDS[k])} {_pick(rng, COLOUR_WORDS[v])} "
+        f"{_plural(_pick(rng, GENERIC_NOUNS))}"
+      )
     mentions = [Mention(**{("shape" if attr == S.SHAPE else "colour"): v})] * k
     text = _pick(rng, OPENERS[:3] + ("there are ", "we can see ")) + group
     rest = [o for o in scene.objects if o.attributes()[attr] != v]
@@ -411,16 +460,17 @@ def _caption_group(scene: S.Scene, rng: np.random.Generator):
 
 
 _TEMPLATES = (
-    (_caption_single, 0.3),
-    (_caption_listing, 0.25),
-    (_caption_relation, 0.25),
-    (_caption_count, 0.12),
-    (_caption_group, 0.08),
+  (_caption_single, 0.3),
+  (_caption_listing, 0.25),
+  (_caption_relation, 0.25),
+  (_caption_count, 0.12),
+  (_caption_group, 0.08),
 )
 
 
-def generate_captions(scene: S.Scene, rng: np.random.Generator,
-                      num: int = CAPTIONS_PER_IMAGE) -> list[tuple[str, CaptionFacts]]:
+def generate_captions(
+  scene: S.Scene, rng: np.random.Generator, num: int = CAPTIONS_PER_IMAGE
+) -> list[tuple[str, CaptionFacts]]:
   """``num`` distinct captions of ``scene`` with their facts.
 
   The first is a rich listing of all objects; the others are drawn from the
@@ -435,8 +485,7 @@ def generate_captions(scene: S.Scene, rng: np.random.Generator,
   while len(out) < num:
     attempts += 1
     if attempts > 1000:
-      raise RuntimeError(f"generate_captions: could not find {num} distinct "
-                         f"captions for {scene}")
+      raise RuntimeError(f"generate_captions: could not find {num} distinct captions for {scene}")
     fn = _TEMPLATES[int(np.searchsorted(cumulative, rng.random(), side="right"))][0]
     result = fn(scene, rng)
     if result is None or result[0] in seen:

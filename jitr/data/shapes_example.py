@@ -27,9 +27,15 @@ def split_id(split: str) -> int:
   return SPLITS.index(split)
 
 
-def make_example(seed: int, split: str, index: int, *,
-                 region_dim: int = G.DEFAULT_REGION_DIM,
-                 max_regions: int = S.MAX_OBJECTS, png: bool = False) -> dict[str, Any]:
+def make_example(
+  seed: int,
+  split: str,
+  index: int,
+  *,
+  region_dim: int = G.DEFAULT_REGION_DIM,
+  max_regions: int = S.MAX_OBJECTS,
+  png: bool = False,
+) -> dict[str, Any]:
   """The example ``index`` of ``split``.
 
   Returns a dict with ``image`` uint8 ``[64, 64, 3]`` (or its PNG bytes if
@@ -42,19 +48,18 @@ def make_example(seed: int, split: str, index: int, *,
   rng = S.example_rng(seed, split_id(split), index)
   scene = S.sample_scene(rng)
   captions = C.generate_captions(scene, rng)
-  regions, mask = G.region_features(scene, max_regions=max_regions,
-                                    region_dim=region_dim)
+  regions, mask = G.region_features(scene, max_regions=max_regions, region_dim=region_dim)
   image = R.render(scene)
   return {
-      "image": R.encode_png(image) if png else image,
-      "regions": regions,
-      "region_mask": mask,
-      "captions": [t for t, _ in captions],
-      "caption_facts": C.stack_facts([f for _, f in captions]),
-      "facts_json": [f.to_json() for _, f in captions],
-      "scene": scene.to_array(),
-      "scene_seed": scene.seed,
-      "image_id": index,
+    "image": R.encode_png(image) if png else image,
+    "regions": regions,
+    "region_mask": mask,
+    "captions": [t for t, _ in captions],
+    "caption_facts": C.stack_facts([f for _, f in captions]),
+    "facts_json": [f.to_json() for _, f in captions],
+    "scene": scene.to_array(),
+    "scene_seed": scene.seed,
+    "image_id": index,
   }
 
 

@@ -28,11 +28,9 @@ PROJECTION_SEED = 20240601
 
 
 @functools.lru_cache(maxsize=8)
-def projection(region_dim: int = DEFAULT_REGION_DIM,
-               seed: int = PROJECTION_SEED) -> np.ndarray:
+def projection(region_dim: int = DEFAULT_REGION_DIM, seed: int = PROJECTION_SEED) -> np.ndarray:
   """The fixed ``[RAW_DIM, region_dim]`` float32 projection, ``N(0, 1/RAW_DIM)``."""
-  w = np.random.default_rng(seed).normal(0.0, 1.0 / np.sqrt(RAW_DIM),
-                                         size=(RAW_DIM, region_dim))
+  w = np.random.default_rng(seed).normal(0.0, 1.0 / np.sqrt(RAW_DIM), size=(RAW_DIM, region_dim))
   w = w.astype(np.float32)
   w.flags.writeable = False
   return w
@@ -50,22 +48,25 @@ def raw_object_vector(obj: S.SceneObject, image_size: int = R.IMAGE_SIZE) -> np.
   return v
 
 
-def region_features(scene: S.Scene, *, max_regions: int = S.MAX_OBJECTS,
-                    region_dim: int = DEFAULT_REGION_DIM,
-                    noise: float = DEFAULT_NOISE,
-                    projection_seed: int = PROJECTION_SEED) -> tuple[np.ndarray, np.ndarray]:
+def region_features(
+  scene: S.Scene,
+  *,
+  max_regions: int = S.MAX_OBJECTS,
+  region_dim: int = DEFAULT_REGION_DIM,
+  noise: float = DEFAULT_NOISE,
+  projection_seed: int = PROJECTION_SEED,
+) -> tuple[np.ndarray, np.ndarray]:
   """Region features of ``scene``: float32 ``[max_regions, region_dim]`` (zero
   padded) and bool mask ``[max_regions]`` (True for the scene's objects, in
   drawing order). Deterministic given the scene."""
   if max_regions < len(scene.objects):
-    raise ValueError(f"region_features: max_regions={max_regions} < "
-                     f"{len(scene.objects)} objects")
+    raise ValueError(f"region_features: max_regions={max_regions} < {len(scene.objects)} objects")
   raw = np.stack([raw_object_vector(o) for o in scene.objects])
   rng = np.random.default_rng([scene.seed, 1])
   raw = raw + rng.normal(0.0, noise, size=raw.shape).astype(np.float32)
   feats = np.maximum(raw @ projection(region_dim, projection_seed), 0.0)
   out = np.zeros((max_regions, region_dim), np.float32)
-  out[:len(scene.objects)] = feats
+  out[: len(scene.objects)] = feats
   mask = np.zeros((max_regions,), bool)
-  mask[:len(scene.objects)] = True
+  mask[: len(scene.objects)] = True
   return out, mask

@@ -105,8 +105,9 @@ def _mention_codes(facts: np.ndarray) -> np.ndarray:
   one-hot of each stated attribute divided by the number stated, or the
   "any object" unit when nothing is stated; zeros for absent mentions."""
   num = facts.shape[0]
-  attrs = facts[:, :C.MAX_MENTIONS * S.NUM_ATTRIBUTES].reshape(
-      num, C.MAX_MENTIONS, S.NUM_ATTRIBUTES)
+  attrs = facts[:, : C.MAX_MENTIONS * S.NUM_ATTRIBUTES].reshape(
+    num, C.MAX_MENTIONS, S.NUM_ATTRIBUTES
+  )
   n_mentions = facts[:, C.MAX_MENTIONS * S.NUM_ATTRIBUTES]
   present = np.arange(C.MAX_MENTIONS)[None, :] < n_mentions[:, None]
   stated = (attrs >= 0) & present[..., None]
@@ -127,20 +128,27 @@ def _relation_table(scenes: np.ndarray) -> np.ndarray:
   valid = scenes[..., S.SHAPE] >= 0
   row, col = scenes[..., S.ROW], scenes[..., S.COL]
   both = valid[:, :, None] & valid[:, None, :]
-  table = np.stack([
-      col[:, :, None] < col[:, None, :],
-      col[:, :, None] > col[:, None, :],
-      row[:, :, None] < row[:, None, :],
-      row[:, :, None] > row[:, None, :],
-  ], axis=1) & both[:, None]
+  table = (
+    np.stack(
+      [
+        col[:, :, None] < col[:, None, :],
+        col[:, :, None] > col[:, None, :],
+        row[:, :, None] < row[:, None, :],
+        row[:, :, None] > row[:, None, :],
+      ],
+      axis=1,
+    )
+    & both[:, None]
+  )
   return table.reshape(scenes.shape[0], -1).astype(np.float32)
 
 
 def check_scenes(scenes: np.ndarray) -> np.ndarray:
   scenes = np.asarray(scenes)
   if scenes.ndim != 3 or scenes.shape[1:] != (S.MAX_OBJECTS, S.OBJECT_FIELDS):
-    raise ValueError(f"scenes: expected shape [N, {S.MAX_OBJECTS}, "
-                     f"{S.OBJECT_FIELDS}], got {scenes.shape}")
+    raise ValueError(
+      f"scenes: expected shape [N, {S.MAX_OBJECTS}, {S.OBJECT_FIELDS}], got {scenes.shape}"
+    )
   return scenes.astype(np.int64)
 
 
@@ -151,8 +159,7 @@ def check_facts(facts: np.ndarray) -> np.ndarray:
   return facts.astype(np.int64)
 
 
-def relevance_matrix(scenes: np.ndarray, facts: np.ndarray, *,
-                     chunk_size: int = 256) -> np.ndarray:
+def relevance_matrix(scenes: np.ndarray, facts: np.ndarray, *, chunk_size: int = 256) -> np.ndarray:
   """Relevance of every caption to every scene: float32 ``[N_img, N_cap]``.
 
   Args:
@@ -173,25 +180,26 @@ def relevance_matrix(scenes: np.ndarray, facts: np.ndarray, *,
   perms = list(itertools.permutations(range(S.MAX_OBJECTS)))
   out = np.empty((n_img, n_cap), np.float32)
   for start in range(0, n_img, chunk_size):
-    sc = scenes[start:start + chunk_size]
+    sc = scenes[start : start + chunk_size]
     n = sc.shape[0]
     obj_codes = _object_codes(sc).reshape(n * S.MAX_OBJECTS, -1)
     # match[i, o, c, m]
-    match = (obj_codes @ mention_codes.T).reshape(
-        n, S.MAX_OBJECTS, n_cap, C.MAX_MENTIONS)
+    match = (obj_codes @ mention_codes.T).reshape(n, S.MAX_OBJECTS, n_cap, C.MAX_MENTIONS)
     table = _relation_table(sc)
     best = np.zeros((n, n_cap), np.float32)
     for p in perms:
       p = np.asarray(p)
       total = sum(match[:, p[m], :, m] for m in range(C.MAX_MENTIONS))
-      idx = (np.where(has_rel, rel, 0) * S.MAX_OBJECTS**2
-             + p[np.where(has_rel, subj, 0)] * S.MAX_OBJECTS
-             + p[np.where(has_rel, obj, 0)])
+      idx = (
+        np.where(has_rel, rel, 0) * S.MAX_OBJECTS**2
+        + p[np.where(has_rel, subj, 0)] * S.MAX_OBJECTS
+        + p[np.where(has_rel, obj, 0)]
+      )
       total = total + table[:, idx] * has_rel[None, :]
       np.maximum(best, total, out=best)
     n_obj = (sc[..., S.SHAPE] >= 0).sum(-1)
     cs = np.maximum(0.0, 1.0 - np.abs(count[None, :] - n_obj[:, None]) / 2.0)
     best = best + np.where(count[None, :] >= 0, cs, 0.0)
     denom = n_mentions + has_rel + (count >= 0)
-    out[start:start + n] = best / denom[None, :]
+    out[start : start + n] = best / denom[None, :]
   return out

@@ -19,16 +19,19 @@ IMAGE_SIZE = 64
 SUPERSAMPLE = 2
 # Half-extent of an object in pixels, per size index (small, large).
 HALF_EXTENT: tuple[float, ...] = (5.0, 8.5)
-PALETTE = np.array([
-    (220, 40, 40),    # red
-    (40, 180, 60),    # green
-    (50, 90, 230),    # blue
-    (235, 220, 50),   # yellow
-    (150, 60, 190),   # purple
-    (245, 140, 30),   # orange
-    (40, 205, 215),   # cyan
+PALETTE = np.array(
+  [
+    (220, 40, 40),  # red
+    (40, 180, 60),  # green
+    (50, 90, 230),  # blue
+    (235, 220, 50),  # yellow
+    (150, 60, 190),  # purple
+    (245, 140, 30),  # orange
+    (40, 205, 215),  # cyan
     (240, 240, 240),  # white
-], dtype=np.float32)
+  ],
+  dtype=np.float32,
+)
 assert len(PALETTE) == len(S.COLOURS)
 
 
@@ -38,7 +41,9 @@ def object_center(obj: S.SceneObject, image_size: int = IMAGE_SIZE) -> tuple[flo
   return ((obj.col + 0.5) * cell + obj.dx, (obj.row + 0.5) * cell + obj.dy)
 
 
-def object_box(obj: S.SceneObject, image_size: int = IMAGE_SIZE) -> tuple[float, float, float, float]:
+def object_box(
+  obj: S.SceneObject, image_size: int = IMAGE_SIZE
+) -> tuple[float, float, float, float]:
   """``(x0, y0, x1, y1)`` in pixels: centre -/+ the half-extent of its size."""
   cx, cy = object_center(obj, image_size)
   r = HALF_EXTENT[obj.size] * image_size / IMAGE_SIZE
@@ -63,8 +68,7 @@ def shape_mask(shape: int, dx: np.ndarray, dy: np.ndarray, r: float) -> np.ndarr
     return np.abs(dx) + np.abs(dy) <= r
   if name == "cross":
     w = r / 3
-    return (((np.abs(dx) <= w) & (np.abs(dy) <= r))
-            | ((np.abs(dy) <= w) & (np.abs(dx) <= r)))
+    return ((np.abs(dx) <= w) & (np.abs(dy) <= r)) | ((np.abs(dy) <= w) & (np.abs(dx) <= r))
   raise ValueError(f"shape_mask: unknown shape index {shape}")
 
 
@@ -72,11 +76,17 @@ def _window(obj: S.SceneObject, image_size: int) -> tuple[int, int, int, int]:
   """Pixel window ``(x0, y0, x1, y1)`` (exclusive end) containing ``obj``."""
   x0, y0, x1, y1 = object_box(obj, image_size)
   clamp = lambda v: int(min(max(v, 0), image_size))  # noqa: E731
-  return clamp(np.floor(x0) - 1), clamp(np.floor(y0) - 1), clamp(np.ceil(x1) + 1), clamp(np.ceil(y1) + 1)
+  return (
+    clamp(np.floor(x0) - 1),
+    clamp(np.floor(y0) - 1),
+    clamp(np.ceil(x1) + 1),
+    clamp(np.ceil(y1) + 1),
+  )
 
 
-def _coverage_window(obj: S.SceneObject, image_size: int,
-                     window: tuple[int, int, int, int]) -> np.ndarray:
+def _coverage_window(
+  obj: S.SceneObject, image_size: int, window: tuple[int, int, int, int]
+) -> np.ndarray:
   x0, y0, x1, y1 = window
   xs = (np.arange(x0 * SUPERSAMPLE, x1 * SUPERSAMPLE, dtype=np.float32) + 0.5) / SUPERSAMPLE
   ys = (np.arange(y0 * SUPERSAMPLE, y1 * SUPERSAMPLE, dtype=np.float32) + 0.5) / SUPERSAMPLE
@@ -126,9 +136,16 @@ def encode_png(image: np.ndarray, level: int = 6) -> bytes:
   raw = np.concatenate([np.full((h, 1), 2, np.uint8), up], axis=1).tobytes()
 
   def chunk(tag: bytes, data: bytes) -> bytes:
-    return (struct.pack(">I", len(data)) + tag + data
-            + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+    return (
+      struct.pack(">I", len(data))
+      + tag
+      + data
+      + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    )
 
-  return (b"\x89PNG\r\n\x1a\n"
-          + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-          + chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
+  return (
+    b"\x89PNG\r\n\x1a\n"
+    + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+    + chunk(b"IDAT", zlib.compress(raw, level))
+    + chunk(b"IEND", b"")
+  )

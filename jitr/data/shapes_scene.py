@@ -19,8 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 SHAPES: tuple[str, ...] = ("circle", "square", "triangle", "diamond", "cross")
-COLOURS: tuple[str, ...] = (
-    "red", "green", "blue", "yellow", "purple", "orange", "cyan", "white")
+COLOURS: tuple[str, ...] = ("red", "green", "blue", "yellow", "purple", "orange", "cyan", "white")
 SIZES: tuple[str, ...] = ("small", "large")
 ROWS: tuple[str, ...] = ("top", "middle", "bottom")
 COLS: tuple[str, ...] = ("left", "center", "right")
@@ -29,7 +28,12 @@ COLS: tuple[str, ...] = ("left", "center", "right")
 SHAPE, COLOUR, SIZE, ROW, COL = 0, 1, 2, 3, 4
 NUM_ATTRIBUTES = 5
 ATTRIBUTE_CARDINALITY: tuple[int, ...] = (
-    len(SHAPES), len(COLOURS), len(SIZES), len(ROWS), len(COLS))
+  len(SHAPES),
+  len(COLOURS),
+  len(SIZES),
+  len(ROWS),
+  len(COLS),
+)
 DX, DY = 5, 6
 OBJECT_FIELDS = 7
 
@@ -57,8 +61,10 @@ class SceneObject:
 
   def describe(self) -> str:
     """Canonical English name, e.g. ``'large red circle (top, left)'``."""
-    return (f"{SIZES[self.size]} {COLOURS[self.colour]} {SHAPES[self.shape]} "
-            f"({ROWS[self.row]}, {COLS[self.col]})")
+    return (
+      f"{SIZES[self.size]} {COLOURS[self.colour]} {SHAPES[self.shape]} "
+      f"({ROWS[self.row]}, {COLS[self.col]})"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,14 +77,14 @@ class Scene:
   def __post_init__(self):
     n = len(self.objects)
     if not MIN_OBJECTS <= n <= MAX_OBJECTS:
-      raise ValueError(
-          f"Scene: expected {MIN_OBJECTS}..{MAX_OBJECTS} objects, got {n}")
+      raise ValueError(f"Scene: expected {MIN_OBJECTS}..{MAX_OBJECTS} objects, got {n}")
     cells = [(o.row, o.col) for o in self.objects]
     if len(set(cells)) != n:
       raise ValueError(f"Scene: objects must occupy distinct cells, got {cells}")
     for o in self.objects:
-      for value, card, name in zip(o.attributes(), ATTRIBUTE_CARDINALITY,
-                                   ("shape", "colour", "size", "row", "col")):
+      for value, card, name in zip(
+        o.attributes(), ATTRIBUTE_CARDINALITY, ("shape", "colour", "size", "row", "col")
+      ):
         if not 0 <= value < card:
           raise ValueError(f"Scene: {name}={value} outside [0, {card})")
 
@@ -90,14 +96,14 @@ class Scene:
     return out
 
   @classmethod
-  def from_array(cls, array: np.ndarray, seed: int = 0) -> "Scene":
+  def from_array(cls, array: np.ndarray, seed: int = 0) -> Scene:
     """Inverse of :meth:`to_array`."""
     array = np.asarray(array)
     if array.shape != (MAX_OBJECTS, OBJECT_FIELDS):
-      raise ValueError(f"Scene.from_array: expected shape "
-                       f"{(MAX_OBJECTS, OBJECT_FIELDS)}, got {array.shape}")
-    objects = tuple(SceneObject(*(int(v) for v in row))
-                    for row in array if row[SHAPE] >= 0)
+      raise ValueError(
+        f"Scene.from_array: expected shape {(MAX_OBJECTS, OBJECT_FIELDS)}, got {array.shape}"
+      )
+    objects = tuple(SceneObject(*(int(v) for v in row)) for row in array if row[SHAPE] >= 0)
     return cls(objects=objects, seed=seed)
 
 
@@ -108,7 +114,8 @@ def sample_scene(rng: np.random.Generator) -> Scene:
   cells = rng.choice(GRID * GRID, size=n, replace=False)
   objects = []
   for cell in cells:
-    objects.append(SceneObject(
+    objects.append(
+      SceneObject(
         shape=int(rng.integers(len(SHAPES))),
         colour=int(rng.integers(len(COLOURS))),
         size=int(rng.integers(len(SIZES))),
@@ -116,7 +123,8 @@ def sample_scene(rng: np.random.Generator) -> Scene:
         col=int(cell) % GRID,
         dx=int(rng.integers(-MAX_JITTER, MAX_JITTER + 1)),
         dy=int(rng.integers(-MAX_JITTER, MAX_JITTER + 1)),
-    ))
+      )
+    )
   return Scene(objects=tuple(objects), seed=int(rng.integers(2**31 - 1)))
 
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitr.data import pairs
-from jitr.data import shapes_captions
-from jitr.data import shapes_relevance
+from jitr.data import pairs, shapes_captions, shapes_relevance
 from jitr.data import vocab as vocab_lib
 
 
-def retrieval_split(arrays: dict, vocab: vocab_lib.Vocab, *, max_len: int = 48,
-                    vectors: dict | None = None, topk: dict | None = None) -> pairs.RetrievalSplit:
+def retrieval_split(
+  arrays: dict,
+  vocab: vocab_lib.Vocab,
+  *,
+  max_len: int = 48,
+  vectors: dict | None = None,
+  topk: dict | None = None,
+) -> pairs.RetrievalSplit:
   """From :func:`jitr.data.shapes_tfds.load_split` arrays: region features as
   images, captions tokenised with ``vocab``, caption ``5·i + k`` owned by image i,
   and the exact relevance as the oracle."""
@@ -24,7 +28,12 @@ def retrieval_split(arrays: dict, vocab: vocab_lib.Vocab, *, max_len: int = 48,
     return shapes_relevance.relevance_matrix(scenes[images], facts[captions])
 
   return pairs.RetrievalSplit(
-      images=arrays["regions"].astype(np.float32), image_mask=arrays["region_mask"].astype(bool),
-      tokens=tokens, lengths=lengths,
-      caption_image=np.repeat(np.arange(n_img), len(arrays["captions"]) // n_img),
-      vectors=vectors or {}, topk=topk or {}, oracle=oracle)
+    images=arrays["regions"].astype(np.float32),
+    image_mask=arrays["region_mask"].astype(bool),
+    tokens=tokens,
+    lengths=lengths,
+    caption_image=np.repeat(np.arange(n_img), len(arrays["captions"]) // n_img),
+    vectors=vectors or {},
+    topk=topk or {},
+    oracle=oracle,
+  )

@@ -19,10 +19,8 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from etils import epath
 import tensorflow_datasets as tfds
-
-from jitr.data.tf_cpu import import_tf
+from etils import epath
 
 from jitr.data import shapes_captions as C
 from jitr.data import shapes_example as E
@@ -30,7 +28,7 @@ from jitr.data import shapes_regions as G
 from jitr.data import shapes_relevance as Rel
 from jitr.data import shapes_render as R
 from jitr.data import shapes_scene as S
-
+from jitr.tf_cpu import import_tf
 
 import_tf()  # hides GPUs from TF before the builder touches it
 
@@ -51,8 +49,9 @@ class ShapesConfig(tfds.core.BuilderConfig):
 
 
 DEFAULT = ShapesConfig(name="default", description="10,000 / 1,000 / 1,000 images.")
-TINY = ShapesConfig(name="tiny", num_train=40, num_val=10, num_test=10,
-                    description="40 / 10 / 10 images, for tests.")
+TINY = ShapesConfig(
+  name="tiny", num_train=40, num_val=10, num_test=10, description="40 / 10 / 10 images, for tests."
+)
 
 
 class JitrShapes(tfds.core.GeneratorBasedBuilder):
@@ -69,40 +68,43 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
   def _info(self) -> tfds.core.DatasetInfo:
     cfg: ShapesConfig = self.builder_config
     return self.dataset_info_from_configs(
-        description=__doc__,
-        features=tfds.features.FeaturesDict({
-            "image": tfds.features.Image(shape=(R.IMAGE_SIZE, R.IMAGE_SIZE, 3)),
-            "regions": tfds.features.Tensor(
-                shape=(cfg.max_regions, cfg.region_dim), dtype=np.float32),
-            "region_mask": tfds.features.Tensor(shape=(cfg.max_regions,), dtype=np.bool_),
-            "captions": tfds.features.Sequence(
-                tfds.features.Text(), length=C.CAPTIONS_PER_IMAGE),
-            "caption_facts": tfds.features.Tensor(
-                shape=(C.CAPTIONS_PER_IMAGE, C.FACT_FIELDS), dtype=np.int32),
-            "facts_json": tfds.features.Sequence(
-                tfds.features.Text(), length=C.CAPTIONS_PER_IMAGE),
-            "scene": tfds.features.Tensor(
-                shape=(S.MAX_OBJECTS, S.OBJECT_FIELDS), dtype=np.int32),
-            "scene_seed": np.int64,
-            "image_id": np.int64,
-        }),
-        supervised_keys=None,
-        disable_shuffling=True,
+      description=__doc__,
+      features=tfds.features.FeaturesDict(
+        {
+          "image": tfds.features.Image(shape=(R.IMAGE_SIZE, R.IMAGE_SIZE, 3)),
+          "regions": tfds.features.Tensor(
+            shape=(cfg.max_regions, cfg.region_dim), dtype=np.float32
+          ),
+          "region_mask": tfds.features.Tensor(shape=(cfg.max_regions,), dtype=np.bool_),
+          "captions": tfds.features.Sequence(tfds.features.Text(), length=C.CAPTIONS_PER_IMAGE),
+          "caption_facts": tfds.features.Tensor(
+            shape=(C.CAPTIONS_PER_IMAGE, C.FACT_FIELDS), dtype=np.int32
+          ),
+          "facts_json": tfds.features.Sequence(tfds.features.Text(), length=C.CAPTIONS_PER_IMAGE),
+          "scene": tfds.features.Tensor(shape=(S.MAX_OBJECTS, S.OBJECT_FIELDS), dtype=np.int32),
+          "scene_seed": np.int64,
+          "image_id": np.int64,
+        }
+      ),
+      supervised_keys=None,
+      disable_shuffling=True,
     )
 
   def _split_generators(self, dl_manager):
     del dl_manager  # nothing to download
     cfg: ShapesConfig = self.builder_config
-    return {split: self._generate_examples(split, n)
-            for split, n in cfg.split_sizes().items()}
+    return {split: self._generate_examples(split, n) for split, n in cfg.split_sizes().items()}
 
   def _generate_examples(self, split: str, num: int):
     cfg: ShapesConfig = self.builder_config
     for index in range(num):
       # PNG-encoded here (zlib) rather than by TFDS through a TF graph: 3x faster.
-      yield index, E.make_example(cfg.seed, split, index,
-                                  region_dim=cfg.region_dim,
-                                  max_regions=cfg.max_regions, png=True)
+      yield (
+        index,
+        E.make_example(
+          cfg.seed, split, index, region_dim=cfg.region_dim, max_regions=cfg.max_regions, png=True
+        ),
+      )
 
 
 def builder(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes:
@@ -115,13 +117,15 @@ def build(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes:
   """Generates ``jitr_shapes`` into ``data_dir`` (a no-op if already there) and
   returns its builder."""
   b = builder(data_dir, config)
-  b.download_and_prepare(download_config=tfds.download.DownloadConfig(
-      compute_stats=tfds.download.ComputeStatsMode.SKIP))
+  b.download_and_prepare(
+    download_config=tfds.download.DownloadConfig(compute_stats=tfds.download.ComputeStatsMode.SKIP)
+  )
   return b
 
 
-def load_split(split: str, *, data_dir: str, config: str | ShapesConfig = "default",
-               images: bool = True) -> dict[str, Any]:
+def load_split(
+  split: str, *, data_dir: str, config: str | ShapesConfig = "default", images: bool = True
+) -> dict[str, Any]:
   """A built split as numpy arrays in index order.
 
   Returns ``image`` ``[N, 64, 64, 3]`` (unless ``images=False``), ``regions``,
@@ -133,8 +137,9 @@ def load_split(split: str, *, data_dir: str, config: str | ShapesConfig = "defau
   b = builder(data_dir, config)
   if not b.is_prepared():
     raise FileNotFoundError(
-        f"jitr_shapes/{b.builder_config.name} is not built under {data_dir!r} "
-        f"(expected {b.data_dir}); run jitr.data.shapes_tfds.build(data_dir, ...)")
+      f"jitr_shapes/{b.builder_config.name} is not built under {data_dir!r} "
+      f"(expected {b.data_dir}); run jitr.data.shapes_tfds.build(data_dir, ...)"
+    )
   decoders = None if images else {"image": tfds.decode.SkipDecoding()}
   data = tfds.as_numpy(b.as_dataset(split=split, batch_size=-1, decoders=decoders))
   order = np.argsort(data["image_id"], kind="stable")
@@ -150,8 +155,9 @@ def load_split(split: str, *, data_dir: str, config: str | ShapesConfig = "defau
   return out
 
 
-def split_relevance(split: str, *, data_dir: str,
-                    config: str | ShapesConfig = "default") -> np.ndarray:
+def split_relevance(
+  split: str, *, data_dir: str, config: str | ShapesConfig = "default"
+) -> np.ndarray:
   """Exact relevance matrix of a built split: float32 ``[N_img, 5·N_img]``,
   entry ``[i, 5·j + k]`` = relevance of caption ``k`` of image ``j`` to image
   ``i`` (see :mod:`jitr.data.shapes_relevance`); ``[i, 5·i + k] == 1``."""

@@ -35,9 +35,11 @@ class Vocab:
 
   def __init__(self, words: Sequence[str]):
     words = list(words)
-    if tuple(words[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
-      raise ValueError(f"Vocab: the first words must be {SPECIAL_TOKENS}, "
-                       f"got {tuple(words[:len(SPECIAL_TOKENS)])}")
+    if tuple(words[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+      raise ValueError(
+        f"Vocab: the first words must be {SPECIAL_TOKENS}, "
+        f"got {tuple(words[: len(SPECIAL_TOKENS)])}"
+      )
     if len(set(words)) != len(words):
       dup = [w for w, c in collections.Counter(words).items() if c > 1]
       raise ValueError(f"Vocab: duplicated words {dup[:5]}")
@@ -66,8 +68,9 @@ class Vocab:
     """Words of ``ids`` joined by spaces, special tokens dropped."""
     return " ".join(self.words[i] for i in ids if i >= len(SPECIAL_TOKENS))
 
-  def encode_batch(self, texts: Sequence[str], *, max_len: int | None = None,
-                   add_boundaries: bool = True) -> tuple[np.ndarray, np.ndarray]:
+  def encode_batch(
+    self, texts: Sequence[str], *, max_len: int | None = None, add_boundaries: bool = True
+  ) -> tuple[np.ndarray, np.ndarray]:
     """Pads a batch: int32 ids ``[B, L]`` (0 = ``<pad>``) and int32 lengths ``[B]``.
 
     ``L = max_len`` if given (longer captions are cut to ``max_len`` tokens,
@@ -77,15 +80,16 @@ class Vocab:
     if max_len is not None:
       if max_len < (2 if add_boundaries else 1):
         raise ValueError(f"encode_batch: max_len={max_len} too small")
-      seqs = [s if len(s) <= max_len else
-              (s[:max_len - 1] + [END_ID] if add_boundaries else s[:max_len])
-              for s in seqs]
+      seqs = [
+        s if len(s) <= max_len else (s[: max_len - 1] + [END_ID] if add_boundaries else s[:max_len])
+        for s in seqs
+      ]
     seqs = [s if s else [UNK_ID] for s in seqs]
     width = max_len if max_len is not None else max((len(s) for s in seqs), default=1)
     ids = np.full((len(seqs), width), PAD_ID, np.int32)
     lengths = np.zeros((len(seqs),), np.int32)
     for i, s in enumerate(seqs):
-      ids[i, :len(s)] = s
+      ids[i, : len(s)] = s
       lengths[i] = len(s)
     return ids, lengths
 
@@ -104,7 +108,7 @@ class Vocab:
       raise
 
   @classmethod
-  def load(cls, path: str | os.PathLike) -> "Vocab":
+  def load(cls, path: str | os.PathLike) -> Vocab:
     """Reads a file written by :meth:`save`; clear errors for a missing file,
     bad JSON or a missing/invalid ``words`` field."""
     path = os.fspath(path)
@@ -117,7 +121,7 @@ class Vocab:
       raise ValueError(f"Vocab.load: {path!r} is not valid JSON: {e}") from None
     words = data.get("words") if isinstance(data, dict) else None
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
-      raise ValueError(f"Vocab.load: {path!r} must hold {{\"words\": [str, ...]}}")
+      raise ValueError(f'Vocab.load: {path!r} must hold {{"words": [str, ...]}}')
     try:
       return cls(words)
     except ValueError as e:
@@ -128,8 +132,7 @@ def build_vocab(captions: Iterable[str], *, min_count: int = 1) -> Vocab:
   """Vocabulary of the words occurring at least ``min_count`` times in
   ``captions`` (VSE++ uses 4 on COCO), most frequent first, ties alphabetical."""
   counts = collections.Counter(w for c in captions for w in tokenize(c))
-  words = sorted((w for w, n in counts.items() if n >= min_count),
-                 key=lambda w: (-counts[w], w))
+  words = sorted((w for w, n in counts.items() if n >= min_count), key=lambda w: (-counts[w], w))
   return Vocab(SPECIAL_TOKENS + tuple(w for w in words if w not in SPECIAL_TOKENS))
 
 

@@ -10,21 +10,48 @@ from jitr.evaluation.class_map import as_multihot, class_map
 from jitr.evaluation.coco import coco_recalls, contiguous_folds
 from jitr.evaluation.eccv import extended_metrics
 from jitr.evaluation.ndcg import ndcg_at_k
-from jitr.evaluation.positives import (PositiveSets, positives_from_id_dicts,
-                                       positives_from_lists, positives_from_owner)
+from jitr.evaluation.positives import (
+  PositiveSets,
+  positives_from_id_dicts,
+  positives_from_lists,
+  positives_from_owner,
+)
 from jitr.evaluation.ranks import best_positive_ranks
-from jitr.evaluation.recall import (mean_rank, mean_recall, median_rank, recall_at_k,
-                                    retrieval_recall, rsum)
+from jitr.evaluation.recall import (
+  mean_rank,
+  mean_recall,
+  median_rank,
+  recall_at_k,
+  retrieval_recall,
+  rsum,
+)
 from jitr.evaluation.semantic import semantic_metrics
-from jitr.evaluation.sources import (CallableScores, DenseScores, EmbeddingScores,
-                                     Scores)
+from jitr.evaluation.sources import CallableScores, DenseScores, EmbeddingScores, Scores
 from jitr.evaluation.suite import CrossModalScores, evaluate_retrieval
 
 __all__ = [
-    "CallableScores", "CrossModalScores", "DenseScores", "EmbeddingScores",
-    "PositiveSets", "Scores", "as_multihot", "best_positive_ranks", "class_map",
-    "coco_recalls", "contiguous_folds", "evaluate_retrieval", "extended_metrics",
-    "mean_rank", "mean_recall", "median_rank", "ndcg_at_k", "positives_from_id_dicts",
-    "positives_from_lists", "positives_from_owner", "recall_at_k", "retrieval_recall",
-    "rsum", "semantic_metrics",
+  "CallableScores",
+  "CrossModalScores",
+  "DenseScores",
+  "EmbeddingScores",
+  "PositiveSets",
+  "Scores",
+  "as_multihot",
+  "best_positive_ranks",
+  "class_map",
+  "coco_recalls",
+  "contiguous_folds",
+  "evaluate_retrieval",
+  "extended_metrics",
+  "mean_rank",
+  "mean_recall",
+  "median_rank",
+  "ndcg_at_k",
+  "positives_from_id_dicts",
+  "positives_from_lists",
+  "positives_from_owner",
+  "recall_at_k",
+  "retrieval_recall",
+  "rsum",
+  "semantic_metrics",
 ]

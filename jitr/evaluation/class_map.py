@@ -28,8 +28,9 @@ def as_multihot(labels, *, num_classes: int | None = None, name: str = "labels")
   labels = np.asarray(labels)
   if labels.ndim == 1:
     if not np.issubdtype(labels.dtype, np.integer) or (labels.size and labels.min() < 0):
-      raise ValueError(f"`{name}` as a 1-D array must hold class ids >= 0, got "
-                       f"dtype {labels.dtype}")
+      raise ValueError(
+        f"`{name}` as a 1-D array must hold class ids >= 0, got dtype {labels.dtype}"
+      )
     c = int(labels.max()) + 1 if num_classes is None else int(num_classes)
     out = np.zeros((labels.shape[0], c), bool)
     out[np.arange(labels.shape[0]), labels] = True
@@ -39,12 +40,14 @@ def as_multihot(labels, *, num_classes: int | None = None, name: str = "labels")
     if num_classes is not None and out.shape[1] != num_classes:
       raise ValueError(f"`{name}` must have {num_classes} columns, got {out.shape[1]}")
     return out
-  raise ValueError(f"`{name}` must be (n,) class ids or (n, C) memberships, "
-                   f"got shape {labels.shape}")
+  raise ValueError(
+    f"`{name}` must be (n,) class ids or (n, C) memberships, got shape {labels.shape}"
+  )
 
 
-def class_map(scores, query_labels, gallery_labels, *, k: int | None = None,
-              chunk_size: int | None = None) -> float:
+def class_map(
+  scores, query_labels, gallery_labels, *, k: int | None = None, chunk_size: int | None = None
+) -> float:
   """MAP (fraction) of one direction with class-label relevance.
 
   Args:
@@ -68,13 +71,24 @@ def class_map(scores, query_labels, gallery_labels, *, k: int | None = None,
   gl = as_multihot(gl, num_classes=ql.shape[1], name="gallery_labels")
   if ql.shape[0] != src.num_queries or gl.shape[0] != src.num_gallery:
     raise ValueError(
-        f"labels are for {ql.shape[0]} queries x {gl.shape[0]} gallery items, "
-        f"but `scores` is {src.num_queries} x {src.num_gallery}")
+      f"labels are for {ql.shape[0]} queries x {gl.shape[0]} gallery items, "
+      f"but `scores` is {src.num_queries} x {src.num_gallery}"
+    )
   if k is not None and k < 1:
     raise ValueError(f"`k` must be >= 1 or None, got {k}")
-  dummy = PositiveSets(np.full((src.num_queries, 1), -1, np.int32),
-                       np.zeros(src.num_queries, np.int32), src.num_gallery)
-  res = sweep(src, dummy, cfg=SweepConfig(), query_labels=ql, gallery_labels=gl,
-              class_map_k=k, chunk_size=chunk_size)
+  dummy = PositiveSets(
+    np.full((src.num_queries, 1), -1, np.int32),
+    np.zeros(src.num_queries, np.int32),
+    src.num_gallery,
+  )
+  res = sweep(
+    src,
+    dummy,
+    cfg=SweepConfig(),
+    query_labels=ql,
+    gallery_labels=gl,
+    class_map_k=k,
+    chunk_size=chunk_size,
+  )
   valid = res["class_valid"]
   return float(np.mean(res["class_ap"][valid])) if valid.any() else float("nan")

@@ -15,7 +15,7 @@ caption is in its image's fold.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -25,8 +25,7 @@ __all__ = ["contiguous_folds", "fold_layout", "fold_average", "coco_recalls"]
 def contiguous_folds(num_images: int, num_folds: int) -> np.ndarray:
   """``(num_images,)`` fold id of each image: equal contiguous blocks."""
   if num_folds < 1 or num_images % num_folds:
-    raise ValueError(
-        f"`num_folds` must divide the number of images {num_images}, got {num_folds}")
+    raise ValueError(f"`num_folds` must divide the number of images {num_images}, got {num_folds}")
   return np.arange(num_images) // (num_images // num_folds)
 
 
@@ -42,28 +41,36 @@ def fold_layout(image_fold: np.ndarray, caption_to_image: np.ndarray):
   image_fold = np.asarray(image_fold)
   owner = np.asarray(caption_to_image)
   if image_fold.ndim != 1 or not np.issubdtype(image_fold.dtype, np.integer):
-    raise ValueError(f"`folds` must be a 1-D integer array of image fold ids, got "
-                     f"shape {image_fold.shape} dtype {image_fold.dtype}")
+    raise ValueError(
+      f"`folds` must be a 1-D integer array of image fold ids, got "
+      f"shape {image_fold.shape} dtype {image_fold.dtype}"
+    )
   if image_fold.min() < 0:
     raise ValueError("`folds` must hold fold ids >= 0")
   num_folds = int(image_fold.max()) + 1
   caption_fold = image_fold[owner]
   ids = np.arange(num_folds)[:, None]
-  return (num_folds, caption_fold[None] == ids, image_fold,
-          image_fold[None] == ids, caption_fold)
+  return (num_folds, caption_fold[None] == ids, image_fold, image_fold[None] == ids, caption_fold)
 
 
-def fold_average(values: np.ndarray, fold_of_query: np.ndarray,
-                 fn: Callable[[np.ndarray], float]) -> float:
+def fold_average(
+  values: np.ndarray, fold_of_query: np.ndarray, fn: Callable[[np.ndarray], float]
+) -> float:
   """``(1/F) sum_f fn(values[fold == f])`` over the non-empty folds."""
   fold_of_query = np.asarray(fold_of_query)
   per = [fn(values[fold_of_query == f]) for f in np.unique(fold_of_query)]
   return float(np.mean(per))
 
 
-def coco_recalls(sim, *, caption_to_image, num_folds: int = 5,
-                 ks: Sequence[int] = (1, 5, 10), percent: bool = True,
-                 chunk_size: int | None = None) -> dict[str, float]:
+def coco_recalls(
+  sim,
+  *,
+  caption_to_image,
+  num_folds: int = 5,
+  ks: Sequence[int] = (1, 5, 10),
+  percent: bool = True,
+  chunk_size: int | None = None,
+) -> dict[str, float]:
   """COCO 5K and 1K recalls, RSUM, M-Recall and ranks.
 
   Args:
@@ -79,9 +86,16 @@ def coco_recalls(sim, *, caption_to_image, num_folds: int = 5,
     ``5k/mR`` and the same with ``1k/`` (means over the folds).
   """
   from jitr.evaluation.suite import evaluate_retrieval  # pylint: disable=g-import-not-at-top
-  res = evaluate_retrieval(sim, caption_to_image=caption_to_image, folds=num_folds,
-                           recall_ks=ks, curve_ks=ks, percent=percent,
-                           chunk_size=chunk_size)
+
+  res = evaluate_retrieval(
+    sim,
+    caption_to_image=caption_to_image,
+    folds=num_folds,
+    recall_ks=ks,
+    curve_ks=ks,
+    percent=percent,
+    chunk_size=chunk_size,
+  )
   out = {}
   for key, v in res.items():
     proto, rest = key.split("/", 1)

@@ -18,21 +18,21 @@ the rank of the best positive (a counting pass), so any K is exact.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from jitr.evaluation import recall as recall_lib
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
 
-from jitr.evaluation import recall as recall_lib
-
 __all__ = ["extended_metrics", "map_at_r_from_hits", "map_rows", "summarize_extended"]
 
 
-def map_at_r_from_hits(hits: np.ndarray, num_positives: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def map_at_r_from_hits(
+  hits: np.ndarray, num_positives: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
   """Per-query mAP@R and R-Precision from the top-``k`` hit pattern (float64).
 
   ``hits[q, i]`` says whether the item ranked ``i + 1`` is a positive of
@@ -57,8 +57,9 @@ def map_at_r_from_hits(hits: np.ndarray, num_positives: np.ndarray
   return np.where(zero, 0.0, ap), np.where(zero, 0.0, rp)
 
 
-def summarize_extended(rank: np.ndarray, hits: np.ndarray | None,
-                       num_positives: np.ndarray, ks: Sequence[int]) -> dict[str, float]:
+def summarize_extended(
+  rank: np.ndarray, hits: np.ndarray | None, num_positives: np.ndarray, ks: Sequence[int]
+) -> dict[str, float]:
   """``R@K`` (and ``mAP@R``, ``R-P`` when ``hits`` is given), fractions.
 
   Means over the queries with ``R > 0``. ``rank`` is the 0-based rank of each
@@ -82,10 +83,14 @@ def map_rows(positive_sets: Sequence[PositiveSets]) -> np.ndarray:
   return np.flatnonzero(np.any([p.num_positives > 0 for p in positive_sets], axis=0))
 
 
-def extended_metrics(scores, positives: PositiveSets, *,
-                     ks: Sequence[int] = (1, 5, 10),
-                     with_map: bool = True,
-                     chunk_size: int | None = None) -> dict[str, float]:
+def extended_metrics(
+  scores,
+  positives: PositiveSets,
+  *,
+  ks: Sequence[int] = (1, 5, 10),
+  with_map: bool = True,
+  chunk_size: int | None = None,
+) -> dict[str, float]:
   """One direction's ``R@K``, ``mAP@R`` and ``R-P`` (fractions).
 
   Args:
@@ -98,17 +103,28 @@ def extended_metrics(scores, positives: PositiveSets, *,
   src = as_scores(scores)
   if positives.num_queries != src.num_queries or positives.num_gallery != src.num_gallery:
     raise ValueError(
-        f"`positives` is for {positives.num_queries} x {positives.num_gallery}, "
-        f"but `scores` is {src.num_queries} x {src.num_gallery}")
+      f"`positives` is for {positives.num_queries} x {positives.num_gallery}, "
+      f"but `scores` is {src.num_queries} x {src.num_gallery}"
+    )
   ks = tuple(int(k) for k in ks)
   if not ks or min(ks) < 1:
     raise ValueError(f"`ks` must be integers >= 1, got {ks}")
-  res = sweep(src, positives, cfg=SweepConfig(num_extended=1, with_gt=False),
-              extended=(positives,), chunk_size=chunk_size)
+  res = sweep(
+    src,
+    positives,
+    cfg=SweepConfig(num_extended=1, with_gt=False),
+    extended=(positives,),
+    chunk_size=chunk_size,
+  )
   hits = None
   if with_map:
     topk = min(int(positives.num_positives.max(initial=1)), src.num_gallery)
-    hits = sweep(src, positives, cfg=SweepConfig(map_sets=(0,), topk=topk, with_gt=False),
-                 extended=(positives,), query_rows=map_rows([positives]),
-                 chunk_size=chunk_size)["ext0_hits"]
+    hits = sweep(
+      src,
+      positives,
+      cfg=SweepConfig(map_sets=(0,), topk=topk, with_gt=False),
+      extended=(positives,),
+      query_rows=map_rows([positives]),
+      chunk_size=chunk_size,
+    )["ext0_hits"]
   return summarize_extended(res["ext0_rank"], hits, positives.num_positives, ks)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -94,8 +94,10 @@ _membership = jax.jit(kernels.membership)
 @jax.jit
 def _ndcg_finish(rel, top_idx, ideal):
   got = jnp.take_along_axis(rel, top_idx, axis=1)
-  return (kernels.discounted_cumsum(kernels.graded_gain(got)),
-          kernels.discounted_cumsum(kernels.graded_gain(ideal)))
+  return (
+    kernels.discounted_cumsum(kernels.graded_gain(got)),
+    kernels.discounted_cumsum(kernels.graded_gain(ideal)),
+  )
 
 
 def _ndcg_curves(rel, top_idx):
@@ -115,8 +117,11 @@ def _topk(scores, *, k: int):
 def _semantic_finish(sem, ret, ideal, ideal_idx, *, k: int, n: int):
   sem_ret = jnp.take_along_axis(sem, ret, axis=1)
   hit = kernels.membership(ret, ideal_idx[:, :n])
-  return (jnp.cumsum(sem_ret, axis=1), jnp.cumsum(ideal[:, :k], axis=1),
-          jnp.cumsum(hit.astype(jnp.int32), axis=1) > 0)
+  return (
+    jnp.cumsum(sem_ret, axis=1),
+    jnp.cumsum(ideal[:, :k], axis=1),
+    jnp.cumsum(hit.astype(jnp.int32), axis=1) > 0,
+  )
 
 
 def _semantic_curves(scores, sem, gt_pos, *, k: int, n: int):
@@ -125,8 +130,9 @@ def _semantic_curves(scores, sem, gt_pos, *, k: int, n: int):
   return _semantic_finish(sem, ret, ideal, ideal_idx, k=k, n=n)
 
 
-def _block_outputs(block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig,
-                   segment: tuple[int, int] | None = None) -> dict:
+def _block_outputs(
+  block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig, segment: tuple[int, int] | None = None
+) -> dict:
   out = {}
   if cfg.with_gt:
     t, p, has = _best(block, gt_pos)
@@ -146,15 +152,17 @@ def _block_outputs(block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig,
   for i in cfg.map_sets:
     out[f"ext{i}_hits"] = _membership(top_idx, ext_pos[i])
   if cfg.ndcg_k:
-    out["dcg"], out["idcg"] = _ndcg_curves(rel, top_idx[:, :cfg.ndcg_k])
+    out["dcg"], out["idcg"] = _ndcg_curves(rel, top_idx[:, : cfg.ndcg_k])
   if cfg.semantic_k:
     out["ncs_num"], out["ncs_den"], out["sr_hit"] = _semantic_curves(
-        block, sem, gt_pos, k=cfg.semantic_k, n=cfg.semantic_n)
+      block, sem, gt_pos, k=cfg.semantic_k, n=cfg.semantic_n
+    )
   return out
 
 
-def class_average_precision_block(scores: np.ndarray, relevant: np.ndarray,
-                                  k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def class_average_precision_block(
+  scores: np.ndarray, relevant: np.ndarray, k: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
   """Average precision of each row over its full ranking (or its top ``k``).
 
   ``AP = (1/m) sum_{i=1..m} i / rank_i`` where ``rank_i`` is the 1-based rank
@@ -171,8 +179,9 @@ def class_average_precision_block(scores: np.ndarray, relevant: np.ndarray,
   valid = m_all > 0
   if k is not None:
     kk = min(int(k), g)
-    part = np.argpartition(-scores, kk - 1, axis=1)[:, :kk] if kk < g else np.tile(
-        np.arange(g), (b, 1))
+    part = (
+      np.argpartition(-scores, kk - 1, axis=1)[:, :kk] if kk < g else np.tile(np.arange(g), (b, 1))
+    )
     for i in range(b):
       cand = part[i]
       order = cand[np.lexsort((cand, -scores[i, cand]))]
@@ -197,18 +206,22 @@ def class_average_precision_block(scores: np.ndarray, relevant: np.ndarray,
   return ap, valid
 
 
-def sweep(scores: Scores, gt: PositiveSets, *,
-          cfg: SweepConfig,
-          groups: np.ndarray | None = None,
-          group_of_query: np.ndarray | None = None,
-          extended: Sequence[PositiveSets] = (),
-          relevance: Scores | None = None,
-          semantic: Scores | None = None,
-          query_labels: np.ndarray | None = None,
-          query_rows: np.ndarray | None = None,
-          gallery_labels: np.ndarray | None = None,
-          class_map_k: int | None = None,
-          chunk_size: int | None = None) -> dict[str, np.ndarray]:
+def sweep(
+  scores: Scores,
+  gt: PositiveSets,
+  *,
+  cfg: SweepConfig,
+  groups: np.ndarray | None = None,
+  group_of_query: np.ndarray | None = None,
+  extended: Sequence[PositiveSets] = (),
+  relevance: Scores | None = None,
+  semantic: Scores | None = None,
+  query_labels: np.ndarray | None = None,
+  query_rows: np.ndarray | None = None,
+  gallery_labels: np.ndarray | None = None,
+  class_map_k: int | None = None,
+  chunk_size: int | None = None,
+) -> dict[str, np.ndarray]:
   """Runs the per-block kernel over all queries of one direction.
 
   Args:
@@ -236,11 +249,14 @@ def sweep(scores: Scores, gt: PositiveSets, *,
   size = chunk_size or default_chunk_size(g)
   segments = None
   if cfg.with_groups:
-    sets = [(np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool))
-            for m in range(groups.shape[0])]
+    sets = [
+      (np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool))
+      for m in range(groups.shape[0])
+    ]
     f = groups.shape[0]
     if g % f == 0 and np.array_equal(
-        groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]):
+      groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]
+    ):
       segments = f  # equal contiguous sub-galleries: one counting pass
   else:
     sets = [(np.arange(q), None)]
@@ -271,9 +287,15 @@ def sweep(scores: Scores, gt: PositiveSets, *,
       else:
         sem = dummy
       out = _block_outputs(
-          block, jnp.asarray(gt.indices[rows]), col_ok_j,
-          tuple(jnp.asarray(e.indices[rows]) for e in extended), rel, sem, cfg,
-          segment=(m, segments) if segments else None)
+        block,
+        jnp.asarray(gt.indices[rows]),
+        col_ok_j,
+        tuple(jnp.asarray(e.indices[rows]) for e in extended),
+        rel,
+        sem,
+        cfg,
+        segment=(m, segments) if segments else None,
+      )
       for name, value in out.items():
         store(name, rows, n, value)
       if with_class:

@@ -15,17 +15,16 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
-    "best_positive",
-    "rank_of",
-    "membership",
-    "mask_items",
-    "graded_gain",
-    "discounted_cumsum",
+  "best_positive",
+  "rank_of",
+  "membership",
+  "mask_items",
+  "graded_gain",
+  "discounted_cumsum",
 ]
 
 
-def best_positive(scores: jax.Array, pos: jax.Array
-                  ) -> tuple[jax.Array, jax.Array, jax.Array]:
+def best_positive(scores: jax.Array, pos: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
   """Score ``t``, gallery index ``p`` and validity of each row's best positive.
 
   ``pos`` is ``(B, P)`` int32 with ``-1`` padding. The best positive has the
@@ -44,8 +43,9 @@ def best_positive(scores: jax.Array, pos: jax.Array
   return jnp.where(has, best, 0.0), jnp.where(has, best_idx, 0), has
 
 
-def rank_of(scores: jax.Array, t: jax.Array, p: jax.Array,
-            col_ok: jax.Array | None = None) -> jax.Array:
+def rank_of(
+  scores: jax.Array, t: jax.Array, p: jax.Array, col_ok: jax.Array | None = None
+) -> jax.Array:
   """0-based rank of item ``p`` (score ``t``) in each row, by counting.
 
   ``rank = #{j : s_j > t} + #{j < p : s_j = t}`` over the columns where
@@ -78,7 +78,7 @@ def mask_items(scores: jax.Array, items: jax.Array) -> jax.Array:
   col = jnp.arange(scores.shape[1], dtype=items.dtype)
   hit = jnp.zeros(scores.shape, bool)
   for i in range(items.shape[1]):
-    hit = hit | (col[None] == items[:, i:i + 1])
+    hit = hit | (col[None] == items[:, i : i + 1])
   return jnp.where(hit, -jnp.inf, scores)
 
 

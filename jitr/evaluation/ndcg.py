@@ -15,7 +15,7 @@ the retrieved relevances, a ``top_k`` of the relevance gives the ideal.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -34,13 +34,15 @@ def summarize_ndcg(dcg: np.ndarray, idcg: np.ndarray, ks: Sequence[int]) -> dict
   for k in ks:
     j = min(int(k), kmax) - 1
     valid = idcg[:, j] > 0
-    out[f"NDCG@{k}"] = (float(np.mean(dcg[valid, j] / idcg[valid, j]))
-                        if valid.any() else float("nan"))
+    out[f"NDCG@{k}"] = (
+      float(np.mean(dcg[valid, j] / idcg[valid, j])) if valid.any() else float("nan")
+    )
   return out
 
 
-def ndcg_at_k(scores, relevance, *, ks: Sequence[int] = (1, 5, 10, 20, 50, 100),
-              chunk_size: int | None = None) -> dict[str, float]:
+def ndcg_at_k(
+  scores, relevance, *, ks: Sequence[int] = (1, 5, 10, 20, 50, 100), chunk_size: int | None = None
+) -> dict[str, float]:
   """One direction's NDCG@K (fractions) for every K in ``ks``.
 
   Args:
@@ -58,8 +60,10 @@ def ndcg_at_k(scores, relevance, *, ks: Sequence[int] = (1, 5, 10, 20, 50, 100),
   rel = scores_like(relevance, src, "relevance")
   ks = _check_ks(ks)
   k = min(max(ks), src.num_gallery)
-  dummy = PositiveSets(np.full((src.num_queries, 1), -1, np.int32),
-                       np.zeros(src.num_queries, np.int32), src.num_gallery)
-  res = sweep(src, dummy, cfg=SweepConfig(topk=k, ndcg_k=k), relevance=rel,
-              chunk_size=chunk_size)
+  dummy = PositiveSets(
+    np.full((src.num_queries, 1), -1, np.int32),
+    np.zeros(src.num_queries, np.int32),
+    src.num_gallery,
+  )
+  res = sweep(src, dummy, cfg=SweepConfig(topk=k, ndcg_k=k), relevance=rel, chunk_size=chunk_size)
   return summarize_ndcg(res["dcg"], res["idcg"], ks)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,16 +25,17 @@ __all__ = ["curve_series", "plot_curves", "plot_query_panel", "QueryExample"]
 
 def _pyplot():
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use("Agg", force=False)
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
   return plt
 
 
 def _save(fig, path: str) -> None:
   folder = os.path.dirname(os.path.abspath(path))
   os.makedirs(folder, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".png",
-                             dir=folder)
+  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".png", dir=folder)
   os.close(fd)
   try:
     fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
@@ -44,8 +46,9 @@ def _save(fig, path: str) -> None:
     raise
 
 
-def curve_series(metrics: Mapping[str, float], name: str
-                 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def curve_series(
+  metrics: Mapping[str, float], name: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
   """``{"proto/dir": (Ks, values)}`` for keys ``proto/dir/{name}@K``."""
   pat = re.compile(r"^(?P<series>[^/]+/(?:i2t|t2i))/" + re.escape(name) + r"@(?P<k>\d+)$")
   found: dict[str, list[tuple[int, float]]] = {}
@@ -60,8 +63,9 @@ def curve_series(metrics: Mapping[str, float], name: str
   return out
 
 
-def plot_curves(metrics: Mapping[str, float], name: str, path: str, *,
-                title: str | None = None) -> bool:
+def plot_curves(
+  metrics: Mapping[str, float], name: str, path: str, *, title: str | None = None
+) -> bool:
   """Plots ``{name}@K`` against K (log x axis) for every protocol/direction.
 
   Returns False (and writes nothing) when the dict has no such keys.
@@ -103,15 +107,25 @@ class QueryExample:
     title: optional label of the query.
   """
 
-  def __init__(self, query: Content, retrieved: Sequence[Content],
-               relevance: Sequence[float], *, positive: Sequence[bool] | None = None,
-               title: str | None = None):
+  def __init__(
+    self,
+    query: Content,
+    retrieved: Sequence[Content],
+    relevance: Sequence[float],
+    *,
+    positive: Sequence[bool] | None = None,
+    title: str | None = None,
+  ):
     if len(relevance) != len(retrieved):
-      raise ValueError(f"QueryExample: `relevance` has {len(relevance)} entries for "
-                       f"{len(retrieved)} `retrieved` items")
+      raise ValueError(
+        f"QueryExample: `relevance` has {len(relevance)} entries for "
+        f"{len(retrieved)} `retrieved` items"
+      )
     if positive is not None and len(positive) != len(retrieved):
-      raise ValueError(f"QueryExample: `positive` has {len(positive)} entries for "
-                       f"{len(retrieved)} `retrieved` items")
+      raise ValueError(
+        f"QueryExample: `positive` has {len(positive)} entries for "
+        f"{len(retrieved)} `retrieved` items"
+      )
     self.query = query
     self.retrieved = list(retrieved)
     self.relevance = [float(r) for r in relevance]
@@ -128,13 +142,21 @@ def _draw(ax, content, *, frame: str | None = None) -> None:
   ax.set_yticks([])
   if isinstance(content, str):
     import textwrap  # pylint: disable=g-import-not-at-top
-    ax.text(0.5, 0.5, textwrap.fill(content, 22), ha="center", va="center",
-            fontsize=7, wrap=True, transform=ax.transAxes)
+
+    ax.text(
+      0.5,
+      0.5,
+      textwrap.fill(content, 22),
+      ha="center",
+      va="center",
+      fontsize=7,
+      wrap=True,
+      transform=ax.transAxes,
+    )
   else:
     arr = np.asarray(content)
     if arr.ndim not in (2, 3):
-      raise ValueError(f"query panel: an image must be (H, W) or (H, W, C), got "
-                       f"shape {arr.shape}")
+      raise ValueError(f"query panel: an image must be (H, W) or (H, W, C), got shape {arr.shape}")
     if arr.dtype.kind == "f":
       arr = np.clip(arr, 0.0, 1.0)
     ax.imshow(arr, cmap="gray" if arr.ndim == 2 else None, interpolation="nearest")
@@ -144,15 +166,17 @@ def _draw(ax, content, *, frame: str | None = None) -> None:
       side.set_linewidth(3)
 
 
-def plot_query_panel(examples: Sequence[QueryExample], path: str, *,
-                     title: str | None = None) -> None:
+def plot_query_panel(
+  examples: Sequence[QueryExample], path: str, *, title: str | None = None
+) -> None:
   """One row per query: the query, then its retrieved items with relevance."""
   if not examples:
     raise ValueError("`examples` must hold at least one QueryExample")
   n_cols = 1 + max(len(e.retrieved) for e in examples)
   plt = _pyplot()
-  fig, axes = plt.subplots(len(examples), n_cols, figsize=(1.7 * n_cols, 1.9 * len(examples)),
-                           squeeze=False)
+  fig, axes = plt.subplots(
+    len(examples), n_cols, figsize=(1.7 * n_cols, 1.9 * len(examples)), squeeze=False
+  )
   for r, ex in enumerate(examples):
     ax = axes[r, 0]
     _draw(ax, _resolve(ex.query), frame="black")
@@ -162,8 +186,7 @@ def plot_query_panel(examples: Sequence[QueryExample], path: str, *,
       if c - 1 >= len(ex.retrieved):
         ax.axis("off")
         continue
-      _draw(ax, _resolve(ex.retrieved[c - 1]),
-            frame="tab:green" if ex.positive[c - 1] else None)
+      _draw(ax, _resolve(ex.retrieved[c - 1]), frame="tab:green" if ex.positive[c - 1] else None)
       ax.set_title(f"#{c}  rel {ex.relevance[c - 1]:.2f}", fontsize=7)
   if title:
     fig.suptitle(title)

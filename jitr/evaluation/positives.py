@@ -13,15 +13,15 @@ mean.
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
-    "PositiveSets",
-    "positives_from_lists",
-    "positives_from_owner",
-    "positives_from_id_dicts",
+  "PositiveSets",
+  "positives_from_lists",
+  "positives_from_owner",
+  "positives_from_id_dicts",
 ]
 
 
@@ -45,23 +45,26 @@ class PositiveSets:
     idx = np.asarray(self.indices)
     if idx.ndim != 2 or not np.issubdtype(idx.dtype, np.integer):
       raise ValueError(
-          f"PositiveSets: `indices` must be a 2-D integer array, got "
-          f"shape {idx.shape} dtype {idx.dtype}")
+        f"PositiveSets: `indices` must be a 2-D integer array, got "
+        f"shape {idx.shape} dtype {idx.dtype}"
+      )
     npos = np.asarray(self.num_positives)
     if npos.shape != (idx.shape[0],):
       raise ValueError(
-          f"PositiveSets: `num_positives` must have shape ({idx.shape[0]},), "
-          f"got {npos.shape}")
+        f"PositiveSets: `num_positives` must have shape ({idx.shape[0]},), got {npos.shape}"
+      )
     if idx.size and (idx.min() < -1 or idx.max() >= self.num_gallery):
       raise ValueError(
-          f"PositiveSets: `indices` must lie in [0, {self.num_gallery}) or be -1 "
-          f"padding, got values in [{idx.min()}, {idx.max()}]")
+        f"PositiveSets: `indices` must lie in [0, {self.num_gallery}) or be -1 "
+        f"padding, got values in [{idx.min()}, {idx.max()}]"
+      )
     valid = (idx >= 0).sum(axis=1)
     if np.any(npos < valid):
       q = int(np.argmax(npos < valid))
       raise ValueError(
-          f"PositiveSets: `num_positives[{q}]` = {npos[q]} is smaller than the "
-          f"{valid[q]} valid indices of that query")
+        f"PositiveSets: `num_positives[{q}]` = {npos[q]} is smaller than the "
+        f"{valid[q]} valid indices of that query"
+      )
     object.__setattr__(self, "indices", idx.astype(np.int32))
     object.__setattr__(self, "num_positives", npos.astype(np.int32))
 
@@ -76,12 +79,10 @@ class PositiveSets:
   @property
   def has_positive(self) -> np.ndarray:
     """``(Q,)`` bool: queries with at least one retrievable positive."""
-    return self.indices[:, 0] >= 0 if self.max_positives else np.zeros(
-        self.num_queries, bool)
+    return self.indices[:, 0] >= 0 if self.max_positives else np.zeros(self.num_queries, bool)
 
-  def subset(self, rows: np.ndarray) -> "PositiveSets":
-    return PositiveSets(self.indices[rows], self.num_positives[rows],
-                        self.num_gallery)
+  def subset(self, rows: np.ndarray) -> PositiveSets:
+    return PositiveSets(self.indices[rows], self.num_positives[rows], self.num_gallery)
 
   def dense(self) -> np.ndarray:
     """``(Q, num_gallery)`` bool mask (for tests and small problems)."""
@@ -91,17 +92,20 @@ class PositiveSets:
     return mask
 
 
-def positives_from_lists(lists: Sequence[Sequence[int]], *, num_gallery: int,
-                         num_positives: Sequence[int] | None = None
-                         ) -> PositiveSets:
+def positives_from_lists(
+  lists: Sequence[Sequence[int]], *, num_gallery: int, num_positives: Sequence[int] | None = None
+) -> PositiveSets:
   """Pads per-query lists of gallery indices (duplicates are dropped)."""
   uniq = [list(dict.fromkeys(int(j) for j in row)) for row in lists]
   width = max([len(r) for r in uniq] + [1])
   idx = np.full((len(uniq), width), -1, np.int32)
   for q, row in enumerate(uniq):
-    idx[q, :len(row)] = row
-  npos = (np.array([len(r) for r in uniq], np.int32)
-          if num_positives is None else np.asarray(num_positives, np.int32))
+    idx[q, : len(row)] = row
+  npos = (
+    np.array([len(r) for r in uniq], np.int32)
+    if num_positives is None
+    else np.asarray(num_positives, np.int32)
+  )
   return PositiveSets(idx, npos, int(num_gallery))
 
 
@@ -109,18 +113,21 @@ def _owner_array(caption_to_image, num_images: int | None) -> tuple[np.ndarray, 
   owner = np.asarray(caption_to_image)
   if owner.ndim != 1 or not np.issubdtype(owner.dtype, np.integer):
     raise ValueError(
-        "`caption_to_image` must be a 1-D integer array (image index of each "
-        f"caption), got shape {owner.shape} dtype {owner.dtype}")
+      "`caption_to_image` must be a 1-D integer array (image index of each "
+      f"caption), got shape {owner.shape} dtype {owner.dtype}"
+    )
   n_img = int(owner.max()) + 1 if num_images is None else int(num_images)
   if owner.size and (owner.min() < 0 or owner.max() >= n_img):
     raise ValueError(
-        f"`caption_to_image` must hold image indices in [0, {n_img}), got values "
-        f"in [{owner.min()}, {owner.max()}]")
+      f"`caption_to_image` must hold image indices in [0, {n_img}), got values "
+      f"in [{owner.min()}, {owner.max()}]"
+    )
   return owner.astype(np.int64), n_img
 
 
-def positives_from_owner(caption_to_image, *, num_images: int | None = None
-                         ) -> tuple[PositiveSets, PositiveSets]:
+def positives_from_owner(
+  caption_to_image, *, num_images: int | None = None
+) -> tuple[PositiveSets, PositiveSets]:
   """The standard ground truth: each caption belongs to one image.
 
   Args:
@@ -149,13 +156,15 @@ def positives_from_owner(caption_to_image, *, num_images: int | None = None
   i2t = np.full((n_img, width), -1, np.int32)
   i2t[owner[order], slot] = order
   t2i = owner.astype(np.int32)[:, None]
-  return (PositiveSets(i2t, counts.astype(np.int32), n_cap),
-          PositiveSets(t2i, np.ones(n_cap, np.int32), n_img))
+  return (
+    PositiveSets(i2t, counts.astype(np.int32), n_cap),
+    PositiveSets(t2i, np.ones(n_cap, np.int32), n_img),
+  )
 
 
-def positives_from_id_dicts(gt: Mapping[int, Sequence[int]], *,
-                            query_ids: Sequence[int],
-                            gallery_ids: Sequence[int]) -> PositiveSets:
+def positives_from_id_dicts(
+  gt: Mapping[int, Sequence[int]], *, query_ids: Sequence[int], gallery_ids: Sequence[int]
+) -> PositiveSets:
   """Converts ``eccv_caption``-style ``{query_id: [gallery ids]}`` ground truth.
 
   Queries absent from ``gt`` get no positives (``R = 0``: excluded from means,

@@ -26,11 +26,14 @@ from jitr.evaluation.sources import as_scores
 __all__ = ["best_positive_ranks", "best_positive_ranks_reference"]
 
 
-def best_positive_ranks(scores, positives: PositiveSets, *,
-                        groups: np.ndarray | None = None,
-                        group_of_query: np.ndarray | None = None,
-                        chunk_size: int | None = None
-                        ) -> tuple[np.ndarray, np.ndarray | None]:
+def best_positive_ranks(
+  scores,
+  positives: PositiveSets,
+  *,
+  groups: np.ndarray | None = None,
+  group_of_query: np.ndarray | None = None,
+  chunk_size: int | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
   """0-based rank of each query's best positive.
 
   Args:
@@ -51,8 +54,9 @@ def best_positive_ranks(scores, positives: PositiveSets, *,
   q, g = src.num_queries, src.num_gallery
   if positives.num_queries != q or positives.num_gallery != g:
     raise ValueError(
-        f"`positives` is for {positives.num_queries} queries x "
-        f"{positives.num_gallery} gallery items, but `scores` is {q} x {g}")
+      f"`positives` is for {positives.num_queries} queries x "
+      f"{positives.num_gallery} gallery items, but `scores` is {q} x {g}"
+    )
   with_groups = groups is not None
   if with_groups:
     groups = np.asarray(groups, bool)
@@ -61,19 +65,27 @@ def best_positive_ranks(scores, positives: PositiveSets, *,
     if group_of_query is None:
       raise ValueError("`group_of_query` is required when `groups` is given")
     group_of_query = np.asarray(group_of_query)
-    if group_of_query.shape != (q,) or group_of_query.min() < 0 or (
-        group_of_query.max() >= groups.shape[0]):
+    if (
+      group_of_query.shape != (q,)
+      or group_of_query.min() < 0
+      or (group_of_query.max() >= groups.shape[0])
+    ):
       raise ValueError(
-          f"`group_of_query` must be ({q},) indices into the {groups.shape[0]} "
-          f"rows of `groups`, got shape {group_of_query.shape}")
-  out = sweep(src, positives, cfg=SweepConfig(with_groups=with_groups),
-              groups=groups, group_of_query=group_of_query, chunk_size=chunk_size)
-  return out["rank"].astype(np.int64), (
-      out["group_rank"].astype(np.int64) if with_groups else None)
+        f"`group_of_query` must be ({q},) indices into the {groups.shape[0]} "
+        f"rows of `groups`, got shape {group_of_query.shape}"
+      )
+  out = sweep(
+    src,
+    positives,
+    cfg=SweepConfig(with_groups=with_groups),
+    groups=groups,
+    group_of_query=group_of_query,
+    chunk_size=chunk_size,
+  )
+  return out["rank"].astype(np.int64), (out["group_rank"].astype(np.int64) if with_groups else None)
 
 
-def best_positive_ranks_reference(scores: np.ndarray, positives: PositiveSets
-                                  ) -> np.ndarray:
+def best_positive_ranks_reference(scores: np.ndarray, positives: PositiveSets) -> np.ndarray:
   """Plain numpy version (a full stable argsort per row), for tests."""
   scores = np.asarray(scores)
   out = np.full(scores.shape[0], -1, np.int64)

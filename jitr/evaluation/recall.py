@@ -17,15 +17,14 @@ if none of it is in the gallery).
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.ranks import best_positive_ranks
 
-__all__ = ["recall_at_k", "median_rank", "mean_rank", "rsum", "mean_recall",
-           "retrieval_recall"]
+__all__ = ["recall_at_k", "median_rank", "mean_rank", "rsum", "mean_recall", "retrieval_recall"]
 
 
 def _check_ks(ks: Sequence[int], name: str = "ks") -> tuple[int, ...]:
@@ -35,8 +34,9 @@ def _check_ks(ks: Sequence[int], name: str = "ks") -> tuple[int, ...]:
   return ks
 
 
-def recall_at_k(ranks: np.ndarray, ks: Sequence[int] = (1, 5, 10), *,
-                valid: np.ndarray | None = None) -> dict[int, float]:
+def recall_at_k(
+  ranks: np.ndarray, ks: Sequence[int] = (1, 5, 10), *, valid: np.ndarray | None = None
+) -> dict[int, float]:
   """``{K: R@K}`` as fractions in [0, 1].
 
   Args:
@@ -75,21 +75,23 @@ def mean_rank(ranks: np.ndarray) -> float:
   return float(np.mean(r) + 1) if r.size else float("nan")
 
 
-def rsum(i2t: Mapping[int, float], t2i: Mapping[int, float],
-         ks: Sequence[int] = (1, 5, 10)) -> float:
+def rsum(
+  i2t: Mapping[int, float], t2i: Mapping[int, float], ks: Sequence[int] = (1, 5, 10)
+) -> float:
   """``sum_K (R@K_i2t + R@K_t2i)`` in the units of the inputs."""
   return float(sum(i2t[k] + t2i[k] for k in ks))
 
 
-def mean_recall(i2t: Mapping[int, float], t2i: Mapping[int, float],
-                ks: Sequence[int] = (1, 5, 10)) -> float:
+def mean_recall(
+  i2t: Mapping[int, float], t2i: Mapping[int, float], ks: Sequence[int] = (1, 5, 10)
+) -> float:
   """M-Recall: the mean of the ``2 * len(ks)`` recalls (``RSUM / 6``)."""
   return rsum(i2t, t2i, ks) / (2 * len(ks))
 
 
-def retrieval_recall(scores, positives: PositiveSets, *,
-                     ks: Sequence[int] = (1, 5, 10),
-                     chunk_size: int | None = None) -> dict[str, float]:
+def retrieval_recall(
+  scores, positives: PositiveSets, *, ks: Sequence[int] = (1, 5, 10), chunk_size: int | None = None
+) -> dict[str, float]:
   """One direction's ``R@K`` (fractions), ``medr`` and ``meanr``.
 
   Args:

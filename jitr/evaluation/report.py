@@ -18,10 +18,9 @@ import math
 import os
 import re
 import tempfile
-from typing import Mapping
+from collections.abc import Mapping
 
-__all__ = ["write_json_atomic", "write_text_atomic", "markdown_table", "write_report",
-           "split_key"]
+__all__ = ["write_json_atomic", "write_text_atomic", "markdown_table", "write_report", "split_key"]
 
 _KEY = re.compile(r"^(?:(?P<proto>[^/]+)/)?(?:(?P<dir>i2t|t2i)/)?(?P<metric>[^/]+)$")
 
@@ -39,8 +38,7 @@ def write_text_atomic(path: str, text: str) -> None:
   """Writes ``text`` to ``path`` via a temp file in the same folder + rename."""
   folder = os.path.dirname(os.path.abspath(path))
   os.makedirs(folder, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                             dir=folder)
+  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
   try:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
       f.write(text)
@@ -80,8 +78,9 @@ def _fmt(v: float, digits: int) -> str:
   return f"{v:.{digits}f}"
 
 
-def markdown_table(metrics: Mapping[str, float], *, digits: int = 2,
-                   title: str | None = None) -> str:
+def markdown_table(
+  metrics: Mapping[str, float], *, digits: int = 2, title: str | None = None
+) -> str:
   """One markdown table per protocol: rows = metrics, columns i2t / t2i / all."""
   protos: dict[str, dict[str, dict[str, float]]] = {}
   for key, v in metrics.items():
@@ -98,27 +97,30 @@ def markdown_table(metrics: Mapping[str, float], *, digits: int = 2,
     lines.append("| metric | " + " | ".join(cols) + " |")
     lines.append("|---|" + "---:|" * len(cols))
     for metric in sorted(rows, key=_metric_order):
-      cells = [_fmt(rows[metric].get(c), digits) if c in rows[metric] else ""
-               for c in cols]
+      cells = [_fmt(rows[metric].get(c), digits) if c in rows[metric] else "" for c in cols]
       lines.append(f"| {metric} | " + " | ".join(cells) + " |")
     lines.append("")
   return "\n".join(lines)
 
 
-def write_report(workdir: str, metrics: Mapping[str, float], *,
-                 title: str | None = None, plots: bool = True) -> dict[str, str]:
+def write_report(
+  workdir: str, metrics: Mapping[str, float], *, title: str | None = None, plots: bool = True
+) -> dict[str, str]:
   """Writes ``metrics.json``, ``metrics.md`` and the curve plots to ``workdir``.
 
   Returns ``{"json": path, "markdown": path, "recall_plot": path, ...}`` for the
   files written (plots only when the metrics hold curve keys).
   """
   os.makedirs(workdir, exist_ok=True)
-  paths = {"json": os.path.join(workdir, "metrics.json"),
-           "markdown": os.path.join(workdir, "metrics.md")}
+  paths = {
+    "json": os.path.join(workdir, "metrics.json"),
+    "markdown": os.path.join(workdir, "metrics.md"),
+  }
   write_json_atomic(paths["json"], metrics)
   write_text_atomic(paths["markdown"], markdown_table(metrics, title=title))
   if plots:
     from jitr.evaluation import plots as plots_lib  # pylint: disable=g-import-not-at-top
+
     p = os.path.join(workdir, "recall_at_k.png")
     if plots_lib.plot_curves(metrics, "R", p, title="Recall@K"):
       paths["recall_plot"] = p

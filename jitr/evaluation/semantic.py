@@ -25,7 +25,7 @@ is wanted. Ties in ``phi`` are broken by the lower gallery index.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -37,8 +37,9 @@ from jitr.evaluation.sources import as_scores, scores_like
 __all__ = ["semantic_metrics", "summarize_semantic"]
 
 
-def summarize_semantic(num: np.ndarray, den: np.ndarray, hit: np.ndarray,
-                       ks: Sequence[int]) -> dict[str, float]:
+def summarize_semantic(
+  num: np.ndarray, den: np.ndarray, hit: np.ndarray, ks: Sequence[int]
+) -> dict[str, float]:
   """``NCS@K`` and ``SR@K`` (fractions) from the ``(Q, k)`` per-query curves."""
   out = {}
   for k in ks:
@@ -52,14 +53,21 @@ def summarize_semantic(num: np.ndarray, den: np.ndarray, hit: np.ndarray,
 def check_semantic_k(k: int, n: int, positives: PositiveSets, num_gallery: int):
   if max(k, n) + positives.max_positives > num_gallery:
     raise ValueError(
-        f"NCS/Semantic Recall need K (= {k}) and `num_relevant` (= {n}) plus the "
-        f"{positives.max_positives} annotated positives to fit in the gallery of "
-        f"{num_gallery} items")
+      f"NCS/Semantic Recall need K (= {k}) and `num_relevant` (= {n}) plus the "
+      f"{positives.max_positives} annotated positives to fit in the gallery of "
+      f"{num_gallery} items"
+    )
 
 
-def semantic_metrics(scores, semantic, positives: PositiveSets, *,
-                     ks: Sequence[int] = (1, 5, 10), num_relevant: int = 1,
-                     chunk_size: int | None = None) -> dict[str, float]:
+def semantic_metrics(
+  scores,
+  semantic,
+  positives: PositiveSets,
+  *,
+  ks: Sequence[int] = (1, 5, 10),
+  num_relevant: int = 1,
+  chunk_size: int | None = None,
+) -> dict[str, float]:
   """One direction's NCS@K and SR@K.
 
   Args:
@@ -84,6 +92,11 @@ def semantic_metrics(scores, semantic, positives: PositiveSets, *,
     raise ValueError(f"`num_relevant` must be >= 1, got {num_relevant}")
   k = max(ks)
   check_semantic_k(k, num_relevant, positives, src.num_gallery)
-  res = sweep(src, positives, cfg=SweepConfig(semantic_k=k, semantic_n=int(num_relevant)),
-              semantic=sem, chunk_size=chunk_size)
+  res = sweep(
+    src,
+    positives,
+    cfg=SweepConfig(semantic_k=k, semantic_n=int(num_relevant)),
+    semantic=sem,
+    chunk_size=chunk_size,
+  )
   return summarize_semantic(res["ncs_num"], res["ncs_den"], res["sr_hit"], ks)

@@ -23,20 +23,21 @@ Three implementations cover the cases:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
-    "Scores",
-    "DenseScores",
-    "EmbeddingScores",
-    "CallableScores",
-    "as_scores",
-    "iter_chunks",
-    "default_chunk_size",
+  "Scores",
+  "DenseScores",
+  "EmbeddingScores",
+  "CallableScores",
+  "as_scores",
+  "iter_chunks",
+  "default_chunk_size",
 ]
 
 # Default memory budget for one float32 block of scores (bytes).
@@ -50,12 +51,10 @@ class Scores(Protocol):
   """A (num_queries x num_gallery) score matrix readable by blocks of rows."""
 
   @property
-  def num_queries(self) -> int:
-    ...
+  def num_queries(self) -> int: ...
 
   @property
-  def num_gallery(self) -> int:
-    ...
+  def num_gallery(self) -> int: ...
 
   def block(self, rows: np.ndarray) -> jax.Array:
     """Scores of the queries ``rows`` against the whole gallery, float32."""
@@ -63,8 +62,11 @@ class Scores(Protocol):
 
 
 def _is_contiguous(rows: np.ndarray) -> bool:
-  return rows.size > 0 and int(rows[-1]) - int(rows[0]) + 1 == rows.size and bool(
-      np.all(np.diff(rows) == 1))
+  return (
+    rows.size > 0
+    and int(rows[-1]) - int(rows[0]) + 1 == rows.size
+    and bool(np.all(np.diff(rows) == 1))
+  )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,8 +86,7 @@ class DenseScores:
   def __post_init__(self):
     shape = getattr(self.matrix, "shape", None)
     if shape is None or len(shape) != 2:
-      raise ValueError(
-          f"DenseScores: `matrix` must be a 2-D array, got shape {shape}")
+      raise ValueError(f"DenseScores: `matrix` must be a 2-D array, got shape {shape}")
 
   @property
   def num_queries(self) -> int:
@@ -140,12 +141,12 @@ class EmbeddingScores:
     qs = getattr(self.queries, "shape", None)
     gs = getattr(self.gallery, "shape", None)
     if qs is None or len(qs) != 2:
-      raise ValueError(
-          f"EmbeddingScores: `queries` must be (num_queries, dim), got shape {qs}")
+      raise ValueError(f"EmbeddingScores: `queries` must be (num_queries, dim), got shape {qs}")
     if gs is None or len(gs) != 2 or gs[1] != qs[1]:
       raise ValueError(
-          "EmbeddingScores: `gallery` must be (num_gallery, dim) with the same "
-          f"dim as `queries` {qs}, got shape {gs}")
+        "EmbeddingScores: `gallery` must be (num_gallery, dim) with the same "
+        f"dim as `queries` {qs}, got shape {gs}"
+      )
     object.__setattr__(self, "gallery", jnp.asarray(self.gallery))
 
   @property
@@ -156,7 +157,7 @@ class EmbeddingScores:
   def num_gallery(self) -> int:
     return int(self.gallery.shape[0])
 
-  def transposed(self) -> "EmbeddingScores":
+  def transposed(self) -> EmbeddingScores:
     """The other retrieval direction (gallery items become the queries)."""
     return EmbeddingScores(queries=self.gallery, gallery=self.queries)
 
@@ -181,8 +182,9 @@ class CallableScores:
     out = jnp.asarray(self.fn(np.asarray(rows)), dtype=jnp.float32)
     if out.shape != (len(rows), self.num_gallery):
       raise ValueError(
-          f"CallableScores: `fn` returned shape {out.shape} for {len(rows)} rows, "
-          f"expected ({len(rows)}, {self.num_gallery})")
+        f"CallableScores: `fn` returned shape {out.shape} for {len(rows)} rows, "
+        f"expected ({len(rows)}, {self.num_gallery})"
+      )
     return out
 
 
@@ -198,22 +200,24 @@ def as_scores(x: Any, *, name: str = "scores") -> Scores:
     shape = x.shape
   if len(shape) != 2:
     raise ValueError(
-        f"`{name}` must be a 2-D (queries, gallery) array or a Scores source, "
-        f"got shape {tuple(shape)}")
-  if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)
-          or x.dtype == jnp.bfloat16):
+      f"`{name}` must be a 2-D (queries, gallery) array or a Scores source, "
+      f"got shape {tuple(shape)}"
+    )
+  if not (
+    np.issubdtype(x.dtype, np.floating)
+    or np.issubdtype(x.dtype, np.integer)
+    or x.dtype == jnp.bfloat16
+  ):
     raise ValueError(f"`{name}` must hold real numbers, got dtype {x.dtype}")
   return DenseScores(x)
 
 
-def default_chunk_size(num_gallery: int, *,
-                       block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
+def default_chunk_size(num_gallery: int, *, block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
   """Rows per block so that one float32 block takes about ``block_bytes``."""
   return int(max(8, min(1024, block_bytes // (4 * max(1, num_gallery)))))
 
 
-def iter_chunks(rows: np.ndarray, chunk_size: int
-               ) -> Iterator[tuple[np.ndarray, int]]:
+def iter_chunks(rows: np.ndarray, chunk_size: int) -> Iterator[tuple[np.ndarray, int]]:
   """Yields ``(padded_rows, n_valid)``: fixed-size chunks of ``rows``.
 
   Every chunk has exactly ``min(chunk_size, len(rows))`` entries so that each
@@ -224,18 +228,19 @@ def iter_chunks(rows: np.ndarray, chunk_size: int
   n = rows.shape[0]
   size = max(1, min(int(chunk_size), n))
   for start in range(0, n, size):
-    part = rows[start:start + size]
+    part = rows[start : start + size]
     n_valid = part.shape[0]
     if n_valid < size:
       part = np.concatenate([part, np.full(size - n_valid, part[-1])])
     yield part, n_valid
 
 
-def scores_like(values: Any, like: "Scores", name: str) -> "Scores":
+def scores_like(values: Any, like: Scores, name: str) -> Scores:
   """``values`` as a score source shaped like ``like`` (one error naming ``name`` otherwise)."""
   other = as_scores(values, name=name)
   if (other.num_queries, other.num_gallery) != (like.num_queries, like.num_gallery):
     raise ValueError(
-        f"`{name}` is {other.num_queries} x {other.num_gallery}, expected "
-        f"{like.num_queries} x {like.num_gallery} like `scores`")
+      f"`{name}` is {other.num_queries} x {other.num_gallery}, expected "
+      f"{like.num_queries} x {like.num_gallery} like `scores`"
+    )
   return other

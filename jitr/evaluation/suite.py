@@ -27,7 +27,8 @@ R@K 0..100, RSUM 0..600 -- ranks are 1-based.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,12 +59,12 @@ class CrossModalScores:
   t2i: Scores
 
   def __post_init__(self):
-    if (self.i2t.num_queries, self.i2t.num_gallery) != (
-        self.t2i.num_gallery, self.t2i.num_queries):
+    if (self.i2t.num_queries, self.i2t.num_gallery) != (self.t2i.num_gallery, self.t2i.num_queries):
       raise ValueError(
-          f"CrossModalScores: `i2t` is {self.i2t.num_queries} x "
-          f"{self.i2t.num_gallery} but `t2i` is {self.t2i.num_queries} x "
-          f"{self.t2i.num_gallery}; expected transposed shapes")
+        f"CrossModalScores: `i2t` is {self.i2t.num_queries} x "
+        f"{self.i2t.num_gallery} but `t2i` is {self.t2i.num_queries} x "
+        f"{self.t2i.num_gallery}; expected transposed shapes"
+      )
 
   @property
   def num_images(self) -> int:
@@ -74,13 +75,13 @@ class CrossModalScores:
     return self.i2t.num_gallery
 
   @classmethod
-  def from_matrix(cls, matrix: Any) -> "CrossModalScores":
+  def from_matrix(cls, matrix: Any) -> CrossModalScores:
     """From a dense ``(num_images, num_captions)`` array (numpy, memmap, jax)."""
     src = as_scores(matrix, name="sim")
     return cls(src, DenseScores(src.matrix, transpose=True))
 
   @classmethod
-  def from_embeddings(cls, images: Any, captions: Any) -> "CrossModalScores":
+  def from_embeddings(cls, images: Any, captions: Any) -> CrossModalScores:
     """``s_ij = <image_i, caption_j>`` computed per block (bounded memory)."""
     src = EmbeddingScores(images, captions)
     return cls(src, src.transposed())
@@ -89,20 +90,22 @@ class CrossModalScores:
     return self.i2t if name == "i2t" else self.t2i
 
 
-def _as_cross_modal(x: Any, name: str, shape: tuple[int, int] | None = None
-                    ) -> CrossModalScores:
+def _as_cross_modal(x: Any, name: str, shape: tuple[int, int] | None = None) -> CrossModalScores:
   if isinstance(x, CrossModalScores):
     out = x
   else:
     xs = getattr(x, "shape", None)
     if xs is None or len(xs) != 2:
       raise ValueError(
-          f"`{name}` must be a 2-D (num_images, num_captions) array or a "
-          f"CrossModalScores, got shape {xs}")
+        f"`{name}` must be a 2-D (num_images, num_captions) array or a "
+        f"CrossModalScores, got shape {xs}"
+      )
     out = CrossModalScores.from_matrix(x)
   if shape is not None and (out.num_images, out.num_captions) != shape:
-    raise ValueError(f"`{name}` is {out.num_images} x {out.num_captions}, expected "
-                     f"{shape[0]} x {shape[1]} like `sim`")
+    raise ValueError(
+      f"`{name}` is {out.num_images} x {out.num_captions}, expected "
+      f"{shape[0]} x {shape[1]} like `sim`"
+    )
   return out
 
 
@@ -114,25 +117,25 @@ def _check_ks(ks: Sequence[int], name: str) -> tuple[int, ...]:
 
 
 def evaluate_retrieval(
-    sim: Any,
-    *,
-    caption_to_image: Any,
-    folds: int | np.ndarray | None = None,
-    extended_positives: Mapping[str, tuple[PositiveSets, PositiveSets]] | None = None,
-    extended_map: bool | Sequence[str] = True,
-    relevance: Any = None,
-    semantic: Any = None,
-    image_labels: Any = None,
-    caption_labels: Any = None,
-    recall_ks: Sequence[int] = (1, 5, 10),
-    curve_ks: Sequence[int] = (1, 2, 3, 5, 10, 20, 50, 100),
-    ndcg_ks: Sequence[int] = (1, 2, 3, 5, 10, 20, 50, 100),
-    semantic_ks: Sequence[int] = (1, 5, 10),
-    semantic_num_relevant: int = 1,
-    class_map_k: int | None = None,
-    directions: Sequence[str] = DIRECTIONS,
-    percent: bool = True,
-    chunk_size: int | None = None,
+  sim: Any,
+  *,
+  caption_to_image: Any,
+  folds: int | np.ndarray | None = None,
+  extended_positives: Mapping[str, tuple[PositiveSets, PositiveSets]] | None = None,
+  extended_map: bool | Sequence[str] = True,
+  relevance: Any = None,
+  semantic: Any = None,
+  image_labels: Any = None,
+  caption_labels: Any = None,
+  recall_ks: Sequence[int] = (1, 5, 10),
+  curve_ks: Sequence[int] = (1, 2, 3, 5, 10, 20, 50, 100),
+  ndcg_ks: Sequence[int] = (1, 2, 3, 5, 10, 20, 50, 100),
+  semantic_ks: Sequence[int] = (1, 5, 10),
+  semantic_num_relevant: int = 1,
+  class_map_k: int | None = None,
+  directions: Sequence[str] = DIRECTIONS,
+  percent: bool = True,
+  chunk_size: int | None = None,
 ) -> dict[str, float]:
   """Computes the full metric set; see the module docstring for the keys.
 
@@ -172,8 +175,10 @@ def evaluate_retrieval(
   n_img, n_cap = scores.num_images, scores.num_captions
   owner = np.asarray(caption_to_image)
   if owner.shape != (n_cap,):
-    raise ValueError(f"`caption_to_image` must have shape ({n_cap},) (one image "
-                     f"index per caption of `sim`), got {owner.shape}")
+    raise ValueError(
+      f"`caption_to_image` must have shape ({n_cap},) (one image "
+      f"index per caption of `sim`), got {owner.shape}"
+    )
   gt = dict(zip(DIRECTIONS, positives_from_owner(owner, num_images=n_img)))
   for d in directions:
     if d not in DIRECTIONS:
@@ -184,11 +189,11 @@ def evaluate_retrieval(
   # Folds.
   fold_info = None
   if folds is not None:
-    fold_ids = (coco.contiguous_folds(n_img, int(folds)) if np.ndim(folds) == 0
-                else np.asarray(folds))
+    fold_ids = (
+      coco.contiguous_folds(n_img, int(folds)) if np.ndim(folds) == 0 else np.asarray(folds)
+    )
     if fold_ids.shape != (n_img,):
-      raise ValueError(f"`folds` must be an int or ({n_img},) fold ids, got shape "
-                       f"{fold_ids.shape}")
+      raise ValueError(f"`folds` must be an int or ({n_img},) fold ids, got shape {fold_ids.shape}")
     _, gi, qi, gt_, qt = coco.fold_layout(fold_ids, owner)
     fold_info = {"i2t": (gi, qi), "t2i": (gt_, qt)}
 
@@ -202,8 +207,9 @@ def evaluate_retrieval(
       want = (n_img, n_cap) if d == "i2t" else (n_cap, n_img)
       if not isinstance(ps, PositiveSets) or (ps.num_queries, ps.num_gallery) != want:
         raise ValueError(
-            f"`extended_positives[{name!r}]` {d} must be PositiveSets over "
-            f"{want[0]} queries x {want[1]} gallery items")
+          f"`extended_positives[{name!r}]` {d} must be PositiveSets over "
+          f"{want[0]} queries x {want[1]} gallery items"
+        )
 
   if isinstance(extended_map, bool):
     map_names = ext_names if extended_map else []
@@ -211,8 +217,9 @@ def evaluate_retrieval(
     map_names = list(extended_map)
     for name in map_names:
       if name not in ext_names:
-        raise ValueError(f"`extended_map` names {name!r}, which is not a key of "
-                         f"`extended_positives` {ext_names}")
+        raise ValueError(
+          f"`extended_map` names {name!r}, which is not a key of `extended_positives` {ext_names}"
+        )
 
   # Relevance / semantic.
   rel = _as_cross_modal(relevance, "relevance", (n_img, n_cap)) if relevance is not None else None
@@ -231,8 +238,9 @@ def evaluate_retrieval(
   if image_labels is not None:
     il = np.asarray(image_labels)
     if il.ndim not in (1, 2) or il.shape[0] != n_img:
-      raise ValueError(f"`image_labels` must have {n_img} rows (one per image), got "
-                       f"shape {il.shape}")
+      raise ValueError(
+        f"`image_labels` must have {n_img} rows (one per image), got shape {il.shape}"
+      )
     cl = il[owner] if caption_labels is None else np.asarray(caption_labels)
     c = None
     if il.ndim == 1 and cl.ndim == 1:
@@ -240,8 +248,10 @@ def evaluate_retrieval(
     il = as_multihot(il, num_classes=c, name="image_labels")
     cl = as_multihot(cl, num_classes=il.shape[1], name="caption_labels")
     if il.shape[0] != n_img or cl.shape[0] != n_cap:
-      raise ValueError(f"`image_labels` / `caption_labels` must have {n_img} / {n_cap} "
-                       f"rows, got {il.shape[0]} / {cl.shape[0]}")
+      raise ValueError(
+        f"`image_labels` / `caption_labels` must have {n_img} / {n_cap} "
+        f"rows, got {il.shape[0]} / {cl.shape[0]}"
+      )
     labels = {"i2t": (il, cl), "t2i": (cl, il)}
   elif caption_labels is not None:
     raise ValueError("`caption_labels` needs `image_labels`")
@@ -258,23 +268,43 @@ def evaluate_retrieval(
     if sem_k:
       check_semantic_k(sem_k, semantic_num_relevant, gt[d], g)
     cfg = SweepConfig(
-        with_groups=fold_info is not None, num_extended=len(ext), topk=ndcg_k,
-        ndcg_k=ndcg_k, semantic_k=sem_k, semantic_n=int(semantic_num_relevant))
+      with_groups=fold_info is not None,
+      num_extended=len(ext),
+      topk=ndcg_k,
+      ndcg_k=ndcg_k,
+      semantic_k=sem_k,
+      semantic_n=int(semantic_num_relevant),
+    )
     groups, gq = fold_info[d] if fold_info else (None, None)
-    res = sweep(src, gt[d], cfg=cfg, groups=groups, group_of_query=gq, extended=ext,
-                relevance=rel.direction(d) if rel is not None else None,
-                semantic=sem.direction(d) if sem is not None else None,
-                query_labels=labels[d][0] if labels else None,
-                gallery_labels=labels[d][1] if labels else None,
-                class_map_k=class_map_k, chunk_size=chunk_size)
+    res = sweep(
+      src,
+      gt[d],
+      cfg=cfg,
+      groups=groups,
+      group_of_query=gq,
+      extended=ext,
+      relevance=rel.direction(d) if rel is not None else None,
+      semantic=sem.direction(d) if sem is not None else None,
+      query_labels=labels[d][0] if labels else None,
+      gallery_labels=labels[d][1] if labels else None,
+      class_map_k=class_map_k,
+      chunk_size=chunk_size,
+    )
 
     map_sets = tuple(ext_names.index(n) for n in map_names)
     if map_sets:
       max_r = max(int(ext[i].num_positives.max(initial=0)) for i in map_sets)
       mcfg = SweepConfig(map_sets=map_sets, topk=min(max(max_r, 1), g), with_gt=False)
-      res.update(sweep(src, gt[d], cfg=mcfg, extended=ext,
-                       query_rows=map_rows([ext[i] for i in map_sets]),
-                       chunk_size=chunk_size))
+      res.update(
+        sweep(
+          src,
+          gt[d],
+          cfg=mcfg,
+          extended=ext,
+          query_rows=map_rows([ext[i] for i in map_sets]),
+          chunk_size=chunk_size,
+        )
+      )
 
     rk = res["rank"]
     full = recall_lib.recall_at_k(rk, all_recall_ks)
@@ -285,29 +315,34 @@ def evaluate_retrieval(
     out[f"full/{d}/meanr"] = recall_lib.mean_rank(rk)
     if fold_info:
       gr = res["group_rank"]
-      fold = {k: coco.fold_average(gr, gq, lambda r, k=k: recall_lib.recall_at_k(r, [k])[k])
-              for k in all_recall_ks}
+      fold = {
+        k: coco.fold_average(gr, gq, lambda r, k=k: recall_lib.recall_at_k(r, [k])[k])
+        for k in all_recall_ks
+      }
       recalls["folds"][d] = fold
       for k, v in fold.items():
         out[f"folds/{d}/R@{k}"] = scale * v
       out[f"folds/{d}/medr"] = coco.fold_average(gr, gq, recall_lib.median_rank)
       out[f"folds/{d}/meanr"] = coco.fold_average(gr, gq, recall_lib.mean_rank)
     for i, name in enumerate(ext_names):
-      vals = summarize_extended(res[f"ext{i}_rank"], res.get(f"ext{i}_hits"),
-                                ext[i].num_positives, all_recall_ks)
+      vals = summarize_extended(
+        res[f"ext{i}_rank"], res.get(f"ext{i}_hits"), ext[i].num_positives, all_recall_ks
+      )
       for key, v in vals.items():
         out[f"{name}/{d}/{key}"] = scale * v
     if ndcg_k:
       for key, v in summarize_ndcg(res["dcg"], res["idcg"], ndcg_ks).items():
         out[f"ndcg/{d}/{key}"] = scale * v
     if sem_k:
-      for key, v in summarize_semantic(res["ncs_num"], res["ncs_den"], res["sr_hit"],
-                                       semantic_ks).items():
+      for key, v in summarize_semantic(
+        res["ncs_num"], res["ncs_den"], res["sr_hit"], semantic_ks
+      ).items():
         out[f"semantic/{d}/{key}"] = scale * v
     if labels:
       valid = res["class_valid"]
-      out[f"class/{d}/mAP"] = scale * (float(np.mean(res["class_ap"][valid]))
-                                      if valid.any() else float("nan"))
+      out[f"class/{d}/mAP"] = scale * (
+        float(np.mean(res["class_ap"][valid])) if valid.any() else float("nan")
+      )
 
   if set(directions) == set(DIRECTIONS):
     for proto in ("full", "folds"):

@@ -8,28 +8,28 @@ returns a scalar (or per-query values with ``reduction="none"``).
 
 from jitr.losses._masks import DirectionalLoss, pair_mask
 from jitr.losses.cmal2r import adaptive_listwise, rank_adaptive_margins
-from jitr.losses.dcg import ndcg
 from jitr.losses.composite import LOSSES, objective
+from jitr.losses.dcg import ndcg
+from jitr.losses.listwise_itr import smooth_ndcg
+from jitr.losses.lseh import semantic_hard_negatives
 from jitr.losses.ranks import approx_ranks, exact_ranks
 from jitr.losses.relevance import relevance_from_embeddings
-from jitr.losses.lseh import semantic_hard_negatives
 from jitr.losses.sam import semantic_margin_triplet
-from jitr.losses.listwise_itr import smooth_ndcg
 from jitr.losses.vse import triplet
 
 __all__ = [
-    "DirectionalLoss",
-    "LOSSES",
-    "adaptive_listwise",
-    "approx_ranks",
-    "exact_ranks",
-    "ndcg",
-    "objective",
-    "pair_mask",
-    "rank_adaptive_margins",
-    "relevance_from_embeddings",
-    "semantic_hard_negatives",
-    "semantic_margin_triplet",
-    "smooth_ndcg",
-    "triplet",
+  "DirectionalLoss",
+  "LOSSES",
+  "adaptive_listwise",
+  "approx_ranks",
+  "exact_ranks",
+  "ndcg",
+  "objective",
+  "pair_mask",
+  "rank_adaptive_margins",
+  "relevance_from_embeddings",
+  "semantic_hard_negatives",
+  "semantic_margin_triplet",
+  "smooth_ndcg",
+  "triplet",
 ]

@@ -8,7 +8,8 @@ computation on ``sim.T`` (and the transposed masks and relevance).
 
 from __future__ import annotations
 
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 import chex
 import jax
@@ -35,9 +36,9 @@ class DirectionalLoss(NamedTuple):
 
 
 def resolve_masks(
-    sim: jax.Array,
-    positives: jax.Array | None,
-    where: jax.Array | None,
+  sim: jax.Array,
+  positives: jax.Array | None,
+  where: jax.Array | None,
 ) -> tuple[jax.Array, jax.Array]:
   """Returns boolean ``(positives, where)`` of ``sim``'s shape.
 
@@ -51,8 +52,9 @@ def resolve_masks(
   if positives is None:
     if n_img != n_txt:
       raise ValueError(
-          f"positives: required when sim is not square (sim has shape "
-          f"{sim.shape}); pass a bool [N_img, N_txt] mask of annotated pairs")
+        f"positives: required when sim is not square (sim has shape "
+        f"{sim.shape}); pass a bool [N_img, N_txt] mask of annotated pairs"
+      )
     positives = jnp.eye(n_img, dtype=bool)
   else:
     chex.assert_shape(positives, sim.shape)
@@ -82,9 +84,9 @@ def masked_sum(values: jax.Array, weights: jax.Array) -> jax.Array:
 
 
 def both_directions(
-    per_query: Callable[..., tuple[jax.Array, jax.Array]],
-    sim: jax.Array,
-    *matrices: jax.Array,
+  per_query: Callable[..., tuple[jax.Array, jax.Array]],
+  sim: jax.Array,
+  *matrices: jax.Array,
 ) -> DirectionalLoss:
   """Applies a direction-free loss to ``sim`` (image->text) and ``sim.T``.
 
@@ -97,11 +99,11 @@ def both_directions(
 
 
 def reduce_directions(
-    losses: DirectionalLoss,
-    *,
-    reduction: Reduction,
-    image_to_text_weight: float = 1.0,
-    text_to_image_weight: float = 1.0,
+  losses: DirectionalLoss,
+  *,
+  reduction: Reduction,
+  image_to_text_weight: float = 1.0,
+  text_to_image_weight: float = 1.0,
 ) -> jax.Array | DirectionalLoss:
   """Reduces per-query losses to a scalar.
 
@@ -117,5 +119,6 @@ def reduce_directions(
     reduce = masked_sum
   else:
     raise ValueError(f"reduction: expected 'mean', 'sum' or 'none', got {reduction!r}")
-  return (image_to_text_weight * reduce(losses.image_to_text, losses.image_weight)
-          + text_to_image_weight * reduce(losses.text_to_image, losses.text_weight))
+  return image_to_text_weight * reduce(
+    losses.image_to_text, losses.image_weight
+  ) + text_to_image_weight * reduce(losses.text_to_image, losses.text_weight)

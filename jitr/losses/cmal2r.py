@@ -18,8 +18,11 @@ def rank_adaptive_margins(scores: jax.Array, negatives: jax.Array) -> jax.Array:
   """
   keys = jax.lax.stop_gradient(jnp.where(negatives, -scores, jnp.inf))
   order = jnp.argsort(keys, stable=True)
-  position = jnp.zeros(scores.shape, scores.dtype).at[order].set(
-      jnp.arange(scores.shape[-1], dtype=scores.dtype))  # 0 = hardest negative
+  position = (
+    jnp.zeros(scores.shape, scores.dtype)
+    .at[order]
+    .set(jnp.arange(scores.shape[-1], dtype=scores.dtype))
+  )  # 0 = hardest negative
   n_neg = jnp.sum(negatives).astype(scores.dtype)
   span = jnp.maximum(2.0 * (n_neg - 1.0), 1.0)
   return jnp.where(negatives, 0.75 - position / span, 0.0)
@@ -50,13 +53,13 @@ def _adaptive_listwise_row(scores, positives, where, sharpness):
 
 
 def adaptive_listwise(
-    sim: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    where: jax.Array | None = None,
-    sharpness: float = 0.5,
-    alpha: float = 0.4,
-    reduction: _masks.Reduction = "mean",
+  sim: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+  where: jax.Array | None = None,
+  sharpness: float = 0.5,
+  alpha: float = 0.4,
+  reduction: _masks.Reduction = "mean",
 ) -> jax.Array | _masks.DirectionalLoss:
   """CMAL²R adaptive listwise loss, ``α·L_i2t + (1 − α)·L_t2i``.
 
@@ -83,4 +86,5 @@ def adaptive_listwise(
   per_query = lambda s, p, w: row(s, p, w, sharpness)
   losses = _masks.both_directions(per_query, sim, positives, where)
   return _masks.reduce_directions(
-      losses, reduction=reduction, image_to_text_weight=alpha, text_to_image_weight=1.0 - alpha)
+    losses, reduction=reduction, image_to_text_weight=alpha, text_to_image_weight=1.0 - alpha
+  )

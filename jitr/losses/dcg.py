@@ -30,11 +30,11 @@ def ideal_dcg(relevance: jax.Array, *, where: jax.Array, top_k: int | None = Non
 
 
 def ndcg_from_ranks(
-    ranks: jax.Array,
-    relevance: jax.Array,
-    *,
-    where: jax.Array,
-    top_k: int | None = None,
+  ranks: jax.Array,
+  relevance: jax.Array,
+  *,
+  where: jax.Array,
+  top_k: int | None = None,
 ) -> tuple[jax.Array, jax.Array]:
   """``(DCG/IDCG, IDCG > 0)`` of one list given (exact or approximate) ranks.
 
@@ -50,11 +50,11 @@ def ndcg_from_ranks(
 
 
 def ndcg(
-    scores: jax.Array,
-    relevance: jax.Array,
-    *,
-    where: jax.Array | None = None,
-    top_k: int | None = None,
+  scores: jax.Array,
+  relevance: jax.Array,
+  *,
+  where: jax.Array | None = None,
+  top_k: int | None = None,
 ) -> jax.Array:
   """Exact NDCG(@k) of one list with graded relevance, for logging the real metric.
 

@@ -6,18 +6,17 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks
-from jitr.losses import dcg
+from jitr.losses import _masks, dcg
 from jitr.losses import ranks as ranks_lib
 
 
 def smooth_ndcg_per_query(
-    sim: jax.Array,
-    relevance: jax.Array,
-    where: jax.Array,
-    *,
-    temperature: float | jax.Array,
-    block_size: int,
+  sim: jax.Array,
+  relevance: jax.Array,
+  where: jax.Array,
+  *,
+  temperature: float | jax.Array,
+  block_size: int,
 ) -> tuple[jax.Array, jax.Array]:
   """``(1 − NDCĜ_q [Q], weight [Q])`` for the rows of ``[Q, C]`` arrays.
 
@@ -37,14 +36,14 @@ def smooth_ndcg_per_query(
 
 
 def smooth_ndcg(
-    sim: jax.Array,
-    relevance: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    where: jax.Array | None = None,
-    temperature: float | jax.Array = 0.01,
-    block_size: int = 16,
-    reduction: _masks.Reduction = "mean",
+  sim: jax.Array,
+  relevance: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+  where: jax.Array | None = None,
+  temperature: float | jax.Array = 0.01,
+  block_size: int = 16,
+  reduction: _masks.Reduction = "mean",
 ) -> jax.Array | _masks.DirectionalLoss:
   """Smooth-NDCG loss ``1 − NDCĜ`` in both directions.
 
@@ -82,6 +81,7 @@ def smooth_ndcg(
     relevance = jnp.where(positives, 1.0, relevance)
   _, where = _masks.resolve_masks(sim, jnp.zeros(sim.shape, bool), where)
   per_query = lambda s, r, w: smooth_ndcg_per_query(
-      s, r, w, temperature=temperature, block_size=block_size)
+    s, r, w, temperature=temperature, block_size=block_size
+  )
   losses = _masks.both_directions(per_query, sim, relevance.astype(sim.dtype), where)
   return _masks.reduce_directions(losses, reduction=reduction)

@@ -5,19 +5,18 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks
-from jitr.losses import vse
+from jitr.losses import _masks, vse
 
 
 def semantic_hard_negatives(
-    sim: jax.Array,
-    semantic: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    where: jax.Array | None = None,
-    margin: float = 0.185,
-    semantic_weight: float = 0.025,
-    reduction: _masks.Reduction = "mean",
+  sim: jax.Array,
+  semantic: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+  where: jax.Array | None = None,
+  margin: float = 0.185,
+  semantic_weight: float = 0.025,
+  reduction: _masks.Reduction = "mean",
 ) -> jax.Array | _masks.DirectionalLoss:
   """LSEH triplet: ``max_j [α + s_ij + λ·S(D_i, D_j) − s_ii]_+`` in both directions.
 
@@ -49,6 +48,9 @@ def semantic_hard_negatives(
   # positives keep their own score (the shift only applies where ~positives).
   shifted = sim + jnp.where(positives, 0.0, semantic_weight * semantic.astype(sim.dtype))
   losses = _masks.both_directions(
-      lambda s, p, w: vse.triplet_per_query(s, p, w, margin=margin, mining="max"),
-      shifted, positives, where)
+    lambda s, p, w: vse.triplet_per_query(s, p, w, margin=margin, mining="max"),
+    shifted,
+    positives,
+    where,
+  )
   return _masks.reduce_directions(losses, reduction=reduction)

@@ -22,7 +22,9 @@ def _pairwise_tanh(scores: jax.Array, half_inverse_temperature: jax.Array) -> ja
 
 
 @jax.custom_vjp
-def _approx_ranks(scores: jax.Array, weights: jax.Array, half_inverse_temperature: jax.Array) -> jax.Array:
+def _approx_ranks(
+  scores: jax.Array, weights: jax.Array, half_inverse_temperature: jax.Array
+) -> jax.Array:
   # Σ_{j≠i} w_j σ(d_ij) = Σ_j w_j (1 + t_ij)/2 − σ(0) for a valid i (t_ii = 0).
   t = _pairwise_tanh(scores, half_inverse_temperature)
   total = 0.5 * jnp.sum(weights) + 0.5 * jnp.sum(weights[None, :] * t, axis=-1)
@@ -55,10 +57,10 @@ _approx_ranks.defvjp(_approx_ranks_fwd, _approx_ranks_bwd)
 
 
 def approx_ranks(
-    scores: jax.Array,
-    *,
-    temperature: float | jax.Array = 0.01,
-    where: jax.Array | None = None,
+  scores: jax.Array,
+  *,
+  temperature: float | jax.Array = 0.01,
+  where: jax.Array | None = None,
 ) -> jax.Array:
   """Smooth 1-based ranks of one list (Listwise ITR eq. 14; rax's ``approx_ranks``).
 
@@ -98,5 +100,8 @@ def exact_ranks(scores: jax.Array, *, where: jax.Array | None = None) -> jax.Arr
   chex.assert_rank(scores, 1)
   keys = -scores if where is None else jnp.where(where, -scores, jnp.inf)
   order = jnp.argsort(keys, stable=True)
-  return jnp.zeros(scores.shape, jnp.int32).at[order].set(
-      jnp.arange(1, scores.shape[0] + 1, dtype=jnp.int32))
+  return (
+    jnp.zeros(scores.shape, jnp.int32)
+    .at[order]
+    .set(jnp.arange(1, scores.shape[0] + 1, dtype=jnp.int32))
+  )

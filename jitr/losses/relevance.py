@@ -12,11 +12,11 @@ def _unit(x: jax.Array, eps: float = 1e-12) -> jax.Array:
 
 
 def relevance_from_embeddings(
-    reference_embeddings: jax.Array,
-    caption_embeddings: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    reference_mask: jax.Array | None = None,
+  reference_embeddings: jax.Array,
+  caption_embeddings: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+  reference_mask: jax.Array | None = None,
 ) -> jax.Array:
   """``r(V_i, T_j) = (1 + max_k cos(g(T_i^k), g(T_j)))/2``, positives set to 1.
 

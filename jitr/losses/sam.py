@@ -7,18 +7,17 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks
-from jitr.losses import vse
+from jitr.losses import _masks, vse
 
 Sampling = Literal["hard", "soft", "random"]
 
 
 def choose_negative(
-    scores: jax.Array,
-    negatives: jax.Array,
-    *,
-    sampling: Sampling,
-    key: jax.Array | None,
+  scores: jax.Array,
+  negatives: jax.Array,
+  *,
+  sampling: Sampling,
+  key: jax.Array | None,
 ) -> jax.Array:
   """Index of the negative of one row: ``hard`` = highest score, ``soft`` = the
   furthest (lowest score), ``random`` = uniform over the valid negatives.
@@ -39,7 +38,9 @@ def choose_negative(
   raise ValueError(f"sampling: expected 'hard', 'soft' or 'random', got {sampling!r}")
 
 
-def _semantic_margin_row(scores, metric, positives, where, key, *, sampling, temperature, max_margin):
+def _semantic_margin_row(
+  scores, metric, positives, where, key, *, sampling, temperature, max_margin
+):
   pos = positives & where
   neg = where & ~positives
   has_neg = jnp.any(neg)
@@ -53,18 +54,18 @@ def _semantic_margin_row(scores, metric, positives, where, key, *, sampling, tem
 
 
 def semantic_margin_triplet(
-    sim: jax.Array,
-    metric: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    where: jax.Array | None = None,
-    temperature: float = 5.0,
-    sampling: Sampling = "hard",
-    key: jax.Array | None = None,
-    max_margin: float | None = None,
-    keep_triplet: bool = False,
-    triplet_margin: float = 0.2,
-    reduction: _masks.Reduction = "mean",
+  sim: jax.Array,
+  metric: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+  where: jax.Array | None = None,
+  temperature: float = 5.0,
+  sampling: Sampling = "hard",
+  key: jax.Array | None = None,
+  max_margin: float | None = None,
+  keep_triplet: bool = False,
+  triplet_margin: float = 0.2,
+  reduction: _masks.Reduction = "mean",
 ) -> jax.Array | _masks.DirectionalLoss:
   """SAM semantic adaptive margin triplet loss in both directions.
 
@@ -93,21 +94,27 @@ def semantic_margin_triplet(
     raise ValueError(f"metric: expected shape {sim.shape} like sim, got {metric.shape}")
   keys = (None, None) if key is None else tuple(jax.random.split(key))
   row = lambda k: jax.vmap(
-      lambda s, phi, p, w, kk: _semantic_margin_row(
-          s, phi, p, w, kk, sampling=sampling, temperature=temperature, max_margin=max_margin),
-      in_axes=(0, 0, 0, 0, None if k is None else 0))
+    lambda s, phi, p, w, kk: _semantic_margin_row(
+      s, phi, p, w, kk, sampling=sampling, temperature=temperature, max_margin=max_margin
+    ),
+    in_axes=(0, 0, 0, 0, None if k is None else 0),
+  )
 
   def per_direction(k):
     def per_query(s, phi, p, w):
       row_keys = None if k is None else jax.random.split(k, s.shape[0])
       return row(row_keys)(s, phi, p, w, row_keys)
+
     return per_query
 
   i2t = per_direction(keys[0])(sim, metric.astype(sim.dtype), positives, where)
   t2i = per_direction(keys[1])(sim.T, metric.T.astype(sim.dtype), positives.T, where.T)
-  losses = _masks.DirectionalLoss(i2t[0], t2i[0], i2t[1].astype(sim.dtype), t2i[1].astype(sim.dtype))
+  losses = _masks.DirectionalLoss(
+    i2t[0], t2i[0], i2t[1].astype(sim.dtype), t2i[1].astype(sim.dtype)
+  )
   total = _masks.reduce_directions(losses, reduction=reduction)
   if keep_triplet and reduction != "none":
     total = total + vse.triplet(
-        sim, positives=positives, where=where, margin=triplet_margin, reduction=reduction)
+      sim, positives=positives, where=where, margin=triplet_margin, reduction=reduction
+    )
   return total

@@ -30,12 +30,12 @@ def _sum_of_hinges(scores: jax.Array, negatives: jax.Array, margin: float) -> ja
 
 
 def triplet_per_query(
-    sim: jax.Array,
-    positives: jax.Array,
-    where: jax.Array,
-    *,
-    margin: float,
-    mining: Mining,
+  sim: jax.Array,
+  positives: jax.Array,
+  where: jax.Array,
+  *,
+  margin: float,
+  mining: Mining,
 ) -> tuple[jax.Array, jax.Array]:
   """Per-row triplet loss of ``[Q, C]`` arrays: ``(loss [Q], weight [Q])``.
 
@@ -61,13 +61,13 @@ def triplet_per_query(
 
 
 def triplet(
-    sim: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    where: jax.Array | None = None,
-    margin: float = 0.2,
-    mining: Mining = "max",
-    reduction: _masks.Reduction = "mean",
+  sim: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+  where: jax.Array | None = None,
+  margin: float = 0.2,
+  mining: Mining = "max",
+  reduction: _masks.Reduction = "mean",
 ) -> jax.Array | _masks.DirectionalLoss:
   """VSE++ triplet loss in both directions.
 

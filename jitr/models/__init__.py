@@ -14,8 +14,23 @@ from jitr.models.region_encoder import RegionEncoder, SetPool
 from jitr.models.text_gru import GRUTextEncoder
 
 __all__ = [
-    "BiGRU", "ConvEncoder", "DualEncoder", "GPO", "GRU", "GRUTextEncoder",
-    "RegionEncoder", "SetPool", "create_dual_encoder", "gpo_pool", "gru_scan",
-    "l2_normalize", "lengths_to_mask", "masked_max", "masked_mean",
-    "positional_encoding", "reverse_padded", "similarity", "sort_valid_desc",
+  "BiGRU",
+  "ConvEncoder",
+  "DualEncoder",
+  "GPO",
+  "GRU",
+  "GRUTextEncoder",
+  "RegionEncoder",
+  "SetPool",
+  "create_dual_encoder",
+  "gpo_pool",
+  "gru_scan",
+  "l2_normalize",
+  "lengths_to_mask",
+  "masked_max",
+  "masked_mean",
+  "positional_encoding",
+  "reverse_padded",
+  "similarity",
+  "sort_valid_desc",
 ]

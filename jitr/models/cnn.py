@@ -41,14 +41,15 @@ class ConvEncoder(nn.Module):
     else:
       x = images.astype(self.dtype)
     for i, c in enumerate(self.channels):
-      x = nn.Conv(c, (3, 3), dtype=self.dtype, param_dtype=self.param_dtype,
-                  name=f"conv{i}")(x)
-      x = nn.GroupNorm(num_groups=min(8, c), dtype=self.dtype,
-                       param_dtype=self.param_dtype, name=f"norm{i}")(x)
+      x = nn.Conv(c, (3, 3), dtype=self.dtype, param_dtype=self.param_dtype, name=f"conv{i}")(x)
+      x = nn.GroupNorm(
+        num_groups=min(8, c), dtype=self.dtype, param_dtype=self.param_dtype, name=f"norm{i}"
+      )(x)
       x = nn.relu(x)
       x = nn.max_pool(x, (2, 2), strides=(2, 2))
     b, h, w, c = x.shape
-    x = nn.Dense(self.embed_dim, dtype=self.dtype, param_dtype=self.param_dtype,
-                 name="fc")(x.reshape(b, h * w, c))
+    x = nn.Dense(self.embed_dim, dtype=self.dtype, param_dtype=self.param_dtype, name="fc")(
+      x.reshape(b, h * w, c)
+    )
     x = SetPool(self.pooling, name="pool")(x, None)
     return l2_normalize(x) if self.normalize else x.astype(jnp.float32)

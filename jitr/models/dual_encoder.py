@@ -37,8 +37,13 @@ class DualEncoder(nn.Module):
   def encode_text(self, tokens: jax.Array, lengths: jax.Array) -> jax.Array:
     return self.text_encoder(tokens, lengths)
 
-  def __call__(self, images: jax.Array, tokens: jax.Array, lengths: jax.Array,
-               image_mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+  def __call__(
+    self,
+    images: jax.Array,
+    tokens: jax.Array,
+    lengths: jax.Array,
+    image_mask: jax.Array | None = None,
+  ) -> tuple[jax.Array, jax.Array]:
     return self.encode_image(images, image_mask), self.encode_text(tokens, lengths)
 
 
@@ -47,11 +52,18 @@ def similarity(img: jax.Array, txt: jax.Array) -> jax.Array:
   return jnp.einsum("ie,te->it", img.astype(jnp.float32), txt.astype(jnp.float32))
 
 
-def create_dual_encoder(*, vocab_size: int, image: str = "regions",
-                        text: str = "gru", embed_dim: int = 1024,
-                        word_dim: int = 300, image_pooling: str = "max",
-                        text_pooling: str = "last", unroll: int = 1,
-                        dtype: Any = jnp.float32) -> DualEncoder:
+def create_dual_encoder(
+  *,
+  vocab_size: int,
+  image: str = "regions",
+  text: str = "gru",
+  embed_dim: int = 1024,
+  word_dim: int = 300,
+  image_pooling: str = "max",
+  text_pooling: str = "last",
+  unroll: int = 1,
+  dtype: Any = jnp.float32,
+) -> DualEncoder:
   """The paper encoders by name.
 
   ``image``: ``'regions'`` (Dense + ``image_pooling``; VSE++† with ``'max'``,
@@ -67,7 +79,13 @@ def create_dual_encoder(*, vocab_size: int, image: str = "regions",
     raise ValueError(f"create_dual_encoder: image must be 'regions' or 'pixels', got {image!r}")
   if text not in ("gru", "bigru"):
     raise ValueError(f"create_dual_encoder: text must be 'gru' or 'bigru', got {text!r}")
-  txt = GRUTextEncoder(vocab_size=vocab_size, word_dim=word_dim, embed_dim=embed_dim,
-                       bidirectional=text == "bigru", pooling=text_pooling,
-                       unroll=unroll, dtype=dtype)
+  txt = GRUTextEncoder(
+    vocab_size=vocab_size,
+    word_dim=word_dim,
+    embed_dim=embed_dim,
+    bidirectional=text == "bigru",
+    pooling=text_pooling,
+    unroll=unroll,
+    dtype=dtype,
+  )
   return DualEncoder(image_encoder=img, text_encoder=txt)

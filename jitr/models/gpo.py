@@ -72,8 +72,9 @@ class GPO(nn.Module):
   temperature: float = 0.1
 
   @nn.compact
-  def __call__(self, features: jax.Array,
-               mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+  def __call__(
+    self, features: jax.Array, mask: jax.Array | None = None
+  ) -> tuple[jax.Array, jax.Array]:
     b, k, _ = features.shape
     if mask is None:
       mask = jnp.ones((b, k), bool)

@@ -32,11 +32,12 @@ Dtype = Any
 
 def _stacked_orthogonal(num: int):
   """Initialiser for ``[H, num·H]``: ``num`` independent orthogonal ``H×H`` blocks."""
+
   def init(key, shape, dtype=jnp.float32):
     h = shape[0]
     keys = jax.random.split(key, num)
-    return jnp.concatenate(
-        [nn.initializers.orthogonal()(k, (h, h), dtype) for k in keys], axis=-1)
+    return jnp.concatenate([nn.initializers.orthogonal()(k, (h, h), dtype) for k in keys], axis=-1)
+
   return init
 
 
@@ -50,8 +51,15 @@ def reverse_padded(x: jax.Array, lengths: jax.Array) -> jax.Array:
   return jnp.take_along_axis(x, idx, axis=1)
 
 
-def gru_scan(x_proj: jax.Array, mask: jax.Array, w_h: jax.Array, b_h: jax.Array,
-             h0: jax.Array, *, unroll: int = 1) -> tuple[jax.Array, jax.Array]:
+def gru_scan(
+  x_proj: jax.Array,
+  mask: jax.Array,
+  w_h: jax.Array,
+  b_h: jax.Array,
+  h0: jax.Array,
+  *,
+  unroll: int = 1,
+) -> tuple[jax.Array, jax.Array]:
   """Runs the recurrence on precomputed input projections.
 
   Args:
@@ -62,6 +70,7 @@ def gru_scan(x_proj: jax.Array, mask: jax.Array, w_h: jax.Array, b_h: jax.Array,
   Returns:
     outputs ``[B, T, H]`` (0 at padding) and the final carry ``[B, H]``.
   """
+
   def step(h, inputs):
     xp, m = inputs
     hp = h @ w_h + b_h
@@ -97,17 +106,21 @@ class GRU(nn.Module):
   def __call__(self, inputs: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
     b, t, _ = inputs.shape
     h = self.hidden_size
-    x_proj = nn.Dense(3 * h, dtype=self.dtype, param_dtype=self.param_dtype,
-                      name="input")(inputs)          # one matmul for all steps
-    w_h = self.param("recurrent_kernel", _stacked_orthogonal(3), (h, 3 * h),
-                     self.param_dtype).astype(self.dtype)
-    b_h = self.param("recurrent_bias", nn.initializers.zeros, (3 * h,),
-                     self.param_dtype).astype(self.dtype)
+    x_proj = nn.Dense(3 * h, dtype=self.dtype, param_dtype=self.param_dtype, name="input")(
+      inputs
+    )  # one matmul for all steps
+    w_h = self.param(
+      "recurrent_kernel", _stacked_orthogonal(3), (h, 3 * h), self.param_dtype
+    ).astype(self.dtype)
+    b_h = self.param("recurrent_bias", nn.initializers.zeros, (3 * h,), self.param_dtype).astype(
+      self.dtype
+    )
     mask = lengths_to_mask(lengths, t)
     if self.reverse:
       x_proj = reverse_padded(x_proj, lengths)
-    outputs, final = gru_scan(x_proj, mask, w_h, b_h,
-                              jnp.zeros((b, h), self.dtype), unroll=self.unroll)
+    outputs, final = gru_scan(
+      x_proj, mask, w_h, b_h, jnp.zeros((b, h), self.dtype), unroll=self.unroll
+    )
     if self.reverse:
       outputs = reverse_padded(outputs, lengths)
     return outputs, final
@@ -125,13 +138,16 @@ class BiGRU(nn.Module):
 
   @nn.compact
   def __call__(self, inputs: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
-    kw = dict(hidden_size=self.hidden_size, unroll=self.unroll, dtype=self.dtype,
-              param_dtype=self.param_dtype)
+    kw = dict(
+      hidden_size=self.hidden_size,
+      unroll=self.unroll,
+      dtype=self.dtype,
+      param_dtype=self.param_dtype,
+    )
     out_f, fin_f = GRU(name="forward", **kw)(inputs, lengths)
     out_b, fin_b = GRU(reverse=True, name="backward", **kw)(inputs, lengths)
     if self.merge == "mean":
       return (out_f + out_b) / 2, (fin_f + fin_b) / 2
     if self.merge == "concat":
-      return (jnp.concatenate([out_f, out_b], -1),
-              jnp.concatenate([fin_f, fin_b], -1))
+      return (jnp.concatenate([out_f, out_b], -1), jnp.concatenate([fin_f, fin_b], -1))
     raise ValueError(f"BiGRU: merge must be 'mean' or 'concat', got {self.merge!r}")

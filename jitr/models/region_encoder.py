@@ -55,7 +55,6 @@ class RegionEncoder(nn.Module):
       raise ValueError(f"RegionEncoder: regions must be [B, K, D], got {regions.shape}")
     if mask is not None and mask.shape != regions.shape[:2]:
       raise ValueError(f"RegionEncoder: mask must be {regions.shape[:2]}, got {mask.shape}")
-    x = nn.Dense(self.embed_dim, dtype=self.dtype, param_dtype=self.param_dtype,
-                 name="fc")(regions)
+    x = nn.Dense(self.embed_dim, dtype=self.dtype, param_dtype=self.param_dtype, name="fc")(regions)
     x = SetPool(self.pooling, name="pool")(x, mask)
     return l2_normalize(x) if self.normalize else x.astype(jnp.float32)

@@ -33,8 +33,10 @@ TEXT_POOLINGS = ("last", "mean", "max", "gpo")
 
 def _uniform_init(scale: float):
   """``U(-scale, scale)`` (VSE++ initialises word embeddings with 0.1)."""
+
   def init(key, shape, dtype=jnp.float32):
     return jax.random.uniform(key, shape, dtype, -scale, scale)
+
   return init
 
 
@@ -58,15 +60,23 @@ class GRUTextEncoder(nn.Module):
   @nn.compact
   def __call__(self, tokens: jax.Array, lengths: jax.Array) -> jax.Array:
     if tokens.ndim != 2 or lengths.shape != tokens.shape[:1]:
-      raise ValueError(f"GRUTextEncoder: tokens must be [B, T] and lengths [B], "
-                       f"got {tokens.shape} and {lengths.shape}")
+      raise ValueError(
+        f"GRUTextEncoder: tokens must be [B, T] and lengths [B], "
+        f"got {tokens.shape} and {lengths.shape}"
+      )
     if self.pooling not in TEXT_POOLINGS:
-      raise ValueError(f"GRUTextEncoder: pooling must be one of {TEXT_POOLINGS}, "
-                       f"got {self.pooling!r}")
+      raise ValueError(
+        f"GRUTextEncoder: pooling must be one of {TEXT_POOLINGS}, got {self.pooling!r}"
+      )
     lengths = lengths.astype(jnp.int32)
-    x = nn.Embed(self.vocab_size, self.word_dim, dtype=self.dtype,
-                 param_dtype=self.param_dtype,
-                 embedding_init=_uniform_init(0.1), name="embed")(tokens)
+    x = nn.Embed(
+      self.vocab_size,
+      self.word_dim,
+      dtype=self.dtype,
+      param_dtype=self.param_dtype,
+      embedding_init=_uniform_init(0.1),
+      name="embed",
+    )(tokens)
     kw = dict(unroll=self.unroll, dtype=self.dtype, param_dtype=self.param_dtype)
     if self.bidirectional:
       outputs, final = BiGRU(self.embed_dim, merge="mean", name="bigru", **kw)(x, lengths)

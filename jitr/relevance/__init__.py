@@ -15,19 +15,25 @@ Heavy dependencies (TensorFlow, torch, scikit-learn) are imported only where use
 
 from jitr.relevance.captions_io import CaptionFileError, CaptionSet, read_captions
 from jitr.relevance.cider import CiderD, cider_d
-from jitr.relevance.estimator import ESTIMATORS, RelevanceEstimator, TopK, make_estimator, select_top_k
+from jitr.relevance.estimator import (
+  ESTIMATORS,
+  RelevanceEstimator,
+  TopK,
+  make_estimator,
+  select_top_k,
+)
 from jitr.relevance.tokenize import ptb_tokenize
 
 __all__ = [
-    "ESTIMATORS",
-    "CaptionFileError",
-    "CaptionSet",
-    "CiderD",
-    "RelevanceEstimator",
-    "TopK",
-    "cider_d",
-    "make_estimator",
-    "ptb_tokenize",
-    "read_captions",
-    "select_top_k",
+  "ESTIMATORS",
+  "CaptionFileError",
+  "CaptionSet",
+  "CiderD",
+  "RelevanceEstimator",
+  "TopK",
+  "cider_d",
+  "make_estimator",
+  "ptb_tokenize",
+  "read_captions",
+  "select_top_k",
 ]

@@ -30,172 +30,190 @@ _STRAY_SUFFIX = re.compile(r"(\.jpg)\.\d+$", re.IGNORECASE)
 
 
 class CaptionFileError(ValueError):
-    """A caption file does not have the expected format."""
+  """A caption file does not have the expected format."""
 
 
 @dataclasses.dataclass(frozen=True)
 class CaptionSet:
-    """Captions grouped by image.
+  """Captions grouped by image.
 
-    Attributes:
-      source: where the captions were read from (for messages).
-      image_ids: ``[N_img]`` image ids.
-      caption_ids: ``[N_cap]`` caption ids.
-      captions: ``[N_cap]`` caption texts; the captions of image ``i`` are
-        ``captions[image_offsets[i]:image_offsets[i + 1]]`` and are its references.
-      image_offsets: ``[N_img + 1]`` int64, non-decreasing, ``0`` to ``N_cap``.
-    """
+  Attributes:
+    source: where the captions were read from (for messages).
+    image_ids: ``[N_img]`` image ids.
+    caption_ids: ``[N_cap]`` caption ids.
+    captions: ``[N_cap]`` caption texts; the captions of image ``i`` are
+      ``captions[image_offsets[i]:image_offsets[i + 1]]`` and are its references.
+    image_offsets: ``[N_img + 1]`` int64, non-decreasing, ``0`` to ``N_cap``.
+  """
 
-    source: str
-    image_ids: tuple[str, ...]
-    caption_ids: tuple[str, ...]
-    captions: tuple[str, ...]
-    image_offsets: np.ndarray
+  source: str
+  image_ids: tuple[str, ...]
+  caption_ids: tuple[str, ...]
+  captions: tuple[str, ...]
+  image_offsets: np.ndarray
 
-    def __post_init__(self) -> None:
-        offsets = np.asarray(self.image_offsets, dtype=np.int64)
-        object.__setattr__(self, "image_offsets", offsets)
-        if len(self.caption_ids) != len(self.captions):
-            raise CaptionFileError(f"{self.source}: {len(self.caption_ids)} caption ids for {len(self.captions)} captions")
-        if offsets.shape != (len(self.image_ids) + 1,) or offsets[0] != 0 or offsets[-1] != len(self.captions):
-            raise CaptionFileError(f"{self.source}: image_offsets must run from 0 to {len(self.captions)} with one entry per image + 1")
-        if np.any(np.diff(offsets) <= 0):
-            bad = int(np.argmin(np.diff(offsets)))
-            raise CaptionFileError(f"{self.source}: image {self.image_ids[bad]!r} has no captions")
+  def __post_init__(self) -> None:
+    offsets = np.asarray(self.image_offsets, dtype=np.int64)
+    object.__setattr__(self, "image_offsets", offsets)
+    if len(self.caption_ids) != len(self.captions):
+      raise CaptionFileError(
+        f"{self.source}: {len(self.caption_ids)} caption ids for {len(self.captions)} captions"
+      )
+    if (
+      offsets.shape != (len(self.image_ids) + 1,)
+      or offsets[0] != 0
+      or offsets[-1] != len(self.captions)
+    ):
+      raise CaptionFileError(
+        f"{self.source}: image_offsets must run from 0 to {len(self.captions)} with one entry per image + 1"
+      )
+    if np.any(np.diff(offsets) <= 0):
+      bad = int(np.argmin(np.diff(offsets)))
+      raise CaptionFileError(f"{self.source}: image {self.image_ids[bad]!r} has no captions")
 
-    @property
-    def num_images(self) -> int:
-        return len(self.image_ids)
+  @property
+  def num_images(self) -> int:
+    return len(self.image_ids)
 
-    @property
-    def num_captions(self) -> int:
-        return len(self.captions)
+  @property
+  def num_captions(self) -> int:
+    return len(self.captions)
 
-    @property
-    def caption_image(self) -> np.ndarray:
-        """``[N_cap]`` int64: the image index of every caption."""
-        return np.repeat(np.arange(self.num_images, dtype=np.int64), np.diff(self.image_offsets))
+  @property
+  def caption_image(self) -> np.ndarray:
+    """``[N_cap]`` int64: the image index of every caption."""
+    return np.repeat(np.arange(self.num_images, dtype=np.int64), np.diff(self.image_offsets))
 
-    @property
-    def captions_per_image(self) -> int | None:
-        """The number of captions of every image when it is the same for all, else ``None``."""
-        counts = np.unique(np.diff(self.image_offsets))
-        return int(counts[0]) if counts.size == 1 else None
+  @property
+  def captions_per_image(self) -> int | None:
+    """The number of captions of every image when it is the same for all, else ``None``."""
+    counts = np.unique(np.diff(self.image_offsets))
+    return int(counts[0]) if counts.size == 1 else None
 
-    def references(self, image: int) -> list[str]:
-        """The reference captions of image index ``image``."""
-        return list(self.captions[self.image_offsets[image] : self.image_offsets[image + 1]])
+  def references(self, image: int) -> list[str]:
+    """The reference captions of image index ``image``."""
+    return list(self.captions[self.image_offsets[image] : self.image_offsets[image + 1]])
 
-    def reference_sets(self) -> list[list[str]]:
-        """The reference captions of every image."""
-        return [self.references(i) for i in range(self.num_images)]
+  def reference_sets(self) -> list[list[str]]:
+    """The reference captions of every image."""
+    return [self.references(i) for i in range(self.num_images)]
 
-    def fingerprint(self) -> str:
-        """``sha256`` of the caption list: ``image_id TAB caption_id TAB caption NEWLINE`` per caption."""
-        h = hashlib.sha256()
-        image_of = self.caption_image
-        for j, (cid, text) in enumerate(zip(self.caption_ids, self.captions)):
-            h.update(f"{self.image_ids[image_of[j]]}\t{cid}\t{text}\n".encode("utf-8"))
-        return h.hexdigest()
+  def fingerprint(self) -> str:
+    """``sha256`` of the caption list: ``image_id TAB caption_id TAB caption NEWLINE`` per caption."""
+    h = hashlib.sha256()
+    image_of = self.caption_image
+    for j, (cid, text) in enumerate(zip(self.caption_ids, self.captions)):
+      h.update(f"{self.image_ids[image_of[j]]}\t{cid}\t{text}\n".encode())
+    return h.hexdigest()
 
-    def subset(self, images: Sequence[int]) -> CaptionSet:
-        """The captions of the given image indices (in that order)."""
-        ids, cids, caps, offsets = [], [], [], [0]
-        for i in images:
-            lo, hi = self.image_offsets[i], self.image_offsets[i + 1]
-            ids.append(self.image_ids[i])
-            cids.extend(self.caption_ids[lo:hi])
-            caps.extend(self.captions[lo:hi])
-            offsets.append(offsets[-1] + int(hi - lo))
-        return CaptionSet(self.source, tuple(ids), tuple(cids), tuple(caps), np.asarray(offsets, np.int64))
-
-
-def _read_lines(path: str) -> list[str]:
-    if not os.path.isfile(path):
-        raise CaptionFileError(f"{path}: caption file not found")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline
-    return [line.rstrip("\r") for line in lines]
-
-
-def read_precomp_captions(path: str, captions_per_image: int = 5) -> CaptionSet:
-    """Read a precomp ``*_caps.txt`` file: ``captions_per_image`` lines per image.
-
-    Raises:
-      CaptionFileError: the file is missing, has a line count that is not a
-        multiple of ``captions_per_image``, or has an empty caption.
-    """
-    lines = _read_lines(path)
-    if not lines:
-        raise CaptionFileError(f"{path}: no captions (expected {captions_per_image} lines per image)")
-    if len(lines) % captions_per_image:
-        raise CaptionFileError(
-            f"{path}: {len(lines)} caption lines is not a multiple of {captions_per_image} "
-            f"(expected {captions_per_image} lines per image)"
-        )
-    for j, line in enumerate(lines):
-        if not line.strip():
-            raise CaptionFileError(f"{path}:{j + 1}: empty caption (expected a non-empty caption on every line)")
-    n_img = len(lines) // captions_per_image
+  def subset(self, images: Sequence[int]) -> CaptionSet:
+    """The captions of the given image indices (in that order)."""
+    ids, cids, caps, offsets = [], [], [], [0]
+    for i in images:
+      lo, hi = self.image_offsets[i], self.image_offsets[i + 1]
+      ids.append(self.image_ids[i])
+      cids.extend(self.caption_ids[lo:hi])
+      caps.extend(self.captions[lo:hi])
+      offsets.append(offsets[-1] + int(hi - lo))
     return CaptionSet(
-        source=path,
-        image_ids=tuple(str(i) for i in range(n_img)),
-        caption_ids=tuple(str(j) for j in range(len(lines))),
-        captions=tuple(line.strip() for line in lines),
-        image_offsets=np.arange(0, len(lines) + 1, captions_per_image, dtype=np.int64),
+      self.source, tuple(ids), tuple(cids), tuple(caps), np.asarray(offsets, np.int64)
     )
 
 
+def _read_lines(path: str) -> list[str]:
+  if not os.path.isfile(path):
+    raise CaptionFileError(f"{path}: caption file not found")
+  with open(path, encoding="utf-8") as f:
+    text = f.read()
+  lines = text.split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()  # the final newline
+  return [line.rstrip("\r") for line in lines]
+
+
+def read_precomp_captions(path: str, captions_per_image: int = 5) -> CaptionSet:
+  """Read a precomp ``*_caps.txt`` file: ``captions_per_image`` lines per image.
+
+  Raises:
+    CaptionFileError: the file is missing, has a line count that is not a
+      multiple of ``captions_per_image``, or has an empty caption.
+  """
+  lines = _read_lines(path)
+  if not lines:
+    raise CaptionFileError(f"{path}: no captions (expected {captions_per_image} lines per image)")
+  if len(lines) % captions_per_image:
+    raise CaptionFileError(
+      f"{path}: {len(lines)} caption lines is not a multiple of {captions_per_image} "
+      f"(expected {captions_per_image} lines per image)"
+    )
+  for j, line in enumerate(lines):
+    if not line.strip():
+      raise CaptionFileError(
+        f"{path}:{j + 1}: empty caption (expected a non-empty caption on every line)"
+      )
+  n_img = len(lines) // captions_per_image
+  return CaptionSet(
+    source=path,
+    image_ids=tuple(str(i) for i in range(n_img)),
+    caption_ids=tuple(str(j) for j in range(len(lines))),
+    captions=tuple(line.strip() for line in lines),
+    image_offsets=np.arange(0, len(lines) + 1, captions_per_image, dtype=np.int64),
+  )
+
+
 def normalize_flickr_image_id(image_id: str) -> str:
-    """``X.jpg.1 -> X.jpg`` (the one stray id of Flickr8k.token.txt); other ids unchanged."""
-    return _STRAY_SUFFIX.sub(r"\1", image_id)
+  """``X.jpg.1 -> X.jpg`` (the one stray id of Flickr8k.token.txt); other ids unchanged."""
+  return _STRAY_SUFFIX.sub(r"\1", image_id)
 
 
 def read_flickr8k_tokens(path: str) -> CaptionSet:
-    """Read Flickr8k's ``Flickr8k.token.txt`` (``IMAGE.jpg#N<TAB>caption`` per line).
+  """Read Flickr8k's ``Flickr8k.token.txt`` (``IMAGE.jpg#N<TAB>caption`` per line).
 
-    Raises:
-      CaptionFileError: a line is not ``ID#N<TAB>caption``, a caption is empty,
-        or a caption id repeats.
-    """
-    lines = _read_lines(path)
-    groups: dict[str, list[tuple[str, str]]] = {}
-    seen: set[str] = set()
-    for k, line in enumerate(lines):
-        m = _FLICKR_LINE.match(line)
-        if m is None:
-            raise CaptionFileError(f"{path}:{k + 1}: expected 'IMAGE#N<TAB>caption', got {line[:80]!r}")
-        image, caption = m.group(1), m.group(3).strip()
-        cid = f"{image}#{m.group(2)}"
-        if not caption:
-            raise CaptionFileError(f"{path}:{k + 1}: empty caption for {cid} (expected a non-empty caption)")
-        if cid in seen:
-            raise CaptionFileError(f"{path}:{k + 1}: caption id {cid} repeats (expected unique IMAGE#N ids)")
-        seen.add(cid)
-        groups.setdefault(normalize_flickr_image_id(image), []).append((cid, caption))
-    if not groups:
-        raise CaptionFileError(f"{path}: no captions (expected 'IMAGE#N<TAB>caption' lines)")
-    cids = [c for g in groups.values() for c, _ in g]
-    caps = [t for g in groups.values() for _, t in g]
-    offsets = np.concatenate([[0], np.cumsum([len(g) for g in groups.values()])]).astype(np.int64)
-    return CaptionSet(path, tuple(groups), tuple(cids), tuple(caps), offsets)
+  Raises:
+    CaptionFileError: a line is not ``ID#N<TAB>caption``, a caption is empty,
+      or a caption id repeats.
+  """
+  lines = _read_lines(path)
+  groups: dict[str, list[tuple[str, str]]] = {}
+  seen: set[str] = set()
+  for k, line in enumerate(lines):
+    m = _FLICKR_LINE.match(line)
+    if m is None:
+      raise CaptionFileError(f"{path}:{k + 1}: expected 'IMAGE#N<TAB>caption', got {line[:80]!r}")
+    image, caption = m.group(1), m.group(3).strip()
+    cid = f"{image}#{m.group(2)}"
+    if not caption:
+      raise CaptionFileError(
+        f"{path}:{k + 1}: empty caption for {cid} (expected a non-empty caption)"
+      )
+    if cid in seen:
+      raise CaptionFileError(
+        f"{path}:{k + 1}: caption id {cid} repeats (expected unique IMAGE#N ids)"
+      )
+    seen.add(cid)
+    groups.setdefault(normalize_flickr_image_id(image), []).append((cid, caption))
+  if not groups:
+    raise CaptionFileError(f"{path}: no captions (expected 'IMAGE#N<TAB>caption' lines)")
+  cids = [c for g in groups.values() for c, _ in g]
+  caps = [t for g in groups.values() for _, t in g]
+  offsets = np.concatenate([[0], np.cumsum([len(g) for g in groups.values()])]).astype(np.int64)
+  return CaptionSet(path, tuple(groups), tuple(cids), tuple(caps), offsets)
 
 
 def detect_format(path: str) -> str:
-    """``'flickr8k'`` when the first line is ``ID#N<TAB>caption``, else ``'precomp'``."""
-    lines = _read_lines(path)
-    return "flickr8k" if lines and _FLICKR_LINE.match(lines[0]) else "precomp"
+  """``'flickr8k'`` when the first line is ``ID#N<TAB>caption``, else ``'precomp'``."""
+  lines = _read_lines(path)
+  return "flickr8k" if lines and _FLICKR_LINE.match(lines[0]) else "precomp"
 
 
 def read_captions(path: str, fmt: str = "auto", captions_per_image: int = 5) -> CaptionSet:
-    """Read a caption file in ``fmt`` (``auto``, ``precomp`` or ``flickr8k``)."""
-    if fmt == "auto":
-        fmt = detect_format(path)
-    if fmt == "precomp":
-        return read_precomp_captions(path, captions_per_image)
-    if fmt == "flickr8k":
-        return read_flickr8k_tokens(path)
-    raise CaptionFileError(f"{path}: unknown caption format {fmt!r} (expected auto, precomp or flickr8k)")
+  """Read a caption file in ``fmt`` (``auto``, ``precomp`` or ``flickr8k``)."""
+  if fmt == "auto":
+    fmt = detect_format(path)
+  if fmt == "precomp":
+    return read_precomp_captions(path, captions_per_image)
+  if fmt == "flickr8k":
+    return read_flickr8k_tokens(path)
+  raise CaptionFileError(
+    f"{path}: unknown caption format {fmt!r} (expected auto, precomp or flickr8k)"
+  )

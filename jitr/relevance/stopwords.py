@@ -7,7 +7,7 @@ LSEH-style TF-IDF pipelines use; ``nltk.download("stopwords")`` is not needed.
 from __future__ import annotations
 
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
-    """
+  """
     i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
     yourselves he him his himself she she's her hers herself it it's its itself they them their
     theirs themselves what which who whom this that that'll these those am is are was were be been

@@ -31,14 +31,32 @@ from collections.abc import Iterable, Sequence
 
 # The tokens pycocoevalcap removes after tokenization (ptbtokenizer.py).
 PUNCTUATIONS: frozenset[str] = frozenset(
-    ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
+  [
+    "''",
+    "'",
+    "``",
+    "`",
+    "-LRB-",
+    "-RRB-",
+    "-LCB-",
+    "-RCB-",
+    ".",
+    "?",
+    "!",
+    ",",
+    ":",
+    "-",
+    "--",
+    "...",
+    ";",
+  ]
 )
 
 _BRACKETS = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
 # Title / month / state abbreviations that keep their period (subset of CoreNLP's lists).
 _ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof st jr sr mt ft ave blvd rd co corp inc ltd bros vs etc jan feb mar apr
+  """mr mrs ms dr prof st jr sr mt ft ave blvd rd co corp inc ltd bros vs etc jan feb mar apr
     jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun gen col sgt capt
     lt rep sen gov rev hon messrs mme mlle no vol dept univ assn est fig jr""".split()
 )
@@ -47,100 +65,100 @@ _ALNUM = r"[^\W_]"  # a letter or digit, unicode-aware
 
 # Clitics are split off before lexing (Penn Treebank conventions).
 _CLITIC_RES = [
-    (re.compile(rf"(?i)({_ALNUM})(n't)(?!{_ALNUM})"), r"\1 \2"),
-    (re.compile(rf"(?i)({_ALNUM})('(?:s|m|d|re|ve|ll))(?!{_ALNUM})"), r"\1 \2"),
-    (re.compile(r"(?i)^('t)(is|was)$"), r"\1 \2"),
-    (re.compile(rf"(?i)({_ALNUM})('n')({_ALNUM})"), r"\1 \2 \3"),
+  (re.compile(rf"(?i)({_ALNUM})(n't)(?!{_ALNUM})"), r"\1 \2"),
+  (re.compile(rf"(?i)({_ALNUM})('(?:s|m|d|re|ve|ll))(?!{_ALNUM})"), r"\1 \2"),
+  (re.compile(r"(?i)^('t)(is|was)$"), r"\1 \2"),
+  (re.compile(rf"(?i)({_ALNUM})('n')({_ALNUM})"), r"\1 \2 \3"),
 ]
 
 _TOKEN_RE = re.compile(
-    "|".join(
-        [
-            r"(?P<clitic>n't|'(?:s|m|d|re|ve|ll|t|n'))(?![^\W_])",
-            r"(?P<number>\d+(?:[.,:/]\d+)+)(?![^\W_])",
-            rf"(?P<oword>[od]'{_ALNUM}+)",
-            rf"(?P<acronym>(?:{_ALNUM}\.){{2,}})",
-            rf"(?P<word>{_ALNUM}+(?:[-./_]{_ALNUM}+)*)",
-            r"(?P<handle>@\w+)",
-            r"(?P<sgml></?[A-Za-z][^<>\s]*>)",
-            r"(?P<ellipsis>\.\.\.+)",
-            r"(?P<dashes>--+)",
-            r"(?P<dquote>\")",
-            r"(?P<quote2>''|``)",
-            r"(?P<bracket>[()\[\]{}])",
-            r"(?P<other>\S)",
-        ]
-    ),
-    re.IGNORECASE,
+  "|".join(
+    [
+      r"(?P<clitic>n't|'(?:s|m|d|re|ve|ll|t|n'))(?![^\W_])",
+      r"(?P<number>\d+(?:[.,:/]\d+)+)(?![^\W_])",
+      rf"(?P<oword>[od]'{_ALNUM}+)",
+      rf"(?P<acronym>(?:{_ALNUM}\.){{2,}})",
+      rf"(?P<word>{_ALNUM}+(?:[-./_]{_ALNUM}+)*)",
+      r"(?P<handle>@\w+)",
+      r"(?P<sgml></?[A-Za-z][^<>\s]*>)",
+      r"(?P<ellipsis>\.\.\.+)",
+      r"(?P<dashes>--+)",
+      r"(?P<dquote>\")",
+      r"(?P<quote2>''|``)",
+      r"(?P<bracket>[()\[\]{}])",
+      r"(?P<other>\S)",
+    ]
+  ),
+  re.IGNORECASE,
 )
 
 _FAST_WORD = re.compile(rf"{_ALNUM}+(?:-{_ALNUM}+)*\Z")
 
 
 def _lex_piece(piece: str) -> list[str]:
-    """Tokens of one whitespace-free piece whose clitics are already split off."""
-    tokens: list[str] = []
-    pos = 0
-    n = len(piece)
-    while pos < n:
-        m = _TOKEN_RE.match(piece, pos)
-        assert m is not None  # the `other` alternative matches any character
-        kind = m.lastgroup
-        text = m.group(kind)
-        end = m.end()
-        if kind == "word":
-            # a trailing period is kept on abbreviations (mr.) and split off otherwise
-            abbreviation = text.lower() in _ABBREVIATIONS or (len(text) == 1 and text.isalpha())
-            if end < n and piece[end] == "." and abbreviation:
-                text += "."
-                end += 1
-        elif kind == "dquote":
-            # an opening quote is attached to what follows it; a lone quote closes
-            opening = (pos == 0 or piece[pos - 1] in "([{<") and end < n
-            text = "``" if opening else "''"
-        elif kind == "bracket":
-            text = _BRACKETS[text]
-        elif kind == "other" and text == "'" and pos == 0 and end < n and piece[end].isalnum():
-            text = "`"  # an opening single quote is written as a backtick
-        tokens.append(text)
-        pos = end
-    return tokens
+  """Tokens of one whitespace-free piece whose clitics are already split off."""
+  tokens: list[str] = []
+  pos = 0
+  n = len(piece)
+  while pos < n:
+    m = _TOKEN_RE.match(piece, pos)
+    assert m is not None  # the `other` alternative matches any character
+    kind = m.lastgroup
+    text = m.group(kind)
+    end = m.end()
+    if kind == "word":
+      # a trailing period is kept on abbreviations (mr.) and split off otherwise
+      abbreviation = text.lower() in _ABBREVIATIONS or (len(text) == 1 and text.isalpha())
+      if end < n and piece[end] == "." and abbreviation:
+        text += "."
+        end += 1
+    elif kind == "dquote":
+      # an opening quote is attached to what follows it; a lone quote closes
+      opening = (pos == 0 or piece[pos - 1] in "([{<") and end < n
+      text = "``" if opening else "''"
+    elif kind == "bracket":
+      text = _BRACKETS[text]
+    elif kind == "other" and text == "'" and pos == 0 and end < n and piece[end].isalnum():
+      text = "`"  # an opening single quote is written as a backtick
+    tokens.append(text)
+    pos = end
+  return tokens
 
 
 def _lex_chunk(chunk: str) -> list[str]:
-    """Tokens of one whitespace-free chunk (before lower-casing)."""
-    if chunk.lower() == "cannot":
-        return [chunk[:3], chunk[3:]]
-    if _FAST_WORD.match(chunk):
-        return [chunk]
-    for pattern, repl in _CLITIC_RES:
-        chunk = pattern.sub(repl, chunk)
-    out: list[str] = []
-    for piece in chunk.split():
-        out.extend(_lex_piece(piece))
-    return out
+  """Tokens of one whitespace-free chunk (before lower-casing)."""
+  if chunk.lower() == "cannot":
+    return [chunk[:3], chunk[3:]]
+  if _FAST_WORD.match(chunk):
+    return [chunk]
+  for pattern, repl in _CLITIC_RES:
+    chunk = pattern.sub(repl, chunk)
+  out: list[str] = []
+  for piece in chunk.split():
+    out.extend(_lex_piece(piece))
+  return out
 
 
 @functools.lru_cache(maxsize=1 << 18)
 def ptb_tokenize_raw(caption: str) -> tuple[str, ...]:
-    """All PTB tokens of ``caption``, lower-cased, punctuation kept."""
-    chunks = caption.replace("\n", " ").split()
-    out: list[str] = []
-    for chunk in chunks:
-        out.extend(t.lower() for t in _lex_chunk(chunk))
-    return tuple(out)
+  """All PTB tokens of ``caption``, lower-cased, punctuation kept."""
+  chunks = caption.replace("\n", " ").split()
+  out: list[str] = []
+  for chunk in chunks:
+    out.extend(t.lower() for t in _lex_chunk(chunk))
+  return tuple(out)
 
 
 def ptb_tokenize(caption: str) -> str:
-    """pycocoevalcap's tokenized form of ``caption``: PTB tokens joined by spaces, punctuation removed."""
-    return " ".join(t for t in ptb_tokenize_raw(caption) if t not in PUNCTUATIONS)
+  """pycocoevalcap's tokenized form of ``caption``: PTB tokens joined by spaces, punctuation removed."""
+  return " ".join(t for t in ptb_tokenize_raw(caption) if t not in PUNCTUATIONS)
 
 
 def ptb_tokenize_all(captions: Iterable[str]) -> list[str]:
-    """:func:`ptb_tokenize` over a sequence of captions."""
-    return [ptb_tokenize(c) for c in captions]
+  """:func:`ptb_tokenize` over a sequence of captions."""
+  return [ptb_tokenize(c) for c in captions]
 
 
 def tokenize_reference_sets(reference_sets: Sequence[Sequence[str]]) -> list[list[str]]:
-    """:func:`ptb_tokenize` over a list of reference lists."""
-    return [[ptb_tokenize(c) for c in refs] for refs in reference_sets]
+  """:func:`ptb_tokenize` over a list of reference lists."""
+  return [[ptb_tokenize(c) for c in refs] for refs in reference_sets]

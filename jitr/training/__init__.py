@@ -12,6 +12,11 @@ from jitr.training.state import TrainState, create_train_state
 from jitr.training.step import in_batch_targets, make_train_step
 
 __all__ = [
-    "DataParallel", "TrainState", "create_train_state", "in_batch_targets",
-    "make_optimizer", "make_schedule", "make_train_step",
+  "DataParallel",
+  "TrainState",
+  "create_train_state",
+  "in_batch_targets",
+  "make_optimizer",
+  "make_schedule",
+  "make_train_step",
 ]

@@ -14,13 +14,21 @@ from jitr.training.state import TrainState
 
 def _to_saveable(state: TrainState) -> dict[str, Any]:
   """The state's arrays (PRNG key as raw key data, which orbax can store)."""
-  return {"step": state.step, "params": state.params, "opt_state": state.opt_state,
-          "rng": jax.random.key_data(state.rng)}
+  return {
+    "step": state.step,
+    "params": state.params,
+    "opt_state": state.opt_state,
+    "rng": jax.random.key_data(state.rng),
+  }
 
 
 def _from_saved(saved: dict[str, Any], like: TrainState) -> TrainState:
-  return like.replace(step=jnp.asarray(saved["step"]), params=saved["params"], opt_state=saved["opt_state"],
-                      rng=jax.random.wrap_key_data(saved["rng"], impl=jax.random.key_impl(like.rng)))
+  return like.replace(
+    step=jnp.asarray(saved["step"]),
+    params=saved["params"],
+    opt_state=saved["opt_state"],
+    rng=jax.random.wrap_key_data(saved["rng"], impl=jax.random.key_impl(like.rng)),
+  )
 
 
 class Checkpoints:
@@ -35,10 +43,14 @@ class Checkpoints:
     root = os.path.join(os.path.abspath(workdir), "checkpoints")
     self.best_metric = best_metric
     self.latest = ocp.CheckpointManager(
-        os.path.join(root, "latest"), options=ocp.CheckpointManagerOptions(max_to_keep=keep))
+      os.path.join(root, "latest"), options=ocp.CheckpointManagerOptions(max_to_keep=keep)
+    )
     self.best = ocp.CheckpointManager(
-        os.path.join(root, "best"),
-        options=ocp.CheckpointManagerOptions(max_to_keep=1, best_fn=lambda m: m[best_metric], best_mode="max"))
+      os.path.join(root, "best"),
+      options=ocp.CheckpointManagerOptions(
+        max_to_keep=1, best_fn=lambda m: m[best_metric], best_mode="max"
+      ),
+    )
 
   def save_latest(self, state: TrainState) -> None:
     step = int(jax.device_get(state.step))
@@ -49,7 +61,9 @@ class Checkpoints:
   def save_best(self, state: TrainState, metrics: dict[str, float]) -> bool:
     """Saves if ``metrics[best_metric]`` beats every earlier best; returns whether it did."""
     if self.best_metric not in metrics:
-      raise KeyError(f"metrics: no {self.best_metric!r} to rank checkpoints by (has {sorted(metrics)})")
+      raise KeyError(
+        f"metrics: no {self.best_metric!r} to rank checkpoints by (has {sorted(metrics)})"
+      )
     value = float(metrics[self.best_metric])
     best_step = self.best.best_step()
     if best_step is not None:
@@ -57,8 +71,12 @@ class Checkpoints:
       if previous is not None and value <= float(previous[self.best_metric]):
         return False
     step = int(jax.device_get(state.step))
-    self.best.save(step, args=ocp.args.StandardSave(_to_saveable(state)),
-                   metrics={self.best_metric: value}, force=True)
+    self.best.save(
+      step,
+      args=ocp.args.StandardSave(_to_saveable(state)),
+      metrics={self.best_metric: value},
+      force=True,
+    )
     self.best.wait_until_finished()
     return True
 

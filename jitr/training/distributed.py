@@ -34,8 +34,12 @@ def cpu_collectives_available(implementation: str = "gloo") -> bool:
     from jax._src.lib import _jax  # private; absent or renamed means "cannot tell" -> unavailable
   except ImportError:
     return False
-  return hasattr(_jax, f"make_{implementation}_tcp_collectives" if implementation == "gloo"
-                 else f"make_{implementation}_collectives")
+  return hasattr(
+    _jax,
+    f"make_{implementation}_tcp_collectives"
+    if implementation == "gloo"
+    else f"make_{implementation}_collectives",
+  )
 
 
 def _check_int(name: str, value, minimum: int) -> None:
@@ -46,13 +50,13 @@ def _check_int(name: str, value, minimum: int) -> None:
 
 
 def initialize(
-    coordinator_address: str | None = None,
-    num_processes: int = 1,
-    process_id: int = 0,
-    *,
-    local_device_count: int | None = None,
-    cpu_collectives: str | None = "gloo",
-    initialization_timeout_s: int = 300,
+  coordinator_address: str | None = None,
+  num_processes: int = 1,
+  process_id: int = 0,
+  *,
+  local_device_count: int | None = None,
+  cpu_collectives: str | None = "gloo",
+  initialization_timeout_s: int = 300,
 ) -> None:
   """Joins this process to a multi-process JAX job; a no-op for ``num_processes == 1``.
 
@@ -82,27 +86,38 @@ def initialize(
   _check_int("num_processes", num_processes, 1)
   _check_int("process_id", process_id, 0)
   if process_id >= num_processes:
-    raise ValueError(f"process_id: expected 0 <= process_id < num_processes={num_processes}, got {process_id}")
+    raise ValueError(
+      f"process_id: expected 0 <= process_id < num_processes={num_processes}, got {process_id}"
+    )
   if local_device_count is not None:
     _check_int("local_device_count", local_device_count, 1)
   _check_int("initialization_timeout_s", initialization_timeout_s, 1)
   if cpu_collectives is not None and cpu_collectives not in CPU_COLLECTIVES:
-    raise ValueError(f"cpu_collectives: expected one of {CPU_COLLECTIVES} or None, got {cpu_collectives!r}")
+    raise ValueError(
+      f"cpu_collectives: expected one of {CPU_COLLECTIVES} or None, got {cpu_collectives!r}"
+    )
   if num_processes > 1:
     if not coordinator_address or not isinstance(coordinator_address, str):
-      raise ValueError(f"coordinator_address: a 'host:port' string is required for num_processes={num_processes}, "
-                       f"got {coordinator_address!r}")
+      raise ValueError(
+        f"coordinator_address: a 'host:port' string is required for num_processes={num_processes}, "
+        f"got {coordinator_address!r}"
+      )
     host, sep, port = coordinator_address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-      raise ValueError(f"coordinator_address: expected 'host:port' with a port in [1, 65535], "
-                       f"got {coordinator_address!r}")
+      raise ValueError(
+        f"coordinator_address: expected 'host:port' with a port in [1, 65535], "
+        f"got {coordinator_address!r}"
+      )
 
   if num_processes == 1 and local_device_count is None:
     return  # nothing to set up: a single process sees its devices as they are
   from jax._src import xla_bridge  # private, but the only way to fail early with a clear message
+
   if xla_bridge.backends_are_initialized():
-    raise RuntimeError("distributed.initialize must run before any other JAX call (the backend is already "
-                       "initialised, e.g. by jax.devices() or a computation)")
+    raise RuntimeError(
+      "distributed.initialize must run before any other JAX call (the backend is already "
+      "initialised, e.g. by jax.devices() or a computation)"
+    )
   if local_device_count is not None:
     jax.config.update("jax_num_cpu_devices", local_device_count)
   if num_processes == 1:
@@ -113,12 +128,17 @@ def initialize(
     if not cpu_collectives_available(cpu_collectives):
       raise RuntimeError(f"this jaxlib build has no {cpu_collectives!r} CPU collectives")
     jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
-  jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
-                             process_id=process_id, initialization_timeout=initialization_timeout_s)
+  jax.distributed.initialize(
+    coordinator_address=coordinator_address,
+    num_processes=num_processes,
+    process_id=process_id,
+    initialization_timeout=initialization_timeout_s,
+  )
 
 
-def process_batch_slice(global_batch_size: int, *, process_id: int | None = None,
-                        num_processes: int | None = None) -> slice:
+def process_batch_slice(
+  global_batch_size: int, *, process_id: int | None = None, num_processes: int | None = None
+) -> slice:
   """This process's rows ``[p·b, (p+1)·b)`` of a global batch, with ``b = global_batch_size / num_processes``.
 
   Matches ``DataParallel``'s mesh, which orders devices by process, so the rows
@@ -131,9 +151,13 @@ def process_batch_slice(global_batch_size: int, *, process_id: int | None = None
   _check_int("num_processes", num_processes, 1)
   _check_int("process_id", process_id, 0)
   if process_id >= num_processes:
-    raise ValueError(f"process_id: expected 0 <= process_id < num_processes={num_processes}, got {process_id}")
+    raise ValueError(
+      f"process_id: expected 0 <= process_id < num_processes={num_processes}, got {process_id}"
+    )
   if global_batch_size % num_processes:
-    raise ValueError(f"global_batch_size: {global_batch_size} rows do not split over {num_processes} processes; "
-                     f"use a multiple of {num_processes}")
+    raise ValueError(
+      f"global_batch_size: {global_batch_size} rows do not split over {num_processes} processes; "
+      f"use a multiple of {num_processes}"
+    )
   rows = global_batch_size // num_processes
   return slice(process_id * rows, (process_id + 1) * rows)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -10,22 +11,29 @@ import numpy as np
 from jitr.data import pairs
 
 
-def embed_split(encode_image: Callable[..., jax.Array], encode_text: Callable[..., jax.Array], params: Any,
-                split: pairs.RetrievalSplit, *, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
+def embed_split(
+  encode_image: Callable[..., jax.Array],
+  encode_text: Callable[..., jax.Array],
+  params: Any,
+  split: pairs.RetrievalSplit,
+  *,
+  batch_size: int = 500,
+) -> tuple[np.ndarray, np.ndarray]:
   """``(images [N_img, E], captions [N_cap, E])`` embeddings of every item.
 
   ``encode_image(params, images, image_mask)`` and ``encode_text(params,
   tokens, lengths)`` are jitted by the caller; the last batch is padded to
   ``batch_size`` so they compile once.
   """
+
   def run(fn, arrays, n):
     out = []
     for lo in range(0, n, batch_size):
-      chunk = [a[lo:lo + batch_size] for a in arrays]
+      chunk = [a[lo : lo + batch_size] for a in arrays]
       pad = batch_size - len(chunk[0])
       if pad:
         chunk = [np.concatenate([c, np.repeat(c[-1:], pad, axis=0)]) for c in chunk]
-      out.append(np.asarray(fn(params, *chunk))[:batch_size - pad])
+      out.append(np.asarray(fn(params, *chunk))[: batch_size - pad])
     return np.concatenate(out)
 
   mask = split.image_mask if split.image_mask is not None else np.ones(split.images.shape[:2], bool)

@@ -12,7 +12,7 @@ A spec maps each graded input a loss reads (``objective``'s ``input``) to a sour
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -29,13 +29,16 @@ def parse_source(source: str) -> tuple[str, str | None]:
     return "oracle", None
   kind, _, name = source.partition(":")
   if kind not in KINDS or not name:
-    raise ValueError(f"graded source {source!r}: expected 'oracle' or one of "
-                     f"{[k + ':NAME' for k in KINDS]} (e.g. 'vectors:sentence', 'topk:cider')")
+    raise ValueError(
+      f"graded source {source!r}: expected 'oracle' or one of "
+      f"{[k + ':NAME' for k in KINDS]} (e.g. 'vectors:sentence', 'topk:cider')"
+    )
   return kind, name
 
 
-def make_graded_fn(spec: Mapping[str, str], *, scales: Mapping[str, float] | None = None
-                   ) -> Callable[[Mapping[str, jax.Array], jax.Array], dict[str, jax.Array]]:
+def make_graded_fn(
+  spec: Mapping[str, str], *, scales: Mapping[str, float] | None = None
+) -> Callable[[Mapping[str, jax.Array], jax.Array], dict[str, jax.Array]]:
   """``graded_fn(gathered_batch, positives) -> {input: [B, B]}`` for the train step.
 
   ``scales[NAME]`` is the largest score of estimator NAME's top-K lists (10 for
@@ -50,13 +53,18 @@ def make_graded_fn(spec: Mapping[str, str], *, scales: Mapping[str, float] | Non
       if kind == "oracle":
         out[name] = jnp.where(positives, 1.0, batch["oracle_relevance"])
       elif kind in ("vectors", "cosine"):
-        rel = losses.relevance_from_embeddings(batch[f"vectors/{estimator}/references"],
-                                               batch[f"vectors/{estimator}/captions"])
+        rel = losses.relevance_from_embeddings(
+          batch[f"vectors/{estimator}/references"], batch[f"vectors/{estimator}/captions"]
+        )
         out[name] = jnp.where(positives, 1.0, rel) if kind == "vectors" else 2.0 * rel - 1.0
       else:
         scale = float(scales.get(estimator, 1.0))
-        out[name] = scale * relevance_from_topk(batch[f"topk/{estimator}/indices"], batch[f"topk/{estimator}/scores"],
-                                                batch["caption_indices"], scale=scale)
+        out[name] = scale * relevance_from_topk(
+          batch[f"topk/{estimator}/indices"],
+          batch[f"topk/{estimator}/scores"],
+          batch["caption_indices"],
+          scale=scale,
+        )
     return out
 
   return graded_fn

@@ -5,7 +5,8 @@ from __future__ import annotations
 import itertools
 import signal
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import jax
 
@@ -29,7 +30,7 @@ class StopRequested:
   def request(self, *_: Any) -> None:
     self._event.set()
 
-  def __enter__(self) -> "StopRequested":
+  def __enter__(self) -> StopRequested:
     if threading.current_thread() is threading.main_thread():
       self._previous = signal.signal(signal.SIGTERM, self.request)
     return self
@@ -40,17 +41,17 @@ class StopRequested:
 
 
 def fit(
-    state: TrainState,
-    *,
-    parallel: DataParallel,
-    epoch_batches: EpochBatches,
-    steps_per_epoch: int,
-    num_epochs: int,
-    checkpoints: Checkpoints | None = None,
-    evaluate: Callable[[TrainState], dict[str, float]] | None = None,
-    on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None,
-    on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None,
-    stop: Callable[[], bool] = lambda: False,
+  state: TrainState,
+  *,
+  parallel: DataParallel,
+  epoch_batches: EpochBatches,
+  steps_per_epoch: int,
+  num_epochs: int,
+  checkpoints: Checkpoints | None = None,
+  evaluate: Callable[[TrainState], dict[str, float]] | None = None,
+  on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None,
+  on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None,
+  stop: Callable[[], bool] = lambda: False,
 ) -> tuple[TrainState, bool]:
   """Trains ``num_epochs`` epochs of ``steps_per_epoch`` steps; returns ``(state, finished)``.
 
@@ -77,8 +78,10 @@ def fit(
           checkpoints.save_latest(parallel.get_state(state))
         return parallel.get_state(state), False
     if step != (epoch + 1) * steps_per_epoch:
-      raise ValueError(f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "
-                       f"expected steps_per_epoch = {steps_per_epoch}")
+      raise ValueError(
+        f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "
+        f"expected steps_per_epoch = {steps_per_epoch}"
+      )
     host_state = parallel.get_state(state)
     epoch_metrics = evaluate(host_state) if evaluate is not None else {}
     if checkpoints is not None:

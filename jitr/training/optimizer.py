@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import optax
 
 
-def make_schedule(*, learning_rate: float, steps_per_epoch: int, decay_epochs: tuple[int, ...] = (),
-                  decay_factor: float = 0.1) -> optax.Schedule:
+def make_schedule(
+  *,
+  learning_rate: float,
+  steps_per_epoch: int,
+  decay_epochs: tuple[int, ...] = (),
+  decay_factor: float = 0.1,
+) -> optax.Schedule:
   """Step decay: ``lr · factor^{#(e ∈ decay_epochs, e ≤ epoch)}`` (VSE++: ×0.1 at 15)."""
   if steps_per_epoch <= 0:
     raise ValueError(f"steps_per_epoch: expected a positive integer, got {steps_per_epoch}")
@@ -16,7 +22,9 @@ def make_schedule(*, learning_rate: float, steps_per_epoch: int, decay_epochs: t
   return optax.piecewise_constant_schedule(learning_rate, boundaries)
 
 
-def make_optimizer(config: Mapping[str, Any], *, steps_per_epoch: int) -> optax.GradientTransformation:
+def make_optimizer(
+  config: Mapping[str, Any], *, steps_per_epoch: int
+) -> optax.GradientTransformation:
   """``clip_by_global_norm(grad_clip)`` then Adam or AdamW on the step-decay schedule.
 
   ``config`` keys: ``name`` ('adam' | 'adamw'), ``learning_rate``,
@@ -24,9 +32,12 @@ def make_optimizer(config: Mapping[str, Any], *, steps_per_epoch: int) -> optax.
   ``decay_factor``.
   """
   name = config.get("name", "adam")
-  schedule = make_schedule(learning_rate=float(config["learning_rate"]), steps_per_epoch=steps_per_epoch,
-                           decay_epochs=tuple(config.get("decay_epochs", ())),
-                           decay_factor=float(config.get("decay_factor", 0.1)))
+  schedule = make_schedule(
+    learning_rate=float(config["learning_rate"]),
+    steps_per_epoch=steps_per_epoch,
+    decay_epochs=tuple(config.get("decay_epochs", ())),
+    decay_factor=float(config.get("decay_factor", 0.1)),
+  )
   if name == "adam":
     opt = optax.adam(schedule)
   elif name == "adamw":

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 Backend = Literal["shard_map", "pmap"]
 
@@ -29,9 +31,15 @@ class DataParallel:
     host_state = dp.get_state(state)
   """
 
-  def __init__(self, step_fn: Callable[..., Any], *, backend: Backend = "shard_map",
-               devices: Sequence[jax.Device] | None = None, axis_name: str = "batch",
-               donate: bool = True):
+  def __init__(
+    self,
+    step_fn: Callable[..., Any],
+    *,
+    backend: Backend = "shard_map",
+    devices: Sequence[jax.Device] | None = None,
+    axis_name: str = "batch",
+    donate: bool = True,
+  ):
     self.devices = list(devices) if devices is not None else jax.devices()
     self.backend = backend
     self.axis_name = axis_name
@@ -42,13 +50,16 @@ class DataParallel:
       # function serves both backends (with varying-manual-axes tracking on,
       # gradients of the replicated params would come back already psum-ed and
       # the step's pmean would be wrong by a factor of the device count).
-      mapped = jax.shard_map(step_fn, mesh=self.mesh, in_specs=(P(), P(axis_name)), out_specs=(P(), P()),
-                             check_vma=False)
+      mapped = jax.shard_map(
+        step_fn, mesh=self.mesh, in_specs=(P(), P(axis_name)), out_specs=(P(), P()), check_vma=False
+      )
       self._step = jax.jit(mapped, donate_argnums=donate_argnums)
       self._replicated = NamedSharding(self.mesh, P())
       self._split = NamedSharding(self.mesh, P(axis_name))
     elif backend == "pmap":
-      self._step = jax.pmap(step_fn, axis_name=axis_name, devices=self.devices, donate_argnums=donate_argnums)
+      self._step = jax.pmap(
+        step_fn, axis_name=axis_name, devices=self.devices, donate_argnums=donate_argnums
+      )
     else:
       raise ValueError(f"backend: expected 'shard_map' or 'pmap', got {backend!r}")
 
@@ -69,7 +80,9 @@ class DataParallel:
 
   def _replicate(self, x: Any) -> jax.Array:
     if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-      return jax.random.wrap_key_data(self._replicate(jax.random.key_data(x)), impl=jax.random.key_impl(x))
+      return jax.random.wrap_key_data(
+        self._replicate(jax.random.key_data(x)), impl=jax.random.key_impl(x)
+      )
     return jax.make_array_from_process_local_data(self._replicated, np.asarray(x))
 
   def get_state(self, state: Any) -> Any:
@@ -82,11 +95,19 @@ class DataParallel:
     local = sum(d.process_index == jax.process_index() for d in self.devices)
     for name, value in batch.items():
       if np.shape(value)[0] % local:
-        raise ValueError(f"batch[{name!r}]: {np.shape(value)[0]} rows do not split over {local} devices; "
-                         f"use a per-process batch size divisible by {local}")
+        raise ValueError(
+          f"batch[{name!r}]: {np.shape(value)[0]} rows do not split over {local} devices; "
+          f"use a per-process batch size divisible by {local}"
+        )
     if self.backend == "shard_map":
-      return {k: jax.make_array_from_process_local_data(self._split, np.asarray(v)) for k, v in batch.items()}
-    return {k: np.reshape(np.asarray(v), (self.num_devices, -1) + np.shape(v)[1:]) for k, v in batch.items()}
+      return {
+        k: jax.make_array_from_process_local_data(self._split, np.asarray(v))
+        for k, v in batch.items()
+      }
+    return {
+      k: np.reshape(np.asarray(v), (self.num_devices, -1) + np.shape(v)[1:])
+      for k, v in batch.items()
+    }
 
   def __call__(self, state: Any, batch: dict[str, Any]) -> tuple[Any, dict[str, jax.Array]]:
     state, metrics = self._step(state, batch)

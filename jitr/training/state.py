@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import flax.struct
 import jax
@@ -19,15 +20,24 @@ class TrainState(flax.struct.PyTreeNode):
   apply_fn: Callable[..., Any] = flax.struct.field(pytree_node=False)
   tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
 
-  def apply_gradients(self, grads: Any) -> "TrainState":
+  def apply_gradients(self, grads: Any) -> TrainState:
     updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
-    return self.replace(step=self.step + 1, params=optax.apply_updates(self.params, updates),
-                        opt_state=opt_state)
+    return self.replace(
+      step=self.step + 1, params=optax.apply_updates(self.params, updates), opt_state=opt_state
+    )
 
 
-def create_train_state(params: Any, apply_fn: Callable[..., Any], tx: optax.GradientTransformation,
-                       rng: jax.Array) -> TrainState:
+def create_train_state(
+  params: Any, apply_fn: Callable[..., Any], tx: optax.GradientTransformation, rng: jax.Array
+) -> TrainState:
   """A fresh state at step 0."""
   import jax.numpy as jnp
-  return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params), rng=rng,
-                    apply_fn=apply_fn, tx=tx)
+
+  return TrainState(
+    step=jnp.zeros((), jnp.int32),
+    params=params,
+    opt_state=tx.init(params),
+    rng=rng,
+    apply_fn=apply_fn,
+    tx=tx,
+  )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,9 @@ def in_batch_targets(batch: Batch) -> tuple[jax.Array, jax.Array]:
   return ids[:, None] == ids[None, :], losses.pair_mask(valid, valid)
 
 
-def exact_ndcg(sim: jax.Array, relevance: jax.Array, positives: jax.Array, where: jax.Array) -> dict[str, jax.Array]:
+def exact_ndcg(
+  sim: jax.Array, relevance: jax.Array, positives: jax.Array, where: jax.Array
+) -> dict[str, jax.Array]:
   """The real (exact-rank) NDCG of both directions, averaged over valid queries."""
   relevance = jnp.where(positives, 1.0, relevance)
 
@@ -37,7 +40,10 @@ def exact_ndcg(sim: jax.Array, relevance: jax.Array, positives: jax.Array, where
     rows = jnp.any(w, axis=-1)
     return jnp.sum(jnp.where(rows, values, 0.0)) / jnp.maximum(jnp.sum(rows), 1)
 
-  return {"ndcg_i2t": direction(sim, relevance, where), "ndcg_t2i": direction(sim.T, relevance.T, where.T)}
+  return {
+    "ndcg_i2t": direction(sim, relevance, where),
+    "ndcg_t2i": direction(sim.T, relevance.T, where.T),
+  }
 
 
 def _gather(x: jax.Array, axis_name: str | None) -> jax.Array:
@@ -45,10 +51,10 @@ def _gather(x: jax.Array, axis_name: str | None) -> jax.Array:
 
 
 def make_train_step(
-    loss_fn: losses.composite.Objective,
-    *,
-    graded_fn: GradedFn | None = None,
-    axis_name: str | None = "batch",
+  loss_fn: losses.composite.Objective,
+  *,
+  graded_fn: GradedFn | None = None,
+  axis_name: str | None = "batch",
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]:
   """Builds the per-device ``train_step(state, batch) -> (state, metrics)``.
 
@@ -73,16 +79,22 @@ def make_train_step(
 
     def compute(params):
       img, txt = state.apply_fn(params, batch, {"dropout": dropout_key})
-      sim = _gather(img, axis_name).astype(jnp.float32) @ _gather(txt, axis_name).astype(jnp.float32).T
-      total, parts = loss_fn(sim, positives=positives, where=where, graded=graded, key=loss_key,
-                             step=state.step)
+      sim = (
+        _gather(img, axis_name).astype(jnp.float32) @ _gather(txt, axis_name).astype(jnp.float32).T
+      )
+      total, parts = loss_fn(
+        sim, positives=positives, where=where, graded=graded, key=loss_key, step=state.step
+      )
       return total, (parts, sim)
 
     (total, (parts, sim)), grads = jax.value_and_grad(compute, has_aux=True)(state.params)
     if axis_name is not None:
       grads = jax.lax.pmean(grads, axis_name)
-    metrics = {"loss": total, **{f"loss/{k}": v for k, v in parts.items()},
-               "grad_norm": _global_norm(grads)}
+    metrics = {
+      "loss": total,
+      **{f"loss/{k}": v for k, v in parts.items()},
+      "grad_norm": _global_norm(grads),
+    }
     if graded is not None and "relevance" in graded:
       metrics.update(exact_ndcg(jax.lax.stop_gradient(sim), graded["relevance"], positives, where))
     if axis_name is not None:  # identical on every device already; pmean marks them replicated

@@ -25,12 +25,21 @@ def test_shapes_variants_build_valid_objectives(name):
 def test_paper_settings():
   c = paper.get_config("coco,vseinf,sam")
   assert (c.dataset, c.test_split, c.eval_folds) == ("coco_precomp", "testall", 5)
-  assert (c.optimizer.name, c.optimizer.learning_rate, tuple(c.optimizer.decay_epochs), c.num_epochs) == (
-      "adamw", 5e-4, (15,), 30)
+  assert (
+    c.optimizer.name,
+    c.optimizer.learning_rate,
+    tuple(c.optimizer.decay_epochs),
+    c.num_epochs,
+  ) == ("adamw", 5e-4, (15,), 30)
   assert c.model.image_pooling == "gpo" and c.model.text == "bigru"
   c = paper.get_config("f30k,vsepp,lseh")
-  assert (c.optimizer.name, c.optimizer.grad_clip, c.num_epochs, c.batch_size, c.model.embed_dim) == (
-      "adam", 2.0, 20, 128, 1024)
+  assert (
+    c.optimizer.name,
+    c.optimizer.grad_clip,
+    c.num_epochs,
+    c.batch_size,
+    c.model.embed_dim,
+  ) == ("adam", 2.0, 20, 128, 1024)
   assert c.estimators.lsa.k == 400 and c.graded.semantic == "cosine:lsa"
   assert set(c.loss) == {"lseh"} and "from_epoch" not in c.loss.lseh  # VSE++: no warm-up
   assert "warmup" in paper.get_config("f30k,vseinf,triplet").loss  # VSE∞'s warm-up
@@ -42,4 +51,6 @@ def test_paper_settings():
 
 def test_default_is_triplet_plus_smooth_ndcg_on_sentence_relevance():
   c = default.get_config()
-  assert set(c.loss) == {"warmup", "triplet", "smooth_ndcg"} and c.graded.relevance == "vectors:sentence"
+  assert (
+    set(c.loss) == {"warmup", "triplet", "smooth_ndcg"} and c.graded.relevance == "vectors:sentence"
+  )

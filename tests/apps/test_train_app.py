@@ -37,7 +37,9 @@ def test_default_config_trains_end_to_end_on_tiny_shapes(tmp_path):
   out = tmp_path / "run" / "eval_test"
   for name in ("metrics.json", "metrics.md", "queries.png"):
     assert (out / name).stat().st_size > 0, name
-  assert any(p.suffix == ".png" and p.name != "queries.png" for p in out.iterdir())  # recall / NDCG curves
+  assert any(
+    p.suffix == ".png" and p.name != "queries.png" for p in out.iterdir()
+  )  # recall / NDCG curves
   with open(out / "queries.png", "rb") as f:
     assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 

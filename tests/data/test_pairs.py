@@ -11,11 +11,16 @@ def _split(**kw):
   tokens = np.where(np.arange(20)[None] < lengths[:, None], 5, 0).astype(np.int32)
   vec = rng.normal(size=(n_img * per, 3)).astype(np.float32)
   return pairs.RetrievalSplit(
-      images=rng.normal(size=(n_img, 4, 2)).astype(np.float32), image_mask=np.ones((n_img, 4), bool),
-      tokens=tokens, lengths=lengths, caption_image=np.repeat(np.arange(n_img), per),
-      vectors={"sentence": vec},
-      topk={"cider": (np.tile(np.arange(3), (n_img, 1)), np.ones((n_img, 3), np.float32))},
-      oracle=lambda i, c: (i[:, None] == (c[None, :] // 2)).astype(np.float32), **kw)
+    images=rng.normal(size=(n_img, 4, 2)).astype(np.float32),
+    image_mask=np.ones((n_img, 4), bool),
+    tokens=tokens,
+    lengths=lengths,
+    caption_image=np.repeat(np.arange(n_img), per),
+    vectors={"sentence": vec},
+    topk={"cider": (np.tile(np.arange(3), (n_img, 1)), np.ones((n_img, 3), np.float32))},
+    oracle=lambda i, c: (i[:, None] == (c[None, :] // 2)).astype(np.float32),
+    **kw,
+  )
 
 
 def test_batches_are_deterministic_per_epoch_and_cover_pairs():
@@ -37,10 +42,16 @@ def test_batch_fields_by_hand():
   batch = pairs.make_batch(split, np.array([3, 0, 7]))
   np.testing.assert_array_equal(batch["image_ids"], [1, 0, 3])
   np.testing.assert_array_equal(batch["images"], split.images[[1, 0, 3]])
-  assert batch["tokens"].shape[1] == min(b for b in (8, 12, 16) if b >= batch["lengths"].max())  # bucket
+  assert batch["tokens"].shape[1] == min(
+    b for b in (8, 12, 16) if b >= batch["lengths"].max()
+  )  # bucket
   assert batch["tokens"].shape[1] >= batch["lengths"].max()
-  np.testing.assert_array_equal(batch["vectors/sentence/captions"], split.vectors["sentence"][[3, 0, 7]])
-  np.testing.assert_array_equal(batch["vectors/sentence/references"][0], split.vectors["sentence"][[2, 3]])
+  np.testing.assert_array_equal(
+    batch["vectors/sentence/captions"], split.vectors["sentence"][[3, 0, 7]]
+  )
+  np.testing.assert_array_equal(
+    batch["vectors/sentence/references"][0], split.vectors["sentence"][[2, 3]]
+  )
   assert batch["topk/cider/indices"].shape == (3, 3)
   np.testing.assert_array_equal(batch["oracle_relevance"], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
 
@@ -55,10 +66,18 @@ def test_rows_select_this_hosts_share():
 
 def test_inconsistent_splits_are_refused():
   with pytest.raises(ValueError, match="tokens"):
-    pairs.RetrievalSplit(images=np.zeros((2, 1)), tokens=np.zeros((3, 2)), lengths=np.ones(4),
-                         caption_image=np.array([0, 0, 1, 1]))
+    pairs.RetrievalSplit(
+      images=np.zeros((2, 1)),
+      tokens=np.zeros((3, 2)),
+      lengths=np.ones(4),
+      caption_image=np.array([0, 0, 1, 1]),
+    )
   with pytest.raises(ValueError, match="same number of captions"):
-    pairs.RetrievalSplit(images=np.zeros((2, 1)), tokens=np.zeros((3, 2)), lengths=np.ones(3),
-                         caption_image=np.array([0, 0, 1]))
+    pairs.RetrievalSplit(
+      images=np.zeros((2, 1)),
+      tokens=np.zeros((3, 2)),
+      lengths=np.ones(3),
+      caption_image=np.array([0, 0, 1]),
+    )
   with pytest.raises(ValueError, match="larger than"):
     pairs.steps_per_epoch(_split(), 100)

@@ -6,8 +6,7 @@ import pytest
 from jitr.data import precomp as P
 
 
-def _make(folder, split="train", n=2, regions=36, dim=2048, caps=None, rows=None,
-          dtype=np.float32):
+def _make(folder, split="train", n=2, regions=36, dim=2048, caps=None, rows=None, dtype=np.float32):
   folder.mkdir(parents=True, exist_ok=True)
   rows = n if rows is None else rows
   feats = np.arange(rows * regions * dim, dtype=np.float64).reshape(rows, regions, dim)
@@ -39,8 +38,12 @@ def test_one_row_per_caption_layout_is_deduplicated(tmp_path):
 
 def test_coco_testall_and_f30k_splits(tmp_path):
   _make(tmp_path / "coco_precomp", "testall", n=1, regions=2, dim=4)
-  assert P.load_precomp_split(tmp_path / "coco_precomp", "testall",
-                              num_regions=2, feature_dim=4).num_images == 1
+  assert (
+    P.load_precomp_split(
+      tmp_path / "coco_precomp", "testall", num_regions=2, feature_dim=4
+    ).num_images
+    == 1
+  )
   _make(tmp_path / "f30k_precomp", "testall", n=1, regions=2, dim=4)
   with pytest.raises(P.PrecompError, match="'testall' is not a f30k split"):
     P.load_precomp_split(tmp_path / "f30k_precomp", "testall")
@@ -64,9 +67,11 @@ def test_missing_files(tmp_path):
 def test_count_mismatch(tmp_path):
   folder = tmp_path / "f30k_precomp"
   _make(folder, "train", n=2, regions=2, dim=4, caps=[f"c{i}" for i in range(9)])
-  with pytest.raises(P.PrecompError,
-                     match=r"train_caps\.txt has 9 captions but .*train_ims\.npy has 2 "
-                           r"images; expected 5 captions per image \(10 captions\)"):
+  with pytest.raises(
+    P.PrecompError,
+    match=r"train_caps\.txt has 9 captions but .*train_ims\.npy has 2 "
+    r"images; expected 5 captions per image \(10 captions\)",
+  ):
     P.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
 
 
@@ -99,7 +104,13 @@ def test_blank_caption_line(tmp_path):
 
 def test_vocab_from_train_captions(tmp_path):
   folder = tmp_path / "f30k_precomp"
-  _make(folder, "train", n=1, regions=2, dim=4,
-        caps=["a dog runs", "a dog", "the cat", "a cat sleeps", "dog"])
+  _make(
+    folder,
+    "train",
+    n=1,
+    regions=2,
+    dim=4,
+    caps=["a dog runs", "a dog", "the cat", "a cat sleeps", "dog"],
+  )
   vocab = P.build_precomp_vocab(folder, min_count=2)
   assert vocab.words[4:] == ("a", "dog", "cat")

@@ -42,9 +42,11 @@ def test_grammar_has_variety():
     _, caps = _captions(i)
     for text, f in caps:
       texts.append(text)
-      kinds.add(("relation" if f.relation else "")
-                + ("count" if f.count >= 0 else "")
-                + f"m{len(f.mentions)}")
+      kinds.add(
+        ("relation" if f.relation else "")
+        + ("count" if f.count >= 0 else "")
+        + f"m{len(f.mentions)}"
+      )
       if f.relation is None and any(m.row >= 0 or m.col >= 0 for m in f.mentions):
         kinds.add("position")
   words = set(" ".join(texts).split())
@@ -54,8 +56,17 @@ def test_grammar_has_variety():
   assert {"large", "big", "huge", "small", "tiny"} <= words
   assert {"above", "below", "left", "right"} <= words
   assert {"two", "three"} <= words
-  assert {"m1", "m2", "m3", "relationm2", "countm0", "countm1", "countm2",
-          "countm3", "position"} <= kinds
+  assert {
+    "m1",
+    "m2",
+    "m3",
+    "relationm2",
+    "countm0",
+    "countm1",
+    "countm2",
+    "countm3",
+    "position",
+  } <= kinds
   assert len(set(texts)) > 0.95 * len(texts)
   # word order: the position phrase sometimes opens the caption
   assert any(t.startswith(("at the", "in the", "on the")) for t in texts)
@@ -79,8 +90,11 @@ def test_relation_facts_hold_on_grid():
 
 
 def test_facts_round_trip_array_and_json():
-  facts = C.CaptionFacts(mentions=(C.Mention(shape=0, colour=1), C.Mention(size=1, row=2)),
-                         count=2, relation=(1, C.ABOVE, 0))
+  facts = C.CaptionFacts(
+    mentions=(C.Mention(shape=0, colour=1), C.Mention(size=1, row=2)),
+    count=2,
+    relation=(1, C.ABOVE, 0),
+  )
   arr = facts.to_array()
   assert arr.shape == (C.FACT_FIELDS,) and arr.dtype == np.int32
   np.testing.assert_array_equal(arr[:10], [0, 1, -1, -1, -1, -1, -1, 1, 2, -1])

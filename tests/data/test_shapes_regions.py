@@ -39,7 +39,8 @@ def test_projection_is_fixed_and_noise_is_small():
   want = np.maximum(G.raw_object_vector(obj) @ G.projection(64), 0)
   np.testing.assert_allclose(a[0], want, rtol=1e-6, atol=1e-7)
   b, _ = G.region_features(S.Scene((obj,), seed=2), region_dim=64)
-  other, _ = G.region_features(S.Scene((S.SceneObject(0, 7, 0, 1, 1),), seed=1),
-                               region_dim=64, noise=0.0)
+  other, _ = G.region_features(
+    S.Scene((S.SceneObject(0, 7, 0, 1, 1),), seed=1), region_dim=64, noise=0.0
+  )
   # same object under noise stays closer than a different object
   assert np.linalg.norm(b[0] - a[0]) < 0.5 * np.linalg.norm(other[0] - a[0])

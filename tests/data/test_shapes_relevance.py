@@ -13,36 +13,62 @@ SMALL, LARGE = 0, 1
 M = C.Mention
 
 # A large red circle top-left and a small blue square bottom-right.
-SCENE = S.Scene((S.SceneObject(CIRCLE, RED, LARGE, 0, 0),
-                 S.SceneObject(SQUARE, BLUE, SMALL, 2, 2)), seed=0)
+SCENE = S.Scene(
+  (S.SceneObject(CIRCLE, RED, LARGE, 0, 0), S.SceneObject(SQUARE, BLUE, SMALL, 2, 2)), seed=0
+)
 
 HAND_CASES = [
-    # (facts, expected relevance, why)
-    (C.CaptionFacts((M(shape=CIRCLE, colour=RED),)), 1.0, "a red circle"),
-    (C.CaptionFacts((M(shape=CIRCLE, colour=BLUE),)), 0.5, "best object matches 1 of 2"),
-    (C.CaptionFacts((M(shape=TRIANGLE, colour=GREEN, size=LARGE),)), 1 / 3,
-     "only the size of the circle matches"),
-    (C.CaptionFacts((M(shape=CIRCLE, colour=RED), M(shape=CIRCLE, colour=RED))), 0.5,
-     "two red circles: the second must use the square (0)"),
-    (C.CaptionFacts((M(shape=CIRCLE, colour=RED), M(shape=SQUARE, colour=BLUE)),
-                    relation=(0, C.ABOVE, 1)), 1.0, "red circle above blue square"),
-    (C.CaptionFacts((M(shape=CIRCLE, colour=RED), M(shape=SQUARE, colour=BLUE)),
-                    relation=(0, C.BELOW, 1)), 2 / 3, "relation false"),
-    (C.CaptionFacts((M(shape=SQUARE, colour=BLUE), M(shape=CIRCLE, colour=RED)),
-                    relation=(0, C.LEFT_OF, 1)), 2 / 3,
-     "swapping the assignment would make the relation true but scores 1 < 2"),
-    (C.CaptionFacts(count=2), 1.0, "two shapes"),
-    (C.CaptionFacts(count=3), 0.5, "three shapes: off by one"),
-    (C.CaptionFacts(count=1), 0.5, "one shape: off by one"),
-    (C.CaptionFacts((M(colour=RED),), count=3), 0.75, "(1 + 0.5) / 2"),
-    (C.CaptionFacts((M(colour=RED), M(colour=BLUE), M(colour=GREEN))), 2 / 3,
-     "third mention has no object left"),
-    (C.CaptionFacts((M(shape=CIRCLE, row=0, col=2),)), 2 / 3,
-     "circle in the top right: shape and row match"),
-    (C.CaptionFacts((M(size=SMALL, row=2),)), 1.0, "something small at the bottom"),
-    (C.CaptionFacts((M(),)), 1.0, "a mention stating nothing matches any object"),
-    (C.CaptionFacts((M(shape=TRIANGLE, colour=GREEN),), count=1), 0.25,
-     "(0 + 0.5) / 2"),
+  # (facts, expected relevance, why)
+  (C.CaptionFacts((M(shape=CIRCLE, colour=RED),)), 1.0, "a red circle"),
+  (C.CaptionFacts((M(shape=CIRCLE, colour=BLUE),)), 0.5, "best object matches 1 of 2"),
+  (
+    C.CaptionFacts((M(shape=TRIANGLE, colour=GREEN, size=LARGE),)),
+    1 / 3,
+    "only the size of the circle matches",
+  ),
+  (
+    C.CaptionFacts((M(shape=CIRCLE, colour=RED), M(shape=CIRCLE, colour=RED))),
+    0.5,
+    "two red circles: the second must use the square (0)",
+  ),
+  (
+    C.CaptionFacts(
+      (M(shape=CIRCLE, colour=RED), M(shape=SQUARE, colour=BLUE)), relation=(0, C.ABOVE, 1)
+    ),
+    1.0,
+    "red circle above blue square",
+  ),
+  (
+    C.CaptionFacts(
+      (M(shape=CIRCLE, colour=RED), M(shape=SQUARE, colour=BLUE)), relation=(0, C.BELOW, 1)
+    ),
+    2 / 3,
+    "relation false",
+  ),
+  (
+    C.CaptionFacts(
+      (M(shape=SQUARE, colour=BLUE), M(shape=CIRCLE, colour=RED)), relation=(0, C.LEFT_OF, 1)
+    ),
+    2 / 3,
+    "swapping the assignment would make the relation true but scores 1 < 2",
+  ),
+  (C.CaptionFacts(count=2), 1.0, "two shapes"),
+  (C.CaptionFacts(count=3), 0.5, "three shapes: off by one"),
+  (C.CaptionFacts(count=1), 0.5, "one shape: off by one"),
+  (C.CaptionFacts((M(colour=RED),), count=3), 0.75, "(1 + 0.5) / 2"),
+  (
+    C.CaptionFacts((M(colour=RED), M(colour=BLUE), M(colour=GREEN))),
+    2 / 3,
+    "third mention has no object left",
+  ),
+  (
+    C.CaptionFacts((M(shape=CIRCLE, row=0, col=2),)),
+    2 / 3,
+    "circle in the top right: shape and row match",
+  ),
+  (C.CaptionFacts((M(size=SMALL, row=2),)), 1.0, "something small at the bottom"),
+  (C.CaptionFacts((M(),)), 1.0, "a mention stating nothing matches any object"),
+  (C.CaptionFacts((M(shape=TRIANGLE, colour=GREEN),), count=1), 0.25, "(0 + 0.5) / 2"),
 ]
 
 
@@ -58,8 +84,9 @@ def _random_facts(rng):
   """Arbitrary (not necessarily true) facts, to cover cases captions never make."""
   n = int(rng.integers(0, 4))
   mentions = tuple(
-      M(*(int(rng.integers(c)) if rng.random() < 0.5 else -1
-          for c in S.ATTRIBUTE_CARDINALITY)) for _ in range(n))
+    M(*(int(rng.integers(c)) if rng.random() < 0.5 else -1 for c in S.ATTRIBUTE_CARDINALITY))
+    for _ in range(n)
+  )
   relation = None
   if n >= 2 and rng.random() < 0.5:
     a, b = rng.choice(n, 2, replace=False)

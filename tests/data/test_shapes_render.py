@@ -18,13 +18,18 @@ def test_render_is_deterministic_and_uint8():
 
 
 def test_objects_have_their_colour_and_background_is_dark():
-  scene = S.Scene((S.SceneObject(SQUARE, RED, 1, 1, 1),        # large, centre
-                   S.SceneObject(CIRCLE, BLUE, 0, 0, 0)), seed=1)  # small, top-left
+  scene = S.Scene(
+    (
+      S.SceneObject(SQUARE, RED, 1, 1, 1),  # large, centre
+      S.SceneObject(CIRCLE, BLUE, 0, 0, 0),
+    ),
+    seed=1,
+  )  # small, top-left
   img = R.render(scene).astype(int)
   cell = 64 / 3
-  r, g, b = img[32, 32]          # centre of the square
+  r, g, b = img[32, 32]  # centre of the square
   assert r > 160 and g < 80 and b < 80
-  cx = cy = int(0.5 * cell)      # centre of the circle (pixel 10)
+  cx = cy = int(0.5 * cell)  # centre of the circle (pixel 10)
   r, g, b = img[cy, cx]
   assert b > 170 and r < 90 and g < 120
   assert img[60, 60].max() < 70  # empty bottom-right cell: background
@@ -34,11 +39,11 @@ def test_objects_have_their_colour_and_background_is_dark():
 def test_shape_areas_match_their_formulas():
   r = R.HALF_EXTENT[1]
   expected = {
-      "circle": np.pi * r * r,
-      "square": (1.7 * r) ** 2,
-      "triangle": r * 2 * r,          # base 2r, height 2r
-      "diamond": 2 * r * r,
-      "cross": 2 * (2 * r) * (2 * r / 3) - (2 * r / 3) ** 2,
+    "circle": np.pi * r * r,
+    "square": (1.7 * r) ** 2,
+    "triangle": r * 2 * r,  # base 2r, height 2r
+    "diamond": 2 * r * r,
+    "cross": 2 * (2 * r) * (2 * r / 3) - (2 * r / 3) ** 2,
   }
   for shape, name in enumerate(S.SHAPES):
     cov = R.object_coverage(S.SceneObject(shape, 0, 1, 1, 1))
@@ -49,22 +54,24 @@ def test_shape_areas_match_their_formulas():
 def test_object_box_from_cell_and_jitter():
   x0, y0, x1, y1 = R.object_box(S.SceneObject(0, 0, 1, 2, 0, dx=2, dy=-1))
   cell = 64 / 3
-  assert np.allclose([x0, y0, x1, y1],
-                     [0.5 * cell + 2 - 8.5, 2.5 * cell - 1 - 8.5,
-                      0.5 * cell + 2 + 8.5, 2.5 * cell - 1 + 8.5])
+  assert np.allclose(
+    [x0, y0, x1, y1],
+    [0.5 * cell + 2 - 8.5, 2.5 * cell - 1 - 8.5, 0.5 * cell + 2 + 8.5, 2.5 * cell - 1 + 8.5],
+  )
 
 
 def test_encode_png_decodes_back_exactly():
   import struct
   import zlib
+
   img = R.render(S.sample_scene(S.example_rng(0, 0, 5)))
   png = R.encode_png(img)
   assert png[:8] == b"\x89PNG\r\n\x1a\n"
   pos, chunks = 8, {}
   while pos < len(png):
-    (n,) = struct.unpack(">I", png[pos:pos + 4])
-    tag, data = png[pos + 4:pos + 8], png[pos + 8:pos + 8 + n]
-    (crc,) = struct.unpack(">I", png[pos + 8 + n:pos + 12 + n])
+    (n,) = struct.unpack(">I", png[pos : pos + 4])
+    tag, data = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + n]
+    (crc,) = struct.unpack(">I", png[pos + 8 + n : pos + 12 + n])
     assert crc == zlib.crc32(tag + data) & 0xFFFFFFFF
     chunks[tag] = data
     pos += 12 + n

@@ -33,8 +33,7 @@ def test_scene_constraints_hold_over_many_samples():
 
 
 def test_pack_unpack_round_trip():
-  scene = S.Scene((S.SceneObject(0, 1, 1, 0, 0, 2, -1),
-                   S.SceneObject(4, 7, 0, 2, 1)), seed=5)
+  scene = S.Scene((S.SceneObject(0, 1, 1, 0, 0, 2, -1), S.SceneObject(4, 7, 0, 2, 1)), seed=5)
   arr = scene.to_array()
   assert arr.shape == (S.MAX_OBJECTS, S.OBJECT_FIELDS) and arr.dtype == np.int32
   np.testing.assert_array_equal(arr[0], [0, 1, 1, 0, 0, 2, -1])

@@ -23,7 +23,10 @@ def test_builder_metadata_and_split_sizes(data_dir):
   b = T.builder(data_dir, "tiny")
   assert b.name == "jitr_shapes" and str(b.version) == "1.0.0"
   assert {k: v.num_examples for k, v in b.info.splits.items()} == {
-      "train": 40, "val": 10, "test": 10}
+    "train": 40,
+    "val": 10,
+    "test": 10,
+  }
   assert T.DEFAULT.split_sizes() == {"train": 10_000, "val": 1_000, "test": 1_000}
   feats = b.info.features
   assert feats["image"].shape == (64, 64, 3)
@@ -32,11 +35,11 @@ def test_builder_metadata_and_split_sizes(data_dir):
 
 
 def test_custom_config_sizes_and_region_layout(tmp_path):
-  cfg = T.ShapesConfig(name="custom", num_train=4, num_val=3, num_test=2, seed=5,
-                       region_dim=16, max_regions=4)
+  cfg = T.ShapesConfig(
+    name="custom", num_train=4, num_val=3, num_test=2, seed=5, region_dim=16, max_regions=4
+  )
   b = T.build(str(tmp_path), cfg)
-  assert {k: v.num_examples for k, v in b.info.splits.items()} == {
-      "train": 4, "val": 3, "test": 2}
+  assert {k: v.num_examples for k, v in b.info.splits.items()} == {"train": 4, "val": 3, "test": 2}
   d = T.load_split("val", data_dir=str(tmp_path), config=cfg)
   fresh = E.make_split(5, "val", 3, region_dim=16, max_regions=4)
   assert d["regions"].shape == (3, 4, 16)

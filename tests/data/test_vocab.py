@@ -10,7 +10,15 @@ from jitr.data import vocab as V
 
 def test_tokenize():
   assert V.tokenize("A Red-ball, in the TOP-left corner!") == [
-      "a", "red", "ball", "in", "the", "top", "left", "corner"]
+    "a",
+    "red",
+    "ball",
+    "in",
+    "the",
+    "top",
+    "left",
+    "corner",
+  ]
   assert V.tokenize("the dog's 2 toys") == ["the", "dog's", "2", "toys"]
 
 
@@ -25,9 +33,7 @@ def test_build_vocab_order_and_min_count():
 def test_encode_batch_pads_and_truncates():
   vocab = V.build_vocab(["a b c d"])
   ids, lengths = vocab.encode_batch(["a b", "d c b a", "zzz"])
-  np.testing.assert_array_equal(ids, [[1, 4, 5, 2, 0, 0],
-                                      [1, 7, 6, 5, 4, 2],
-                                      [1, 3, 2, 0, 0, 0]])
+  np.testing.assert_array_equal(ids, [[1, 4, 5, 2, 0, 0], [1, 7, 6, 5, 4, 2], [1, 3, 2, 0, 0, 0]])
   np.testing.assert_array_equal(lengths, [4, 6, 3])
   assert ids.dtype == np.int32 and lengths.dtype == np.int32
   ids, lengths = vocab.encode_batch(["d c b a"], max_len=4)

@@ -1,6 +1,5 @@
 """Shared fixtures for the evaluation tests."""
 
-import os
 import warnings
 
 import numpy as np

@@ -20,11 +20,16 @@ def test_matches_sklearn_average_precision():
   sklearn_metrics = pytest.importorskip("sklearn.metrics")
   rng = np.random.default_rng(0)
   scores = rng.standard_normal((20, 70)).astype(np.float32)
-  ql = rng.random((20, 4)) < 0.3   # multi-label memberships
+  ql = rng.random((20, 4)) < 0.3  # multi-label memberships
   gl = rng.random((70, 4)) < 0.3
   relevant = (ql.astype(int) @ gl.T.astype(int)) > 0
-  want = np.mean([sklearn_metrics.average_precision_score(relevant[i], scores[i])
-                  for i in range(20) if relevant[i].any()])
+  want = np.mean(
+    [
+      sklearn_metrics.average_precision_score(relevant[i], scores[i])
+      for i in range(20)
+      if relevant[i].any()
+    ]
+  )
   assert class_map(scores, ql, gl, chunk_size=6) == pytest.approx(want, abs=1e-9)
 
 

@@ -11,7 +11,8 @@ MODULES = ["recall", "eccv", "ndcg", "semantic", "class_map", "positives"]
 @pytest.mark.parametrize("module", MODULES)
 def test_docstring_examples(module):
   mod = importlib.import_module(f"jitr.evaluation.{module}")
-  result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
-                           verbose=False)
+  result = doctest.testmod(
+    mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False
+  )
   assert result.attempted > 0, f"jitr.evaluation.{module} has no docstring example"
   assert result.failed == 0

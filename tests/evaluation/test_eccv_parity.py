@@ -74,10 +74,12 @@ def _eccv_scores(sim, img_ids, cap_ids, owner, eccv):
       fold_t2i[int(cap_ids[c])] = [int(i) for i in img_ids[rows[row]]]
   out = {}
   for kk in KS:
-    for proto, fn, items in (("coco5k", eccv.coco_5k_recalls, retrieved),
-                             ("coco1k", eccv.coco_1k_recalls, {"i2t": fold_i2t, "t2i": fold_t2i}),
-                             ("cxc", eccv.cxc_recalls, retrieved),
-                             ("eccv", eccv.eccv_recalls, retrieved)):
+    for proto, fn, items in (
+      ("coco5k", eccv.coco_5k_recalls, retrieved),
+      ("coco1k", eccv.coco_1k_recalls, {"i2t": fold_i2t, "t2i": fold_t2i}),
+      ("cxc", eccv.cxc_recalls, retrieved),
+      ("eccv", eccv.eccv_recalls, retrieved),
+    ):
       res = fn(items, "all", K=kk)
       out[f"{proto}/i2t/R@{kk}"] = res["i2t"]
       out[f"{proto}/t2i/R@{kk}"] = res["t2i"]
@@ -95,8 +97,14 @@ def _restricted(eccv, img_ids, cap_ids):
   imgs, caps = set(int(i) for i in img_ids), set(int(c) for c in cap_ids)
   for attr in ("coco_gts", "cxc_gts", "eccv_gts"):
     gts = getattr(eccv, attr)
-    setattr(out, attr, {"i2t": {k: v for k, v in gts["i2t"].items() if k in imgs},
-                        "t2i": {k: v for k, v in gts["t2i"].items() if k in caps}})
+    setattr(
+      out,
+      attr,
+      {
+        "i2t": {k: v for k, v in gts["i2t"].items() if k in imgs},
+        "t2i": {k: v for k, v in gts["t2i"].items() if k in caps},
+      },
+    )
   out.coco_ids = np.asarray(cap_ids)
   return out
 
@@ -105,10 +113,19 @@ def _check(kind, eccv, img_ids, cap_ids, owner):
   sim = _sim(kind, img_ids, cap_ids, owner, eccv)
   ext = {}
   for name, gts in (("eccv", eccv.eccv_gts), ("cxc", eccv.cxc_gts)):
-    ext[name] = (positives_from_id_dicts(gts["i2t"], query_ids=img_ids, gallery_ids=cap_ids),
-                 positives_from_id_dicts(gts["t2i"], query_ids=cap_ids, gallery_ids=img_ids))
-  ours = evaluate_retrieval(sim, caption_to_image=owner, folds=5, extended_positives=ext,
-                            recall_ks=KS, curve_ks=KS, percent=False)
+    ext[name] = (
+      positives_from_id_dicts(gts["i2t"], query_ids=img_ids, gallery_ids=cap_ids),
+      positives_from_id_dicts(gts["t2i"], query_ids=cap_ids, gallery_ids=img_ids),
+    )
+  ours = evaluate_retrieval(
+    sim,
+    caption_to_image=owner,
+    folds=5,
+    extended_positives=ext,
+    recall_ks=KS,
+    curve_ks=KS,
+    percent=False,
+  )
   theirs = _eccv_scores(sim, img_ids, cap_ids, owner, eccv)
   rename = {"coco5k": "full", "coco1k": "folds"}
   compared = 0
@@ -121,8 +138,7 @@ def _check(kind, eccv, img_ids, cap_ids, owner):
   assert compared == 4 * 3 * 2 + 3 * 2
   if kind == "perturbed":
     # The perturbation makes the comparison meaningful: values well inside (0, 1).
-    for key in ("full/i2t/R@1", "folds/t2i/R@5", "eccv/i2t/mAP@R", "eccv/t2i/R-P",
-                "cxc/t2i/R@1"):
+    for key in ("full/i2t/R@1", "folds/t2i/R@5", "eccv/i2t/mAP@R", "eccv/t2i/R-P", "cxc/t2i/R@1"):
       assert 0.05 < ours[key] < 0.95, (key, ours[key])
   else:
     assert ours["full/i2t/R@10"] < 0.05

@@ -30,12 +30,19 @@ def test_matches_numpy_reference_both_directions():
   n_img, n_cap = 23, 61
   sim = rng.standard_normal((n_img, n_cap)).astype(np.float32)
   rel = rng.integers(0, 4, (n_img, n_cap)).astype(np.float32) / 3.0  # graded, ties
-  rel[2] = 0.0        # an image with nothing relevant: excluded from the mean
+  rel[2] = 0.0  # an image with nothing relevant: excluded from the mean
   rel[:, 5] = 0.0
   owner = np.arange(n_cap) % n_img
   ks = (1, 3, 10, 40, 100)
-  m = evaluate_retrieval(sim, caption_to_image=owner, relevance=rel, ndcg_ks=ks,
-                         semantic_ks=(), percent=False, chunk_size=5)
+  m = evaluate_retrieval(
+    sim,
+    caption_to_image=owner,
+    relevance=rel,
+    ndcg_ks=ks,
+    semantic_ks=(),
+    percent=False,
+    chunk_size=5,
+  )
   for k in ks:
     assert m[f"ndcg/i2t/NDCG@{k}"] == pytest.approx(_ndcg_numpy(sim, rel, k), abs=1e-6)
     assert m[f"ndcg/t2i/NDCG@{k}"] == pytest.approx(_ndcg_numpy(sim.T, rel.T, k), abs=1e-6)

@@ -3,8 +3,13 @@
 import numpy as np
 import pytest
 
-from jitr.evaluation import (PositiveSets, extended_metrics, positives_from_id_dicts,
-                             positives_from_lists, positives_from_owner)
+from jitr.evaluation import (
+  PositiveSets,
+  extended_metrics,
+  positives_from_id_dicts,
+  positives_from_lists,
+  positives_from_owner,
+)
 from jitr.evaluation.eccv import map_at_r_from_hits
 
 
@@ -18,8 +23,7 @@ def test_map_at_r_hand_computed():
 
 
 def test_extended_metrics_small():
-  scores = np.array([[0.9, 0.8, 0.7, 0.6, 0.5],
-                     [0.1, 0.2, 0.3, 0.4, 0.5]], np.float32)
+  scores = np.array([[0.9, 0.8, 0.7, 0.6, 0.5], [0.1, 0.2, 0.3, 0.4, 0.5]], np.float32)
   # Query 0: positives {0, 2} plus one outside the gallery (R = 3).
   # Query 1: positives {0}: ranked last.
   pos = positives_from_lists([[0, 2], [0]], num_gallery=5, num_positives=[3, 1])

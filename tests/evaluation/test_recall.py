@@ -3,17 +3,26 @@
 import numpy as np
 import pytest
 
-from jitr.evaluation import (CallableScores, CrossModalScores, DenseScores, EmbeddingScores,
-                             best_positive_ranks, coco_recalls, evaluate_retrieval,
-                             mean_rank, median_rank, positives_from_owner, recall_at_k,
-                             retrieval_recall)
+from jitr.evaluation import (
+  CallableScores,
+  CrossModalScores,
+  DenseScores,
+  EmbeddingScores,
+  best_positive_ranks,
+  coco_recalls,
+  evaluate_retrieval,
+  mean_rank,
+  median_rank,
+  positives_from_owner,
+  recall_at_k,
+  retrieval_recall,
+)
 from jitr.evaluation.ranks import best_positive_ranks_reference
 
 
 def test_hand_computed_two_images():
   # Images 0, 1; captions 0, 1 belong to image 0, captions 2, 3 to image 1.
-  sim = np.array([[0.1, 0.9, 0.5, 0.3],
-                  [0.8, 0.2, 0.4, 0.7]], np.float32)
+  sim = np.array([[0.1, 0.9, 0.5, 0.3], [0.8, 0.2, 0.4, 0.7]], np.float32)
   owner = np.array([0, 0, 1, 1])
   i2t, t2i = positives_from_owner(owner)
   ranks, _ = best_positive_ranks(sim, i2t)
@@ -23,8 +32,9 @@ def test_hand_computed_two_images():
   # Caption 0: image 1 (.8) above image 0 (.1) -> 1; caption 1 -> 0;
   # caption 2: image 0 (.5) above image 1 (.4) -> 1; caption 3 -> 0.
   np.testing.assert_array_equal(ranks_t, [1, 0, 1, 0])
-  m = evaluate_retrieval(sim, caption_to_image=owner, recall_ks=(1, 2), curve_ks=(1, 2),
-                         percent=False)
+  m = evaluate_retrieval(
+    sim, caption_to_image=owner, recall_ks=(1, 2), curve_ks=(1, 2), percent=False
+  )
   assert m["full/i2t/R@1"] == 0.5 and m["full/i2t/R@2"] == 1.0
   assert m["full/t2i/R@1"] == 0.5 and m["full/t2i/R@2"] == 1.0
   assert m["full/rsum"] == pytest.approx(3.0)
@@ -63,15 +73,18 @@ def test_five_folds_equal_averaging_five_separate_1k_evaluations():
   sim = rng.standard_normal((n_img, n_img * per)).astype(np.float32)
   sim[owner, np.arange(owner.size)] += 1.0
   ks = (1, 5, 10)
-  five = evaluate_retrieval(sim, caption_to_image=owner, folds=5, recall_ks=ks,
-                            curve_ks=ks, chunk_size=8)
+  five = evaluate_retrieval(
+    sim, caption_to_image=owner, folds=5, recall_ks=ks, curve_ks=ks, chunk_size=8
+  )
   separate = []
   for f in range(5):
     imgs = np.arange(f * 10, (f + 1) * 10)
     caps = np.flatnonzero((owner >= imgs[0]) & (owner <= imgs[-1]))
-    separate.append(evaluate_retrieval(sim[np.ix_(imgs, caps)],
-                                       caption_to_image=owner[caps] - imgs[0],
-                                       recall_ks=ks, curve_ks=ks))
+    separate.append(
+      evaluate_retrieval(
+        sim[np.ix_(imgs, caps)], caption_to_image=owner[caps] - imgs[0], recall_ks=ks, curve_ks=ks
+      )
+    )
   for key in five:
     if key.startswith("folds/"):
       want = np.mean([s["full/" + key.split("/", 1)[1]] for s in separate])
@@ -88,17 +101,16 @@ def test_embedding_callable_and_memmap_sources_match_dense(tmp_path):
   cap = rng.standard_normal((120, 16)).astype(np.float32)
   owner = rng.integers(0, 40, 120)
   sim = img @ cap.T
-  mm = np.lib.format.open_memmap(tmp_path / "sim.npy", mode="w+", dtype=np.float32,
-                                 shape=sim.shape)
+  mm = np.lib.format.open_memmap(tmp_path / "sim.npy", mode="w+", dtype=np.float32, shape=sim.shape)
   mm[:] = sim
   rel = np.clip(sim / 8 + 0.5, 0, 1).astype(np.float32)
-  kw = dict(caption_to_image=owner, folds=4, relevance=rel, semantic_ks=(1, 3),
-            chunk_size=16)
+  kw = dict(caption_to_image=owner, folds=4, relevance=rel, semantic_ks=(1, 3), chunk_size=16)
   dense = evaluate_retrieval(sim, **kw)
   emb = evaluate_retrieval(CrossModalScores.from_embeddings(img, cap), **kw)
   memmap = evaluate_retrieval(mm, **kw)
-  calls = CrossModalScores(CallableScores(lambda r: sim[r], 40, 120),
-                           CallableScores(lambda r: sim.T[r], 120, 40))
+  calls = CrossModalScores(
+    CallableScores(lambda r: sim[r], 40, 120), CallableScores(lambda r: sim.T[r], 120, 40)
+  )
   called = evaluate_retrieval(calls, **kw)
   assert dense.keys() == emb.keys() == memmap.keys() == called.keys()
   for key in dense:
@@ -107,5 +119,6 @@ def test_embedding_callable_and_memmap_sources_match_dense(tmp_path):
     # only through near-ties; the values here have none.
     assert emb[key] == pytest.approx(dense[key], abs=1e-4), key
   src = EmbeddingScores(img, cap)
-  np.testing.assert_allclose(np.asarray(src.block(np.array([3, 1]))), sim[[3, 1]],
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(src.block(np.array([3, 1]))), sim[[3, 1]], rtol=1e-5, atol=1e-5
+  )

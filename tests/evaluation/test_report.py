@@ -20,8 +20,9 @@ def metrics():
   sim = rng.standard_normal((20, 100)).astype(np.float32)
   sim[owner, np.arange(100)] += 2.0
   rel = rng.random((20, 100)).astype(np.float32)
-  return evaluate_retrieval(sim, caption_to_image=owner, folds=2, relevance=rel,
-                            ndcg_ks=(1, 5, 10), curve_ks=(1, 2, 5, 10))
+  return evaluate_retrieval(
+    sim, caption_to_image=owner, folds=2, relevance=rel, ndcg_ks=(1, 5, 10), curve_ks=(1, 2, 5, 10)
+  )
 
 
 def test_write_report(tmp_path, metrics):
@@ -35,13 +36,16 @@ def test_write_report(tmp_path, metrics):
   assert md.startswith("# run\n")
   assert "## full" in md and "## folds" in md and "## ndcg" in md
   row = next(l for l in md.splitlines() if l.startswith("| R@1 |"))
-  assert row == (f"| R@1 | {metrics['full/i2t/R@1']:.2f} | "
-                 f"{metrics['full/t2i/R@1']:.2f} |  |")
+  assert row == (f"| R@1 | {metrics['full/i2t/R@1']:.2f} | {metrics['full/t2i/R@1']:.2f} |  |")
   for key in ("recall_plot", "ndcg_plot"):
     with open(paths[key], "rb") as f:
       assert f.read(8) == PNG
-  assert sorted(os.listdir(tmp_path)) == ["metrics.json", "metrics.md", "ndcg_at_k.png",
-                                          "recall_at_k.png"]  # no temp files left
+  assert sorted(os.listdir(tmp_path)) == [
+    "metrics.json",
+    "metrics.md",
+    "ndcg_at_k.png",
+    "recall_at_k.png",
+  ]  # no temp files left
 
 
 def test_json_is_atomic_and_nan_becomes_null(tmp_path):
@@ -77,6 +81,7 @@ def test_curve_series(metrics):
 
 def test_query_panel(tmp_path):
   import matplotlib.image  # pylint: disable=g-import-not-at-top
+
   rng = np.random.default_rng(0)
   calls = []
 
@@ -85,9 +90,14 @@ def test_query_panel(tmp_path):
     return rng.random((12, 12, 3))
 
   examples = [
-      QueryExample(image, ["a red circle", "a blue square", image, "x", "y"],
-                   [1.0, 0.8, 0.5, 0.1, 0.0], positive=[True] + [False] * 4, title="image 3"),
-      QueryExample("a green triangle", [image] * 5, [0.9, 0.7, 0.6, 0.2, 0.1]),
+    QueryExample(
+      image,
+      ["a red circle", "a blue square", image, "x", "y"],
+      [1.0, 0.8, 0.5, 0.1, 0.0],
+      positive=[True] + [False] * 4,
+      title="image 3",
+    ),
+    QueryExample("a green triangle", [image] * 5, [0.9, 0.7, 0.6, 0.2, 0.1]),
   ]
   path = str(tmp_path / "panel.png")
   plot_query_panel(examples, path, title="top-5")

@@ -25,10 +25,8 @@ def test_ncs_and_semantic_recall_hand_computed():
 
 
 def test_ncs_is_a_ratio_of_sums_over_queries():
-  scores = np.array([[0.3, 0.2, 0.1],
-                     [0.1, 0.2, 0.3]], np.float32)
-  phi = np.array([[1.0, 2.0, 6.0],
-                  [1.0, 2.0, 6.0]], np.float32)
+  scores = np.array([[0.3, 0.2, 0.1], [0.1, 0.2, 0.3]], np.float32)
+  phi = np.array([[1.0, 2.0, 6.0], [1.0, 2.0, 6.0]], np.float32)
   none = positives_from_lists([[], []], num_gallery=3)
   m = semantic_metrics(scores, phi, none, ks=(1, 2), num_relevant=1)
   assert m["NCS@1"] == pytest.approx((1 + 6) / (6 + 6))

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 
-def make_batch(seed: int, n_img: int = 4, captions_per_image: int = 2, pad_img: int = 0, pad_txt: int = 0):
+def make_batch(
+  seed: int, n_img: int = 4, captions_per_image: int = 2, pad_img: int = 0, pad_txt: int = 0
+):
   """A batch where each image owns ``captions_per_image`` captions, plus padding.
 
   Returns numpy ``sim, positives, where, relevance, metric`` with padded rows

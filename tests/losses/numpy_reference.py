@@ -100,10 +100,13 @@ def adaptive_listwise(sim, positives, where, beta=0.5, alpha=0.4):
       if not ps:
         continue
       n = len(ns) + 1
-      margins = {k: (0.75 if n == 2 else 0.75 - (rank - 2) / (2 * (n - 2)))
-                 for rank, k in enumerate(ns, start=2)}
-      vals = [math.log(1 + sum(math.exp((s[q, k] - s[q, p] + margins[k]) / beta) for k in ns))
-              for p in ps]
+      margins = {
+        k: (0.75 if n == 2 else 0.75 - (rank - 2) / (2 * (n - 2)))
+        for rank, k in enumerate(ns, start=2)
+      }
+      vals = [
+        math.log(1 + sum(math.exp((s[q, k] - s[q, p] + margins[k]) / beta) for k in ns)) for p in ps
+      ]
       per_query.append(np.mean(vals))
     out.append(_mean_over(per_query))
   return alpha * out[0] + (1 - alpha) * out[1]
@@ -140,8 +143,10 @@ def semantic_hard_negatives(sim, semantic, positives, where, alpha=0.185, lam=0.
       ps, ns = _split(pos, w, q)
       if not ps:
         continue
-      vals = [max([max(0.0, alpha + s[q, n] + lam * sem[q, n] - s[q, p]) for n in ns], default=0.0)
-              for p in ps]
+      vals = [
+        max([max(0.0, alpha + s[q, n] + lam * sem[q, n] - s[q, p]) for n in ns], default=0.0)
+        for p in ps
+      ]
       per_query.append(np.mean(vals))
     total += _mean_over(per_query)
   return total

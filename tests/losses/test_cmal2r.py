@@ -14,8 +14,11 @@ def test_rank_adaptive_margins_by_hand():
   negatives = jnp.array([False, True, True, True, True])
   # Negatives in descending order .7, .5, .3, .1 hold ranks 2..5 of n = 5:
   # m = 3/4 − (rank − 2)/6.
-  np.testing.assert_allclose(losses.rank_adaptive_margins(scores, negatives),
-                             [0.0, 0.25, 0.75 - 1 / 6, 0.75 - 2 / 6, 0.75], atol=1e-6)
+  np.testing.assert_allclose(
+    losses.rank_adaptive_margins(scores, negatives),
+    [0.0, 0.25, 0.75 - 1 / 6, 0.75 - 2 / 6, 0.75],
+    atol=1e-6,
+  )
 
 
 def test_two_by_two_by_hand():
@@ -43,7 +46,9 @@ def test_three_by_three_by_hand_with_direction_weights():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_matches_numpy_with_several_positives_and_padding(seed):
   sim, pos, where, _, _ = make_batch(seed, n_img=5, captions_per_image=2, pad_img=1, pad_txt=2)
-  got = losses.adaptive_listwise(jnp.asarray(sim), positives=pos, where=where, sharpness=0.5, alpha=0.4)
+  got = losses.adaptive_listwise(
+    jnp.asarray(sim), positives=pos, where=where, sharpness=0.5, alpha=0.4
+  )
   assert float(got) == pytest.approx(ref.adaptive_listwise(sim, pos, where, 0.5, 0.4), rel=1e-5)
 
 

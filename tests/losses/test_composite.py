@@ -15,8 +15,9 @@ def _batch():
 
 def test_weighted_sum_and_terms():
   sim, pos, relevance, _ = _batch()
-  loss_fn = losses.objective({"triplet": {"weight": 1.0, "margin": 0.1},
-                              "smooth_ndcg": {"weight": 0.5, "temperature": 0.1}})
+  loss_fn = losses.objective(
+    {"triplet": {"weight": 1.0, "margin": 0.1}, "smooth_ndcg": {"weight": 0.5, "temperature": 0.1}}
+  )
   total, parts = jax.jit(lambda s, r: loss_fn(s, positives=pos, graded=r))(sim, relevance)
   t = losses.triplet(sim, positives=pos, margin=0.1)
   n = losses.smooth_ndcg(sim, relevance, positives=pos, temperature=0.1)
@@ -27,20 +28,35 @@ def test_weighted_sum_and_terms():
 
 def test_config_dict_named_inputs_and_repeated_loss():
   sim, pos, relevance, metric = _batch()
-  config = ml_collections.ConfigDict({
-      "sam": {"loss": "semantic_margin_triplet", "weight": 2.0, "input": "cider", "sampling": "random"},
+  config = ml_collections.ConfigDict(
+    {
+      "sam": {
+        "loss": "semantic_margin_triplet",
+        "weight": 2.0,
+        "input": "cider",
+        "sampling": "random",
+      },
       "lseh": {"loss": "semantic_hard_negatives", "input": "lsa"},
-      "lmh": {"loss": "triplet"}, "lsh": {"loss": "triplet", "mining": "sum", "weight": 0.1},
+      "lmh": {"loss": "triplet"},
+      "lsh": {"loss": "triplet", "mining": "sum", "weight": 0.1},
       "adaptive_listwise": {},
-  })
+    }
+  )
   total, parts = losses.objective(config)(
-      sim, positives=pos, graded={"cider": metric, "lsa": relevance}, key=jax.random.key(0))
+    sim, positives=pos, graded={"cider": metric, "lsa": relevance}, key=jax.random.key(0)
+  )
   assert set(parts) == {"sam", "lseh", "lmh", "lsh", "adaptive_listwise"}
   assert float(parts["lseh"]) == pytest.approx(
-      float(losses.semantic_hard_negatives(sim, relevance, positives=pos)), abs=1e-6)
+    float(losses.semantic_hard_negatives(sim, relevance, positives=pos)), abs=1e-6
+  )
   assert float(total) == pytest.approx(
-      2 * float(parts["sam"]) + float(parts["lseh"]) + float(parts["lmh"]) + 0.1 * float(parts["lsh"])
-      + float(parts["adaptive_listwise"]), abs=1e-5)
+    2 * float(parts["sam"])
+    + float(parts["lseh"])
+    + float(parts["lmh"])
+    + 0.1 * float(parts["lsh"])
+    + float(parts["adaptive_listwise"]),
+    abs=1e-5,
+  )
 
 
 def test_bad_configs_raise_clear_errors():
@@ -58,8 +74,13 @@ def test_bad_configs_raise_clear_errors():
 def test_epoch_windows_switch_terms_at_the_step():
   """VSE∞ warm-up: sum-of-hinges for epoch 0, max-violation from epoch 1 (10 steps/epoch)."""
   sim, pos, _, _ = _batch()
-  loss_fn = losses.objective({"warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},
-                              "triplet": {"mining": "max", "from_epoch": 1}}, steps_per_epoch=10)
+  loss_fn = losses.objective(
+    {
+      "warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},
+      "triplet": {"mining": "max", "from_epoch": 1},
+    },
+    steps_per_epoch=10,
+  )
   lsh = float(losses.triplet(sim, positives=pos, mining="sum"))
   lmh = float(losses.triplet(sim, positives=pos, mining="max"))
   assert lsh != pytest.approx(lmh)

@@ -17,8 +17,12 @@ from tests.losses.conftest import make_batch  # noqa: E402
 
 def _one_row(scores, relevance, temperature):
   loss, _ = listwise_itr.smooth_ndcg_per_query(
-      scores[None], relevance[None], jnp.ones((1, scores.shape[0]), bool),
-      temperature=temperature, block_size=4)
+    scores[None],
+    relevance[None],
+    jnp.ones((1, scores.shape[0]), bool),
+    temperature=temperature,
+    block_size=4,
+  )
   return loss[0]
 
 
@@ -43,10 +47,13 @@ def test_one_row_equals_rax_approx_ndcg(temperature, seed):
   relevance = jnp.asarray(rng.uniform(0, 1, 12), jnp.float32)
   rax_loss = rax.approx_t12n(rax.ndcg_metric, temperature=temperature)  # returns −NDCG
   assert float(_one_row(scores, relevance, temperature)) == pytest.approx(
-      1.0 + float(rax_loss(scores, relevance)), abs=1e-5)
+    1.0 + float(rax_loss(scores, relevance)), abs=1e-5
+  )
   np.testing.assert_allclose(
-      jax.grad(_one_row)(scores, relevance, temperature),
-      jax.grad(lambda s: 1.0 + rax_loss(s, relevance))(scores), atol=1e-5)
+    jax.grad(_one_row)(scores, relevance, temperature),
+    jax.grad(lambda s: 1.0 + rax_loss(s, relevance))(scores),
+    atol=1e-5,
+  )
 
 
 def test_approaches_exact_ndcg_as_temperature_shrinks():
@@ -66,10 +73,20 @@ def test_exact_ndcg_matches_numpy_and_rax(top_k):
     scores = rng.uniform(-1, 1, 10).astype(np.float32)
     relevance = rng.integers(0, 4, 10).astype(np.float32) / 3
     valid = rng.uniform(size=10) > 0.2
-    got = float(losses.ndcg(jnp.asarray(scores), jnp.asarray(relevance), where=jnp.asarray(valid), top_k=top_k))
+    got = float(
+      losses.ndcg(
+        jnp.asarray(scores), jnp.asarray(relevance), where=jnp.asarray(valid), top_k=top_k
+      )
+    )
     assert got == pytest.approx(ref.exact_ndcg(scores, relevance, valid, top_k), abs=1e-6)
-    assert got == pytest.approx(float(rax.ndcg_metric(
-        jnp.asarray(scores), jnp.asarray(relevance), where=jnp.asarray(valid), topn=top_k)), abs=1e-6)
+    assert got == pytest.approx(
+      float(
+        rax.ndcg_metric(
+          jnp.asarray(scores), jnp.asarray(relevance), where=jnp.asarray(valid), topn=top_k
+        )
+      ),
+      abs=1e-6,
+    )
 
 
 def test_ties_in_relevance_still_give_a_perfect_score():
@@ -81,11 +98,16 @@ def test_ties_in_relevance_still_give_a_perfect_score():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_matrix_matches_numpy_with_padding_and_positives(seed):
-  sim, pos, where, relevance, _ = make_batch(seed, n_img=4, captions_per_image=2, pad_img=1, pad_txt=2)
+  sim, pos, where, relevance, _ = make_batch(
+    seed, n_img=4, captions_per_image=2, pad_img=1, pad_txt=2
+  )
   relevance[pos] = 0.3  # positives=... must override it back to 1
-  got = losses.smooth_ndcg(jnp.asarray(sim), jnp.asarray(relevance), positives=pos, where=where,
-                           temperature=0.1)
-  assert float(got) == pytest.approx(ref.smooth_ndcg(sim, relevance, where, 0.1, positives=pos), abs=1e-5)
+  got = losses.smooth_ndcg(
+    jnp.asarray(sim), jnp.asarray(relevance), positives=pos, where=where, temperature=0.1
+  )
+  assert float(got) == pytest.approx(
+    ref.smooth_ndcg(sim, relevance, where, 0.1, positives=pos), abs=1e-5
+  )
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 7, 64])
@@ -104,7 +126,7 @@ def test_forward_and_backward_memory_is_quadratic_not_cubic():
   relevance = jnp.zeros((n, n), jnp.float32)
   grad = jax.jit(jax.grad(lambda s, r: losses.smooth_ndcg(s, r, block_size=8)))
   temp = grad.lower(sim, relevance).compile().memory_analysis().temp_size_in_bytes
-  cube = n ** 3 * 4
+  cube = n**3 * 4
   assert temp < cube / 16, f"temporaries {temp} bytes vs one [N,N,N] f32 tensor {cube} bytes"
 
 

@@ -11,7 +11,9 @@ def test_rsc_relevance_matches_numpy():
   refs = rng.normal(size=(3, 5, 8)).astype(np.float32)
   caps = rng.normal(size=(6, 8)).astype(np.float32)
   positives = np.repeat(np.eye(3, dtype=bool), 2, axis=1)
-  got = np.asarray(losses.relevance_from_embeddings(jnp.asarray(refs), jnp.asarray(caps), positives=positives))
+  got = np.asarray(
+    losses.relevance_from_embeddings(jnp.asarray(refs), jnp.asarray(caps), positives=positives)
+  )
   np.testing.assert_allclose(got, ref.rsc_relevance(refs, caps, positives), atol=1e-6)
   assert got.min() >= 0.0 and got.max() <= 1.0
   assert (got[positives] == 1.0).all()

@@ -17,12 +17,16 @@ def test_two_by_two_by_hand():
   out = losses.semantic_margin_triplet(SIM, METRIC, temperature=5.0, reduction="none")
   np.testing.assert_allclose(out.image_to_text, [0.2, 0.0], atol=1e-6)
   np.testing.assert_allclose(out.text_to_image, [0.0, 0.3], atol=1e-6)
-  assert float(losses.semantic_margin_triplet(SIM, METRIC, temperature=5.0)) == pytest.approx(0.25, abs=1e-6)
+  assert float(losses.semantic_margin_triplet(SIM, METRIC, temperature=5.0)) == pytest.approx(
+    0.25, abs=1e-6
+  )
 
 
 def test_max_margin_clips_alpha():
   # α = .3 clipped to .25 in row 0 → .15; α = .5 clipped to .25 in column 1 → .05.
-  got = losses.semantic_margin_triplet(SIM, METRIC, temperature=5.0, max_margin=0.25, reduction="sum")
+  got = losses.semantic_margin_triplet(
+    SIM, METRIC, temperature=5.0, max_margin=0.25, reduction="sum"
+  )
   assert float(got) == pytest.approx(0.2, abs=1e-6)
 
 
@@ -44,25 +48,42 @@ def test_hard_and_soft_pick_nearest_and_furthest_negative():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_matches_numpy_with_several_positives_and_padding(sampling, seed):
   sim, pos, where, _, metric = make_batch(seed, n_img=4, captions_per_image=2, pad_img=1, pad_txt=1)
-  got = losses.semantic_margin_triplet(jnp.asarray(sim), jnp.asarray(metric), positives=pos, where=where,
-                                       temperature=3.0, sampling=sampling)
-  assert float(got) == pytest.approx(ref.semantic_margin(sim, metric, pos, where, 3.0, sampling), rel=1e-5)
+  got = losses.semantic_margin_triplet(
+    jnp.asarray(sim),
+    jnp.asarray(metric),
+    positives=pos,
+    where=where,
+    temperature=3.0,
+    sampling=sampling,
+  )
+  assert float(got) == pytest.approx(
+    ref.semantic_margin(sim, metric, pos, where, 3.0, sampling), rel=1e-5
+  )
 
 
 def test_random_sampling_is_keyed_and_only_picks_valid_negatives():
   sim, pos, where, _, metric = make_batch(7, n_img=3, captions_per_image=1, pad_img=1, pad_txt=1)
   sim[~where] = 50.0  # a padded "negative" would give a huge hinge
   f = lambda k: losses.semantic_margin_triplet(
-      jnp.asarray(sim), jnp.asarray(metric), positives=pos, where=where, sampling="random", key=k,
-      reduction="none")
+    jnp.asarray(sim),
+    jnp.asarray(metric),
+    positives=pos,
+    where=where,
+    sampling="random",
+    key=k,
+    reduction="none",
+  )
   a, b = f(jax.random.key(0)), f(jax.random.key(0))
   np.testing.assert_array_equal(a.image_to_text, b.image_to_text)
   # Every per-query value must be the hinge against one of its valid negatives.
   for k in range(20):
     out = f(jax.random.key(k))
     for q in range(3):
-      candidates = [max(0.0, (metric[q, q] - metric[q, m]) / 5.0 + sim[q, m] - sim[q, q])
-                    for m in range(3) if m != q]
+      candidates = [
+        max(0.0, (metric[q, q] - metric[q, m]) / 5.0 + sim[q, m] - sim[q, q])
+        for m in range(3)
+        if m != q
+      ]
       assert min(abs(float(out.image_to_text[q]) - c) for c in candidates) < 1e-5
   with pytest.raises(ValueError, match="key"):
     losses.semantic_margin_triplet(SIM, METRIC, sampling="random")
@@ -71,4 +92,5 @@ def test_random_sampling_is_keyed_and_only_picks_valid_negatives():
 def test_keep_triplet_adds_the_vse_loss():
   kept = losses.semantic_margin_triplet(SIM, METRIC, keep_triplet=True)
   assert float(kept) == pytest.approx(
-      float(losses.semantic_margin_triplet(SIM, METRIC)) + float(losses.triplet(SIM)), abs=1e-6)
+    float(losses.semantic_margin_triplet(SIM, METRIC)) + float(losses.triplet(SIM)), abs=1e-6
+  )

@@ -17,13 +17,18 @@ def test_two_by_two_by_hand():
   assert float(losses.triplet(sim)) == pytest.approx(0.3, abs=1e-6)
 
 
-@pytest.mark.parametrize("mining, expected_sum, expected_mean", [
-    ("max", 1.8, 0.6),               # rows .1, 0, .7; columns 0, .5, .5
-    ("sum", 1.9, (0.8 + 1.1) / 3),   # rows .1, 0, .7; columns 0, .1+.5, .5
-])
+@pytest.mark.parametrize(
+  "mining, expected_sum, expected_mean",
+  [
+    ("max", 1.8, 0.6),  # rows .1, 0, .7; columns 0, .5, .5
+    ("sum", 1.9, (0.8 + 1.1) / 3),  # rows .1, 0, .7; columns 0, .1+.5, .5
+  ],
+)
 def test_three_by_three_by_hand(mining, expected_sum, expected_mean):
   sim = jnp.asarray(SIM3)
-  assert float(losses.triplet(sim, mining=mining, reduction="sum")) == pytest.approx(expected_sum, abs=1e-6)
+  assert float(losses.triplet(sim, mining=mining, reduction="sum")) == pytest.approx(
+    expected_sum, abs=1e-6
+  )
   assert float(losses.triplet(sim, mining=mining)) == pytest.approx(expected_mean, abs=1e-6)
 
 
@@ -39,7 +44,9 @@ def test_per_query_values_by_hand():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_matches_numpy_with_several_positives_and_padding(mining, reduction, seed):
   sim, pos, where, _, _ = make_batch(seed, n_img=5, captions_per_image=3, pad_img=2, pad_txt=3)
-  got = losses.triplet(jnp.asarray(sim), positives=pos, where=where, mining=mining, reduction=reduction)
+  got = losses.triplet(
+    jnp.asarray(sim), positives=pos, where=where, mining=mining, reduction=reduction
+  )
   want = ref.triplet(sim, pos, where, mining=mining, reduction=reduction)
   assert float(got) == pytest.approx(want, rel=1e-5, abs=1e-6)
 
@@ -51,7 +58,9 @@ def test_sum_of_hinges_with_ties_matches_numpy():
   pos[0, 0] = pos[1, 1] = pos[1, 4] = True
   where = np.ones_like(pos)
   got = losses.triplet(jnp.asarray(sim), positives=pos, mining="sum", reduction="sum")
-  assert float(got) == pytest.approx(ref.triplet(sim, pos, where, mining="sum", reduction="sum"), abs=1e-6)
+  assert float(got) == pytest.approx(
+    ref.triplet(sim, pos, where, mining="sum", reduction="sum"), abs=1e-6
+  )
 
 
 def test_bad_inputs_raise_clear_errors():

@@ -16,7 +16,8 @@ def random_params(module, *args, scale=0.5, seed=0, **kwargs):
   shapes = jax.eval_shape(module.init, jax.random.key(0), *args, **kwargs)
   rng = np.random.default_rng(seed)
   return jax.tree.map(
-      lambda s: jnp.asarray(rng.normal(0.0, scale, s.shape).astype(s.dtype)), shapes)
+    lambda s: jnp.asarray(rng.normal(0.0, scale, s.shape).astype(s.dtype)), shapes
+  )
 
 
 @pytest.fixture(scope="session")

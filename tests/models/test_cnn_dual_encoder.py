@@ -26,8 +26,9 @@ def test_cnn_shapes_norm_and_uint8_scaling(make_params):
 
 
 def test_dual_encoder_regions_and_methods(make_params):
-  model = create_dual_encoder(vocab_size=10, embed_dim=6, word_dim=4,
-                              image_pooling="max", text="gru")
+  model = create_dual_encoder(
+    vocab_size=10, embed_dim=6, word_dim=4, image_pooling="max", text="gru"
+  )
   regions = jax.random.normal(jax.random.key(0), (3, 4, 8))
   mask = jnp.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]], bool)
   params = make_params(model, regions, TOKENS, LENGTHS, mask)
@@ -35,9 +36,11 @@ def test_dual_encoder_regions_and_methods(make_params):
 
   @jax.jit  # one compilation for the joint call and both towers alone
   def run(p):
-    return (model.apply(p, regions, TOKENS, LENGTHS, mask),
-            model.apply(p, regions, mask, method=DualEncoder.encode_image),
-            model.apply(p, TOKENS, LENGTHS, method="encode_text"))
+    return (
+      model.apply(p, regions, TOKENS, LENGTHS, mask),
+      model.apply(p, regions, mask, method=DualEncoder.encode_image),
+      model.apply(p, TOKENS, LENGTHS, method="encode_text"),
+    )
 
   (img, txt), img_alone, txt_alone = run(params)
   assert img.shape == (3, 6) and txt.shape == (2, 6)
@@ -51,11 +54,19 @@ def test_dual_encoder_regions_and_methods(make_params):
 
 
 def test_dual_encoder_pixels_bigru_mean_shapes():
-  model = create_dual_encoder(vocab_size=10, embed_dim=6, word_dim=4, image="pixels",
-                              image_pooling="gpo", text="bigru", text_pooling="mean")
+  model = create_dual_encoder(
+    vocab_size=10,
+    embed_dim=6,
+    word_dim=4,
+    image="pixels",
+    image_pooling="gpo",
+    text="bigru",
+    text_pooling="mean",
+  )
   images = jnp.zeros((2, 32, 32, 3), jnp.uint8)
   img, txt = jax.eval_shape(
-      lambda: model.init_with_output(jax.random.key(1), images, TOKENS, LENGTHS)[0])
+    lambda: model.init_with_output(jax.random.key(1), images, TOKENS, LENGTHS)[0]
+  )
   assert img.shape == (2, 6) and txt.shape == (2, 6)
   assert img.dtype == txt.dtype == jnp.float32
 

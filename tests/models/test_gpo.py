@@ -15,8 +15,9 @@ def test_gpo_pool_hand_computed():
   weights = jnp.array([[0.5, 0.3, 0.2, 0.0]])
   # sorted per dim over the valid three: [3, 2, 1] and [5, 4, 2]
   out = P.gpo_pool(feats, mask, weights)
-  np.testing.assert_allclose(out, [[3 * .5 + 2 * .3 + 1 * .2, 5 * .5 + 4 * .3 + 2 * .2]],
-                             rtol=1e-6)
+  np.testing.assert_allclose(
+    out, [[3 * 0.5 + 2 * 0.3 + 1 * 0.2, 5 * 0.5 + 4 * 0.3 + 2 * 0.2]], rtol=1e-6
+  )
   sorted_x, sorted_mask = P.sort_valid_desc(feats, mask)
   np.testing.assert_array_equal(sorted_x[0], [[3, 5], [2, 4], [1, 2], [0, 0]])
   np.testing.assert_array_equal(sorted_mask, [[True, True, True, False]])
@@ -33,8 +34,9 @@ def test_non_prefix_mask_sorts_only_valid_entries():
 def test_positional_encoding_values():
   pe = P.positional_encoding(3, 4)
   np.testing.assert_allclose(pe[0], [0, 1, 0, 1], atol=1e-7)
-  np.testing.assert_allclose(pe[1], [math.sin(1), math.cos(1),
-                                     math.sin(1e-2), math.cos(1e-2)], rtol=1e-6)
+  np.testing.assert_allclose(
+    pe[1], [math.sin(1), math.cos(1), math.sin(1e-2), math.cos(1e-2)], rtol=1e-6
+  )
   np.testing.assert_allclose(pe[2, 2], math.sin(2 * 1e-2), rtol=1e-6)
 
 
@@ -68,5 +70,4 @@ def test_learned_weights_sum_to_one_and_padding_is_ignored(make_params):
   np.testing.assert_allclose(w2, w, atol=1e-6)
   # pooled = Σ θ_k · sorted_k, recomputed by hand from θ
   srt = -np.sort(-np.asarray(feats[0])[np.asarray(mask[0])], axis=0)
-  np.testing.assert_allclose(pooled[0], (np.asarray(w[0, :3])[:, None] * srt).sum(0),
-                             atol=1e-5)
+  np.testing.assert_allclose(pooled[0], (np.asarray(w[0, :3])[:, None] * srt).sum(0), atol=1e-5)

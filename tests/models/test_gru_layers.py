@@ -69,9 +69,13 @@ def test_padding_never_matters_and_trimming_is_exact(make_params):
     p = make_params(layer, x, lengths)
     mask = (jnp.arange(7)[None, :] < lengths[:, None])[..., None]
     x2 = jnp.where(mask, x, 100.0 * jax.random.normal(jax.random.key(5), x.shape))
-    (o1, f1), (o2, f2), (o3, f3) = jax.jit(lambda p: (  # noqa: B023
-        layer.apply(p, x, lengths), layer.apply(p, x2, lengths),
-        layer.apply(p, x[:, :4], lengths)))(p)  # last: trimmed to the longest
+    (o1, f1), (o2, f2), (o3, f3) = jax.jit(
+      lambda p: (  # noqa: B023
+        layer.apply(p, x, lengths),
+        layer.apply(p, x2, lengths),
+        layer.apply(p, x[:, :4], lengths),
+      )
+    )(p)  # last: trimmed to the longest
     np.testing.assert_allclose(f1, f2, atol=1e-6)
     np.testing.assert_allclose(o1, o2, atol=1e-6)
     np.testing.assert_allclose(f1, f3, atol=1e-6)
@@ -83,8 +87,9 @@ def test_bigru_mean_and_concat(make_params):
   lengths = jnp.array([5, 3])
   mean = G.BiGRU(4, merge="mean")
   p = make_params(mean, x, lengths)
-  (om, fm), (oc, fc) = jax.jit(lambda p: (
-      mean.apply(p, x, lengths), G.BiGRU(4, merge="concat").apply(p, x, lengths)))(p)
+  (om, fm), (oc, fc) = jax.jit(
+    lambda p: (mean.apply(p, x, lengths), G.BiGRU(4, merge="concat").apply(p, x, lengths))
+  )(p)
   assert om.shape == (2, 5, 4) and oc.shape == (2, 5, 8)
   np.testing.assert_allclose(om, (oc[..., :4] + oc[..., 4:]) / 2, atol=1e-6)
   np.testing.assert_allclose(fm, (fc[..., :4] + fc[..., 4:]) / 2, atol=1e-6)
@@ -92,5 +97,6 @@ def test_bigru_mean_and_concat(make_params):
 
 def test_reverse_padded_hand_case():
   x = jnp.array([[1, 2, 3, 9], [4, 5, 9, 9]])
-  np.testing.assert_array_equal(G.reverse_padded(x, jnp.array([3, 2])),
-                                [[3, 2, 1, 9], [5, 4, 9, 9]])
+  np.testing.assert_array_equal(
+    G.reverse_padded(x, jnp.array([3, 2])), [[3, 2, 1, 9], [5, 4, 9, 9]]
+  )

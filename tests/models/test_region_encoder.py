@@ -23,8 +23,9 @@ def test_shapes_norm_and_padding_invariance(pooling, make_params):
   out = apply(params, regions, mask)
   assert out.shape == (3, 6) and out.dtype == jnp.float32
   np.testing.assert_allclose(jnp.linalg.norm(out, axis=-1), 1.0, rtol=1e-5)
-  changed = jnp.where(mask[..., None], regions, 50.0 * jax.random.normal(
-      jax.random.key(9), regions.shape))
+  changed = jnp.where(
+    mask[..., None], regions, 50.0 * jax.random.normal(jax.random.key(9), regions.shape)
+  )
   np.testing.assert_allclose(apply(params, changed, mask), out, atol=1e-6)
   # the same inputs with an all-True mask do see the (changed) padding
   assert not np.allclose(apply(params, changed, jnp.ones_like(mask))[0], out[0])

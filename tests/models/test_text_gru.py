@@ -7,24 +7,26 @@ import pytest
 
 from jitr.models import GRUTextEncoder, gru, text_gru
 
-TOKENS = jnp.array([[1, 5, 6, 7, 2, 0, 0, 0],
-                    [1, 8, 2, 0, 0, 0, 0, 0],
-                    [1, 4, 4, 4, 4, 4, 9, 2]], jnp.int32)
+TOKENS = jnp.array(
+  [[1, 5, 6, 7, 2, 0, 0, 0], [1, 8, 2, 0, 0, 0, 0, 0], [1, 4, 4, 4, 4, 4, 9, 2]], jnp.int32
+)
 LENGTHS = jnp.array([5, 3, 8], jnp.int32)
 
 
-@pytest.mark.parametrize("bidirectional,pooling", [
-    (False, "last"), (True, "last"), (True, "gpo"), (False, "mean")])
+@pytest.mark.parametrize(
+  "bidirectional,pooling", [(False, "last"), (True, "last"), (True, "gpo"), (False, "mean")]
+)
 def test_shapes_norm_and_padding_tokens_ignored(bidirectional, pooling, make_params):
-  enc = GRUTextEncoder(vocab_size=12, word_dim=6, embed_dim=7,
-                       bidirectional=bidirectional, pooling=pooling)
+  enc = GRUTextEncoder(
+    vocab_size=12, word_dim=6, embed_dim=7, bidirectional=bidirectional, pooling=pooling
+  )
   params = make_params(enc, TOKENS, LENGTHS)
   apply = jax.jit(enc.apply)
   out = apply(params, TOKENS, LENGTHS)
   assert out.shape == (3, 7) and out.dtype == jnp.float32
   np.testing.assert_allclose(jnp.linalg.norm(out, axis=-1), 1.0, rtol=1e-5)
   pad = jnp.arange(8)[None, :] >= LENGTHS[:, None]
-  other = jnp.where(pad, 11, TOKENS)   # padding tokens changed
+  other = jnp.where(pad, 11, TOKENS)  # padding tokens changed
   np.testing.assert_allclose(apply(params, other, LENGTHS), out, atol=1e-6)
   # a shorter length changes the embedding (the mask is really used)
   assert not np.allclose(apply(params, TOKENS, jnp.array([4, 3, 8]))[0], out[0])
@@ -50,7 +52,7 @@ def test_param_layout_and_initialisers():
   assert np.abs(emb).max() <= 0.1 and emb.std() > 0.04  # U(-0.1, 0.1) as VSE++
   w = np.asarray(gru._stacked_orthogonal(3)(jax.random.key(0), (7, 21)))
   for g in range(3):  # three orthogonal gate blocks
-    blk = w[:, 7 * g:7 * (g + 1)]
+    blk = w[:, 7 * g : 7 * (g + 1)]
     np.testing.assert_allclose(blk @ blk.T, np.eye(7), atol=1e-5)
 
 
@@ -59,5 +61,6 @@ def test_bad_inputs():
   with pytest.raises(ValueError, match=r"tokens must be \[B, T\]"):
     jax.eval_shape(enc.init, jax.random.key(0), TOKENS, LENGTHS[:2])
   with pytest.raises(ValueError, match="pooling must be one of"):
-    jax.eval_shape(GRUTextEncoder(vocab_size=12, pooling="first").init,
-                   jax.random.key(0), TOKENS, LENGTHS)
+    jax.eval_shape(
+      GRUTextEncoder(vocab_size=12, pooling="first").init, jax.random.key(0), TOKENS, LENGTHS
+    )

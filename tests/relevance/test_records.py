@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from jitr.data.relevance_reader import (
-    RelevanceRecordsError,
-    inbatch_relevance,
-    load_header,
-    load_relevance_table,
-    relevance_dataset,
+  RelevanceRecordsError,
+  inbatch_relevance,
+  load_header,
+  load_relevance_table,
+  relevance_dataset,
 )
 from jitr.relevance import records
 from jitr.relevance.captions_io import read_precomp_captions
@@ -23,147 +23,176 @@ from jitr.relevance.records import RecordsMismatchError, write_relevance_records
 
 
 def quiet(_: str) -> None:
-    pass
+  pass
 
 
 def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
-    cs = read_precomp_captions(str(small_caps_file))
-    est = CiderEstimator()
-    header = write_relevance_records(str(tmp_path / "rel"), cs, est, top_k=6, images_per_shard=2, log=quiet)
-    assert header["num_shards"] == 3 and header["schema_version"] == 1
-    assert header["dataset"]["fingerprint"] == cs.fingerprint()
-    assert header["relevance"] == {"kind": "score", "scale": 10.0}
-    assert header["contents"] == {"vectors": False, "dim": None, "top_k": 6}
-    assert sorted(os.listdir(tmp_path / "rel")) == [
-        "relevance-00000-of-00003.tfrecord",
-        "relevance-00001-of-00003.tfrecord",
-        "relevance-00002-of-00003.tfrecord",
-        "relevance.json",
-    ]
+  cs = read_precomp_captions(str(small_caps_file))
+  est = CiderEstimator()
+  header = write_relevance_records(
+    str(tmp_path / "rel"), cs, est, top_k=6, images_per_shard=2, log=quiet
+  )
+  assert header["num_shards"] == 3 and header["schema_version"] == 1
+  assert header["dataset"]["fingerprint"] == cs.fingerprint()
+  assert header["relevance"] == {"kind": "score", "scale": 10.0}
+  assert header["contents"] == {"vectors": False, "dim": None, "top_k": 6}
+  assert sorted(os.listdir(tmp_path / "rel")) == [
+    "relevance-00000-of-00003.tfrecord",
+    "relevance-00001-of-00003.tfrecord",
+    "relevance-00002-of-00003.tfrecord",
+    "relevance.json",
+  ]
 
-    table = load_relevance_table(str(tmp_path / "rel"), expected_fingerprint=cs.fingerprint(), verify_checksums=True)
-    dense = est.image_scores(np.arange(5))
-    top = est.top_k(np.arange(5), 6)
-    np.testing.assert_array_equal(table.topk_indices, top.indices)
-    np.testing.assert_array_equal(table.topk_scores, top.scores)
-    assert list(table.caption_ids) == list(cs.caption_ids) and list(table.image_ids) == list(cs.image_ids)
+  table = load_relevance_table(
+    str(tmp_path / "rel"), expected_fingerprint=cs.fingerprint(), verify_checksums=True
+  )
+  dense = est.image_scores(np.arange(5))
+  top = est.top_k(np.arange(5), 6)
+  np.testing.assert_array_equal(table.topk_indices, top.indices)
+  np.testing.assert_array_equal(table.topk_scores, top.scores)
+  assert list(table.caption_ids) == list(cs.caption_ids) and list(table.image_ids) == list(
+    cs.image_ids
+  )
 
-    first = next(relevance_dataset(str(tmp_path / "rel")).as_numpy_iterator())
-    assert first["image_id"] == b"0" and first["caption_indices"].tolist() == [0, 1, 2, 3, 4]
+  first = next(relevance_dataset(str(tmp_path / "rel")).as_numpy_iterator())
+  assert first["image_id"] == b"0" and first["caption_indices"].tolist() == [0, 1, 2, 3, 4]
 
-    images, caps = np.array([0, 3, 1]), np.arange(25)
-    rel = np.asarray(inbatch_relevance(table.batch(images, caps), scale=table.relevance_scale))
-    expected = np.zeros((3, 25))
-    for a, i in enumerate(images):
-        for k in range(6):
-            expected[a, top.indices[i, k]] = min(top.scores[i, k] / 10.0, 1.0)
-        expected[a, 5 * i : 5 * i + 5] = 1.0
-    np.testing.assert_allclose(rel, expected, rtol=1e-6)
-    assert rel.min() >= 0 and rel.max() <= 1
-    # captions outside the top-K are 0; a top-K caption of another image keeps its CIDEr-D / 10
-    other = [j for j in top.indices[0] if j // 5 != 0]
-    assert other and np.isclose(rel[0, other[0]], dense[0, other[0]] / 10, rtol=1e-6)
+  images, caps = np.array([0, 3, 1]), np.arange(25)
+  rel = np.asarray(inbatch_relevance(table.batch(images, caps), scale=table.relevance_scale))
+  expected = np.zeros((3, 25))
+  for a, i in enumerate(images):
+    for k in range(6):
+      expected[a, top.indices[i, k]] = min(top.scores[i, k] / 10.0, 1.0)
+    expected[a, 5 * i : 5 * i + 5] = 1.0
+  np.testing.assert_allclose(rel, expected, rtol=1e-6)
+  assert rel.min() >= 0 and rel.max() <= 1
+  # captions outside the top-K are 0; a top-K caption of another image keeps its CIDEr-D / 10
+  other = [j for j in top.indices[0] if j // 5 != 0]
+  assert other and np.isclose(rel[0, other[0]], dense[0, other[0]] / 10, rtol=1e-6)
 
 
 def test_round_trip_vectors(small_caps_file, tmp_path):
-    cs = read_precomp_captions(str(small_caps_file))
-    est = LsaEstimator(k=6, n_iter=20)
-    write_relevance_records(str(tmp_path / "rel"), cs, est, images_per_shard=4, log=quiet)
-    table = load_relevance_table(str(tmp_path / "rel"))
-    assert table.topk_indices is None and table.caption_vectors.shape == (25, 6)
-    np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), rtol=1e-6)
-    rel = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25))))
-    np.testing.assert_allclose(rel, est.image_scores(np.array([2, 4])), atol=1e-5)
-    # mean over the references: the numpy form, own captions set to 1
-    v = table.caption_vectors.astype(np.float64)
-    mean = (1 + (v @ v.T).reshape(5, 5, 25).mean(axis=1)) / 2
-    mean[np.repeat(np.arange(5), 5), np.arange(25)] = 1.0
-    rel_mean = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25)), aggregate="mean"))
-    np.testing.assert_allclose(rel_mean, mean[[2, 4]], atol=1e-5)
+  cs = read_precomp_captions(str(small_caps_file))
+  est = LsaEstimator(k=6, n_iter=20)
+  write_relevance_records(str(tmp_path / "rel"), cs, est, images_per_shard=4, log=quiet)
+  table = load_relevance_table(str(tmp_path / "rel"))
+  assert table.topk_indices is None and table.caption_vectors.shape == (25, 6)
+  np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), rtol=1e-6)
+  rel = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25))))
+  np.testing.assert_allclose(rel, est.image_scores(np.array([2, 4])), atol=1e-5)
+  # mean over the references: the numpy form, own captions set to 1
+  v = table.caption_vectors.astype(np.float64)
+  mean = (1 + (v @ v.T).reshape(5, 5, 25).mean(axis=1)) / 2
+  mean[np.repeat(np.arange(5), 5), np.arange(25)] = 1.0
+  rel_mean = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25)), aggregate="mean"))
+  np.testing.assert_allclose(rel_mean, mean[[2, 4]], atol=1e-5)
 
 
 def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
-    cs = read_precomp_captions(str(small_caps_file))
-    out = str(tmp_path / "rel")
-    calls = {"n": 0}
-    real = records.serialize_example
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  calls = {"n": 0}
+  real = records.serialize_example
 
-    def dies_on_the_fourth_record(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 4:  # inside the second shard: shard 1 is complete, shard 2 half written
-            raise KeyboardInterrupt("interrupted")
-        return real(*args, **kwargs)
+  def dies_on_the_fourth_record(*args, **kwargs):
+    calls["n"] += 1
+    if calls["n"] == 4:  # inside the second shard: shard 1 is complete, shard 2 half written
+      raise KeyboardInterrupt("interrupted")
+    return real(*args, **kwargs)
 
-    monkeypatch.setattr(records, "serialize_example", dies_on_the_fourth_record)
-    with pytest.raises(KeyboardInterrupt):
-        write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
-    names = sorted(os.listdir(out))
-    assert names[0] == "relevance-00000-of-00003.tfrecord" and names[1].startswith("relevance-00001-of-00003.tfrecord.tmp-")
-    with pytest.raises(RelevanceRecordsError, match="shard 2 of 3 is not complete"):
-        load_header(out)
-    done = os.stat(os.path.join(out, names[0])).st_mtime_ns
+  monkeypatch.setattr(records, "serialize_example", dies_on_the_fourth_record)
+  with pytest.raises(KeyboardInterrupt):
+    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  names = sorted(os.listdir(out))
+  assert names[0] == "relevance-00000-of-00003.tfrecord" and names[1].startswith(
+    "relevance-00001-of-00003.tfrecord.tmp-"
+  )
+  with pytest.raises(RelevanceRecordsError, match="shard 2 of 3 is not complete"):
+    load_header(out)
+  done = os.stat(os.path.join(out, names[0])).st_mtime_ns
 
-    monkeypatch.setattr(records, "serialize_example", real)
-    lines: list[str] = []
-    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
-    assert lines[0].startswith("removing unfinished file relevance-00001-of-00003.tfrecord.tmp-")
-    assert "shard 1/3: complete, skipped" in lines
-    assert os.stat(os.path.join(out, names[0])).st_mtime_ns == done
-    assert not [n for n in os.listdir(out) if ".tmp-" in n]
+  monkeypatch.setattr(records, "serialize_example", real)
+  lines: list[str] = []
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
+  assert lines[0].startswith("removing unfinished file relevance-00001-of-00003.tfrecord.tmp-")
+  assert "shard 1/3: complete, skipped" in lines
+  assert os.stat(os.path.join(out, names[0])).st_mtime_ns == done
+  assert not [n for n in os.listdir(out) if ".tmp-" in n]
 
-    write_relevance_records(str(tmp_path / "clean"), cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
-    resumed, clean = load_relevance_table(out), load_relevance_table(str(tmp_path / "clean"))
-    np.testing.assert_array_equal(resumed.topk_indices, clean.topk_indices)
-    np.testing.assert_array_equal(resumed.topk_scores, clean.topk_scores)
+  write_relevance_records(
+    str(tmp_path / "clean"), cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet
+  )
+  resumed, clean = load_relevance_table(out), load_relevance_table(str(tmp_path / "clean"))
+  np.testing.assert_array_equal(resumed.topk_indices, clean.topk_indices)
+  np.testing.assert_array_equal(resumed.topk_scores, clean.topk_scores)
 
 
 def test_mismatched_fingerprint_and_schema_are_refused(small_caps_file, small_captions, tmp_path):
-    cs = read_precomp_captions(str(small_caps_file))
-    out = str(tmp_path / "rel")
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  before = {n: os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)}
+
+  other_file = tmp_path / "other_caps.txt"
+  other_file.write_text("\n".join(small_captions[5:] + small_captions[:5]) + "\n")
+  other = read_precomp_captions(str(other_file))
+  with pytest.raises(
+    RecordsMismatchError, match=r"relevance.json: computed for another caption list"
+  ):
+    write_relevance_records(out, other, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  with pytest.raises(RecordsMismatchError, match=r"field 'params'"):
+    write_relevance_records(
+      out, cs, CiderEstimator(sigma=3.0), top_k=5, images_per_shard=2, log=quiet
+    )
+  with pytest.raises(RecordsMismatchError, match=r"field 'contents'"):
+    write_relevance_records(out, cs, CiderEstimator(), top_k=7, images_per_shard=2, log=quiet)
+  with pytest.raises(RelevanceRecordsError, match=r"dataset.fingerprint"):
+    load_header(out, expected_fingerprint=other.fingerprint())
+  assert {
+    n: os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)
+  } == before  # nothing damaged
+
+  path = os.path.join(out, "relevance.json")
+  header = json.load(open(path))
+  header["schema_version"] = 2
+  json.dump(header, open(path, "w"))
+  with pytest.raises(
+    RecordsMismatchError, match="written with schema version 2, this jitr writes version 1"
+  ):
     write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
-    before = {n: os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)}
-
-    other_file = tmp_path / "other_caps.txt"
-    other_file.write_text("\n".join(small_captions[5:] + small_captions[:5]) + "\n")
-    other = read_precomp_captions(str(other_file))
-    with pytest.raises(RecordsMismatchError, match=r"relevance.json: computed for another caption list"):
-        write_relevance_records(out, other, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
-    with pytest.raises(RecordsMismatchError, match=r"field 'params'"):
-        write_relevance_records(out, cs, CiderEstimator(sigma=3.0), top_k=5, images_per_shard=2, log=quiet)
-    with pytest.raises(RecordsMismatchError, match=r"field 'contents'"):
-        write_relevance_records(out, cs, CiderEstimator(), top_k=7, images_per_shard=2, log=quiet)
-    with pytest.raises(RelevanceRecordsError, match=r"dataset.fingerprint"):
-        load_header(out, expected_fingerprint=other.fingerprint())
-    assert {n: os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)} == before  # nothing damaged
-
-    path = os.path.join(out, "relevance.json")
-    header = json.load(open(path))
-    header["schema_version"] = 2
-    json.dump(header, open(path, "w"))
-    with pytest.raises(RecordsMismatchError, match="written with schema version 2, this jitr writes version 1"):
-        write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
-    with pytest.raises(RelevanceRecordsError, match=r"'schema_version' is 2, this reader supports \[1\]"):
-        load_header(out)
+  with pytest.raises(
+    RelevanceRecordsError, match=r"'schema_version' is 2, this reader supports \[1\]"
+  ):
+    load_header(out)
 
 
 def test_truncated_shard_is_refused_then_rewritten(small_caps_file, tmp_path):
-    cs = read_precomp_captions(str(small_caps_file))
-    out = str(tmp_path / "rel")
-    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
-    good = load_relevance_table(out)
-    shard = os.path.join(out, "relevance-00001-of-00003.tfrecord")
-    size = os.path.getsize(shard)
-    with open(shard, "r+b") as f:
-        f.truncate(size - 10)
-    with pytest.raises(RelevanceRecordsError, match=rf"relevance-00001-of-00003.tfrecord: {size - 10} bytes, the header records {size}"):
-        load_relevance_table(out)
-    lines: list[str] = []
-    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
-    assert lines == ["shard 1/3: complete, skipped", "shard 2/3: wrote 2 images to relevance-00001-of-00003.tfrecord", "shard 3/3: complete, skipped"]
-    np.testing.assert_array_equal(load_relevance_table(out, verify_checksums=True).topk_scores, good.topk_scores)
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  good = load_relevance_table(out)
+  shard = os.path.join(out, "relevance-00001-of-00003.tfrecord")
+  size = os.path.getsize(shard)
+  with open(shard, "r+b") as f:
+    f.truncate(size - 10)
+  with pytest.raises(
+    RelevanceRecordsError,
+    match=rf"relevance-00001-of-00003.tfrecord: {size - 10} bytes, the header records {size}",
+  ):
+    load_relevance_table(out)
+  lines: list[str] = []
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
+  assert lines == [
+    "shard 1/3: complete, skipped",
+    "shard 2/3: wrote 2 images to relevance-00001-of-00003.tfrecord",
+    "shard 3/3: complete, skipped",
+  ]
+  np.testing.assert_array_equal(
+    load_relevance_table(out, verify_checksums=True).topk_scores, good.topk_scores
+  )
 
 
 def test_vectors_of_a_non_cosine_estimator_are_refused(small_caps_file, tmp_path):
-    cs = read_precomp_captions(str(small_caps_file))
-    with pytest.raises(ValueError, match="the cider estimator has no per-caption vectors"):
-        write_relevance_records(str(tmp_path / "rel"), cs, CiderEstimator(), vectors=True, log=quiet)
+  cs = read_precomp_captions(str(small_caps_file))
+  with pytest.raises(ValueError, match="the cider estimator has no per-caption vectors"):
+    write_relevance_records(str(tmp_path / "rel"), cs, CiderEstimator(), vectors=True, log=quiet)

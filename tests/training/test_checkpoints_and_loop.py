@@ -19,14 +19,23 @@ def _epoch_batches(epoch):
 
 
 def _run(workdir, *, stop_after=None, evaluate=None):
-  parallel = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
-                                   devices=jax.devices()[:2])
+  parallel = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+  )
   seen = []
   stop = (lambda: len(seen) >= stop_after) if stop_after else (lambda: False)
   checkpoints = Checkpoints(workdir)
-  state, finished = fit(tiny.make_state(optax.adam(1e-2)), parallel=parallel, epoch_batches=_epoch_batches,
-                        steps_per_epoch=STEPS_PER_EPOCH, num_epochs=2, checkpoints=checkpoints,
-                        evaluate=evaluate, on_step=lambda step, m: seen.append(step), stop=stop)
+  state, finished = fit(
+    tiny.make_state(optax.adam(1e-2)),
+    parallel=parallel,
+    epoch_batches=_epoch_batches,
+    steps_per_epoch=STEPS_PER_EPOCH,
+    num_epochs=2,
+    checkpoints=checkpoints,
+    evaluate=evaluate,
+    on_step=lambda step, m: seen.append(step),
+    stop=stop,
+  )
   checkpoints.close()
   return state, finished, seen
 
@@ -63,7 +72,14 @@ def test_sigterm_requests_a_stop():
 
 
 def test_short_epoch_is_an_error(tmp_path):
-  parallel = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
-                                   devices=jax.devices()[:2])
+  parallel = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+  )
   with pytest.raises(ValueError, match="expected steps_per_epoch = 5"):
-    fit(tiny.make_state(), parallel=parallel, epoch_batches=_epoch_batches, steps_per_epoch=5, num_epochs=1)
+    fit(
+      tiny.make_state(),
+      parallel=parallel,
+      epoch_batches=_epoch_batches,
+      steps_per_epoch=5,
+      num_epochs=1,
+    )

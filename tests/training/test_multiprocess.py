@@ -37,10 +37,17 @@ def _free_port() -> int:
 
 
 def _worker_env() -> dict[str, str]:
-  env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}  # gRPC would route localhost via a proxy
-  env["XLA_FLAGS"] = " ".join([f for f in env.get("XLA_FLAGS", "").split()
-                               if not f.startswith("--xla_force_host_platform_device_count")]
-                              + [f"--xla_force_host_platform_device_count={LOCAL_DEVICES}"])
+  env = {
+    k: v for k, v in os.environ.items() if "proxy" not in k.lower()
+  }  # gRPC would route localhost via a proxy
+  env["XLA_FLAGS"] = " ".join(
+    [
+      f
+      for f in env.get("XLA_FLAGS", "").split()
+      if not f.startswith("--xla_force_host_platform_device_count")
+    ]
+    + [f"--xla_force_host_platform_device_count={LOCAL_DEVICES}"]
+  )
   env["JAX_PLATFORMS"] = "cpu"
   env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
   return env
@@ -54,11 +61,31 @@ def _run_workers(out: Path) -> None:
     for pid in range(NUM_PROCESSES):
       log = open(out / f"process{pid}.log", "wb")
       logs.append(log)
-      procs.append(subprocess.Popen(
-          [sys.executable, "-m", "tests.training.multiprocess_worker", "--coordinator", coordinator,
-           "--num-processes", str(NUM_PROCESSES), "--process-id", str(pid),
-           "--local-devices", str(LOCAL_DEVICES), "--steps", str(worker.STEPS), "--out", str(out)],
-          cwd=ROOT, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT))
+      procs.append(
+        subprocess.Popen(
+          [
+            sys.executable,
+            "-m",
+            "tests.training.multiprocess_worker",
+            "--coordinator",
+            coordinator,
+            "--num-processes",
+            str(NUM_PROCESSES),
+            "--process-id",
+            str(pid),
+            "--local-devices",
+            str(LOCAL_DEVICES),
+            "--steps",
+            str(worker.STEPS),
+            "--out",
+            str(out),
+          ],
+          cwd=ROOT,
+          env=_worker_env(),
+          stdout=log,
+          stderr=subprocess.STDOUT,
+        )
+      )
     deadline = time.monotonic() + TIMEOUT_S
     while any(p.poll() is None for p in procs):
       # One process failing leaves the others waiting on collectives: stop at the first failure.
@@ -75,23 +102,32 @@ def _run_workers(out: Path) -> None:
       log.close()
   codes = [p.returncode for p in procs]
   if timed_out or any(codes):
-    tails = "\n".join(f"--- process {pid} (exit {code}) ---\n"
-                      + (out / f"process{pid}.log").read_text(errors="replace")[-3000:]
-                      for pid, code in enumerate(codes))
-    pytest.fail(f"{'timed out after %d s; ' % TIMEOUT_S if timed_out else ''}worker exit codes {codes}\n{tails}")
+    tails = "\n".join(
+      f"--- process {pid} (exit {code}) ---\n"
+      + (out / f"process{pid}.log").read_text(errors="replace")[-3000:]
+      for pid, code in enumerate(codes)
+    )
+    pytest.fail(
+      f"{'timed out after %d s; ' % TIMEOUT_S if timed_out else ''}worker exit codes {codes}\n{tails}"
+    )
 
 
 @pytest.mark.slow
 def test_two_processes_train_like_one_process_with_eight_devices(tmp_path):
   if not distributed.cpu_collectives_available("gloo"):
-    pytest.skip("this jaxlib build has no Gloo CPU collectives, so CPU processes cannot form one JAX job")
-  assert jax.device_count() == NUM_PROCESSES * LOCAL_DEVICES, "tests/conftest.py asks XLA for 8 host devices"
+    pytest.skip(
+      "this jaxlib build has no Gloo CPU collectives, so CPU processes cannot form one JAX job"
+    )
+  assert jax.device_count() == NUM_PROCESSES * LOCAL_DEVICES, (
+    "tests/conftest.py asks XLA for 8 host devices"
+  )
 
   _run_workers(tmp_path)
   result = np.load(tmp_path / worker.RESULT)
 
-  dp = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
-                             devices=jax.devices())
+  dp = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()
+  )
   params, losses = worker.train(dp, worker.global_batches(), slice(None))
 
   assert len(losses) == worker.STEPS and np.all(np.isfinite(losses))
@@ -110,7 +146,9 @@ def test_process_batch_slice_gives_each_process_its_rows():
   assert distributed.process_batch_slice(16, process_id=1, num_processes=2) == slice(8, 16)
   assert distributed.process_batch_slice(16) == slice(0, 16)  # the single pytest process
   rows = np.arange(12)
-  parts = [rows[distributed.process_batch_slice(12, process_id=p, num_processes=3)] for p in range(3)]
+  parts = [
+    rows[distributed.process_batch_slice(12, process_id=p, num_processes=3)] for p in range(3)
+  ]
   np.testing.assert_array_equal(np.concatenate(parts), rows)
   with pytest.raises(ValueError, match="do not split over 3 processes"):
     distributed.process_batch_slice(16, process_id=0, num_processes=3)
@@ -118,17 +156,31 @@ def test_process_batch_slice_gives_each_process_its_rows():
     distributed.process_batch_slice(16, process_id=2, num_processes=2)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
+@pytest.mark.parametrize(
+  "kwargs, error, match",
+  [
     (dict(num_processes=0), ValueError, "num_processes"),
     (dict(num_processes=2.0), TypeError, "num_processes"),
-    (dict(num_processes=2, process_id=2, coordinator_address="127.0.0.1:1234"), ValueError, "process_id"),
+    (
+      dict(num_processes=2, process_id=2, coordinator_address="127.0.0.1:1234"),
+      ValueError,
+      "process_id",
+    ),
     (dict(num_processes=2, process_id=0), ValueError, "coordinator_address"),
     (dict(num_processes=2, process_id=0, coordinator_address="localhost"), ValueError, "host:port"),
-    (dict(num_processes=2, process_id=0, coordinator_address="localhost:99999"), ValueError, "host:port"),
+    (
+      dict(num_processes=2, process_id=0, coordinator_address="localhost:99999"),
+      ValueError,
+      "host:port",
+    ),
     (dict(local_device_count=0), ValueError, "local_device_count"),
-    (dict(num_processes=2, coordinator_address="127.0.0.1:1234", cpu_collectives="nccl"), ValueError,
-     "cpu_collectives"),
-])
+    (
+      dict(num_processes=2, coordinator_address="127.0.0.1:1234", cpu_collectives="nccl"),
+      ValueError,
+      "cpu_collectives",
+    ),
+  ],
+)
 def test_initialize_refuses_bad_arguments(kwargs, error, match):
   with pytest.raises(error, match=match):
     distributed.initialize(**kwargs)

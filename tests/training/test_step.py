@@ -31,7 +31,9 @@ def test_positives_are_every_caption_of_the_same_image():
 
 def _sgd_gradient(state_before, state_after):
   # With optax.sgd(1.0): params_after = params_before − grad.
-  return jax.tree.map(lambda a, b: np.asarray(a) - np.asarray(b), state_before.params, state_after.params)
+  return jax.tree.map(
+    lambda a, b: np.asarray(a) - np.asarray(b), state_before.params, state_after.params
+  )
 
 
 @pytest.mark.parametrize("backend", ["shard_map", "pmap"])
@@ -41,8 +43,9 @@ def test_eight_devices_equal_one_device(backend):
   state = tiny.make_state()
   single = jax.jit(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn, axis_name=None))
   ref_state, ref_metrics = single(state, batch)
-  dp = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
-                             backend=backend, donate=False)
+  dp = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), backend=backend, donate=False
+  )
   new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
   new_state = dp.get_state(new_state)
   for name in ("loss", "loss/triplet", "loss/smooth_ndcg", "ndcg_i2t", "ndcg_t2i"):
@@ -56,8 +59,11 @@ def test_pmap_equals_shard_map_over_several_steps():
   batches = [tiny.make_batch(seed=s) for s in range(3)]
   results = {}
   for backend in ("shard_map", "pmap"):
-    dp = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
-                               backend=backend, devices=jax.devices()[:4])
+    dp = training.DataParallel(
+      training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
+      backend=backend,
+      devices=jax.devices()[:4],
+    )
     state = dp.put_state(tiny.make_state(optax.adam(1e-2)))
     for batch in batches:
       state, metrics = dp(state, dp.put_batch(batch))
@@ -79,8 +85,14 @@ def test_the_step_switches_epoch_windowed_terms_at_state_step():
   """VSE∞ warm-up through the real step: with 3 steps per epoch, the total is
   the sum-of-hinges term for steps 0–2 and the max-violation term from step 3."""
   from jitr import losses
-  loss_fn = losses.objective({"warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},
-                              "triplet": {"mining": "max", "from_epoch": 1}}, steps_per_epoch=3)
+
+  loss_fn = losses.objective(
+    {
+      "warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},
+      "triplet": {"mining": "max", "from_epoch": 1},
+    },
+    steps_per_epoch=3,
+  )
   step = jax.jit(training.make_train_step(loss_fn, axis_name=None))
   state = tiny.make_state(optax.sgd(0.0))  # parameters stay put: every step sees the same sim
   batch = tiny.make_batch()

@@ -30,24 +30,36 @@ def make_batch(seed=0, n_images=8, captions_per_image=2):
   lengths = rng.integers(2, 6, b).astype(np.int32)
   tokens = rng.integers(1, 20, (b, 5)).astype(np.int32) * (np.arange(5)[None] < lengths[:, None])
   return {
-      "images": features[ids], "tokens": tokens.astype(np.int32), "lengths": lengths, "image_ids": ids,
-      "valid": np.ones(b, bool),
-      "reference_vectors": rng.normal(size=(n_images, 3, 4)).astype(np.float32)[ids],
-      "caption_vectors": rng.normal(size=(b, 4)).astype(np.float32),
+    "images": features[ids],
+    "tokens": tokens.astype(np.int32),
+    "lengths": lengths,
+    "image_ids": ids,
+    "valid": np.ones(b, bool),
+    "reference_vectors": rng.normal(size=(n_images, 3, 4)).astype(np.float32)[ids],
+    "caption_vectors": rng.normal(size=(b, 4)).astype(np.float32),
   }
 
 
 def graded_fn(batch, positives):
-  return {"relevance": losses.relevance_from_embeddings(
-      batch["reference_vectors"], batch["caption_vectors"], positives=positives)}
+  return {
+    "relevance": losses.relevance_from_embeddings(
+      batch["reference_vectors"], batch["caption_vectors"], positives=positives
+    )
+  }
 
 
 def make_state(tx=None, seed=0):
   model = TinyDualEncoder()
   batch = make_batch()
-  params = model.init(jax.random.key(seed), batch["images"], batch["tokens"], batch["lengths"])["params"]
-  apply_fn = lambda p, b, rngs: model.apply({"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs)
+  params = model.init(jax.random.key(seed), batch["images"], batch["tokens"], batch["lengths"])[
+    "params"
+  ]
+  apply_fn = lambda p, b, rngs: model.apply(
+    {"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs
+  )
   return training.create_train_state(params, apply_fn, tx or optax.sgd(1.0), jax.random.key(1))
 
 
-LOSS_FN = losses.objective({"triplet": {"weight": 1.0}, "smooth_ndcg": {"weight": 1.0, "temperature": 0.05}})
+LOSS_FN = losses.objective(
+  {"triplet": {"weight": 1.0}, "smooth_ndcg": {"weight": 1.0, "temperature": 0.05}}
+)
