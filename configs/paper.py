@@ -1,4 +1,6 @@
-"""The papers' settings on Flickr30K / COCO precomp features: ``--config=configs/paper.py:DATA,MODEL,LOSS``.
+"""The papers' settings on Flickr30K / COCO precomp features.
+
+Use as ``--config=configs/paper.py:DATA,MODEL,LOSS``.
 
 DATA: ``f30k`` or ``coco`` (COCO tests on ``testall``: 5K, plus the 1K five folds).
 MODEL: ``vsepp`` (VSE++†: region Dense 1024 + max-pool, GRU 1024; Adam 5e-4,
