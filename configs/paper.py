@@ -14,9 +14,16 @@ LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
       --config.precomp_root=/data/precomp        # holds f30k_precomp/ and coco_precomp/
 """
 
+import pathlib
+import sys
+
 import ml_collections
 
-from configs import default, shapes
+# `configs` is a folder of the checkout, not an installed package: make its siblings
+# importable however the file was loaded (jitr-train from any directory, python -m).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from configs import default, shapes  # noqa: E402
 
 DATASETS = ("f30k", "coco")
 MODELS = ("vsepp", "vseinf")
