@@ -36,7 +36,8 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 def aggregate_cosines(
   cos: np.ndarray, segment_starts: np.ndarray, aggregate: str, axis: int
 ) -> np.ndarray:
-  """Max or mean of ``cos`` over contiguous segments along ``axis`` (segments start at ``segment_starts``)."""
+  """Max or mean of ``cos`` over contiguous segments along ``axis`` (segments start at
+  ``segment_starts``)."""
   if aggregate == "max":
     return np.maximum.reduceat(cos, segment_starts, axis=axis)
   if aggregate == "mean":

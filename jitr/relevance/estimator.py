@@ -99,7 +99,8 @@ class RelevanceEstimator(abc.ABC):
   def image_score_blocks(
     self, images: np.ndarray, images_per_block: int = 64
   ) -> Iterator[tuple[int, int, np.ndarray]]:
-    """``(lo, hi, scores)``: ``scores[b, j]`` = score of caption ``j`` for image ``images[lo + b]``."""
+    """``(lo, hi, scores)``: ``scores[b, j]`` = score of caption ``j`` for image
+    ``images[lo + b]``."""
 
   @abc.abstractmethod
   def pair_scores(
@@ -136,23 +137,3 @@ class RelevanceEstimator(abc.ABC):
   def to_relevance(self, scores: np.ndarray) -> np.ndarray:
     """``clip(scores / relevance_scale, 0, 1)``."""
     return np.clip(np.asarray(scores, np.float64) / self.relevance_scale, 0.0, 1.0)
-
-
-def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
-  """``sentence``, ``cider`` or ``lsa`` with keyword hyper-parameters (see each class)."""
-  if name == "sentence":
-    from jitr.relevance.sentence import SentenceEstimator
-
-    return SentenceEstimator(**kwargs)
-  if name == "cider":
-    from jitr.relevance.cider_estimator import CiderEstimator
-
-    return CiderEstimator(**kwargs)
-  if name == "lsa":
-    from jitr.relevance.lsa import LsaEstimator
-
-    return LsaEstimator(**kwargs)
-  raise ValueError(f"unknown estimator {name!r} (expected sentence, cider or lsa)")
-
-
-ESTIMATORS: tuple[str, ...] = ("sentence", "cider", "lsa")

@@ -150,7 +150,8 @@ def ptb_tokenize_raw(caption: str) -> tuple[str, ...]:
 
 
 def ptb_tokenize(caption: str) -> str:
-  """pycocoevalcap's tokenized form of ``caption``: PTB tokens joined by spaces, punctuation removed."""
+  """pycocoevalcap's tokenized form of ``caption``: PTB tokens joined by spaces, punctuation
+  removed."""
   return " ".join(t for t in ptb_tokenize_raw(caption) if t not in PUNCTUATIONS)
 
 
