@@ -45,6 +45,10 @@ def select_top_k(scores: np.ndarray, k: int) -> TopK:
   """The ``k`` largest entries of each row of ``scores`` ``[B, N]``, best first.
 
   Ties are broken by the smaller column index, so the result is deterministic.
+
+  >>> top = select_top_k(np.array([[0.1, 0.9, 0.9, 0.5]]), 3)
+  >>> top.indices.tolist(), top.scores.astype(float).round(2).tolist()
+  ([[1, 2, 3]], [[0.9, 0.9, 0.5]])
   """
   scores = np.asarray(scores)
   b, n = scores.shape
