@@ -19,10 +19,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from jitr.losses.relevance import AGGREGATES  # the same choices as the in-batch matrices
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
 
-AGGREGATES = ("max", "mean")
 SMOOTH_MAX_TEMPERATURE = 0.05
 
 

@@ -1,4 +1,5 @@
-"""Sentence-Transformers RSC: offline loading, and the in-batch matrix vs a direct numpy computation."""
+"""Sentence-Transformers RSC: offline loading, and the in-batch matrix vs a direct numpy
+computation."""
 
 from __future__ import annotations
 
