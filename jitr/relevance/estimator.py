@@ -13,7 +13,8 @@ with its reference captions). It then gives
 
 Scores map to relevance in ``[0, 1]`` by ``clip(score / relevance_scale, 0, 1)``:
 ``relevance_scale`` is 1 for the cosine estimators (their score already is
-``(1 + max cos) / 2``) and 10 for CIDEr-D (whose maximum is 10).
+``(1 + max cos) / 2``) and 10 for CIDEr-D (whose maximum is 10); the records header
+stores it and ``jitr.losses.relevance_from_topk`` applies it.
 """
 
 from __future__ import annotations
@@ -137,7 +138,3 @@ class RelevanceEstimator(abc.ABC):
       block = select_top_k(scores, k)
       idx[lo:hi], val[lo:hi] = block.indices, block.scores
     return TopK(idx, val)
-
-  def to_relevance(self, scores: np.ndarray) -> np.ndarray:
-    """``clip(scores / relevance_scale, 0, 1)``."""
-    return np.clip(np.asarray(scores, np.float64) / self.relevance_scale, 0.0, 1.0)

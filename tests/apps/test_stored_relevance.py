@@ -88,9 +88,13 @@ def test_datasets_and_settings_sharing_a_data_dir_get_their_own_records(tmp_path
 
 
 def test_the_records_aggregate_reaches_the_training_matrices(tmp_path):
+  config = _config(aggregate="mean")
+  config.graded.lsa_lists = "topk:lsa"  # vectors and top-K lists of one estimator: both stored
   vectors, topk, aggregates = stored_relevance(
-    SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(aggregate="mean"), str(tmp_path)
+    SMALL_CAPTIONS, 5, "f30k_precomp/train", config, str(tmp_path)
   )
+  assert sorted(vectors) == ["lsa"] and sorted(topk) == ["cider", "lsa"]
+  assert topk["lsa"][0].shape == (5, 6)
   caption_image = np.repeat(np.arange(5), 5)
   split = pairs.RetrievalSplit(
     images=np.zeros((5, 1), np.float32),
