@@ -79,8 +79,8 @@ def main(argv: list[str]) -> None:
 
 def _main() -> None:
   from jitr.relevance.captions_io import read_captions
-  from jitr.relevance.estimator import make_estimator
   from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.registry import make_estimator
 
   captions = read_captions(_CAPTIONS.value, _FORMAT.value, _CAPS_PER_IMAGE.value)
   logging.info(

@@ -13,7 +13,12 @@ from jitr.losses.dcg import ndcg
 from jitr.losses.listwise_itr import smooth_ndcg
 from jitr.losses.lseh import semantic_hard_negatives
 from jitr.losses.ranks import approx_ranks, exact_ranks
-from jitr.losses.relevance import relevance_from_embeddings
+from jitr.losses.relevance import (
+  reference_cosine,
+  relevance_from_embeddings,
+  relevance_from_topk,
+  topk_score_matrix,
+)
 from jitr.losses.sam import semantic_margin_triplet
 from jitr.losses.vse import triplet
 
@@ -27,9 +32,12 @@ __all__ = [
   "objective",
   "pair_mask",
   "rank_adaptive_margins",
+  "reference_cosine",
   "relevance_from_embeddings",
+  "relevance_from_topk",
   "semantic_hard_negatives",
   "semantic_margin_triplet",
   "smooth_ndcg",
+  "topk_score_matrix",
   "triplet",
 ]

@@ -54,6 +54,7 @@ import numpy as np
 
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
+from jitr.tf_cpu import import_tf
 
 SCHEMA_VERSION = 1
 FORMAT = "jitr.relevance"
@@ -203,12 +204,6 @@ def write_json_atomic(path: str, obj: Any) -> None:
   os.replace(tmp, path)
 
 
-def _tf():
-  from jitr.tf_cpu import import_tf
-
-  return import_tf()
-
-
 def serialize_example(
   captions: CaptionSet,
   image: int,
@@ -217,7 +212,7 @@ def serialize_example(
   topk_val: np.ndarray | None,
 ) -> bytes:
   """One ``tf.train.Example`` (see the schema in the module docstring)."""
-  tf = _tf()
+  tf = import_tf()
   lo, hi = int(captions.image_offsets[image]), int(captions.image_offsets[image + 1])
 
   def ints(v):
@@ -269,7 +264,7 @@ def compute_shard(
 
 
 def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
-  tf = _tf()
+  tf = import_tf()
   tmp = f"{path}.tmp-{os.getpid()}"
   with tf.io.TFRecordWriter(tmp) as writer:
     for row, image in enumerate(data.image_indices):

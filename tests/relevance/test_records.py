@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
+from jitr import losses
 from jitr.data.relevance_reader import (
   RelevanceRecordsError,
-  inbatch_relevance,
   load_header,
   load_relevance_table,
   relevance_dataset,
@@ -58,7 +58,16 @@ def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
   assert first["image_id"] == b"0" and first["caption_indices"].tolist() == [0, 1, 2, 3, 4]
 
   images, caps = np.array([0, 3, 1]), np.arange(25)
-  rel = np.asarray(inbatch_relevance(table.batch(images, caps), scale=table.relevance_scale))
+  positives = caps[None, :] // 5 == images[:, None]
+  rel = np.asarray(
+    losses.relevance_from_topk(
+      table.topk_indices[images],
+      table.topk_scores[images],
+      caps,
+      scale=table.relevance_scale,
+      positives=positives,
+    )
+  )
   expected = np.zeros((3, 25))
   for a, i in enumerate(images):
     for k in range(6):
@@ -78,13 +87,22 @@ def test_round_trip_vectors(small_caps_file, tmp_path):
   table = load_relevance_table(str(tmp_path / "rel"))
   assert table.topk_indices is None and table.caption_vectors.shape == (25, 6)
   np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), rtol=1e-6)
-  rel = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25))))
-  np.testing.assert_allclose(rel, est.image_scores(np.array([2, 4])), atol=1e-5)
+  refs = table.caption_vectors.reshape(5, 5, 6)[[2, 4]]  # each image's captions: its references
+  positives = np.arange(25)[None, :] // 5 == np.array([[2], [4]])
+  rel = np.asarray(
+    losses.relevance_from_embeddings(refs, table.caption_vectors, positives=positives)
+  )
+  expected = est.image_scores(np.array([2, 4]))
+  np.testing.assert_allclose(rel, np.where(positives, 1.0, expected), atol=1e-5)
   # mean over the references: the numpy form, own captions set to 1
   v = table.caption_vectors.astype(np.float64)
   mean = (1 + (v @ v.T).reshape(5, 5, 25).mean(axis=1)) / 2
   mean[np.repeat(np.arange(5), 5), np.arange(25)] = 1.0
-  rel_mean = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25)), aggregate="mean"))
+  rel_mean = np.asarray(
+    losses.relevance_from_embeddings(
+      refs, table.caption_vectors, positives=positives, aggregate="mean"
+    )
+  )
   np.testing.assert_allclose(rel_mean, mean[[2, 4]], atol=1e-5)
 
 
