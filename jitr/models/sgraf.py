@@ -102,10 +102,11 @@ def masked_batch_norm(
   if train:
     mean, var, count = masked_moments(x, mask, axes=axes)
     if not bn.is_initializing():
-      upd_mean = running_update(mean_v.value[:c], mean, count, momentum=momentum)
-      upd_var = running_update(var_v.value[:c], unbiased(var, count), count, momentum=momentum)
-      mean_v.value = mean_v.value.at[:c].set(upd_mean)
-      var_v.value = var_v.value.at[:c].set(upd_var)
+      running_mean, running_var = jnp.asarray(mean_v.value), jnp.asarray(var_v.value)
+      upd_mean = running_update(running_mean[:c], mean, count, momentum=momentum)
+      upd_var = running_update(running_var[:c], unbiased(var, count), count, momentum=momentum)
+      mean_v.value = running_mean.at[:c].set(upd_mean)
+      var_v.value = running_var.at[:c].set(upd_var)
   else:
     mean, var = mean_v.value[:c], var_v.value[:c]
   normed = (x - mean.reshape(shape)) * jax.lax.rsqrt(var.reshape(shape) + eps)
