@@ -147,3 +147,13 @@ def test_gradients_match_float64_finite_differences():
     [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=600
   )
   assert out.returncode == 0 and "FD_OK" in out.stdout, out.stderr[-3000:]
+
+
+def test_unknown_module_is_named():
+  with pytest.raises(ValueError, match="module must be one of \\('SGR', 'SAF'\\), got 'AVE'"):
+    jax.eval_shape(head("AVE").init, jax.random.key(0), *pair_inputs(4, 6))
+
+
+def test_more_region_slots_than_batch_norm_channels_is_refused():
+  with pytest.raises(ValueError, match="at most num_region=5 region slots"):
+    jax.eval_shape(head("SGR").init, jax.random.key(0), *pair_inputs(R + 1, 6))
