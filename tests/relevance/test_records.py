@@ -38,8 +38,11 @@ def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
   assert header["contents"] == {"vectors": False, "dim": None, "top_k": 6}
   assert sorted(os.listdir(tmp_path / "rel")) == [
     "relevance-00000-of-00003.tfrecord",
+    "relevance-00000-of-00003.tfrecord.json",
     "relevance-00001-of-00003.tfrecord",
+    "relevance-00001-of-00003.tfrecord.json",
     "relevance-00002-of-00003.tfrecord",
+    "relevance-00002-of-00003.tfrecord.json",
     "relevance.json",
   ]
 
@@ -104,9 +107,8 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
   with pytest.raises(KeyboardInterrupt):
     write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
   names = sorted(os.listdir(out))
-  assert names[0] == "relevance-00000-of-00003.tfrecord" and names[1].startswith(
-    "relevance-00001-of-00003.tfrecord.tmp-"
-  )
+  assert names[:2] == ["relevance-00000-of-00003.tfrecord", "relevance-00000-of-00003.tfrecord.json"]
+  assert names[2].startswith("relevance-00001-of-00003.tfrecord.tmp-") and len(names) == 4
   with pytest.raises(RelevanceRecordsError, match="shard 2 of 3 is not complete"):
     load_header(out)
   done = os.stat(os.path.join(out, names[0])).st_mtime_ns
