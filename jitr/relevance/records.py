@@ -478,12 +478,13 @@ def publish_header(out_dir: str, identity: dict[str, Any]) -> dict[str, Any]:
   completing one.
   """
   path = os.path.join(out_dir, HEADER_NAME)
-  header = collect_header(out_dir, identity)
+  header = None
   while True:
-    data = json_bytes(header)
     existing = read_header_file(out_dir)
-    if existing is not None:
+    if existing is not None:  # first the set's settings, then the manifests'
       check_compatible(existing, identity, path, _FITTED_IDENTITY_KEYS)
+    header = header or collect_header(out_dir, identity)
+    data = json_bytes(header)
     if existing is None or _read_bytes(path) != data:
       write_bytes_atomic(path, data)
     again = collect_header(out_dir, identity)
