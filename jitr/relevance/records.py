@@ -347,10 +347,14 @@ def compute_shard(
 _TMP_RE = re.compile(r"\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)(?:-[0-9a-f]+)?$")
 
 
+def host_tag() -> str:
+  """This host's name as it appears in temporary file names (letters, digits, ``.``, ``_``)."""
+  return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
 def tmp_path(path: str) -> str:
   """A temporary name for ``path`` unique across hosts and processes: ``PATH.tmp-HOST-PID-HEX``."""
-  host = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
-  return f"{path}.tmp-{host}-{os.getpid()}-{secrets.token_hex(4)}"
+  return f"{path}.tmp-{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:
@@ -384,7 +388,7 @@ def remove_stale_tmp_files(out_dir: str, log: Callable[[str], None]) -> None:
   Files of live processes, and of other hosts (whose processes cannot be
   checked), are left alone: they may be another worker's write in flight.
   """
-  host = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+  host = host_tag()
   for stale in sorted(glob.glob(os.path.join(out_dir, "*.tmp-*"))):
     match = _TMP_RE.search(stale)
     if match is None or (match["host"] is not None and match["host"] != host):
@@ -483,7 +487,8 @@ def publish_header(out_dir: str, identity: dict[str, Any]) -> dict[str, Any]:
     existing = read_header_file(out_dir)
     if existing is not None:  # first the set's settings, then the manifests'
       check_compatible(existing, identity, path, _FITTED_IDENTITY_KEYS)
-    header = header or collect_header(out_dir, identity)
+    if header is None:
+      header = collect_header(out_dir, identity)
     data = json_bytes(header)
     if existing is None or _read_bytes(path) != data:
       write_bytes_atomic(path, data)

@@ -332,7 +332,8 @@ def test_fit_digest_is_deterministic_and_a_different_fit_is_refused(
 def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_path):
   dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], stdout=-1)
   dead_pid = int(dead.stdout)
-  host = records.tmp_path("x").split(".tmp-")[1].rsplit("-", 2)[0]
+  host = records.host_tag()
+  assert records.tmp_path("x").startswith(f"x.tmp-{host}-{os.getpid()}-")
   names = {
     "dead": f"relevance.json.tmp-{host}-{dead_pid}-0a1b2c3d",
     "mine": f"relevance-00000-of-00002.tfrecord.tmp-{host}-{os.getpid()}-00ff00ff",
@@ -345,3 +346,28 @@ def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_pat
   records.remove_stale_tmp_files(str(tmp_path), lines.append)
   assert sorted(os.listdir(tmp_path)) == sorted([names["alive"], names["other_host"]])
   assert sorted(lines) == sorted(f"removing unfinished file {names[k]}" for k in ("dead", "mine"))
+
+
+def test_a_late_stale_header_write_is_corrected_by_its_writer(
+  small_caps_file, tmp_path, monkeypatch
+):
+  """Worker A scans the manifests, B completes the set, then A's older header lands: A re-reads
+  the manifests after writing and rewrites the header, so the last header is complete."""
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  complete = folder_bytes(out)
+  header = json.loads(complete["relevance.json"])
+  identity = {k: v for k, v in header.items() if k != "shards"}
+  real = records.collect_header
+  scans = []
+
+  def first_scan_before_the_last_manifest(out_dir, ident):
+    scans.append(1)
+    got = real(out_dir, ident)
+    return {**got, "shards": [*got["shards"][:2], None]} if len(scans) == 1 else got
+
+  monkeypatch.setattr(records, "collect_header", first_scan_before_the_last_manifest)
+  assert records.publish_header(out, identity) == header
+  assert len(scans) == 3  # stale scan + write, re-scan differs, write + re-scan agrees
+  assert folder_bytes(out) == complete
