@@ -194,13 +194,10 @@ def check_compatible(
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write("\n")
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
+  """``obj`` as sorted, indented JSON, written atomically (temp name + fsync + rename)."""
+  from jitr import fileio  # pylint: disable=g-import-not-at-top
+
+  fileio.write_json_atomic(path, obj, indent=2, sort_keys=True)
 
 
 def _tf():
@@ -269,9 +266,11 @@ def compute_shard(
 
 
 def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
+  from jitr import fileio  # pylint: disable=g-import-not-at-top
+
   tf = _tf()
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with tf.io.TFRecordWriter(tmp) as writer:
+  # keep_partial: an interrupted shard stays as NAME.tmp-*, removed (and logged) on resume.
+  with fileio.atomic_path(path, keep_partial=True) as tmp, tf.io.TFRecordWriter(tmp) as writer:
     for row, image in enumerate(data.image_indices):
       writer.write(
         serialize_example(
@@ -282,9 +281,6 @@ def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
           None if data.topk_scores is None else data.topk_scores[row],
         )
       )
-  with open(tmp, "rb+") as f:
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
   return len(data.image_indices)
 
 
