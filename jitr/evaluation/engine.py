@@ -24,6 +24,7 @@ import numpy as np
 from jitr.evaluation import kernels
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import Scores, default_chunk_size, iter_chunks
+from jitr.losses import dcg
 
 __all__ = ["SweepConfig", "sweep", "class_average_precision_block"]
 
@@ -95,8 +96,8 @@ _membership = jax.jit(kernels.membership)
 def _ndcg_finish(rel, top_idx, ideal):
   got = jnp.take_along_axis(rel, top_idx, axis=1)
   return (
-    kernels.discounted_cumsum(kernels.graded_gain(got)),
-    kernels.discounted_cumsum(kernels.graded_gain(ideal)),
+    kernels.discounted_cumsum(dcg.gain(got)),
+    kernels.discounted_cumsum(dcg.gain(ideal)),
   )
 
 

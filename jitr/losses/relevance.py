@@ -6,9 +6,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-
-def _unit(x: jax.Array, eps: float = 1e-12) -> jax.Array:
-  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
+from jitr.losses.normalize import l2_normalize
 
 
 def relevance_from_embeddings(
@@ -41,7 +39,8 @@ def relevance_from_embeddings(
   chex.assert_rank(caption_embeddings, 2)
   n_img, n_ref, dim = reference_embeddings.shape
   chex.assert_axis_dimension(caption_embeddings, 1, dim)
-  cosine = jnp.einsum("ikd,jd->ijk", _unit(reference_embeddings), _unit(caption_embeddings))
+  unit_refs, unit_caps = l2_normalize(reference_embeddings), l2_normalize(caption_embeddings)
+  cosine = jnp.einsum("ikd,jd->ijk", unit_refs, unit_caps)
   if reference_mask is not None:
     chex.assert_shape(reference_mask, (n_img, n_ref))
     cosine = jnp.where(reference_mask[:, None, :], cosine, -1.0)
