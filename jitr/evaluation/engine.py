@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +26,7 @@ from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import Scores, default_chunk_size, iter_chunks
 from jitr.losses import dcg
 
-__all__ = ["SweepConfig", "sweep", "class_average_precision_block"]
+__all__ = ["SweepConfig", "SweepResult", "sweep", "class_average_precision_block"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +56,40 @@ class SweepConfig:
   semantic_k: int = 0
   semantic_n: int = 1
   with_gt: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+  """Per-query arrays of one sweep (``Q`` rows each); ``None`` / empty when not computed.
+
+  Attributes:
+    rank: ``(Q,)`` 0-based rank of the best annotated positive, ``-1`` when
+      the query has none.
+    group_rank: ``(Q,)`` the same rank inside the query's sub-gallery.
+    extended_rank: per extended set, ``(Q,)`` rank of its best positive
+      (``-1``: none in the gallery).
+    extended_hits: ``{set index: (Q, topk) bool}`` top-k hit pattern of the
+      ``map_sets`` (for mAP@R / R-Precision); a set is absent when no query
+      was swept.
+    dcg, idcg: ``(Q, ndcg_k)`` DCG@K / IDCG@K curves for K = 1..ndcg_k.
+    ncs_num, ncs_den: ``(Q, semantic_k)`` cumulative semantic scores of the
+      retrieved / ideal items (NCS@K numerator, denominator).
+    sr_hit: ``(Q, semantic_k)`` bool, a semantically relevant item within K.
+    class_ap, class_valid: ``(Q,)`` class-label AP and whether the query has
+      any relevant item.
+  """
+
+  rank: np.ndarray | None = None
+  group_rank: np.ndarray | None = None
+  extended_rank: tuple[np.ndarray, ...] = ()
+  extended_hits: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
+  dcg: np.ndarray | None = None
+  idcg: np.ndarray | None = None
+  ncs_num: np.ndarray | None = None
+  ncs_den: np.ndarray | None = None
+  sr_hit: np.ndarray | None = None
+  class_ap: np.ndarray | None = None
+  class_valid: np.ndarray | None = None
 
 
 # Small separate kernels: XLA:CPU fuses one counting reduction per kernel into
@@ -222,7 +256,7 @@ def sweep(
   gallery_labels: np.ndarray | None = None,
   class_map_k: int | None = None,
   chunk_size: int | None = None,
-) -> dict[str, np.ndarray]:
+) -> SweepResult:
   """Runs the per-block kernel over all queries of one direction.
 
   Args:
@@ -241,10 +275,8 @@ def sweep(
     chunk_size: queries per block.
 
   Returns:
-    Per-query numpy arrays (length Q): ``rank`` (-1 when no positive),
-    ``group_rank``, ``ext{i}_rank`` (-1: no positive in the gallery), ``ext{i}_hits``
-    (Q, topk) bool, ``dcg`` / ``idcg`` (Q, ndcg_k), ``ncs_num`` / ``ncs_den`` / ``sr_hit`` (Q,
-    semantic_k), ``class_ap`` / ``class_valid``.
+    A :class:`SweepResult` of per-query numpy arrays (length Q); queries
+    outside ``query_rows`` get zeros.
   """
   q, g = scores.num_queries, scores.num_gallery
   size = chunk_size or default_chunk_size(g)
@@ -305,8 +337,26 @@ def sweep(
         ap, valid = class_average_precision_block(np.asarray(block), relevant, class_map_k)
         store("class_ap", rows, n, ap)
         store("class_valid", rows, n, valid)
-  if "rank" in results and "has" in results:
-    results["rank"] = np.where(results["has"], results["rank"], -1)
-    if "group_rank" in results:
-      results["group_rank"] = np.where(results["has"], results["group_rank"], -1)
-  return results
+  return _as_result(results, cfg)
+
+
+def _as_result(arrays: dict[str, np.ndarray], cfg: SweepConfig) -> SweepResult:
+  """The typed result from the per-name arrays the block loop filled."""
+  rank, group_rank = arrays.get("rank"), arrays.get("group_rank")
+  if rank is not None and "has" in arrays:
+    rank = np.where(arrays["has"], rank, -1)
+    if group_rank is not None:
+      group_rank = np.where(arrays["has"], group_rank, -1)
+  return SweepResult(
+    rank=rank,
+    group_rank=group_rank,
+    extended_rank=tuple(arrays.get(f"ext{i}_rank") for i in range(cfg.num_extended)),
+    extended_hits={i: arrays[f"ext{i}_hits"] for i in cfg.map_sets if f"ext{i}_hits" in arrays},
+    dcg=arrays.get("dcg"),
+    idcg=arrays.get("idcg"),
+    ncs_num=arrays.get("ncs_num"),
+    ncs_den=arrays.get("ncs_den"),
+    sr_hit=arrays.get("sr_hit"),
+    class_ap=arrays.get("class_ap"),
+    class_valid=arrays.get("class_valid"),
+  )

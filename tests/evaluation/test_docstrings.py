@@ -13,7 +13,7 @@ import pytest
 
 import jitr.evaluation
 
-MODULES = ["recall", "eccv", "ndcg", "semantic", "class_map", "positives"]
+MODULES = ["recall", "eccv", "ndcg", "semantic", "class_map", "positives", "checks", "folds"]
 
 
 def _examples(mod) -> int:
