@@ -280,19 +280,7 @@ def sweep(
   """
   q, g = scores.num_queries, scores.num_gallery
   size = chunk_size or default_chunk_size(g)
-  segments = None
-  if cfg.with_groups:
-    sets = [
-      (np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool))
-      for m in range(groups.shape[0])
-    ]
-    f = groups.shape[0]
-    if g % f == 0 and np.array_equal(
-      groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]
-    ):
-      segments = f  # equal contiguous sub-galleries: one counting pass
-  else:
-    sets = [(np.arange(q), None)]
+  sets, segments = _query_sets(q, g, groups if cfg.with_groups else None, group_of_query)
   if query_rows is not None:
     keep = np.zeros(q, bool)
     keep[np.asarray(query_rows)] = True
@@ -338,6 +326,25 @@ def sweep(
         store("class_ap", rows, n, ap)
         store("class_valid", rows, n, valid)
   return _as_result(results, cfg)
+
+
+def _query_sets(
+  q: int, g: int, groups: np.ndarray | None, group_of_query: np.ndarray | None
+) -> tuple[list[tuple[np.ndarray, np.ndarray | None]], int | None]:
+  """``[(query rows, gallery mask or None)]`` per sub-gallery, and the segment count.
+
+  Without ``groups`` all queries rank over the whole gallery. When the groups
+  are equal contiguous column segments (the COCO layout) the count is returned,
+  so one counting pass gives both the full and the in-group rank.
+  """
+  if groups is None:
+    return [(np.arange(q), None)], None
+  f = groups.shape[0]
+  sets = [(np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool)) for m in range(f)]
+  contiguous = g % f == 0 and np.array_equal(
+    groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]
+  )
+  return sets, (f if contiguous else None)
 
 
 def _as_result(arrays: dict[str, np.ndarray], cfg: SweepConfig) -> SweepResult:

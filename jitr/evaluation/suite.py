@@ -22,6 +22,13 @@ key                               metric
 
 ``{d}`` is ``i2t`` or ``t2i``. Rates are in percent (``percent=True``) --
 R@K 0..100, RSUM 0..600 -- ranks are 1-based.
+
+The call is four small steps: :func:`~jitr.evaluation.plan.plan_evaluation`
+validates the arguments; :func:`sweep_direction` reads each direction's score
+blocks once (plus a top-``max R`` pass for mAP@R) into a typed
+:class:`~jitr.evaluation.engine.SweepResult`; :func:`direction_metrics` names
+that direction's keys; :func:`summary_metrics` adds RSUM, M-Recall and the
+class mAP over both directions.
 """
 
 from __future__ import annotations
@@ -43,7 +50,15 @@ from jitr.evaluation.plan import EvaluationPlan, map_config, plan_evaluation, sw
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.semantic import summarize_semantic
 
-__all__ = ["CrossModalScores", "DIRECTIONS", "evaluate_retrieval", "sweep_direction"]
+__all__ = [
+  "CrossModalScores",
+  "DIRECTIONS",
+  "DirectionMetrics",
+  "direction_metrics",
+  "evaluate_retrieval",
+  "summary_metrics",
+  "sweep_direction",
+]
 
 Recalls = dict[int, float]
 
