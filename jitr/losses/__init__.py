@@ -12,6 +12,7 @@ from jitr.losses.composite import LOSSES, objective
 from jitr.losses.dcg import ndcg
 from jitr.losses.listwise_itr import smooth_ndcg
 from jitr.losses.lseh import semantic_hard_negatives
+from jitr.losses.normalize import l2_normalize, l2_normalize_additive
 from jitr.losses.ranks import approx_ranks, exact_ranks
 from jitr.losses.relevance import (
   reference_cosine,
@@ -28,6 +29,8 @@ __all__ = [
   "adaptive_listwise",
   "approx_ranks",
   "exact_ranks",
+  "l2_normalize",
+  "l2_normalize_additive",
   "ndcg",
   "objective",
   "pair_mask",

@@ -17,11 +17,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses.normalize import l2_normalize
+
 AGGREGATES = ("max", "mean")
-
-
-def _unit(x: jax.Array, eps: float = 1e-12) -> jax.Array:
-  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
 
 
 def _with_positives(matrix: jax.Array, positives: jax.Array | None) -> jax.Array:
@@ -66,7 +64,9 @@ def reference_cosine(
   chex.assert_axis_dimension(caption_embeddings, 1, dim)
   mask = jnp.ones((n_img, n_ref), bool) if reference_mask is None else reference_mask
   chex.assert_shape(mask, (n_img, n_ref))
-  cosine = jnp.einsum("ikd,jd->ijk", _unit(reference_embeddings), _unit(caption_embeddings))
+  cosine = jnp.einsum(
+    "ikd,jd->ijk", l2_normalize(reference_embeddings), l2_normalize(caption_embeddings)
+  )
   valid = mask[:, None, :]
   if aggregate == "max":
     combined = jnp.max(jnp.where(valid, cosine, -1.0), axis=-1)

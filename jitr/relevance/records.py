@@ -61,13 +61,12 @@ import hashlib
 import json
 import os
 import re
-import secrets
-import socket
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from jitr import fileio
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.tf_cpu import import_tf
@@ -269,16 +268,6 @@ def check_compatible(
     raise RecordsMismatchError(f"{path}: {msg}. Use another --out directory or delete this one.")
 
 
-def write_json_atomic(path: str, obj: Any) -> None:
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write("\n")
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
-
-
 def serialize_example(
   captions: CaptionSet,
   image: int,
@@ -342,26 +331,6 @@ def compute_shard(
 _TMP_RE = re.compile(r"\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)(?:-[0-9a-f]+)?$")
 
 
-def host_tag() -> str:
-  """This host's name as it appears in temporary file names (letters, digits, ``.``, ``_``)."""
-  return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
-
-
-def tmp_path(path: str) -> str:
-  """A temporary name for ``path`` unique across hosts and processes: ``PATH.tmp-HOST-PID-HEX``."""
-  return f"{path}.tmp-{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def write_bytes_atomic(path: str, data: bytes) -> None:
-  """Write ``data`` to a unique temporary file, fsync, rename onto ``path`` (atomic)."""
-  tmp = tmp_path(path)
-  with open(tmp, "wb") as f:
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
-
-
 def json_bytes(obj: Any) -> bytes:
   """The file bytes of ``obj``: indented, sorted keys, trailing newline (deterministic)."""
   return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8")
@@ -383,7 +352,7 @@ def remove_stale_tmp_files(out_dir: str, log: Callable[[str], None]) -> None:
   Files of live processes, and of other hosts (whose processes cannot be
   checked), are left alone: they may be another worker's write in flight.
   """
-  host = host_tag()
+  host = fileio.host_tag()
   for stale in sorted(glob.glob(os.path.join(out_dir, "*.tmp-*"))):
     match = _TMP_RE.search(stale)
     if match is None or (match["host"] is not None and match["host"] != host):
@@ -399,8 +368,8 @@ def remove_stale_tmp_files(out_dir: str, log: Callable[[str], None]) -> None:
 
 def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
   tf = import_tf()
-  tmp = tmp_path(path)
-  with tf.io.TFRecordWriter(tmp) as writer:
+  # keep_partial: an interrupted shard stays as NAME.tmp-*, removed (and logged) on resume.
+  with fileio.atomic_path(path, keep_partial=True) as tmp, tf.io.TFRecordWriter(tmp) as writer:
     for row, image in enumerate(data.image_indices):
       writer.write(
         serialize_example(
@@ -411,9 +380,6 @@ def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
           None if data.topk_scores is None else data.topk_scores[row],
         )
       )
-  with open(tmp, "rb+") as f:
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
   return len(data.image_indices)
 
 
@@ -486,7 +452,7 @@ def publish_header(out_dir: str, identity: dict[str, Any]) -> dict[str, Any]:
       header = collect_header(out_dir, identity)
     data = json_bytes(header)
     if existing is None or _read_bytes(path) != data:
-      write_bytes_atomic(path, data)
+      fileio.write_bytes_atomic(path, data)
     again = collect_header(out_dir, identity)
     if again == header:
       return header
@@ -595,7 +561,7 @@ def write_relevance_records(
       "sha256": file_sha256(path),
     }
     manifest = {"identity": identity, "shard": entry}
-    write_bytes_atomic(os.path.join(out_dir, manifest_name(s, n)), json_bytes(manifest))
+    fileio.write_bytes_atomic(os.path.join(out_dir, manifest_name(s, n)), json_bytes(manifest))
     header = publish_header(out_dir, identity)
     log(f"shard {s + 1}/{n}: wrote {records} images to {name}")
   header = publish_header(out_dir, identity)

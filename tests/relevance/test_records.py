@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from jitr import losses
+from jitr import fileio, losses
 from jitr.data.relevance_reader import (
   RelevanceRecordsError,
   load_header,
@@ -350,8 +350,8 @@ def test_fit_digest_is_deterministic_and_a_different_fit_is_refused(
 def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_path):
   dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], stdout=-1)
   dead_pid = int(dead.stdout)
-  host = records.host_tag()
-  assert records.tmp_path("x").startswith(f"x.tmp-{host}-{os.getpid()}-")
+  host = fileio.host_tag()
+  assert fileio.temp_name("x").startswith(f"x.tmp-{host}-{os.getpid()}-")
   names = {
     "dead": f"relevance.json.tmp-{host}-{dead_pid}-0a1b2c3d",
     "mine": f"relevance-00000-of-00002.tfrecord.tmp-{host}-{os.getpid()}-00ff00ff",
