@@ -18,8 +18,8 @@ function, so both live here under names that say which is which:
   vector is finite too (the official ``sqrt`` has an infinite derivative
   there); the value changes by at most ``sqrt(tiny) ≈ 1e-19``.
 
-Both compute in float32 and return float32 (bf16 inputs are upcast: the
-squared norm is where bf16 loses precision).
+Both compute in float32 or wider and return that (bf16 inputs are upcast: the
+squared norm is where bf16 loses precision; float64 stays float64).
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ __all__ = ["l2_normalize", "l2_normalize_additive"]
 
 
 def _sum_of_squares(x: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
-  x = jnp.asarray(x).astype(jnp.float32)
+  x = jnp.asarray(x)
+  x = x.astype(jnp.promote_types(x.dtype, jnp.float32))  # bf16/f16 up to f32, f64 stays
   return x, jnp.sum(x * x, axis=axis, keepdims=True)
 
 
 def l2_normalize(x: jax.Array, *, axis: int = -1, eps: float = 1e-8) -> jax.Array:
-  """``x / max(‖x‖₂, eps)`` along ``axis`` in float32; a zero vector stays 0.
+  """``x / max(‖x‖₂, eps)`` along ``axis`` in float32 (or wider); a zero vector stays 0.
 
   >>> import jax.numpy as jnp
   >>> l2_normalize(jnp.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
@@ -47,7 +48,7 @@ def l2_normalize(x: jax.Array, *, axis: int = -1, eps: float = 1e-8) -> jax.Arra
 
 
 def l2_normalize_additive(x: jax.Array, *, axis: int = -1, eps: float = 1e-8) -> jax.Array:
-  """``x / (‖x‖₂ + eps)`` along ``axis`` in float32 (SCAN / SGRAF ``l2norm``).
+  """``x / (‖x‖₂ + eps)`` along ``axis`` in float32 or wider (SCAN / SGRAF ``l2norm``).
 
   >>> import jax.numpy as jnp
   >>> y = l2_normalize_additive(jnp.array([3e-8, 4e-8]))  # ‖x‖ = 5e-8: x / 6e-8

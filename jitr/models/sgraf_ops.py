@@ -13,6 +13,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jitr.losses.normalize import l2_normalize_additive
+
 EPS = 1e-8
 
 
@@ -20,18 +22,10 @@ def _masked(x: jax.Array, mask: jax.Array | None) -> jax.Array:
   return x if mask is None else jnp.where(mask, x, jnp.zeros_like(x))
 
 
-def safe_norm(x: jax.Array, *, axis: int = -1) -> jax.Array:
-  """``sqrt(Σ x²)`` along ``axis`` (kept), with a zero (not NaN) gradient at ``x = 0``."""
-  sq = jnp.sum(x * x, axis=axis, keepdims=True)
-  pos = sq > 0
-  return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
-
-
 def l2norm(x: jax.Array, *, axis: int = -1, mask: jax.Array | None = None) -> jax.Array:
   """Official ``l2norm``: ``x / (sqrt(Σ x²) + 1e-8)`` over the entries where ``mask``
   (broadcast to ``x``) holds; masked entries come out 0."""
-  x = _masked(x, mask)
-  return x / (safe_norm(x, axis=axis) + EPS)
+  return l2_normalize_additive(_masked(x, mask), axis=axis, eps=EPS)
 
 
 def l1norm(x: jax.Array, *, axis: int = -1, mask: jax.Array | None = None) -> jax.Array:
