@@ -162,8 +162,10 @@ def test_precompute_refuses_a_worker_index_outside_the_workers(small_caps_file, 
 def test_agreement_app_prints_the_table(tmp_path):
   tokens = tmp_path / "Flickr8k.token.txt"
   tokens.write_text(
-    "a.jpg#0\tA dog runs on the grass .\na.jpg#1\tA brown dog runs outside .\na.jpg#2\tThe dog runs on grass .\n"
-    "b.jpg#0\tA man rides a bike .\nb.jpg#1\tA man rides a bike on a road .\nb.jpg#2\tA man on a bicycle .\n"
+    "a.jpg#0\tA dog runs on the grass .\na.jpg#1\tA brown dog runs outside .\n"
+    "a.jpg#2\tThe dog runs on grass .\n"
+    "b.jpg#0\tA man rides a bike .\nb.jpg#1\tA man rides a bike on a road .\n"
+    "b.jpg#2\tA man on a bicycle .\n"
   )
   judged = tmp_path / "CrowdFlowerAnnotations.txt"
   judged.write_text(
