@@ -57,7 +57,8 @@ LOSSES: dict[str, LossSpec] = {
 class PartialSums(NamedTuple):
   """One term's sums over a block of queries: ``Σ w·l`` and ``Σ w`` per direction.
 
-  With ``reduction="sum"`` the denominators are 1 (no normalisation).
+  With ``reduction="sum"`` the counts are 0 (:meth:`Objective.combine` divides
+  by ``max(Σ count, 1)``, so by 1: no normalisation).
   """
 
   image_to_text: jax.Array
@@ -150,7 +151,8 @@ class Objective:
       for direction in rows[name]:
         loss, weight = term.spec.per_query(direction, **term.hyper, **extra)
         weight = weight.astype(loss.dtype)
-        count = jnp.sum(weight) if term.reduction == "mean" else jnp.ones((), loss.dtype)
+        # "sum": count 0, so combine divides by max(Σ count, 1) = 1 however many blocks add up.
+        count = jnp.sum(weight) if term.reduction == "mean" else jnp.zeros((), loss.dtype)
         sums.append((_masks.masked_sum(loss, weight), jax.lax.stop_gradient(count)))
       out[name] = PartialSums(sums[0][0], sums[1][0], sums[0][1], sums[1][1])
     return out
