@@ -96,6 +96,53 @@ def _block(matrix: jax.Array, start: jax.Array, size: int, axis: int) -> jax.Arr
   return block if axis == 0 else block.T
 
 
+def split_loss(
+  loss_fn: Objective,
+  img: jax.Array,
+  txt: jax.Array,
+  positives: jax.Array,
+  where: jax.Array,
+  graded: Mapping[str, tuple[jax.Array, jax.Array] | None],
+  index: jax.Array,
+  *,
+  key: jax.Array | None,
+  step: jax.Array | int | None,
+  axis_name: str | None,
+  similarity: Similarity = dot_similarity,
+):
+  """This device's share of the objective: ``(share, (sums, i2t_sim, t2i_sim))``.
+
+  ``img, txt``: this device's ``b`` rows; ``positives, where [b, N]``: its
+  queries against the global batch (the same for both directions);
+  ``graded[term] = (rows, columns.T)``, each ``[b, N]``; ``index [b]``: the
+  global indices of its queries. ``share`` has this device's numerators over
+  the global counts (psum-ed, no gradient), so ``Σ_devices share`` is the
+  objective; ``sums`` are the term sums with those global counts.
+  """
+  i2t_sim = similarity(img, _gather(txt, axis_name))
+  t2i_sim = similarity(_gather(img, axis_name), txt).T
+  rows = {
+    name: (
+      _masks.QueryRows(
+        i2t_sim, positives, where, None if g is None else g[0], index, _masks.IMAGE_TO_TEXT
+      ),
+      _masks.QueryRows(
+        t2i_sim, positives, where, None if g is None else g[1], index, _masks.TEXT_TO_IMAGE
+      ),
+    )
+    for name, g in graded.items()
+  }
+  sums = loss_fn.partial_sums(rows, key=key)
+  counted = {  # global counts, local numerators: this device's share of L
+    name: s._replace(
+      image_count=_psum(s.image_count, axis_name), text_count=_psum(s.text_count, axis_name)
+    )
+    for name, s in sums.items()
+  }
+  share, _ = loss_fn.combine(counted, step=step)
+  return share, (counted, i2t_sim, t2i_sim)
+
+
 def make_train_step(
   loss_fn: Objective,
   *,
@@ -146,28 +193,19 @@ def make_train_step(
 
     def compute(params):
       img, txt = state.apply_fn(params, batch, {"dropout": dropout_key})
-      i2t_sim = similarity(img, _gather(txt, axis_name))
-      t2i_sim = similarity(_gather(img, axis_name), txt).T
-      rows = {
-        name: (
-          _masks.QueryRows(
-            i2t_sim, positives, where, None if g is None else g[0], index, _masks.IMAGE_TO_TEXT
-          ),
-          _masks.QueryRows(
-            t2i_sim, positives, where, None if g is None else g[1], index, _masks.TEXT_TO_IMAGE
-          ),
-        )
-        for name, g in term_graded.items()
-      }
-      sums = loss_fn.partial_sums(rows, key=loss_key)
-      counted = {  # global counts, local numerators: this device's share of L
-        name: s._replace(
-          image_count=_psum(s.image_count, axis_name), text_count=_psum(s.text_count, axis_name)
-        )
-        for name, s in sums.items()
-      }
-      share, _ = loss_fn.combine(counted, step=state.step)
-      return share, (counted, i2t_sim, t2i_sim)
+      return split_loss(
+        loss_fn,
+        img,
+        txt,
+        positives,
+        where,
+        term_graded,
+        index,
+        key=loss_key,
+        step=state.step,
+        axis_name=axis_name,
+        similarity=similarity,
+      )
 
     (_, (counted, i2t_sim, t2i_sim)), grads = jax.value_and_grad(compute, has_aux=True)(params)
     grads = _psum(grads, axis_name)

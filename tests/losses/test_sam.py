@@ -13,7 +13,8 @@ METRIC = jnp.array([[2.0, 0.5], [1.0, 3.0]])
 
 def test_two_by_two_by_hand():
   # i2t: α = (2 − .5)/5 = .3 → [.3 + .4 − .5]+ = .2;  α = (3 − 1)/5 = .4 → [.4 + .1 − .6]+ = 0
-  # t2i (metric transposed): α = (2 − 1)/5 = .2 → [.2 + .1 − .5]+ = 0;  α = (3 − .5)/5 = .5 → [.5 + .4 − .6]+ = .3
+  # t2i (metric transposed): α = (2 − 1)/5 = .2 → [.2 + .1 − .5]+ = 0;
+  #   α = (3 − .5)/5 = .5 → [.5 + .4 − .6]+ = .3
   out = losses.semantic_margin_triplet(SIM, METRIC, temperature=5.0, reduction="none")
   np.testing.assert_allclose(out.image_to_text, [0.2, 0.0], atol=1e-6)
   np.testing.assert_allclose(out.text_to_image, [0.0, 0.3], atol=1e-6)

@@ -15,28 +15,9 @@ import pytest
 from jitr import losses, training
 from tests.training import tiny
 
-STEPS_PER_EPOCH = 4
-TERMS = {
-  "lmh": {"loss": "triplet", "mining": "max"},
-  "lsh": {"loss": "triplet", "mining": "sum", "reduction": "sum"},
-  "smooth_ndcg": {"temperature": 0.05},
-  "cmal2r": {"loss": "adaptive_listwise"},
-  "sam_hard": {"loss": "semantic_margin_triplet", "input": "metric", "max_margin": 1.0},
-  "sam_random": {
-    "loss": "semantic_margin_triplet",
-    "input": "metric",
-    "sampling": "random",
-    "keep_triplet": True,
-  },
-  "lseh": {"loss": "semantic_hard_negatives", "input": "semantic"},
-  "warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},  # active at step 0
-  "later": {"loss": "adaptive_listwise", "from_epoch": 1, "weight": 3.0},  # not yet active
-}
-
-
-def graded_fn(batch, positives):
-  raw = losses.relevance_from_embeddings(batch["reference_vectors"], batch["caption_vectors"])
-  return {"relevance": jnp.where(positives, 1.0, raw), "metric": 3.0 * raw, "semantic": 2 * raw - 1}
+STEPS_PER_EPOCH = tiny.STEPS_PER_EPOCH
+TERMS = tiny.EVERY_LOSS
+graded_fn = tiny.graded_inputs_fn
 
 
 def _batch(n_pairs, rows):
