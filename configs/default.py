@@ -31,7 +31,8 @@ def get_config() -> ml_collections.ConfigDict:
   c.dataset = "jitr_shapes"
   c.data_dir = ""  # TFDS data dir; default: <workdir>/../tfds (shared between runs)
   c.shapes_config = "default"  # "default" (10k/1k/1k) or "tiny" (40/10/10)
-  # For dataset = "f30k_precomp" / "coco_precomp": <precomp_root>/<dataset>/{split}_ims.npy, {split}_caps.txt
+  # For dataset = "f30k_precomp" / "coco_precomp":
+  # <precomp_root>/<dataset>/{split}_ims.npy, {split}_caps.txt
   c.precomp_root = ""
   c.test_split = "test"  # coco: "testall" (5K; eval_folds = 5 adds the 1K five-fold numbers)
   c.eval_folds = 0
