@@ -11,6 +11,13 @@ source, resolved through the registry :data:`SOURCES` (parsed by
   phi), 0 for captions outside an image's list; positives keep their score;
 * ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1.
 
+Every builder is rectangular: ``graded_fn(images, captions, positives)`` builds
+the ``[n_img, n_txt]`` matrix of one batch's image-side rows against another's
+caption-side rows, so under data parallelism each device builds only its
+queries' rows (its images against all captions, all images against its
+captions), O(N²/D) per device. The oracle's stored rows span the global batch;
+the caption side's ``pair_index`` (global column) picks their columns.
+
 ``agg`` is the estimator's aggregate over an image's references (``max`` or
 ``mean``), read from its records header (``RelevanceTable.aggregate``). The
 matrices themselves come from :mod:`jitr.losses.relevance`.
@@ -27,8 +34,10 @@ import jax.numpy as jnp
 
 from jitr.losses import relevance as rel
 
-# (gathered batch, positives [B, B], estimator name, aggregate) -> [B, B]
-Builder = Callable[[Mapping[str, jax.Array], jax.Array, str | None, str], jax.Array]
+Batch = Mapping[str, jax.Array]
+# (image-side rows, caption-side rows, positives [n_img, n_txt], estimator, aggregate)
+#   -> [n_img, n_txt]
+Builder = Callable[[Batch, Batch, jax.Array, str | None, str], jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,28 +54,33 @@ class SourceKind:
   build: Builder
 
 
-def _references(batch, estimator):
-  return batch[f"vectors/{estimator}/references"], batch[f"vectors/{estimator}/captions"]
+def _references(images, captions, estimator):
+  return images[f"vectors/{estimator}/references"], captions[f"vectors/{estimator}/captions"]
 
 
-def _rsc(batch, positives, estimator, aggregate):
-  refs, caps = _references(batch, estimator)
+def _rsc(images, captions, positives, estimator, aggregate):
+  refs, caps = _references(images, captions, estimator)
   return rel.relevance_from_embeddings(refs, caps, positives=positives, aggregate=aggregate)
 
 
-def _cosine(batch, positives, estimator, aggregate):
-  refs, caps = _references(batch, estimator)
+def _cosine(images, captions, positives, estimator, aggregate):
+  refs, caps = _references(images, captions, estimator)
   return rel.reference_cosine(refs, caps, aggregate=aggregate)
 
 
-def _topk(batch, positives, estimator, aggregate):
+def _topk(images, captions, positives, estimator, aggregate):
   return rel.topk_score_matrix(
-    batch[f"topk/{estimator}/indices"], batch[f"topk/{estimator}/scores"], batch["caption_indices"]
+    images[f"topk/{estimator}/indices"],
+    images[f"topk/{estimator}/scores"],
+    captions["caption_indices"],
   )
 
 
-def _oracle(batch, positives, estimator, aggregate):
-  return jnp.where(positives, 1.0, batch["oracle_relevance"])
+def _oracle(images, captions, positives, estimator, aggregate):
+  rows = images["oracle_relevance"]  # [n_img, N]: each image against the global batch
+  if "pair_index" in captions:
+    rows = jnp.take(rows, captions["pair_index"], axis=1)
+  return jnp.where(positives, 1.0, rows)
 
 
 SOURCES: Mapping[str, SourceKind] = {
@@ -108,8 +122,12 @@ def parse_source(source: str) -> GradedSource:
 
 def make_graded_fn(
   spec: Mapping[str, str], *, aggregates: Mapping[str, str] | None = None
-) -> Callable[[Mapping[str, jax.Array], jax.Array], dict[str, jax.Array]]:
-  """``graded_fn(gathered_batch, positives) -> {input: [B, B]}`` for the train step.
+) -> Callable[[Batch, Batch, jax.Array], dict[str, jax.Array]]:
+  """``graded_fn(images, captions, positives) -> {input: [n_img, n_txt]}`` for the train step.
+
+  ``images`` and ``captions`` are batches (the same one for the whole in-batch
+  matrix, ``graded_fn(batch, batch, positives)``); the image side's rows
+  against the caption side's rows.
 
   Args:
     spec: graded input name -> source (see the module docstring).
@@ -130,9 +148,11 @@ def make_graded_fn(
         "(the records header's params.aggregate)"
       )
 
-  def graded_fn(batch, positives):
+  def graded_fn(images, captions, positives):
     return {
-      name: SOURCES[src.kind].build(batch, positives, src.estimator, aggregates.get(src.estimator))
+      name: SOURCES[src.kind].build(
+        images, captions, positives, src.estimator, aggregates.get(src.estimator)
+      )
       for name, src in parsed.items()
     }
 

@@ -24,8 +24,9 @@ from jitr.losses.composite import Objective, PartialSums
 from jitr.training.state import TrainState
 
 Batch = Mapping[str, jax.Array]
-# (gathered batch, positives) -> {name: [B, B] graded matrix}, e.g. {"relevance": ...}
-GradedFn = Callable[[Batch, jax.Array], Mapping[str, jax.Array]]
+# (image-side rows, caption-side rows, positives [n_img, n_txt]) -> {name: [n_img, n_txt]},
+# e.g. {"relevance": ...}; see jitr.training.graded.make_graded_fn.
+GradedFn = Callable[[Batch, Batch, jax.Array], Mapping[str, jax.Array]]
 # (image representations [Q, ...], caption representations [C, ...]) -> scores [Q, C]
 Similarity = Callable[[jax.Array, jax.Array], jax.Array]
 
@@ -88,12 +89,6 @@ def _gather(x: jax.Array, axis_name: str | None) -> jax.Array:
 
 def _psum(tree, axis_name: str | None):
   return tree if axis_name is None else jax.lax.psum(tree, axis_name)
-
-
-def _block(matrix: jax.Array, start: jax.Array, size: int, axis: int) -> jax.Array:
-  """Rows (``axis=0``) or columns (``axis=1``, returned transposed) ``[start, start + size)``."""
-  block = jax.lax.dynamic_slice_in_dim(matrix, start, size, axis=axis)
-  return block if axis == 0 else block.T
 
 
 def split_loss(
@@ -177,12 +172,12 @@ def make_train_step(
     index = start + jnp.arange(rows_here)
     positives, where = query_targets(local, shared)
     graded = {}
-    if graded_fn is not None:
-      full = graded_fn(shared, in_batch_targets(shared)[0])
-      graded = {
-        name: (_block(m, start, rows_here, 0), _block(m, start, rows_here, 1))
-        for name, m in full.items()
-      }
+    if graded_fn is not None:  # only this device's query rows: O(N²/D), never [N, N]
+      mine = {**local, "pair_index": index}
+      every = {**shared, "pair_index": jnp.arange(shared["image_ids"].shape[0])}
+      i2t = graded_fn(mine, every, positives)  # its images against all captions [b, N]
+      t2i = graded_fn(every, mine, query_targets(shared, local)[0])  # all images, its captions
+      graded = {name: (i2t[name], t2i[name].T) for name in i2t}
     term_graded = loss_fn.graded_inputs(graded or None)
 
     params = state.params

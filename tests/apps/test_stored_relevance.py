@@ -108,7 +108,9 @@ def test_the_records_aggregate_reaches_the_training_matrices(tmp_path):
   batch = {k: jnp.asarray(v) for k, v in pairs.make_batch(split, rows).items()}
   images = caption_image[rows]
   positives = images[None, :] == images[:, None]  # row i's image owns caption j
-  out = make_graded_fn(dict(_config().graded), aggregates=aggregates)(batch, jnp.asarray(positives))
+  out = make_graded_fn(dict(_config().graded), aggregates=aggregates)(
+    batch, batch, jnp.asarray(positives)
+  )
 
   v = vectors["lsa"].astype(np.float64)
   mean_cos = np.array([[np.mean(v[5 * i : 5 * i + 5] @ v[j]) for j in rows] for i in images])

@@ -33,7 +33,8 @@ def _batch():
 
 def test_every_source_by_hand_with_max_aggregate():
   spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"}
-  out = make_graded_fn(spec, aggregates={"lsa": "max"})(_batch(), jnp.asarray(POSITIVES))
+  batch = _batch()
+  out = make_graded_fn(spec, aggregates={"lsa": "max"})(batch, batch, jnp.asarray(POSITIVES))
   # (1 + max cos) / 2, positives (the diagonal) 1
   np.testing.assert_allclose(out["r"], [[1, 1, 0.5], [0.5, 1, 0.5], [1, 0.5, 1]], atol=1e-6)
   np.testing.assert_allclose(out["s"], MAX_COS, atol=1e-6)  # raw max cosine, in [-1, 1]
@@ -45,11 +46,32 @@ def test_every_source_by_hand_with_max_aggregate():
 def test_mean_aggregate_is_honoured_per_estimator():
   spec = {"r": "vectors:lsa", "s": "cosine:lsa", "rs": "vectors:sentence"}
   fn = make_graded_fn(spec, aggregates={"lsa": "mean", "sentence": "max"})
-  out = jax.jit(fn)(_batch(), jnp.asarray(POSITIVES))
+  out = jax.jit(fn)(_batch(), _batch(), jnp.asarray(POSITIVES))
   # (1 + mean cos) / 2 = [[.75, .75, .25], [.5, 1, .5], [.5, .5, .5]], diagonal 1
   np.testing.assert_allclose(out["r"], [[1, 0.75, 0.25], [0.5, 1, 0.5], [0.5, 0.5, 1]], atol=1e-6)
   np.testing.assert_allclose(out["s"], MEAN_COS, atol=1e-6)
   np.testing.assert_allclose(out["rs"], [[1, 1, 0.5], [0.5, 1, 0.5], [1, 0.5, 1]], atol=1e-6)
+
+
+def _rows(batch, picked):
+  """The pair rows ``picked`` of a batch, with their global positions (``pair_index``)."""
+  picked = np.asarray(picked)
+  return {**{k: v[picked] for k, v in batch.items()}, "pair_index": jnp.asarray(picked)}
+
+
+def test_rectangular_blocks_are_the_rows_and_columns_of_the_in_batch_matrix():
+  """A device's images against all captions, and all images against its captions, are
+  exactly the rows and columns of the full matrix (every source, the oracle included)."""
+  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"}
+  fn = make_graded_fn(spec, aggregates={"lsa": "max"})
+  batch, mine = _batch(), [2, 0]
+  every = {**batch, "pair_index": jnp.arange(3)}
+  full = fn(batch, batch, jnp.asarray(POSITIVES))
+  rows = fn(_rows(batch, mine), every, jnp.asarray(POSITIVES[mine]))
+  cols = fn(every, _rows(batch, mine), jnp.asarray(POSITIVES[:, mine]))
+  for name in spec:
+    np.testing.assert_allclose(rows[name], np.asarray(full[name])[mine], atol=1e-6)
+    np.testing.assert_allclose(cols[name], np.asarray(full[name])[:, mine], atol=1e-6)
 
 
 def test_a_vectors_source_needs_its_aggregate():

@@ -35,7 +35,7 @@ def _reference(loss_fn, state, batch):
   """One device, no split: ``value_and_grad`` of the functional objective on the whole batch."""
   batch = {k: jnp.asarray(v) for k, v in batch.items()}
   positives, where = training.in_batch_targets(batch)
-  graded = graded_fn(batch, positives)
+  graded = graded_fn(batch, batch, positives)
   loss_key = jax.random.split(state.rng, 3)[1]
 
   def total(params):

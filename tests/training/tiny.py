@@ -40,10 +40,10 @@ def make_batch(seed=0, n_images=8, captions_per_image=2):
   }
 
 
-def graded_fn(batch, positives):
+def graded_fn(images, captions, positives):
   return {
     "relevance": losses.relevance_from_embeddings(
-      batch["reference_vectors"], batch["caption_vectors"], positives=positives
+      images["reference_vectors"], captions["caption_vectors"], positives=positives
     )
   }
 
@@ -86,9 +86,9 @@ EVERY_LOSS = {
 }
 
 
-def graded_inputs_fn(batch, positives):
+def graded_inputs_fn(images, captions, positives):
   """Relevance (positives 1), a CIDEr-like metric in [0, 3] and a cosine in [-1, 1]."""
-  raw = losses.relevance_from_embeddings(batch["reference_vectors"], batch["caption_vectors"])
+  raw = losses.relevance_from_embeddings(images["reference_vectors"], captions["caption_vectors"])
   return {"relevance": jnp.where(positives, 1.0, raw), "metric": 3.0 * raw, "semantic": 2 * raw - 1}
 
 
