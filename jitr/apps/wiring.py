@@ -150,7 +150,7 @@ def load_data(config, data_dir_: str):
 
 
 def initial_state(config, vocab_size: int, train_split, steps_per_epoch: int):
-  """``(model, TrainState)``: the dual encoder of ``config.model`` initialised from ``config.seed``."""
+  """``(model, TrainState)``: ``config.model``'s dual encoder, initialised from ``config.seed``."""
   import jax
   import numpy as np
 
