@@ -88,6 +88,13 @@ def gru_scan(
   return jnp.swapaxes(outs, 0, 1), final
 
 
+def _zero_state(x_proj: jax.Array, hidden: int) -> jax.Array:
+  """``h0 = 0 [B, H]`` typed like the inputs: under ``shard_map`` with its varying-axis
+  checks on, a carry built from constants would be device-invariant while the
+  scan's output varies per device (it reads this device's rows and parameters)."""
+  return jnp.zeros_like(x_proj[:, 0, :hidden])
+
+
 class GRU(nn.Module):
   """One masked GRU direction over ``[B, T, E]`` inputs with lengths ``[B]``.
 
@@ -118,9 +125,7 @@ class GRU(nn.Module):
     mask = lengths_to_mask(lengths, t)
     if self.reverse:
       x_proj = reverse_padded(x_proj, lengths)
-    outputs, final = gru_scan(
-      x_proj, mask, w_h, b_h, jnp.zeros((b, h), self.dtype), unroll=self.unroll
-    )
+    outputs, final = gru_scan(x_proj, mask, w_h, b_h, _zero_state(x_proj, h), unroll=self.unroll)
     if self.reverse:
       outputs = reverse_padded(outputs, lengths)
     return outputs, final
