@@ -114,6 +114,9 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
       self.data_dir,
     )
 
+  def _log_download_done(self) -> None:
+    logging.info("jitr_shapes/%s is ready in %s", self.builder_config.name, self.data_dir)
+
   def _split_generators(self, dl_manager):
     del dl_manager  # nothing to download
     cfg: ShapesConfig = self.builder_config
@@ -137,10 +140,13 @@ def builder(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes
   return JitrShapes(data_dir=str(data_dir), config=config)
 
 
-def build(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes:
+def build(
+  data_dir: str, config: str | ShapesConfig = "default", *, progress_bar: bool = False
+) -> JitrShapes:
   """Generates ``jitr_shapes`` into ``data_dir`` (a no-op if already there) and
-  returns its builder."""
+  returns its builder; TFDS's per-split progress bars only if ``progress_bar``."""
   import_tf()  # GPUs hidden from TF before TFDS writes with it
+  tfds.display_progress_bar(progress_bar)
   b = builder(data_dir, config)
   b.download_and_prepare(
     download_config=tfds.download.DownloadConfig(compute_stats=tfds.download.ComputeStatsMode.SKIP)
