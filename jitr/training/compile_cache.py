@@ -7,7 +7,7 @@ import os
 import jax
 
 # Only compilations slower than this are stored (eager one-op jits stay out).
-MIN_COMPILE_TIME_SECS = 0.5
+MIN_COMPILE_TIME_SECS = 0.2
 # -1: no size floor, so small CPU executables are stored too.
 MIN_ENTRY_SIZE_BYTES = -1
 

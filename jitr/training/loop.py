@@ -66,7 +66,8 @@ def fit(
   (see :class:`StopRequested`), the latest state is saved and ``finished`` is
   ``False``. Host batches are built in a background thread and put on the
   devices ``prefetch`` batches ahead (:func:`~jitr.training.prefetch.prefetch_to_device`),
-  so the next batch's transfer overlaps the current step.
+  so the next batch's transfer overlaps the current step; ``prefetch=0`` builds
+  and puts each batch in the loop's own thread.
   """
   if checkpoints is not None:
     restored = checkpoints.restore(state)
@@ -76,7 +77,10 @@ def fit(
   for epoch in range(step // steps_per_epoch, num_epochs):
     skip = step - epoch * steps_per_epoch
     host_batches = itertools.islice(epoch_batches(epoch), skip, steps_per_epoch)
-    device_batches = prefetch_to_device(host_batches, size=prefetch, put=parallel.put_batch)
+    if prefetch > 0:
+      device_batches = prefetch_to_device(host_batches, size=prefetch, put=parallel.put_batch)
+    else:  # each batch built and put in the loop's thread (JAX's async dispatch still overlaps)
+      device_batches = (parallel.put_batch(b) for b in host_batches)
     with contextlib.closing(device_batches):
       for batch in device_batches:
         state, metrics = parallel(state, batch)

@@ -13,7 +13,7 @@ def check_train_config(config: Any) -> None:
   """Raises ``ValueError`` naming the first bad field: an unknown ``dataset``, a
   ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
   jitr_shapes, an unparsable ``graded`` source, a non-positive ``batch_size``,
-  ``num_epochs`` or ``prefetch``."""
+  ``num_epochs`` or a negative ``prefetch``."""
   if config.dataset not in DATASETS:
     raise ValueError(
       f"config.dataset: expected one of {', '.join(map(repr, DATASETS))}, got {config.dataset!r}"
@@ -31,5 +31,5 @@ def check_train_config(config: Any) -> None:
       raise ValueError(f"config.graded.{name}: {err}") from None
   if config.batch_size <= 0 or config.num_epochs <= 0:
     raise ValueError("config.batch_size and config.num_epochs must be positive")
-  if config.get("prefetch", 2) < 1:
-    raise ValueError(f"config.prefetch: expected >= 1 batches put ahead, got {config.prefetch}")
+  if config.get("prefetch", 2) < 0:
+    raise ValueError(f"config.prefetch: expected >= 0 batches put ahead, got {config.prefetch}")

@@ -120,3 +120,24 @@ def test_fit_learns_the_batches_it_sees():
   assert np.all(last < 0.75 * first), (first, last)
   after = _caption_to_image_r_at_1(state.params, batches)
   assert after >= before + 0.15, (before, after)
+
+
+def test_prefetching_does_not_change_the_result():
+  parallel = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+  )
+  results = []
+  for prefetch in (0, 1, 3):
+    state, finished = fit(
+      tiny.make_state(optax.adam(1e-2)),
+      parallel=parallel,
+      epoch_batches=_epoch_batches,
+      steps_per_epoch=STEPS_PER_EPOCH,
+      num_epochs=2,
+      prefetch=prefetch,
+    )
+    assert finished and int(state.step) == 2 * STEPS_PER_EPOCH
+    results.append(jax.tree.leaves(jax.device_get(state.params)))
+  for other in results[1:]:
+    for a, b in zip(results[0], other):
+      np.testing.assert_array_equal(a, b)
