@@ -1,4 +1,6 @@
-"""The papers' settings on Flickr30K / COCO precomp features: ``--config=configs/paper.py:DATA,MODEL,LOSS``.
+"""The papers' settings on Flickr30K / COCO precomp features.
+
+Use as ``--config=configs/paper.py:DATA,MODEL,LOSS``.
 
 DATA: ``f30k`` or ``coco`` (COCO tests on ``testall``: 5K, plus the 1K five folds).
 MODEL: ``vsepp`` (VSE++†: region Dense 1024 + max-pool, GRU 1024; Adam 5e-4,
@@ -12,9 +14,16 @@ LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
       --config.precomp_root=/data/precomp        # holds f30k_precomp/ and coco_precomp/
 """
 
+import pathlib
+import sys
+
 import ml_collections
 
-from configs import default, shapes
+# `configs` is a folder of the checkout, not an installed package: make its siblings
+# importable however the file was loaded (jitr-train from any directory, python -m).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from configs import default, shapes  # noqa: E402
 
 DATASETS = ("f30k", "coco")
 MODELS = ("vsepp", "vseinf")

@@ -8,9 +8,16 @@ Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
 """
 
+import pathlib
+import sys
+
 import ml_collections
 
-from configs import default
+# `configs` is a folder of the checkout, not an installed package: make its siblings
+# importable however the file was loaded (jitr-train from any directory, python -m).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from configs import default  # noqa: E402
 
 VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle")
 

@@ -152,7 +152,8 @@ def main() -> None:
     .splitlines()[-1]
   )["rate"]
   print(
-    f"reference: one fused forward rank pass (jax.nn.sigmoid + sum, N = 1024) = {kernel:.2f} G pairs/s"
+    "reference: one fused forward rank pass (jax.nn.sigmoid + sum, N = 1024) = "
+    f"{kernel:.2f} G pairs/s"
   )
   header = (
     "| N | jitr fwd s | fwd G pairs/s | jitr fwd+bwd s | fwd+bwd per-pair cost / fused pass "

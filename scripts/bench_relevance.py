@@ -8,7 +8,8 @@
    the top-100 captions per image (target: <= 10 minutes on 2 cores);
 3. Sentence-Transformers (all-MiniLM-L6-v2) captions embedded per second.
 
-  .venv/bin/python scripts/bench_relevance.py [--grid_images=200 --grid_captions=1000] [--skip_full] [--sentence_captions=2000]
+  .venv/bin/python scripts/bench_relevance.py [--grid_images=200 --grid_captions=1000] \
+      [--skip_full] [--sentence_captions=2000]
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ from collections.abc import Callable
 
 
 def run_reporting_bad_input(name: str, body: Callable[[], None]) -> None:
-  """Runs ``body``; bad input (``ValueError``/``OSError``) exits 1 with one line ``NAME: error: ...``."""
+  """Runs ``body``; bad input (``ValueError``/``OSError``) exits 1 with one line.
+
+  The line reads ``NAME: error: ...``.
+  """
   try:
     body()
   except (ValueError, OSError) as err:

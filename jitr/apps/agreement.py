@@ -37,7 +37,8 @@ _OWN = flags.DEFINE_enum(
   "own_caption",
   None,
   ["remove", "skip"],
-  "A judged caption that is a reference of its image: remove it from the references (CrowdFlower default) or skip the pair (expert default).",
+  "A judged caption that is a reference of its image: remove it from the references "
+  "(CrowdFlower default) or skip the pair (expert default).",
 )
 _ESTIMATORS = flags.DEFINE_list(
   "estimators", ["cider", "sentence", "lsa"], "Estimators to compare."

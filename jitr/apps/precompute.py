@@ -1,10 +1,15 @@
 """jitr-precompute: relevance estimates of a caption file -> TFRecords.
 
-  jitr-precompute --captions=data/f30k_precomp/train_caps.txt --estimator=sentence --out=rel/f30k_sentence
-  jitr-precompute --captions=../shared/data/flickr8k/Flickr8k.token.txt --estimator=cider --top_k=100 --out=rel/f8k_cider
+  jitr-precompute --captions=data/f30k_precomp/train_caps.txt --estimator=sentence \
+    --out=rel/f30k_sentence
+  jitr-precompute --captions=../shared/data/flickr8k/Flickr8k.token.txt --estimator=cider \
+    --top_k=100 --out=rel/f8k_cider
 
 A re-run with the same arguments finishes an interrupted run (complete shards
 are skipped); an --out written for other captions or settings is refused.
+Several processes or hosts share one --out with --num_workers=N and
+--worker_index=i (one process per i, e.g. a job array); the last one to finish
+completes the header, and the files are those of a single process.
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ _VECTORS = flags.DEFINE_bool(
   "Store per-caption vectors (default: yes for sentence/lsa, impossible for cider).",
 )
 _IMAGES_PER_SHARD = flags.DEFINE_integer("images_per_shard", 1024, "Images per TFRecord shard.")
+_NUM_WORKERS = flags.DEFINE_integer(
+  "num_workers", 1, "Processes sharing the shards of --out (one per --worker_index)."
+)
+_WORKER_INDEX = flags.DEFINE_integer(
+  "worker_index", 0, "This process's index in [0, num_workers): it writes shards s % N == i."
+)
 _MODEL = flags.DEFINE_string(
   "model", "all-MiniLM-L6-v2", "sentence: Sentence-Transformers model name or local path."
 )
@@ -79,8 +90,8 @@ def main(argv: list[str]) -> None:
 
 def _main() -> None:
   from jitr.relevance.captions_io import read_captions
-  from jitr.relevance.estimator import make_estimator
   from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.registry import make_estimator
 
   captions = read_captions(_CAPTIONS.value, _FORMAT.value, _CAPS_PER_IMAGE.value)
   logging.info(
@@ -94,11 +105,21 @@ def _main() -> None:
     vectors=_VECTORS.value,
     top_k=_TOP_K.value,
     images_per_shard=_IMAGES_PER_SHARD.value,
+    num_workers=_NUM_WORKERS.value,
+    worker_index=_WORKER_INDEX.value,
     log=logging.info,
   )
-  print(
-    f"wrote {header['num_shards']} shards of {_ESTIMATOR.value} relevance for {captions.num_images} images to {_OUT.value}"
-  )
+  n, done = header["num_shards"], sum(e is not None for e in header["shards"])
+  if done == n:
+    print(
+      f"wrote {n} shards of {_ESTIMATOR.value} relevance for {captions.num_images} images "
+      f"to {_OUT.value}"
+    )
+  else:
+    print(
+      f"worker {_WORKER_INDEX.value} of {_NUM_WORKERS.value}: its shards are written; "
+      f"{done} of {n} shards of {_OUT.value} complete (the last worker completes the header)"
+    )
 
 
 def run() -> None:

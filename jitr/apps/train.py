@@ -40,7 +40,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   data_dir = wiring.data_dir(config, workdir)
   if config.get("compilation_cache", True):
     logging.info("compilation cache: %s", enable_compilation_cache(f"{data_dir}/jax_cache"))
-  splits, vocab, exact, scales, folds = wiring.load_data(config, data_dir)
+  splits, vocab, exact, aggregates, folds = wiring.load_data(config, data_dir)
   vocab.save(os.path.join(workdir, "vocab.json"))
   report.write_text_atomic(
     os.path.join(workdir, "config.json"), config.to_json_best_effort(indent=2)
@@ -51,7 +51,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   parallel = training.DataParallel(
     training.make_train_step(
       losses.objective(config.loss, steps_per_epoch=steps_per_epoch),
-      graded_fn=make_graded_fn(config.graded, scales=scales),
+      graded_fn=make_graded_fn(config.graded, aggregates=aggregates),
     ),
     backend=config.backend,
   )

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from absl import logging
+
+if TYPE_CHECKING:
+  from jitr.relevance.estimator import RelevanceEstimator
 
 
 def data_dir(config, workdir: str) -> str:
@@ -13,55 +19,65 @@ def data_dir(config, workdir: str) -> str:
   return config.data_dir or os.path.join(os.path.dirname(os.path.abspath(workdir)), "tfds")
 
 
+def relevance_records_dir(
+  data_dir: str, dataset: str, estimator: RelevanceEstimator, *, top_k: int | None
+) -> str:
+  """``<data_dir>/relevance/<dataset slug>/<estimator>-<vectors|topK>-<sha>``: one folder per
+  dataset and estimator settings (``sha``: the first 10 hex digits of the sha256 of the
+  estimator's name, ``params()`` and what is stored). Names hold only ``[A-Za-z0-9._-]``."""
+  contents = "vectors" if top_k is None else f"top{int(top_k)}"
+  settings = {"estimator": estimator.name, "params": estimator.params(), "contents": contents}
+  digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:10]
+  slug = re.sub(r"[^A-Za-z0-9._-]+", "-", dataset).strip("-.") or "dataset"
+  return os.path.join(data_dir, "relevance", slug, f"{estimator.name}-{contents}-{digest}")
+
+
 def stored_relevance(
-  caption_list, per_image: int, source: str, config, data_dir: str
+  caption_list, per_image: int, dataset: str, config, data_dir: str
 ) -> tuple[dict, dict, dict]:
-  """``(vectors, topk, scales)`` of every estimator ``config.graded`` names, from
-  relevance TFRecords under ``data_dir/relevance`` (precomputed on first use)."""
+  """``(vectors, topk, aggregates)`` of every estimator ``config.graded`` names, read from
+  relevance TFRecords under :func:`relevance_records_dir` (computed on first use).
+
+  ``vectors[NAME]`` ``[N_cap, D]``, ``topk[NAME]`` ``(indices, scores)`` ``[N_img, K]``,
+  ``aggregates[NAME]`` the vectors' aggregate from the records header (for ``make_graded_fn``).
+  """
   import numpy as np
 
-  from jitr.data import relevance_reader
-  from jitr.relevance import estimator as estimator_lib
-  from jitr.relevance import records
+  from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import CaptionSet
+  from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.registry import make_estimator
   from jitr.training.graded import parse_source
 
-  per = per_image
-  n_img = len(caption_list) // per
+  n_img = len(caption_list) // per_image
   captions = CaptionSet(
-    source=source,
+    source=dataset,
     image_ids=tuple(str(i) for i in range(n_img)),
-    caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per)),
+    caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per_image)),
     captions=tuple(caption_list),
-    image_offsets=np.arange(n_img + 1) * per,
+    image_offsets=np.arange(n_img + 1) * per_image,
   )
-  vectors, topk, scales = {}, {}, {}
-  for source in dict(config.graded).values():
-    kind, name = parse_source(source)
-    if kind == "oracle" or name in vectors or name in topk:
+  vectors, topk, aggregates = {}, {}, {}
+  for graded in dict(config.graded).values():
+    source = parse_source(graded)
+    stored = {"vectors": vectors, "topk": topk}.get(source.stored)
+    if stored is None or source.estimator in stored:
       continue
-    kwargs = dict(config.estimators.get(name, {}))
-    out = os.path.join(data_dir, "relevance", f"{source.replace('/', '-')}-{name}-{kind}")
-    if kind == "topk":
-      records.write_relevance_records(
-        out,
-        captions,
-        estimator_lib.make_estimator(name, **kwargs),
-        vectors=False,
-        top_k=config.top_k,
-        log=logging.info,
-      )
+    estimator = make_estimator(
+      source.estimator, **dict(config.estimators.get(source.estimator, {}))
+    )
+    top_k = config.top_k if source.stored == "topk" else None
+    out = relevance_records_dir(data_dir, dataset, estimator, top_k=top_k)
+    write_relevance_records(
+      out, captions, estimator, vectors=top_k is None, top_k=top_k, log=logging.info
+    )
+    table = load_relevance_table(out, expected_fingerprint=captions.fingerprint())
+    if top_k is None:
+      vectors[source.estimator] = table.caption_vectors
+      aggregates[source.estimator] = table.aggregate
     else:
-      records.write_relevance_records(
-        out, captions, estimator_lib.make_estimator(name, **kwargs), vectors=True, log=logging.info
-      )
-    table = relevance_reader.load_relevance_table(out, expected_fingerprint=captions.fingerprint())
-    if kind == "topk":
-      topk[name] = (table.topk_indices, table.topk_scores)
-      scales[name] = table.relevance_scale
-    else:
-      vectors[name] = table.caption_vectors
-  return vectors, topk, scales
+      topk[source.estimator] = (table.topk_indices, table.topk_scores)
+  return vectors, topk, aggregates
 
 
 def load_shapes(config, data_dir: str):
@@ -75,7 +91,7 @@ def load_shapes(config, data_dir: str):
     for s in ("train", "val", "test")
   }
   vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
-  vectors, topk, scales = stored_relevance(
+  vectors, topk, aggregates = stored_relevance(
     arrays["train"]["captions"], 5, f"jitr_shapes/{config.shapes_config}/train", config, data_dir
   )
   splits = {
@@ -92,7 +108,7 @@ def load_shapes(config, data_dir: str):
     s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config)
     for s in ("val", "test")
   }
-  return splits, vocab, exact, scales, None
+  return splits, vocab, exact, aggregates, None
 
 
 def load_precomp(config, data_dir: str):
@@ -105,7 +121,7 @@ def load_precomp(config, data_dir: str):
     for name, split in (("train", "train"), ("val", "dev"), ("test", config.test_split))
   }
   vocab = precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count)
-  vectors, topk, scales = stored_relevance(
+  vectors, topk, aggregates = stored_relevance(
     raw["train"].captions,
     raw["train"].captions_per_image,
     f"{config.dataset}/train",
@@ -124,16 +140,17 @@ def load_precomp(config, data_dir: str):
       topk=topk if name == "train" else {},
     )
   folds = config.eval_folds or None
-  return splits, vocab, None, scales, folds
+  return splits, vocab, None, aggregates, folds
 
 
 def load_data(config, data_dir_: str):
-  """``(splits, vocab, exact relevance or None, top-K scales, eval folds)`` of ``config.dataset``."""
+  """``(splits, vocab, exact relevance or None, vectors' aggregates, eval folds)`` of
+  ``config.dataset`` (the aggregates go to ``make_graded_fn``)."""
   return (load_shapes if config.dataset == "jitr_shapes" else load_precomp)(config, data_dir_)
 
 
 def initial_state(config, vocab_size: int, train_split, steps_per_epoch: int):
-  """``(model, TrainState)``: the dual encoder of ``config.model`` initialised from ``config.seed``."""
+  """``(model, TrainState)``: ``config.model``'s dual encoder, initialised from ``config.seed``."""
   import jax
   import numpy as np
 

@@ -45,7 +45,8 @@ class RetrievalSplit:
     for name in ("tokens", "lengths"):
       if len(getattr(self, name)) != n_cap:
         raise ValueError(
-          f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, expected {n_cap} (one per caption)"
+          f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, "
+          f"expected {n_cap} (one per caption)"
         )
     for name, v in self.vectors.items():
       if len(v) != n_cap:

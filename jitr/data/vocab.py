@@ -13,7 +13,6 @@ import collections
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -95,17 +94,11 @@ class Vocab:
 
   def save(self, path: str | os.PathLike) -> None:
     """Writes ``{"words": [...]}`` as JSON atomically (temp file + rename)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vocab-", suffix=".tmp")
-    try:
-      with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({"words": list(self.words)}, f, ensure_ascii=False)
-      os.replace(tmp, path)
-    except BaseException:
-      if os.path.exists(tmp):
-        os.remove(tmp)
-      raise
+    from jitr.fileio import write_json_atomic  # pylint: disable=g-import-not-at-top
+
+    write_json_atomic(
+      path, {"words": list(self.words)}, indent=None, sort_keys=False, ensure_ascii=False
+    )
 
   @classmethod
   def load(cls, path: str | os.PathLike) -> Vocab:

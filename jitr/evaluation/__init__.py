@@ -7,8 +7,9 @@ per direction and returns a flat ``{name: float}`` dict.
 """
 
 from jitr.evaluation.class_map import as_multihot, class_map
-from jitr.evaluation.coco import coco_recalls, contiguous_folds
+from jitr.evaluation.coco import coco_recalls
 from jitr.evaluation.eccv import extended_metrics
+from jitr.evaluation.folds import contiguous_folds
 from jitr.evaluation.ndcg import ndcg_at_k
 from jitr.evaluation.positives import (
   PositiveSets,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jitr.evaluation.checks import check_sizes
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
@@ -69,26 +70,22 @@ def class_map(
     c = int(max(ql.max(initial=0), gl.max(initial=0))) + 1
   ql = as_multihot(ql, num_classes=c, name="query_labels")
   gl = as_multihot(gl, num_classes=ql.shape[1], name="gallery_labels")
-  if ql.shape[0] != src.num_queries or gl.shape[0] != src.num_gallery:
-    raise ValueError(
-      f"labels are for {ql.shape[0]} queries x {gl.shape[0]} gallery items, "
-      f"but `scores` is {src.num_queries} x {src.num_gallery}"
-    )
+  check_sizes("query_labels", ql.shape[:1], (src.num_queries,), "scores")
+  check_sizes("gallery_labels", gl.shape[:1], (src.num_gallery,), "scores")
   if k is not None and k < 1:
     raise ValueError(f"`k` must be >= 1 or None, got {k}")
-  dummy = PositiveSets(
-    np.full((src.num_queries, 1), -1, np.int32),
-    np.zeros(src.num_queries, np.int32),
-    src.num_gallery,
-  )
   res = sweep(
     src,
-    dummy,
+    PositiveSets.empty(src.num_queries, src.num_gallery),
     cfg=SweepConfig(),
     query_labels=ql,
     gallery_labels=gl,
     class_map_k=k,
     chunk_size=chunk_size,
   )
-  valid = res["class_valid"]
-  return float(np.mean(res["class_ap"][valid])) if valid.any() else float("nan")
+  return mean_class_ap(res.class_ap, res.class_valid)
+
+
+def mean_class_ap(ap: np.ndarray, valid: np.ndarray) -> float:
+  """Mean of the per-query APs over the queries with a relevant item (NaN if none)."""
+  return float(np.mean(ap[valid])) if valid.any() else float("nan")

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr.evaluation import recall as recall_lib
+from jitr.evaluation.checks import check_ks, check_sizes
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
@@ -101,14 +102,9 @@ def extended_metrics(
       the queries with ``R > 0``).
   """
   src = as_scores(scores)
-  if positives.num_queries != src.num_queries or positives.num_gallery != src.num_gallery:
-    raise ValueError(
-      f"`positives` is for {positives.num_queries} x {positives.num_gallery}, "
-      f"but `scores` is {src.num_queries} x {src.num_gallery}"
-    )
-  ks = tuple(int(k) for k in ks)
-  if not ks or min(ks) < 1:
-    raise ValueError(f"`ks` must be integers >= 1, got {ks}")
+  want = (src.num_queries, src.num_gallery)
+  check_sizes("positives", (positives.num_queries, positives.num_gallery), want, "scores")
+  ks = check_ks(ks)
   res = sweep(
     src,
     positives,
@@ -126,5 +122,5 @@ def extended_metrics(
       extended=(positives,),
       query_rows=map_rows([positives]),
       chunk_size=chunk_size,
-    )["ext0_hits"]
-  return summarize_extended(res["ext0_rank"], hits, positives.num_positives, ks)
+    ).extended_hits.get(0)
+  return summarize_extended(res.extended_rank[0], hits, positives.num_positives, ks)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -24,8 +24,9 @@ import numpy as np
 from jitr.evaluation import kernels
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import Scores, default_chunk_size, iter_chunks
+from jitr.losses import dcg
 
-__all__ = ["SweepConfig", "sweep", "class_average_precision_block"]
+__all__ = ["SweepConfig", "SweepResult", "sweep", "class_average_precision_block"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,40 @@ class SweepConfig:
   semantic_k: int = 0
   semantic_n: int = 1
   with_gt: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+  """Per-query arrays of one sweep (``Q`` rows each); ``None`` / empty when not computed.
+
+  Attributes:
+    rank: ``(Q,)`` 0-based rank of the best annotated positive, ``-1`` when
+      the query has none.
+    group_rank: ``(Q,)`` the same rank inside the query's sub-gallery.
+    extended_rank: per extended set, ``(Q,)`` rank of its best positive
+      (``-1``: none in the gallery).
+    extended_hits: ``{set index: (Q, topk) bool}`` top-k hit pattern of the
+      ``map_sets`` (for mAP@R / R-Precision); a set is absent when no query
+      was swept.
+    dcg, idcg: ``(Q, ndcg_k)`` DCG@K / IDCG@K curves for K = 1..ndcg_k.
+    ncs_num, ncs_den: ``(Q, semantic_k)`` cumulative semantic scores of the
+      retrieved / ideal items (NCS@K numerator, denominator).
+    sr_hit: ``(Q, semantic_k)`` bool, a semantically relevant item within K.
+    class_ap, class_valid: ``(Q,)`` class-label AP and whether the query has
+      any relevant item.
+  """
+
+  rank: np.ndarray | None = None
+  group_rank: np.ndarray | None = None
+  extended_rank: tuple[np.ndarray, ...] = ()
+  extended_hits: Mapping[int, np.ndarray] = dataclasses.field(default_factory=dict)
+  dcg: np.ndarray | None = None
+  idcg: np.ndarray | None = None
+  ncs_num: np.ndarray | None = None
+  ncs_den: np.ndarray | None = None
+  sr_hit: np.ndarray | None = None
+  class_ap: np.ndarray | None = None
+  class_valid: np.ndarray | None = None
 
 
 # Small separate kernels: XLA:CPU fuses one counting reduction per kernel into
@@ -95,8 +130,8 @@ _membership = jax.jit(kernels.membership)
 def _ndcg_finish(rel, top_idx, ideal):
   got = jnp.take_along_axis(rel, top_idx, axis=1)
   return (
-    kernels.discounted_cumsum(kernels.graded_gain(got)),
-    kernels.discounted_cumsum(kernels.graded_gain(ideal)),
+    kernels.discounted_cumsum(dcg.gain(got)),
+    kernels.discounted_cumsum(dcg.gain(ideal)),
   )
 
 
@@ -221,7 +256,7 @@ def sweep(
   gallery_labels: np.ndarray | None = None,
   class_map_k: int | None = None,
   chunk_size: int | None = None,
-) -> dict[str, np.ndarray]:
+) -> SweepResult:
   """Runs the per-block kernel over all queries of one direction.
 
   Args:
@@ -240,26 +275,12 @@ def sweep(
     chunk_size: queries per block.
 
   Returns:
-    Per-query numpy arrays (length Q): ``rank`` (-1 when no positive),
-    ``group_rank``, ``ext{i}_rank`` (-1: no positive in the gallery), ``ext{i}_hits``
-    (Q, topk) bool, ``dcg`` / ``idcg`` (Q, ndcg_k), ``ncs_num`` / ``ncs_den`` / ``sr_hit`` (Q,
-    semantic_k), ``class_ap`` / ``class_valid``.
+    A :class:`SweepResult` of per-query numpy arrays (length Q); queries
+    outside ``query_rows`` get zeros.
   """
   q, g = scores.num_queries, scores.num_gallery
   size = chunk_size or default_chunk_size(g)
-  segments = None
-  if cfg.with_groups:
-    sets = [
-      (np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool))
-      for m in range(groups.shape[0])
-    ]
-    f = groups.shape[0]
-    if g % f == 0 and np.array_equal(
-      groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]
-    ):
-      segments = f  # equal contiguous sub-galleries: one counting pass
-  else:
-    sets = [(np.arange(q), None)]
+  sets, segments = _query_sets(q, g, groups if cfg.with_groups else None, group_of_query)
   if query_rows is not None:
     keep = np.zeros(q, bool)
     keep[np.asarray(query_rows)] = True
@@ -304,8 +325,45 @@ def sweep(
         ap, valid = class_average_precision_block(np.asarray(block), relevant, class_map_k)
         store("class_ap", rows, n, ap)
         store("class_valid", rows, n, valid)
-  if "rank" in results and "has" in results:
-    results["rank"] = np.where(results["has"], results["rank"], -1)
-    if "group_rank" in results:
-      results["group_rank"] = np.where(results["has"], results["group_rank"], -1)
-  return results
+  return _as_result(results, cfg)
+
+
+def _query_sets(
+  q: int, g: int, groups: np.ndarray | None, group_of_query: np.ndarray | None
+) -> tuple[list[tuple[np.ndarray, np.ndarray | None]], int | None]:
+  """``[(query rows, gallery mask or None)]`` per sub-gallery, and the segment count.
+
+  Without ``groups`` all queries rank over the whole gallery. When the groups
+  are equal contiguous column segments (the COCO layout) the count is returned,
+  so one counting pass gives both the full and the in-group rank.
+  """
+  if groups is None:
+    return [(np.arange(q), None)], None
+  f = groups.shape[0]
+  sets = [(np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool)) for m in range(f)]
+  contiguous = g % f == 0 and np.array_equal(
+    groups, (np.arange(g) // (g // f))[None] == np.arange(f)[:, None]
+  )
+  return sets, (f if contiguous else None)
+
+
+def _as_result(arrays: dict[str, np.ndarray], cfg: SweepConfig) -> SweepResult:
+  """The typed result from the per-name arrays the block loop filled."""
+  rank, group_rank = arrays.get("rank"), arrays.get("group_rank")
+  if rank is not None and "has" in arrays:
+    rank = np.where(arrays["has"], rank, -1)
+    if group_rank is not None:
+      group_rank = np.where(arrays["has"], group_rank, -1)
+  return SweepResult(
+    rank=rank,
+    group_rank=group_rank,
+    extended_rank=tuple(arrays.get(f"ext{i}_rank") for i in range(cfg.num_extended)),
+    extended_hits={i: arrays[f"ext{i}_hits"] for i in cfg.map_sets if f"ext{i}_hits" in arrays},
+    dcg=arrays.get("dcg"),
+    idcg=arrays.get("idcg"),
+    ncs_num=arrays.get("ncs_num"),
+    ncs_den=arrays.get("ncs_den"),
+    sr_hit=arrays.get("sr_hit"),
+    class_ap=arrays.get("class_ap"),
+    class_valid=arrays.get("class_valid"),
+  )

@@ -14,12 +14,13 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses import dcg
+
 __all__ = [
   "best_positive",
   "rank_of",
   "membership",
   "mask_items",
-  "graded_gain",
   "discounted_cumsum",
 ]
 
@@ -82,13 +83,13 @@ def mask_items(scores: jax.Array, items: jax.Array) -> jax.Array:
   return jnp.where(hit, -jnp.inf, scores)
 
 
-def graded_gain(relevance: jax.Array) -> jax.Array:
-  """NDCG gain ``2^r - 1``."""
-  return jnp.exp2(relevance) - 1.0
-
-
 def discounted_cumsum(gains: jax.Array) -> jax.Array:
-  """``DCG@K = sum_{i<=K} g_i / log2(1 + i)`` for every ``K <= k``: ``(B, k)``."""
-  k = gains.shape[1]
-  disc = 1.0 / jnp.log2(1.0 + jnp.arange(1, k + 1, dtype=jnp.float32))
-  return jnp.cumsum(gains * disc[None], axis=1)
+  """``DCG@K = sum_{i<=K} g_i / log2(1 + i)`` for every ``K <= k``: ``(B, k)``.
+
+  ``gains`` is ``(B, k)``, already in rank order (``dcg.gain`` of the retrieved
+  or ideal relevances); the discount is :func:`jitr.losses.dcg.discount`, the
+  one the Smooth-NDCG loss uses.
+  """
+  chex.assert_rank(gains, 2)
+  positions = jnp.arange(1, gains.shape[1] + 1, dtype=jnp.float32)
+  return jnp.cumsum(gains * dcg.discount(positions)[None], axis=1)

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jitr.evaluation.checks import check_ks
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
-from jitr.evaluation.recall import _check_ks
 from jitr.evaluation.sources import as_scores, scores_like
 
 __all__ = ["ndcg_at_k", "summarize_ndcg"]
@@ -58,12 +58,8 @@ def ndcg_at_k(
   """
   src = as_scores(scores)
   rel = scores_like(relevance, src, "relevance")
-  ks = _check_ks(ks)
+  ks = check_ks(ks)
   k = min(max(ks), src.num_gallery)
-  dummy = PositiveSets(
-    np.full((src.num_queries, 1), -1, np.int32),
-    np.zeros(src.num_queries, np.int32),
-    src.num_gallery,
-  )
-  res = sweep(src, dummy, cfg=SweepConfig(topk=k, ndcg_k=k), relevance=rel, chunk_size=chunk_size)
-  return summarize_ndcg(res["dcg"], res["idcg"], ks)
+  none = PositiveSets.empty(src.num_queries, src.num_gallery)
+  res = sweep(src, none, cfg=SweepConfig(topk=k, ndcg_k=k), relevance=rel, chunk_size=chunk_size)
+  return summarize_ndcg(res.dcg, res.idcg, ks)

@@ -12,38 +12,29 @@ Files are written atomically (temp name + rename).
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from jitr import fileio
+
 __all__ = ["curve_series", "plot_curves", "plot_query_panel", "QueryExample"]
 
 
 def _pyplot():
-  import matplotlib  # pylint: disable=g-import-not-at-top
+  import matplotlib as mpl  # pylint: disable=g-import-not-at-top
 
-  matplotlib.use("Agg", force=False)
+  mpl.use("Agg", force=False)
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 
   return plt
 
 
 def _save(fig, path: str) -> None:
-  folder = os.path.dirname(os.path.abspath(path))
-  os.makedirs(folder, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".png", dir=folder)
-  os.close(fd)
-  try:
+  with fileio.atomic_path(path) as tmp:
     fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
 
 
 def curve_series(

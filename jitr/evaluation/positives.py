@@ -41,6 +41,13 @@ class PositiveSets:
   num_positives: np.ndarray
   num_gallery: int
 
+  @classmethod
+  def empty(cls, num_queries: int, num_gallery: int) -> PositiveSets:
+    """No positive for any query (for metrics that need no annotated positives)."""
+    return cls(
+      np.full((num_queries, 1), -1, np.int32), np.zeros(num_queries, np.int32), num_gallery
+    )
+
   def __post_init__(self):
     idx = np.asarray(self.indices)
     if idx.ndim != 2 or not np.issubdtype(idx.dtype, np.integer):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jitr.evaluation.checks import check_sizes
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
@@ -52,11 +53,7 @@ def best_positive_ranks(
   """
   src = as_scores(scores)
   q, g = src.num_queries, src.num_gallery
-  if positives.num_queries != q or positives.num_gallery != g:
-    raise ValueError(
-      f"`positives` is for {positives.num_queries} queries x "
-      f"{positives.num_gallery} gallery items, but `scores` is {q} x {g}"
-    )
+  check_sizes("positives", (positives.num_queries, positives.num_gallery), (q, g), "scores")
   with_groups = groups is not None
   if with_groups:
     groups = np.asarray(groups, bool)
@@ -82,7 +79,7 @@ def best_positive_ranks(
     group_of_query=group_of_query,
     chunk_size=chunk_size,
   )
-  return out["rank"].astype(np.int64), (out["group_rank"].astype(np.int64) if with_groups else None)
+  return out.rank.astype(np.int64), (out.group_rank.astype(np.int64) if with_groups else None)
 
 
 def best_positive_ranks_reference(scores: np.ndarray, positives: PositiveSets) -> np.ndarray:

@@ -21,17 +21,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from jitr.evaluation.checks import check_ks
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.ranks import best_positive_ranks
 
 __all__ = ["recall_at_k", "median_rank", "mean_rank", "rsum", "mean_recall", "retrieval_recall"]
-
-
-def _check_ks(ks: Sequence[int], name: str = "ks") -> tuple[int, ...]:
-  ks = tuple(int(k) for k in ks)
-  if not ks or min(ks) < 1:
-    raise ValueError(f"`{name}` must be a non-empty list of integers >= 1, got {ks}")
-  return ks
 
 
 def recall_at_k(
@@ -49,7 +43,7 @@ def recall_at_k(
   >>> recall_at_k(np.array([0, 3, -1, 9]), (1, 5))
   {1: 0.3333333333333333, 5: 0.6666666666666666}
   """
-  ks = _check_ks(ks)
+  ks = check_ks(ks)
   ranks = np.asarray(ranks)
   if ranks.ndim != 1:
     raise ValueError(f"`ranks` must be 1-D, got shape {ranks.shape}")

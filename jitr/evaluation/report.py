@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping
+
+from jitr import fileio
+from jitr.fileio import write_text_atomic
 
 __all__ = ["write_json_atomic", "write_text_atomic", "markdown_table", "write_report", "split_key"]
 
@@ -34,23 +35,6 @@ def split_key(key: str) -> tuple[str, str | None, str]:
   return m.group("proto") or "summary", m.group("dir"), m.group("metric")
 
 
-def write_text_atomic(path: str, text: str) -> None:
-  """Writes ``text`` to ``path`` via a temp file in the same folder + rename."""
-  folder = os.path.dirname(os.path.abspath(path))
-  os.makedirs(folder, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.unlink(tmp)
-    raise
-
-
 def _json_value(key: str, v) -> float | None:
   try:
     f = float(v)
@@ -62,7 +46,7 @@ def _json_value(key: str, v) -> float | None:
 def write_json_atomic(path: str, metrics: Mapping[str, float]) -> None:
   """``metrics`` as sorted JSON (NaN -> null), written atomically."""
   data = {str(k): _json_value(k, v) for k, v in sorted(metrics.items())}
-  write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+  fileio.write_json_atomic(path, data, indent=2, sort_keys=True, allow_nan=False)
 
 
 def _metric_order(name: str) -> tuple:

@@ -29,9 +29,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jitr.evaluation.checks import check_ks
 from jitr.evaluation.engine import SweepConfig, sweep
 from jitr.evaluation.positives import PositiveSets
-from jitr.evaluation.recall import _check_ks
 from jitr.evaluation.sources import as_scores, scores_like
 
 __all__ = ["semantic_metrics", "summarize_semantic"]
@@ -87,7 +87,7 @@ def semantic_metrics(
   """
   src = as_scores(scores)
   sem = scores_like(semantic, src, "semantic")
-  ks = _check_ks(ks)
+  ks = check_ks(ks)
   if num_relevant < 1:
     raise ValueError(f"`num_relevant` must be >= 1, got {num_relevant}")
   k = max(ks)
@@ -99,4 +99,4 @@ def semantic_metrics(
     semantic=sem,
     chunk_size=chunk_size,
   )
-  return summarize_semantic(res["ncs_num"], res["ncs_den"], res["sr_hit"], ks)
+  return summarize_semantic(res.ncs_num, res.ncs_den, res.sr_hit, ks)

@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jitr.evaluation.checks import check_sizes
+
 __all__ = [
   "Scores",
   "DenseScores",
@@ -238,9 +240,6 @@ def iter_chunks(rows: np.ndarray, chunk_size: int) -> Iterator[tuple[np.ndarray,
 def scores_like(values: Any, like: Scores, name: str) -> Scores:
   """``values`` as a score source shaped like ``like`` (one error naming ``name`` otherwise)."""
   other = as_scores(values, name=name)
-  if (other.num_queries, other.num_gallery) != (like.num_queries, like.num_gallery):
-    raise ValueError(
-      f"`{name}` is {other.num_queries} x {other.num_gallery}, expected "
-      f"{like.num_queries} x {like.num_gallery} like `scores`"
-    )
+  got, want = (other.num_queries, other.num_gallery), (like.num_queries, like.num_gallery)
+  check_sizes(name, got, want, "scores")
   return other

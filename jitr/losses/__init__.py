@@ -12,8 +12,14 @@ from jitr.losses.composite import LOSSES, objective
 from jitr.losses.dcg import ndcg
 from jitr.losses.listwise_itr import smooth_ndcg
 from jitr.losses.lseh import semantic_hard_negatives
+from jitr.losses.normalize import l2_normalize, l2_normalize_additive
 from jitr.losses.ranks import approx_ranks, exact_ranks
-from jitr.losses.relevance import relevance_from_embeddings
+from jitr.losses.relevance import (
+  reference_cosine,
+  relevance_from_embeddings,
+  relevance_from_topk,
+  topk_score_matrix,
+)
 from jitr.losses.sam import semantic_margin_triplet
 from jitr.losses.vse import triplet
 
@@ -23,13 +29,18 @@ __all__ = [
   "adaptive_listwise",
   "approx_ranks",
   "exact_ranks",
+  "l2_normalize",
+  "l2_normalize_additive",
   "ndcg",
   "objective",
   "pair_mask",
   "rank_adaptive_margins",
+  "reference_cosine",
   "relevance_from_embeddings",
+  "relevance_from_topk",
   "semantic_hard_negatives",
   "semantic_margin_triplet",
   "smooth_ndcg",
+  "topk_score_matrix",
   "triplet",
 ]

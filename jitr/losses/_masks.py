@@ -35,6 +35,73 @@ class DirectionalLoss(NamedTuple):
   text_weight: jax.Array
 
 
+IMAGE_TO_TEXT, TEXT_TO_IMAGE = 0, 1
+
+
+class QueryRows(NamedTuple):
+  """A block of query rows of one direction: what a per-query loss core sees.
+
+  Every loss is a per-query core ``core(rows, *, key, **hyper) -> (loss [Q],
+  weight [Q])``; the full loss is the core on all image queries (rows of
+  ``sim``) and all caption queries (rows of ``sim.T``), each direction reduced
+  ``Σ_q w_q·l_q / Σ_q w_q``. Because a query's terms only need its own row, a
+  device can compute the terms of its own queries against the gathered
+  candidates and the partial sums are added across devices (see
+  ``jitr.training.step``).
+
+  Attributes:
+    sim: ``[Q, C]`` scores of each query against every candidate.
+    positives: bool ``[Q, C]`` annotated pairs.
+    where: bool ``[Q, C]`` valid pairs.
+    graded: ``[Q, C]`` graded matrix rows (relevance, metric, semantic) or None.
+    index: int ``[Q]`` global index of each query in its direction (random
+      draws are keyed by it, so they do not depend on how rows are split).
+    direction: :data:`IMAGE_TO_TEXT` or :data:`TEXT_TO_IMAGE` (a Python int).
+  """
+
+  sim: jax.Array
+  positives: jax.Array
+  where: jax.Array
+  graded: jax.Array | None
+  index: jax.Array
+  direction: int
+
+
+def query_rows(
+  sim: jax.Array,
+  positives: jax.Array,
+  where: jax.Array,
+  graded: jax.Array | None = None,
+) -> tuple[QueryRows, QueryRows]:
+  """All image queries (rows of ``sim``) and all caption queries (rows of ``sim.T``)."""
+  n_img, n_txt = sim.shape
+  gt = None if graded is None else graded.T
+  return (
+    QueryRows(sim, positives, where, graded, jnp.arange(n_img), IMAGE_TO_TEXT),
+    QueryRows(sim.T, positives.T, where.T, gt, jnp.arange(n_txt), TEXT_TO_IMAGE),
+  )
+
+
+def per_direction(
+  core: Callable[..., tuple[jax.Array, jax.Array]],
+  rows: tuple[QueryRows, QueryRows],
+  **kwargs,
+) -> DirectionalLoss:
+  """``core(rows, **kwargs)`` on both directions, as a :class:`DirectionalLoss`."""
+  (i2t, w_i2t), (t2i, w_t2i) = (core(r, **kwargs) for r in rows)
+  dtype = rows[0].sim.dtype
+  return DirectionalLoss(i2t, t2i, w_i2t.astype(dtype), w_t2i.astype(dtype))
+
+
+def row_keys(key: jax.Array, rows: QueryRows) -> jax.Array:
+  """One key per query: ``fold_in(split(key)[direction], global_index)``.
+
+  Independent of how the queries are split into blocks (or devices).
+  """
+  direction_key = jax.random.split(key)[rows.direction]
+  return jax.vmap(lambda i: jax.random.fold_in(direction_key, i))(rows.index)
+
+
 def resolve_masks(
   sim: jax.Array,
   positives: jax.Array | None,

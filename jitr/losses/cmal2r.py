@@ -52,6 +52,26 @@ def _adaptive_listwise_row(scores, positives, where, sharpness):
   return jnp.sum(jnp.where(pos, per_positive, 0.0)) / jnp.maximum(n_pos, 1), n_pos > 0
 
 
+def _unweighted_queries(rows: _masks.QueryRows, *, sharpness: float):
+  row = jax.vmap(_adaptive_listwise_row, in_axes=(0, 0, 0, None))
+  return row(rows.sim, rows.positives, rows.where, sharpness)
+
+
+def adaptive_listwise_queries(
+  rows: _masks.QueryRows,
+  *,
+  key: jax.Array | None = None,
+  sharpness: float = 0.5,
+  alpha: float = 0.4,
+) -> tuple[jax.Array, jax.Array]:
+  """The per-query core of :func:`adaptive_listwise`, already weighted by its
+  direction (α for image->text, 1 − α for text->image; ``key`` unused)."""
+  del key
+  loss, weight = _unweighted_queries(rows, sharpness=sharpness)
+  scale = alpha if rows.direction == _masks.IMAGE_TO_TEXT else 1.0 - alpha
+  return scale * loss, weight
+
+
 def adaptive_listwise(
   sim: jax.Array,
   *,
@@ -82,9 +102,9 @@ def adaptive_listwise(
   0.97408
   """
   positives, where = _masks.resolve_masks(sim, positives, where)
-  row = jax.vmap(_adaptive_listwise_row, in_axes=(0, 0, 0, None))
-  per_query = lambda s, p, w: row(s, p, w, sharpness)
-  losses = _masks.both_directions(per_query, sim, positives, where)
+  rows = _masks.query_rows(sim, positives, where)
+  # Unweighted per-query values; the direction weights apply in the reduction.
+  losses = _masks.per_direction(_unweighted_queries, rows, sharpness=sharpness)
   return _masks.reduce_directions(
     losses, reduction=reduction, image_to_text_weight=alpha, text_to_image_weight=1.0 - alpha
   )

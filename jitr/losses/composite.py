@@ -2,28 +2,185 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jitr.losses.cmal2r import adaptive_listwise
-from jitr.losses.listwise_itr import smooth_ndcg
-from jitr.losses.lseh import semantic_hard_negatives
-from jitr.losses.sam import semantic_margin_triplet
-from jitr.losses.vse import triplet
+from jitr.losses import _masks
+from jitr.losses.cmal2r import adaptive_listwise, adaptive_listwise_queries
+from jitr.losses.listwise_itr import smooth_ndcg, smooth_ndcg_queries
+from jitr.losses.lseh import semantic_hard_negatives, semantic_hard_negatives_queries
+from jitr.losses.sam import semantic_margin_queries, semantic_margin_triplet
+from jitr.losses.vse import triplet, triplet_queries
 
-# name -> (loss function, name of the graded input it takes positionally or None)
-LOSSES: dict[str, tuple[Callable[..., jax.Array], str | None]] = {
-  "triplet": (triplet, None),
-  "smooth_ndcg": (smooth_ndcg, "relevance"),
-  "adaptive_listwise": (adaptive_listwise, None),
-  "semantic_margin_triplet": (semantic_margin_triplet, "metric"),
-  "semantic_hard_negatives": (semantic_hard_negatives, "semantic"),
+
+@dataclasses.dataclass(frozen=True)
+class LossSpec:
+  """A loss of the registry.
+
+  Attributes:
+    fn: the functional loss ``fn(sim, [graded,] *, positives, where, ...)``.
+    per_query: its per-query core ``per_query(rows: QueryRows, *, key, **hyper)
+      -> (loss [Q], weight [Q])``, direction weights folded into ``loss``; the
+      objective and the data-parallel train step only use this.
+    graded: what its graded matrix is (``"relevance"``, ``"metric"``,
+      ``"semantic"``), None when it takes none. The objective term reads
+      ``graded[term["input"]]`` (``input`` defaults to ``"relevance"``).
+    needs_key: whether it draws random numbers (SAM's random negatives).
+  """
+
+  fn: Callable[..., Any]
+  per_query: Callable[..., tuple[jax.Array, jax.Array]]
+  graded: str | None = None
+  needs_key: bool = False
+
+  # ``fn, graded = LOSSES[name]`` and ``LOSSES[name][1]`` as when entries were pairs.
+  def __iter__(self):
+    return iter((self.fn, self.graded))
+
+  def __getitem__(self, index: int):
+    return (self.fn, self.graded)[index]
+
+
+LOSSES: dict[str, LossSpec] = {
+  "triplet": LossSpec(triplet, triplet_queries),
+  "smooth_ndcg": LossSpec(smooth_ndcg, smooth_ndcg_queries, graded="relevance"),
+  "adaptive_listwise": LossSpec(adaptive_listwise, adaptive_listwise_queries),
+  "semantic_margin_triplet": LossSpec(
+    semantic_margin_triplet, semantic_margin_queries, graded="metric", needs_key=True
+  ),
+  "semantic_hard_negatives": LossSpec(
+    semantic_hard_negatives, semantic_hard_negatives_queries, graded="semantic"
+  ),
 }
 
-Objective = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
+
+class PartialSums(NamedTuple):
+  """One term's sums over a block of queries: ``Σ w·l`` and ``Σ w`` per direction.
+
+  With ``reduction="sum"`` the counts are 0 (:meth:`Objective.combine` divides
+  by ``max(Σ count, 1)``, so by 1: no normalisation).
+  """
+
+  image_to_text: jax.Array
+  text_to_image: jax.Array
+  image_count: jax.Array
+  text_count: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class _Term:
+  spec: LossSpec
+  weight: float
+  graded_input: str
+  hyper: dict[str, Any]
+  reduction: str
+  window: tuple[float, float] | None
+
+
+class Objective:
+  """``L = Σ_t w_t · 1[t active at step] · L_t``; see :func:`objective`.
+
+  ``objective(sim, ...)`` computes it on a whole similarity matrix. A
+  data-parallel step uses the split: :meth:`partial_sums` on a device's own
+  query rows (its images against every caption, its captions against every
+  image), the sums added across devices, then :meth:`combine`.
+  """
+
+  def __init__(self, terms: dict[str, _Term]):
+    self.terms = terms
+
+  def __call__(
+    self,
+    sim: jax.Array,
+    *,
+    positives: jax.Array | None = None,
+    where: jax.Array | None = None,
+    graded: jax.Array | Mapping[str, jax.Array] | None = None,
+    key: jax.Array | None = None,
+    step: jax.Array | int | None = None,
+  ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    positives, where = _masks.resolve_masks(sim, positives, where)
+    matrices = self.graded_inputs(graded)
+    i2t, t2i = _masks.query_rows(sim, positives, where)
+    rows = {
+      name: (i2t._replace(graded=m), t2i._replace(graded=None if m is None else m.T))
+      for name, m in matrices.items()
+    }
+    return self.combine(self.partial_sums(rows, key=key), step=step)
+
+  def graded_inputs(
+    self, graded: jax.Array | Mapping[str, jax.Array] | None
+  ) -> dict[str, jax.Array | None]:
+    """Each term's graded matrix (None for terms that take none); clear errors if missing."""
+    out = {}
+    for name, term in self.terms.items():
+      if term.spec.graded is None:
+        out[name] = None
+        continue
+      if graded is None:
+        raise ValueError(
+          f"objective term {name!r} ({term.spec.fn.__name__}) needs "
+          f"graded={{{term.graded_input!r}: ...}} (its {term.spec.graded} matrix)"
+        )
+      matrix = graded if not isinstance(graded, Mapping) else graded.get(term.graded_input)
+      if matrix is None:
+        raise ValueError(
+          f"objective term {name!r}: graded has no {term.graded_input!r} (has {sorted(graded)})"
+        )
+      out[name] = matrix
+    return out
+
+  def partial_sums(
+    self,
+    rows: Mapping[str, tuple[_masks.QueryRows, _masks.QueryRows]],
+    *,
+    key: jax.Array | None = None,
+  ) -> dict[str, PartialSums]:
+    """Each term's :class:`PartialSums` over the given query rows.
+
+    ``rows[name] = (image queries, caption queries)`` carry that term's graded
+    rows. The sums of several blocks (devices) add up to the whole batch's.
+    The counts come from masks only, so they carry no gradient.
+    """
+    keys = iter(jax.random.split(key, len(self.terms))) if key is not None else None
+    out = {}
+    for name, term in self.terms.items():
+      term_key = next(keys) if keys is not None else None
+      extra = {"key": term_key} if term.spec.needs_key else {}
+      sums = []
+      for direction in rows[name]:
+        loss, weight = term.spec.per_query(direction, **term.hyper, **extra)
+        weight = weight.astype(loss.dtype)
+        # "sum": count 0, so combine divides by max(Σ count, 1) = 1 however many blocks add up.
+        count = jnp.sum(weight) if term.reduction == "mean" else jnp.zeros((), loss.dtype)
+        sums.append((_masks.masked_sum(loss, weight), jax.lax.stop_gradient(count)))
+      out[name] = PartialSums(sums[0][0], sums[1][0], sums[0][1], sums[1][1])
+    return out
+
+  def combine(
+    self, sums: Mapping[str, PartialSums], *, step: jax.Array | int | None = None
+  ) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """``(total, {name: unweighted term})`` from the (reduced) partial sums."""
+    parts = {}
+    total = None
+    for name, term in self.terms.items():
+      s = sums[name]
+      value = s.image_to_text / jnp.maximum(s.image_count, 1.0) + s.text_to_image / jnp.maximum(
+        s.text_count, 1.0
+      )
+      parts[name] = value
+      contribution = term.weight * value
+      if term.window is not None:
+        if step is None:
+          raise ValueError(f"objective term {name!r} has an epoch window; pass step=")
+        active = (step >= term.window[0]) & (step < term.window[1])
+        contribution = jnp.where(active, contribution, 0.0)
+      total = contribution if total is None else total + contribution
+    return total, parts
 
 
 def _as_dict(config: Any) -> dict[str, Any]:
@@ -31,22 +188,25 @@ def _as_dict(config: Any) -> dict[str, Any]:
 
 
 def objective(terms: Mapping[str, Any], *, steps_per_epoch: int | None = None) -> Objective:
-  """Builds ``L = Σ_t w_t · 1[t active at step] · L_t`` from ``{name: {"weight": w, **hyper-parameters}}``.
+  """Builds ``L = Σ_t w_t · 1[t active at step] · L_t`` from ``{name: {"weight": w, **hyper}}``.
 
   Each term's ``name`` is a loss of :data:`LOSSES` unless the term sets
   ``"loss"`` (so one loss can appear twice). Losses that need a graded matrix
   (``smooth_ndcg``: relevance, ``semantic_margin_triplet``: metric,
   ``semantic_hard_negatives``: semantic) read ``graded[term["input"]]``, where
   ``input`` defaults to ``"relevance"``; a single array for ``graded`` serves
-  every term. A ``ml_collections.ConfigDict`` works as ``terms``.
+  every term. ``"reduction"`` is ``"mean"`` (default) or ``"sum"``. A
+  ``ml_collections.ConfigDict`` works as ``terms``.
 
-  The returned function is pure and jit-able::
+  The returned :class:`Objective` is pure and jit-able::
 
     loss_fn = objective({"triplet": {"weight": 1.0},
                          "smooth_ndcg": {"weight": 1.0, "temperature": 0.01}})
     total, parts = loss_fn(sim, positives=pos, graded=relevance)
 
-  ``parts`` maps each term name to its unweighted value.
+  ``parts`` maps each term name to its unweighted value. Every term is computed
+  through its loss's per-query core, so the same objective also runs split by
+  query rows over devices (:meth:`Objective.partial_sums`).
 
   Schedules: a term with ``"from_epoch": a`` and/or ``"until_epoch": b`` counts
   only for ``a · steps_per_epoch <= step < b · steps_per_epoch`` (``step`` is
@@ -66,50 +226,18 @@ def objective(terms: Mapping[str, Any], *, steps_per_epoch: int | None = None) -
       )
     weight = float(spec.pop("weight", 1.0))
     graded_input = spec.pop("input", "relevance")
+    reduction = spec.pop("reduction", "mean")
+    if reduction not in ("mean", "sum"):
+      raise ValueError(
+        f"objective term {name!r}: reduction expected 'mean' or 'sum', got {reduction!r}"
+      )
     window = _step_window(
       name, spec.pop("from_epoch", None), spec.pop("until_epoch", None), steps_per_epoch
     )
-    specs[name] = (LOSSES[loss_name], weight, graded_input, spec, window)
+    specs[name] = _Term(LOSSES[loss_name], weight, graded_input, spec, reduction, window)
   if not specs:
     raise ValueError("objective: expected at least one loss term, got none")
-
-  def loss_fn(
-    sim: jax.Array,
-    *,
-    positives: jax.Array | None = None,
-    where: jax.Array | None = None,
-    graded: jax.Array | Mapping[str, jax.Array] | None = None,
-    key: jax.Array | None = None,
-    step: jax.Array | int | None = None,
-  ) -> tuple[jax.Array, dict[str, jax.Array]]:
-    parts = {}
-    total = jnp.zeros((), sim.dtype)
-    keys = iter(jax.random.split(key, len(specs))) if key is not None else None
-    for name, ((fn, needs), weight, graded_input, kwargs, window) in specs.items():
-      args = [sim]
-      if needs is not None:
-        if graded is None:
-          raise ValueError(
-            f"objective term {name!r} ({fn.__name__}) needs graded={{{graded_input!r}: ...}}"
-          )
-        matrix = graded if not isinstance(graded, Mapping) else graded.get(graded_input)
-        if matrix is None:
-          raise ValueError(
-            f"objective term {name!r}: graded has no {graded_input!r} (has {sorted(graded)})"
-          )
-        args.append(matrix)
-      extra = {"key": next(keys)} if keys is not None and fn is semantic_margin_triplet else {}
-      parts[name] = fn(*args, positives=positives, where=where, **kwargs, **extra)
-      if window is None:
-        total = total + weight * parts[name]
-      else:
-        if step is None:
-          raise ValueError(f"objective term {name!r} has an epoch window; pass step=")
-        active = (step >= window[0]) & (step < window[1])
-        total = total + jnp.where(active, weight * parts[name], 0.0)
-    return total, parts
-
-  return loss_fn
+  return Objective(specs)
 
 
 def _step_window(

@@ -1,4 +1,10 @@
-"""Exact (D/ID)CG of one list, shared by the exact metric and Smooth-NDCG."""
+"""Exact (D/ID)CG of one list, shared by the exact metric and Smooth-NDCG.
+
+:func:`gain` and :func:`discount` are the only copy of the DCG gain and
+discount in jitr: the Smooth-NDCG loss, the exact :func:`ndcg` here and the
+NDCG@K of :mod:`jitr.evaluation` all use them, so the metric the losses
+optimise and the one the evaluation reports cannot drift apart.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +16,22 @@ from jitr.losses import ranks as ranks_lib
 
 
 def gain(relevance: jax.Array) -> jax.Array:
-  """``2^r − 1``."""
+  """The graded gain ``2^r − 1`` (0 for ``r = 0``, 1 for ``r = 1``), elementwise.
+
+  >>> import jax.numpy as jnp
+  >>> gain(jnp.array([0.0, 1.0, 2.0])).tolist()
+  [0.0, 1.0, 3.0]
+  """
   return jnp.exp2(relevance) - 1.0
 
 
 def discount(rank: jax.Array) -> jax.Array:
-  """``1 / log2(1 + rank)`` for 1-based ranks."""
+  """The position discount ``1 / log2(1 + rank)`` for 1-based ranks, elementwise.
+
+  >>> import jax.numpy as jnp
+  >>> discount(jnp.array([1.0, 3.0])).tolist()
+  [1.0, 0.5]
+  """
   return 1.0 / jnp.log2(1.0 + rank)
 
 

@@ -35,6 +35,24 @@ def smooth_ndcg_per_query(
   return jax.lax.map(one_row, (sim, relevance, where), batch_size=min(block_size, sim.shape[0]))
 
 
+def smooth_ndcg_queries(
+  rows: _masks.QueryRows,
+  *,
+  key: jax.Array | None = None,
+  temperature: float | jax.Array = 0.01,
+  block_size: int = 16,
+) -> tuple[jax.Array, jax.Array]:
+  """The per-query core of :func:`smooth_ndcg`: ``rows.graded`` is the relevance,
+  set to 1 on ``rows.positives`` (``key`` unused)."""
+  del key
+  if rows.graded is None:
+    raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
+  relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
+  return smooth_ndcg_per_query(
+    rows.sim, relevance, rows.where, temperature=temperature, block_size=block_size
+  )
+
+
 def smooth_ndcg(
   sim: jax.Array,
   relevance: jax.Array,
@@ -76,12 +94,11 @@ def smooth_ndcg(
   """
   chex.assert_rank(sim, 2)
   chex.assert_equal_shape([sim, relevance])
-  if positives is not None:
-    positives, _ = _masks.resolve_masks(sim, positives, None)
-    relevance = jnp.where(positives, 1.0, relevance)
-  _, where = _masks.resolve_masks(sim, jnp.zeros(sim.shape, bool), where)
-  per_query = lambda s, r, w: smooth_ndcg_per_query(
-    s, r, w, temperature=temperature, block_size=block_size
+  if positives is None:  # no annotated pairs: the relevance is used as given
+    positives = jnp.zeros(sim.shape, bool)
+  positives, where = _masks.resolve_masks(sim, positives, where)
+  rows = _masks.query_rows(sim, positives, where, relevance)
+  losses = _masks.per_direction(
+    smooth_ndcg_queries, rows, temperature=temperature, block_size=block_size
   )
-  losses = _masks.both_directions(per_query, sim, relevance.astype(sim.dtype), where)
   return _masks.reduce_directions(losses, reduction=reduction)

@@ -8,6 +8,26 @@ import jax.numpy as jnp
 from jitr.losses import _masks, vse
 
 
+def semantic_hard_negatives_queries(
+  rows: _masks.QueryRows,
+  *,
+  key: jax.Array | None = None,
+  margin: float = 0.185,
+  semantic_weight: float = 0.025,
+) -> tuple[jax.Array, jax.Array]:
+  """The per-query core of :func:`semantic_hard_negatives`; ``rows.graded`` is S.
+
+  Raising negatives by λ·S is the plain LMH triplet on the shifted scores;
+  positives keep their own score (the shift only applies where ~positives).
+  """
+  del key
+  if rows.graded is None:
+    raise ValueError("semantic_hard_negatives: needs a semantic matrix (rows.graded is None)")
+  lift = semantic_weight * rows.graded.astype(rows.sim.dtype)
+  shifted = rows.sim + jnp.where(rows.positives, 0.0, lift)
+  return vse.triplet_per_query(shifted, rows.positives, rows.where, margin=margin, mining="max")
+
+
 def semantic_hard_negatives(
   sim: jax.Array,
   semantic: jax.Array,
@@ -38,19 +58,15 @@ def semantic_hard_negatives(
   >>> import jax.numpy as jnp
   >>> sim = jnp.array([[0.5, 0.4], [0.0, 0.5]])
   >>> sem = jnp.array([[1.0, 0.8], [0.8, 1.0]])
-  >>> round(float(semantic_hard_negatives(sim, sem, reduction="sum")), 4)  # 2 × (.185 + .4 + .025·.8 − .5)
+  >>> # 2 × (.185 + .4 + .025·.8 − .5)
+  >>> round(float(semantic_hard_negatives(sim, sem, reduction="sum")), 4)
   0.21
   """
   positives, where = _masks.resolve_masks(sim, positives, where)
   if semantic.shape != sim.shape:
     raise ValueError(f"semantic: expected shape {sim.shape} like sim, got {semantic.shape}")
-  # Raising negatives by λ·S is the plain LMH triplet on the shifted scores;
-  # positives keep their own score (the shift only applies where ~positives).
-  shifted = sim + jnp.where(positives, 0.0, semantic_weight * semantic.astype(sim.dtype))
-  losses = _masks.both_directions(
-    lambda s, p, w: vse.triplet_per_query(s, p, w, margin=margin, mining="max"),
-    shifted,
-    positives,
-    where,
+  rows = _masks.query_rows(sim, positives, where, semantic)
+  losses = _masks.per_direction(
+    semantic_hard_negatives_queries, rows, margin=margin, semantic_weight=semantic_weight
   )
   return _masks.reduce_directions(losses, reduction=reduction)

@@ -1,4 +1,15 @@
-"""In-batch RSC relevance (Listwise ITR) from precomputed caption embeddings."""
+"""In-batch graded matrices from stored relevance data: the one place they are built.
+
+Two kinds of stored data (see :mod:`jitr.relevance.records`) become an
+``[N_img, N_txt]`` matrix of a batch's images x captions:
+
+* caption vectors of a cosine estimator (``sentence``, ``lsa``): each image's
+  reference captions against the batch's captions, combined over the references
+  with ``aggregate`` -- :func:`reference_cosine` (the raw cosine, LSEH's S) and
+  :func:`relevance_from_embeddings` (RSC: ``(1 + agg_k cos) / 2``, positives 1);
+* top-K lists of any estimator: :func:`topk_score_matrix` (the raw scores, SAM's
+  phi) and :func:`relevance_from_topk` (``clip(score / scale, 0, 1)``, positives 1).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +17,64 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses.normalize import l2_normalize
 
-def _unit(x: jax.Array, eps: float = 1e-12) -> jax.Array:
-  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
+AGGREGATES = ("max", "mean")
+
+
+def _with_positives(matrix: jax.Array, positives: jax.Array | None) -> jax.Array:
+  if positives is None:
+    return matrix
+  chex.assert_shape(positives, matrix.shape)
+  return jnp.where(positives, 1.0, matrix)
+
+
+def reference_cosine(
+  reference_embeddings: jax.Array,
+  caption_embeddings: jax.Array,
+  *,
+  reference_mask: jax.Array | None = None,
+  aggregate: str = "max",
+) -> jax.Array:
+  """``agg_k cos(g(T_i^k), g(T_j))`` over image i's valid references, in ``[-1, 1]``.
+
+  ``aggregate="max"`` takes the best reference (RSC); ``"mean"`` averages the
+  cosines over the valid references. An image with no valid reference gets -1.
+
+  Args:
+    reference_embeddings: ``[N_img, K, D]`` embeddings g of each image's K references.
+    caption_embeddings: ``[N_txt, D]`` embeddings of the batch's captions.
+    reference_mask: optional bool ``[N_img, K]`` of valid references.
+    aggregate: ``"max"`` or ``"mean"``.
+
+  Returns:
+    ``[N_img, N_txt]`` float32.
+
+  >>> import jax.numpy as jnp
+  >>> refs = jnp.array([[[1.0, 0.0], [0.0, 1.0]]])
+  >>> caps = jnp.array([[1.0, 0.0]])
+  >>> reference_cosine(refs, caps).tolist(), reference_cosine(refs, caps, aggregate="mean").tolist()
+  ([[1.0]], [[0.5]])
+  """
+  if aggregate not in AGGREGATES:
+    raise ValueError(f"aggregate: expected one of {AGGREGATES}, got {aggregate!r}")
+  chex.assert_rank(reference_embeddings, 3)
+  chex.assert_rank(caption_embeddings, 2)
+  n_img, n_ref, dim = reference_embeddings.shape
+  chex.assert_axis_dimension(caption_embeddings, 1, dim)
+  mask = jnp.ones((n_img, n_ref), bool) if reference_mask is None else reference_mask
+  chex.assert_shape(mask, (n_img, n_ref))
+  cosine = jnp.einsum(
+    "ikd,jd->ijk", l2_normalize(reference_embeddings), l2_normalize(caption_embeddings)
+  )
+  valid = mask[:, None, :]
+  if aggregate == "max":
+    combined = jnp.max(jnp.where(valid, cosine, -1.0), axis=-1)
+  else:
+    count = jnp.sum(valid, axis=-1)
+    mean = jnp.sum(jnp.where(valid, cosine, 0.0), axis=-1) / jnp.maximum(count, 1)
+    combined = jnp.where(count > 0, mean, -1.0)
+  return jnp.clip(combined, -1.0, 1.0)
 
 
 def relevance_from_embeddings(
@@ -17,8 +83,12 @@ def relevance_from_embeddings(
   *,
   positives: jax.Array | None = None,
   reference_mask: jax.Array | None = None,
+  aggregate: str = "max",
 ) -> jax.Array:
-  """``r(V_i, T_j) = (1 + max_k cos(g(T_i^k), g(T_j)))/2``, positives set to 1.
+  """``r(V_i, T_j) = (1 + agg_k cos(g(T_i^k), g(T_j)))/2``, positives set to 1.
+
+  ``agg`` is ``max`` (RSC, the default) or ``mean`` over the valid references
+  (:func:`reference_cosine`).
 
   Args:
     reference_embeddings: ``[N_img, K, D]`` embeddings g of each image's K
@@ -27,6 +97,7 @@ def relevance_from_embeddings(
     positives: optional bool ``[N_img, N_txt]``; those pairs get relevance 1.
     reference_mask: optional bool ``[N_img, K]`` of valid references (an image
       with none gets relevance 0 except for its positives).
+    aggregate: ``"max"`` or ``"mean"``.
 
   Returns:
     ``[N_img, N_txt]`` relevance in [0, 1].
@@ -34,19 +105,62 @@ def relevance_from_embeddings(
   >>> import jax.numpy as jnp
   >>> refs = jnp.array([[[1.0, 0.0], [0.0, 1.0]]])
   >>> caps = jnp.array([[1.0, 1.0], [-1.0, 0.0]])
-  >>> [round(float(r), 4) for r in relevance_from_embeddings(refs, caps)[0]]  # (1+cos45°)/2, (1+0)/2
+  >>> # (1 + cos 45°)/2 and (1 + 0)/2
+  >>> [round(float(r), 4) for r in relevance_from_embeddings(refs, caps)[0]]
   [0.8536, 0.5]
+  >>> [round(float(r), 4) for r in relevance_from_embeddings(refs, caps, aggregate="mean")[0]]
+  [0.8536, 0.25]
   """
-  chex.assert_rank(reference_embeddings, 3)
-  chex.assert_rank(caption_embeddings, 2)
-  n_img, n_ref, dim = reference_embeddings.shape
-  chex.assert_axis_dimension(caption_embeddings, 1, dim)
-  cosine = jnp.einsum("ikd,jd->ijk", _unit(reference_embeddings), _unit(caption_embeddings))
-  if reference_mask is not None:
-    chex.assert_shape(reference_mask, (n_img, n_ref))
-    cosine = jnp.where(reference_mask[:, None, :], cosine, -1.0)
-  relevance = jnp.clip((1.0 + jnp.max(cosine, axis=-1)) / 2.0, 0.0, 1.0)
-  if positives is not None:
-    chex.assert_shape(positives, relevance.shape)
-    relevance = jnp.where(positives, 1.0, relevance)
-  return relevance
+  cosine = reference_cosine(
+    reference_embeddings, caption_embeddings, reference_mask=reference_mask, aggregate=aggregate
+  )
+  return _with_positives(jnp.clip((1.0 + cosine) / 2.0, 0.0, 1.0), positives)
+
+
+def topk_score_matrix(
+  topk_indices: jax.Array, topk_scores: jax.Array, caption_indices: jax.Array
+) -> jax.Array:
+  """``m_ij = s_ik`` where ``topk_indices[i, k] == caption_indices[j]``, 0 when caption j is
+  not in image i's list (entries with a negative index are padding).
+
+  Args:
+    topk_indices: ``[N_img, K]`` int caption indices (dataset-wide).
+    topk_scores: ``[N_img, K]`` raw scores.
+    caption_indices: ``[N_txt]`` int dataset-wide indices of the batch's captions.
+
+  Returns:
+    ``[N_img, N_txt]`` float32 raw scores.
+
+  >>> topk_score_matrix(jnp.array([[3, 1]]), jnp.array([[5.0, 2.0]]), jnp.array([1, 2, 3])).tolist()
+  [[2.0, 0.0, 5.0]]
+  """
+  chex.assert_rank([topk_indices, topk_scores, caption_indices], [2, 2, 1])
+  chex.assert_equal_shape([topk_indices, topk_scores])
+  match = (topk_indices[:, :, None] == caption_indices[None, None, :]) & (
+    topk_indices[:, :, None] >= 0
+  )
+  scores = topk_scores.astype(jnp.float32)[:, :, None]
+  best = jnp.max(jnp.where(match, scores, -jnp.inf), axis=1)
+  return jnp.where(jnp.any(match, axis=1), best, 0.0)
+
+
+def relevance_from_topk(
+  topk_indices: jax.Array,
+  topk_scores: jax.Array,
+  caption_indices: jax.Array,
+  *,
+  scale: float = 1.0,
+  positives: jax.Array | None = None,
+) -> jax.Array:
+  """``r_ij = clip(m_ij / scale, 0, 1)`` of :func:`topk_score_matrix`, positives set to 1.
+
+  ``scale`` is the records header's ``relevance.scale`` (10 for CIDEr-D, 1 for
+  the cosine estimators).
+
+  >>> relevance_from_topk(
+  ...   jnp.array([[3, 1]]), jnp.array([[5.0, 2.0]]), jnp.array([1, 2, 3]), scale=10.0
+  ... ).tolist()
+  [[0.20000000298023224, 0.0, 0.5]]
+  """
+  scores = topk_score_matrix(topk_indices, topk_scores, caption_indices)
+  return _with_positives(jnp.clip(scores / scale, 0.0, 1.0), positives)

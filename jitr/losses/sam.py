@@ -53,6 +53,40 @@ def _semantic_margin_row(
   return jnp.sum(jnp.where(pos, hinge, 0.0)) / jnp.maximum(n_pos, 1), n_pos > 0
 
 
+def semantic_margin_queries(
+  rows: _masks.QueryRows,
+  *,
+  key: jax.Array | None = None,
+  temperature: float = 5.0,
+  sampling: Sampling = "hard",
+  max_margin: float | None = None,
+  keep_triplet: bool = False,
+  triplet_margin: float = 0.2,
+) -> tuple[jax.Array, jax.Array]:
+  """The per-query core of :func:`semantic_margin_triplet`; ``rows.graded`` is φ.
+
+  Random negatives use one key per query, ``fold_in(split(key)[direction],
+  global_row)``, so the draw does not depend on how queries are split over
+  devices. ``keep_triplet`` adds the VSE++ LMH term of the same query (both
+  count for the same queries, so the mean of the sum is the sum of the means).
+  """
+  if rows.graded is None:
+    raise ValueError("semantic_margin_triplet: needs a metric matrix (rows.graded is None)")
+  if sampling == "random" and key is None:
+    raise ValueError("key: sampling='random' needs an explicit jax.random key")
+  keys = _masks.row_keys(key, rows) if sampling == "random" else None
+  row = jax.vmap(
+    lambda s, phi, p, w, k: _semantic_margin_row(
+      s, phi, p, w, k, sampling=sampling, temperature=temperature, max_margin=max_margin
+    ),
+    in_axes=(0, 0, 0, 0, None if keys is None else 0),
+  )
+  loss, weight = row(rows.sim, rows.graded.astype(rows.sim.dtype), rows.positives, rows.where, keys)
+  if keep_triplet:
+    loss = loss + vse.triplet_queries(rows, margin=triplet_margin, mining="max")[0]
+  return loss, weight
+
+
 def semantic_margin_triplet(
   sim: jax.Array,
   metric: jax.Array,
@@ -92,26 +126,9 @@ def semantic_margin_triplet(
   positives, where = _masks.resolve_masks(sim, positives, where)
   if metric.shape != sim.shape:
     raise ValueError(f"metric: expected shape {sim.shape} like sim, got {metric.shape}")
-  keys = (None, None) if key is None else tuple(jax.random.split(key))
-  row = lambda k: jax.vmap(
-    lambda s, phi, p, w, kk: _semantic_margin_row(
-      s, phi, p, w, kk, sampling=sampling, temperature=temperature, max_margin=max_margin
-    ),
-    in_axes=(0, 0, 0, 0, None if k is None else 0),
-  )
-
-  def per_direction(k):
-    def per_query(s, phi, p, w):
-      row_keys = None if k is None else jax.random.split(k, s.shape[0])
-      return row(row_keys)(s, phi, p, w, row_keys)
-
-    return per_query
-
-  i2t = per_direction(keys[0])(sim, metric.astype(sim.dtype), positives, where)
-  t2i = per_direction(keys[1])(sim.T, metric.T.astype(sim.dtype), positives.T, where.T)
-  losses = _masks.DirectionalLoss(
-    i2t[0], t2i[0], i2t[1].astype(sim.dtype), t2i[1].astype(sim.dtype)
-  )
+  rows = _masks.query_rows(sim, positives, where, metric)
+  hyper = dict(temperature=temperature, sampling=sampling, max_margin=max_margin)
+  losses = _masks.per_direction(semantic_margin_queries, rows, key=key, **hyper)
   total = _masks.reduce_directions(losses, reduction=reduction)
   if keep_triplet and reduction != "none":
     total = total + vse.triplet(

@@ -60,6 +60,18 @@ def triplet_per_query(
   return loss, n_pos > 0
 
 
+def triplet_queries(
+  rows: _masks.QueryRows,
+  *,
+  key: jax.Array | None = None,
+  margin: float = 0.2,
+  mining: Mining = "max",
+) -> tuple[jax.Array, jax.Array]:
+  """The per-query core of :func:`triplet` on a block of query rows (``key`` unused)."""
+  del key
+  return triplet_per_query(rows.sim, rows.positives, rows.where, margin=margin, mining=mining)
+
+
 def triplet(
   sim: jax.Array,
   *,
@@ -94,6 +106,6 @@ def triplet(
   0.6...
   """
   positives, where = _masks.resolve_masks(sim, positives, where)
-  per_query = lambda s, p, w: triplet_per_query(s, p, w, margin=margin, mining=mining)
-  losses = _masks.both_directions(per_query, sim, positives, where)
+  rows = _masks.query_rows(sim, positives, where)
+  losses = _masks.per_direction(triplet_queries, rows, margin=margin, mining=mining)
   return _masks.reduce_directions(losses, reduction=reduction)

@@ -2,7 +2,8 @@
 
 Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
 :class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
-Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`.
+Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`. Similarity models
+(cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF).
 """
 
 from jitr.models.cnn import ConvEncoder
@@ -11,6 +12,7 @@ from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarit
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
 from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
 from jitr.models.region_encoder import RegionEncoder, SetPool
+from jitr.models.sgraf import SGRAF, SGRAFSimilarity, sgraf_similarity
 from jitr.models.text_gru import GRUTextEncoder
 
 __all__ = [
@@ -21,6 +23,8 @@ __all__ = [
   "GRU",
   "GRUTextEncoder",
   "RegionEncoder",
+  "SGRAF",
+  "SGRAFSimilarity",
   "SetPool",
   "create_dual_encoder",
   "gpo_pool",
@@ -31,6 +35,7 @@ __all__ = [
   "masked_mean",
   "positional_encoding",
   "reverse_padded",
+  "sgraf_similarity",
   "similarity",
   "sort_valid_desc",
 ]

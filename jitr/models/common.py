@@ -1,16 +1,18 @@
-"""Small pure helpers shared by the encoders: L2 normalisation and masked pooling."""
+"""Small pure helpers shared by the encoders: L2 normalisation and masked pooling.
+
+``l2_normalize`` is :func:`jitr.losses.normalize.l2_normalize` (``x / max(‖x‖₂,
+eps)`` in float32, zero vectors stay 0 with a finite gradient), re-exported
+here so encoders keep importing it from ``jitr.models``.
+"""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
+from jitr.losses.normalize import l2_normalize
 
-def l2_normalize(x: jax.Array, *, axis: int = -1, eps: float = 1e-8) -> jax.Array:
-  """``x / max(‖x‖₂, eps)`` along ``axis``, computed in float32; a zero vector stays 0."""
-  x = x.astype(jnp.float32)
-  sq = jnp.sum(x * x, axis=axis, keepdims=True)
-  return x * jax.lax.rsqrt(jnp.maximum(sq, eps * eps))
+__all__ = ["l2_normalize", "masked_max", "masked_mean", "lengths_to_mask"]
 
 
 def masked_max(x: jax.Array, mask: jax.Array | None) -> jax.Array:

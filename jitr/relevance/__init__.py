@@ -7,6 +7,7 @@
 * :mod:`~jitr.relevance.sentence` -- Sentence-Transformers RSC;
 * :mod:`~jitr.relevance.lsa` -- TF-IDF + truncated SVD (LSEH);
 * :mod:`~jitr.relevance.estimator` -- the common interface, top-K selection;
+* :mod:`~jitr.relevance.registry` -- the estimators by name (``make_estimator``);
 * :mod:`~jitr.relevance.records` -- the TFRecord schema and resumable writer;
 * :mod:`~jitr.relevance.agreement` -- agreement with human judgments (Kendall tau).
 
@@ -15,13 +16,8 @@ Heavy dependencies (TensorFlow, torch, scikit-learn) are imported only where use
 
 from jitr.relevance.captions_io import CaptionFileError, CaptionSet, read_captions
 from jitr.relevance.cider import CiderD, cider_d
-from jitr.relevance.estimator import (
-  ESTIMATORS,
-  RelevanceEstimator,
-  TopK,
-  make_estimator,
-  select_top_k,
-)
+from jitr.relevance.estimator import RelevanceEstimator, TopK, select_top_k
+from jitr.relevance.registry import ESTIMATORS, make_estimator
 from jitr.relevance.tokenize import ptb_tokenize
 
 __all__ = [

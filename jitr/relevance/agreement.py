@@ -60,14 +60,16 @@ class Judgments:
 
 
 def detect_judgments_format(path: str) -> str:
-  """``crowdflower`` or ``expert`` from the file name (``CrowdFlowerAnnotations.txt``, ``ExpertAnnotations.txt``)."""
+  """``crowdflower`` or ``expert`` from the file name (``CrowdFlowerAnnotations.txt``,
+  ``ExpertAnnotations.txt``)."""
   name = os.path.basename(path).lower()
   if "crowdflower" in name:
     return "crowdflower"
   if "expert" in name:
     return "expert"
   raise JudgmentsFileError(
-    f"{path}: cannot tell the judgments format from the file name; pass --judgments_format=crowdflower or expert"
+    f"{path}: cannot tell the judgments format from the file name; "
+    "pass --judgments_format=crowdflower or expert"
   )
 
 
@@ -225,7 +227,7 @@ def score_protocol(
   estimators, rank-mean ensembles of their default rows (``a + b``).
   LSA is fitted on ``captions`` (the whole caption corpus).
   """
-  from jitr.relevance.estimator import make_estimator
+  from jitr.relevance.registry import make_estimator
 
   out: dict[str, np.ndarray] = {}
   defaults: dict[str, np.ndarray] = {}

@@ -65,7 +65,8 @@ class CaptionSet:
       or offsets[-1] != len(self.captions)
     ):
       raise CaptionFileError(
-        f"{self.source}: image_offsets must run from 0 to {len(self.captions)} with one entry per image + 1"
+        f"{self.source}: image_offsets must run from 0 to {len(self.captions)} "
+        "with one entry per image + 1"
       )
     if np.any(np.diff(offsets) <= 0):
       bad = int(np.argmin(np.diff(offsets)))
@@ -99,7 +100,8 @@ class CaptionSet:
     return [self.references(i) for i in range(self.num_images)]
 
   def fingerprint(self) -> str:
-    """``sha256`` of the caption list: ``image_id TAB caption_id TAB caption NEWLINE`` per caption."""
+    """``sha256`` of the caption list: ``image_id TAB caption_id TAB caption NEWLINE``
+    per caption."""
     h = hashlib.sha256()
     image_of = self.caption_image
     for j, (cid, text) in enumerate(zip(self.caption_ids, self.captions)):

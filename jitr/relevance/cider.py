@@ -137,7 +137,8 @@ def sorted_unique(x: np.ndarray, return_inverse: bool = False, return_counts: bo
 
 
 def unique_pairs(a: np.ndarray, b: np.ndarray, counts: bool = False):
-  """Distinct ``(a, b)`` pairs sorted by ``a`` then ``b`` (with their multiplicities when ``counts``)."""
+  """Distinct ``(a, b)`` pairs sorted by ``a`` then ``b`` (with their multiplicities when
+  ``counts``)."""
   b_values, b_rank = sorted_unique(b, return_inverse=True)
   width = np.int64(max(b_values.size, 1))
   combined = a.astype(np.int64) * width + b_rank  # one int64 sort key
@@ -156,7 +157,8 @@ def packed_order(keys: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class PreparedCandidates:
-  """Candidates sorted by length with their ``A_t`` factors (see :meth:`CiderD.prepare_candidates`)."""
+  """Candidates sorted by length with their ``A_t`` factors
+  (see :meth:`CiderD.prepare_candidates`)."""
 
   length: np.ndarray
   inverse: np.ndarray
@@ -184,11 +186,13 @@ class CiderD:
 
   # ------------------------------------------------------------------ fitting
   def fit(self, reference_sets: Sequence[Sequence[str]]) -> CiderD:
-    """Document frequencies over ``reference_sets`` (tokenized strings); ``N = len(reference_sets)``."""
+    """Document frequencies over ``reference_sets`` (tokenized strings);
+    ``N = len(reference_sets)``."""
     if len(reference_sets) == 0:
       raise ValueError("CiderD.fit: no reference sets (expected at least one list of references)")
     self.ref_len = float(np.log(float(len(reference_sets))))
-    # identical reference sets (one image judged many times) are counted once, times their multiplicity
+    # identical reference sets (one image judged many times) are counted once, times their
+    # multiplicity
     unique_sets = Counter(tuple(r) for r in reference_sets)
     self._word_ids = {}
     if self._vectorized():
@@ -446,7 +450,8 @@ class CiderD:
 def cider_d(
   candidates: Sequence[str], reference_sets: Sequence[Sequence[str]], n: int = 4, sigma: float = 6.0
 ) -> np.ndarray:
-  """pycocoevalcap-equivalent CIDEr-D: fit on ``reference_sets``, score ``candidates[p]`` vs ``reference_sets[p]``.
+  """pycocoevalcap-equivalent CIDEr-D: fit on ``reference_sets``, score ``candidates[p]``
+  against ``reference_sets[p]``.
 
   Inputs are already tokenized (see :func:`jitr.relevance.tokenize.ptb_tokenize`).
   """

@@ -19,15 +19,19 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from jitr.losses.relevance import AGGREGATES  # the same choices as the in-batch matrices
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
 
-AGGREGATES = ("max", "mean")
 SMOOTH_MAX_TEMPERATURE = 0.05
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
-  """Rows of ``x`` scaled to unit L2 norm (zero rows stay zero), float32."""
+  """Rows of ``x`` scaled to unit L2 norm (zero rows stay zero), float32.
+
+  >>> unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]])).astype(float).round(2).tolist()
+  [[0.6, 0.8], [0.0, 0.0]]
+  """
   x = np.asarray(x, dtype=np.float32)
   norm = np.linalg.norm(x, axis=1, keepdims=True)
   return np.divide(x, norm, out=np.zeros_like(x), where=norm > 0)
@@ -36,7 +40,15 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 def aggregate_cosines(
   cos: np.ndarray, segment_starts: np.ndarray, aggregate: str, axis: int
 ) -> np.ndarray:
-  """Max or mean of ``cos`` over contiguous segments along ``axis`` (segments start at ``segment_starts``)."""
+  """Max or mean of ``cos`` over contiguous segments along ``axis`` (segments start at
+  ``segment_starts``).
+
+  >>> cos, starts = np.array([0.2, 0.8, 0.5, -0.1]), np.array([0, 2])  # segments [0:2], [2:4]
+  >>> aggregate_cosines(cos, starts, "max", axis=0).tolist()
+  [0.8, 0.5]
+  >>> aggregate_cosines(cos, starts, "mean", axis=0).tolist()
+  [0.5, 0.2]
+  """
   if aggregate == "max":
     return np.maximum.reduceat(cos, segment_starts, axis=axis)
   if aggregate == "mean":

@@ -13,7 +13,8 @@ with its reference captions). It then gives
 
 Scores map to relevance in ``[0, 1]`` by ``clip(score / relevance_scale, 0, 1)``:
 ``relevance_scale`` is 1 for the cosine estimators (their score already is
-``(1 + max cos) / 2``) and 10 for CIDEr-D (whose maximum is 10).
+``(1 + max cos) / 2``) and 10 for CIDEr-D (whose maximum is 10); the records header
+stores it and ``jitr.losses.relevance_from_topk`` applies it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def select_top_k(scores: np.ndarray, k: int) -> TopK:
   """The ``k`` largest entries of each row of ``scores`` ``[B, N]``, best first.
 
   Ties are broken by the smaller column index, so the result is deterministic.
+
+  >>> top = select_top_k(np.array([[0.1, 0.9, 0.9, 0.5]]), 3)
+  >>> top.indices.tolist(), top.scores.astype(float).round(2).tolist()
+  ([[1, 2, 3]], [[0.9, 0.9, 0.5]])
   """
   scores = np.asarray(scores)
   b, n = scores.shape
@@ -99,7 +104,8 @@ class RelevanceEstimator(abc.ABC):
   def image_score_blocks(
     self, images: np.ndarray, images_per_block: int = 64
   ) -> Iterator[tuple[int, int, np.ndarray]]:
-    """``(lo, hi, scores)``: ``scores[b, j]`` = score of caption ``j`` for image ``images[lo + b]``."""
+    """``(lo, hi, scores)``: ``scores[b, j]`` = score of caption ``j`` for image
+    ``images[lo + b]``."""
 
   @abc.abstractmethod
   def pair_scores(
@@ -132,27 +138,3 @@ class RelevanceEstimator(abc.ABC):
       block = select_top_k(scores, k)
       idx[lo:hi], val[lo:hi] = block.indices, block.scores
     return TopK(idx, val)
-
-  def to_relevance(self, scores: np.ndarray) -> np.ndarray:
-    """``clip(scores / relevance_scale, 0, 1)``."""
-    return np.clip(np.asarray(scores, np.float64) / self.relevance_scale, 0.0, 1.0)
-
-
-def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
-  """``sentence``, ``cider`` or ``lsa`` with keyword hyper-parameters (see each class)."""
-  if name == "sentence":
-    from jitr.relevance.sentence import SentenceEstimator
-
-    return SentenceEstimator(**kwargs)
-  if name == "cider":
-    from jitr.relevance.cider_estimator import CiderEstimator
-
-    return CiderEstimator(**kwargs)
-  if name == "lsa":
-    from jitr.relevance.lsa import LsaEstimator
-
-    return LsaEstimator(**kwargs)
-  raise ValueError(f"unknown estimator {name!r} (expected sentence, cider or lsa)")
-
-
-ESTIMATORS: tuple[str, ...] = ("sentence", "cider", "lsa")

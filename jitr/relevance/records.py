@@ -28,16 +28,29 @@ key                    type     value
 (``source``, ``fingerprint`` = sha256 of the caption list, ``num_images``,
 ``num_captions``, ``captions_per_image``), ``contents`` (``vectors``, ``dim``,
 ``top_k``), ``relevance`` (``kind`` = ``cosine`` or ``score``, ``scale``:
-relevance = ``clip(score / scale, 0, 1)``), ``images_per_shard``, ``num_shards``
-and ``shards``: per shard ``null`` until it is complete, then ``{file, images:
+relevance = ``clip(score / scale, 0, 1)``), ``fit_sha256`` (digest of the fitted
+estimator, :func:`fit_digest`), ``images_per_shard``, ``num_shards`` and
+``shards``: per shard ``null`` until it is complete, then ``{file, images:
 [lo, hi), records, bytes, sha256}``.
 
-**Writing** is resumable: a shard is written to ``NAME.tmp-PID`` and renamed when
-complete, then the header is rewritten (temp name + rename). A re-run with the
-same inputs skips complete shards (present in the header with the right size);
-a header with another schema version, fingerprint, estimator, parameters or
-contents is refused with :class:`RecordsMismatchError`, so nothing written is
-damaged.
+**Shard manifests** ``relevance-SSSSS-of-NNNNN.tfrecord.json``: written after
+their shard is complete; ``{identity, shard}`` = the header without ``shards``
+and the shard's header entry. The header is a pure function of the manifests
+on disk (:func:`collect_header`), so any process can (re)write it.
+
+**Writing** is resumable and can be split over processes or hosts: worker ``i``
+of ``N`` writes the shards ``s`` with ``s % N == i`` (:func:`worker_shards`).
+Every file is written to ``NAME.tmp-HOST-PID-RANDOM`` and renamed when
+complete (a rename is atomic, so a reader sees the old or the new file, never
+a mix). After each of its shards a worker rewrites the header from the
+manifests, and re-reads them after writing until the two agree, so the last
+header written lists every shard that is complete; concurrent writers of the
+same state write the same bytes. Serialisation is deterministic
+(``SerializeToString(deterministic=True)``, sorted JSON), so the files do not
+depend on how the work was split. A re-run with the same inputs skips complete
+shards (manifest present, file of the recorded size); a header or manifest of
+another schema version, fingerprint, estimator, parameters, contents or fit is
+refused with :class:`RecordsMismatchError`, so nothing written is damaged.
 """
 
 from __future__ import annotations
@@ -47,18 +60,23 @@ import glob
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from jitr import fileio
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
+from jitr.tf_cpu import import_tf
 
 SCHEMA_VERSION = 1
 FORMAT = "jitr.relevance"
 HEADER_NAME = "relevance.json"
 SHARD_PATTERN = "relevance-{index:05d}-of-{count:05d}.tfrecord"
+MANIFEST_SUFFIX = ".json"
+FIT_KEY = "fit_sha256"
 
 # Keys of the header that must be equal for a re-run to resume.
 _IDENTITY_KEYS = (
@@ -73,6 +91,8 @@ _IDENTITY_KEYS = (
   "images_per_shard",
   "num_shards",
 )
+# ... and, once the estimator is fitted, its digest.
+_FITTED_IDENTITY_KEYS = (*_IDENTITY_KEYS, FIT_KEY)
 
 
 class RecordsMismatchError(ValueError):
@@ -95,6 +115,34 @@ class ShardData:
 
 def shard_name(index: int, count: int) -> str:
   return SHARD_PATTERN.format(index=index, count=count)
+
+
+def manifest_name(index: int, count: int) -> str:
+  """The completion record of shard ``index``: ``relevance-SSSSS-of-NNNNN.tfrecord.json``."""
+  return shard_name(index, count) + MANIFEST_SUFFIX
+
+
+def check_worker(num_workers: int, worker_index: int) -> None:
+  """Raise ``ValueError`` naming the setting unless ``0 <= worker_index < num_workers``."""
+  if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+    raise ValueError(f"num_workers={num_workers!r}: expected a whole number of workers >= 1")
+  if isinstance(worker_index, bool) or not isinstance(worker_index, int):
+    raise ValueError(f"worker_index={worker_index!r}: expected a whole number")
+  if not 0 <= worker_index < num_workers:
+    raise ValueError(
+      f"worker_index={worker_index} is outside [0, num_workers={num_workers}): "
+      f"expected one of 0..{num_workers - 1}"
+    )
+
+
+def worker_shards(num_shards: int, num_workers: int = 1, worker_index: int = 0) -> list[int]:
+  """The shards worker ``i`` of ``N`` writes: ``s`` in ``[0, num_shards)`` with ``s % N == i``.
+
+  Round robin, so neighbouring shards (similar cost) go to different workers and
+  every worker count splits the same shards (a run may resume with another ``N``).
+  """
+  check_worker(num_workers, worker_index)
+  return list(range(worker_index, num_shards, num_workers))
 
 
 def file_sha256(path: str) -> str:
@@ -138,6 +186,24 @@ def make_header(
     "num_shards": num_shards,
     "shards": [None] * num_shards,
   }
+
+
+def fit_digest(estimator: RelevanceEstimator, captions: CaptionSet) -> str:
+  """sha256 of the fitted estimator's float32 output on a fixed probe.
+
+  Cosine estimators: ``caption_vectors`` of up to 16 evenly spaced captions;
+  the others: ``image_scores`` of the first, middle and last image. Workers
+  whose fits differ (another library version, BLAS or device, a
+  non-deterministic fit) get different digests and are refused, since their
+  shards would not match.
+  """
+  if estimator.is_cosine:
+    n = captions.num_captions
+    probe = estimator.caption_vectors(np.unique(np.linspace(0, n - 1, min(16, n)).astype(np.int64)))
+  else:
+    n = captions.num_images
+    probe = estimator.image_scores(np.unique(np.array([0, n // 2, n - 1], np.int64)))
+  return hashlib.sha256(np.ascontiguousarray(probe, dtype=np.float32).tobytes()).hexdigest()
 
 
 def read_header_file(out_dir: str) -> dict[str, Any] | None:
@@ -185,28 +251,21 @@ def check_compatible(
       and have.get("fingerprint") != want.get("fingerprint")
     ):
       msg = (
-        f"computed for another caption list (dataset fingerprint {str(have.get('fingerprint'))[:12]}..., "
+        "computed for another caption list (dataset fingerprint "
+        f"{str(have.get('fingerprint'))[:12]}..., "
         f"these captions have {want['fingerprint'][:12]}...)"
+      )
+    elif key == FIT_KEY and have is None:
+      msg = f"written by an earlier jitr, without the field {FIT_KEY!r}"
+    elif key == FIT_KEY:
+      msg = (
+        f"written by an estimator fitted differently (fit digest {str(have)[:12]}..., this "
+        f"worker's fit has {str(want)[:12]}...): run every worker with the same jitr, libraries "
+        "and device"
       )
     else:
       msg = f"field {key!r} is {have!r}, this run expects {want!r}"
     raise RecordsMismatchError(f"{path}: {msg}. Use another --out directory or delete this one.")
-
-
-def write_json_atomic(path: str, obj: Any) -> None:
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write("\n")
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
-
-
-def _tf():
-  from jitr.tf_cpu import import_tf
-
-  return import_tf()
 
 
 def serialize_example(
@@ -217,7 +276,7 @@ def serialize_example(
   topk_val: np.ndarray | None,
 ) -> bytes:
   """One ``tf.train.Example`` (see the schema in the module docstring)."""
-  tf = _tf()
+  tf = import_tf()
   lo, hi = int(captions.image_offsets[image]), int(captions.image_offsets[image + 1])
 
   def ints(v):
@@ -242,7 +301,8 @@ def serialize_example(
   if topk_idx is not None:
     feature["topk/indices"] = ints(topk_idx)
     feature["topk/scores"] = floats(topk_val)
-  return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+  example = tf.train.Example(features=tf.train.Features(feature=feature))
+  return example.SerializeToString(deterministic=True)
 
 
 def compute_shard(
@@ -268,10 +328,48 @@ def compute_shard(
   return ShardData(images, vecs, ti, tv)
 
 
+_TMP_RE = re.compile(r"\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)(?:-[0-9a-f]+)?$")
+
+
+def json_bytes(obj: Any) -> bytes:
+  """The file bytes of ``obj``: indented, sorted keys, trailing newline (deterministic)."""
+  return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _process_alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def remove_stale_tmp_files(out_dir: str, log: Callable[[str], None]) -> None:
+  """Remove temporary files left by dead processes of this host (or earlier calls of this one).
+
+  Files of live processes, and of other hosts (whose processes cannot be
+  checked), are left alone: they may be another worker's write in flight.
+  """
+  host = fileio.host_tag()
+  for stale in sorted(glob.glob(os.path.join(out_dir, "*.tmp-*"))):
+    match = _TMP_RE.search(stale)
+    if match is None or (match["host"] is not None and match["host"] != host):
+      continue
+    pid = int(match["pid"])
+    if pid == os.getpid() or not _process_alive(pid):
+      log(f"removing unfinished file {os.path.basename(stale)}")
+      try:
+        os.remove(stale)
+      except FileNotFoundError:  # another worker removed it first
+        pass
+
+
 def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
-  tf = _tf()
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with tf.io.TFRecordWriter(tmp) as writer:
+  tf = import_tf()
+  # keep_partial: an interrupted shard stays as NAME.tmp-*, removed (and logged) on resume.
+  with fileio.atomic_path(path, keep_partial=True) as tmp, tf.io.TFRecordWriter(tmp) as writer:
     for row, image in enumerate(data.image_indices):
       writer.write(
         serialize_example(
@@ -282,18 +380,83 @@ def _write_shard(path: str, captions: CaptionSet, data: ShardData) -> int:
           None if data.topk_scores is None else data.topk_scores[row],
         )
       )
-  with open(tmp, "rb+") as f:
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
   return len(data.image_indices)
 
 
+def read_manifest(out_dir: str, index: int, count: int) -> dict[str, Any] | None:
+  """The manifest of shard ``index``, or ``None`` when it is missing or unreadable."""
+  path = os.path.join(out_dir, manifest_name(index, count))
+  try:
+    with open(path, encoding="utf-8") as f:
+      manifest = json.load(f)
+  except (FileNotFoundError, json.JSONDecodeError):
+    return None
+  if not isinstance(manifest, dict) or not isinstance(manifest.get("identity"), dict):
+    return None
+  return manifest
+
+
 def shard_is_complete(out_dir: str, entry: dict[str, Any] | None) -> bool:
-  """A shard is complete when the header records it and the file has the recorded size."""
+  """A shard is complete when its entry is recorded and the file has the recorded size."""
   if not entry:
     return False
   path = os.path.join(out_dir, entry["file"])
   return os.path.isfile(path) and os.path.getsize(path) == entry["bytes"]
+
+
+def complete_entry(out_dir: str, index: int, identity: dict[str, Any]) -> dict[str, Any] | None:
+  """Shard ``index``'s header entry if its manifest and file are complete, else ``None``.
+
+  Raises:
+    RecordsMismatchError: the manifest was written with other settings or fit.
+  """
+  count = identity["num_shards"]
+  manifest = read_manifest(out_dir, index, count)
+  if manifest is None:
+    return None
+  path = os.path.join(out_dir, manifest_name(index, count))
+  check_compatible(manifest["identity"], identity, path, _FITTED_IDENTITY_KEYS)
+  entry = manifest.get("shard")
+  return entry if shard_is_complete(out_dir, entry) else None
+
+
+def collect_header(out_dir: str, identity: dict[str, Any]) -> dict[str, Any]:
+  """The header of ``out_dir`` as its manifests say: ``identity`` + complete shards."""
+  shards = [complete_entry(out_dir, s, identity) for s in range(identity["num_shards"])]
+  return {**identity, "shards": shards}
+
+
+def _read_bytes(path: str) -> bytes | None:
+  try:
+    with open(path, "rb") as f:
+      return f.read()
+  except FileNotFoundError:
+    return None
+
+
+def publish_header(out_dir: str, identity: dict[str, Any]) -> dict[str, Any]:
+  """(Re)write the header from the manifests; returns it.
+
+  Re-reads the manifests after writing and writes again until both agree:
+  manifests only appear, so the last header any worker writes lists every
+  complete shard, even when a slower worker's write lands after the
+  completing one.
+  """
+  path = os.path.join(out_dir, HEADER_NAME)
+  header = None
+  while True:
+    existing = read_header_file(out_dir)
+    if existing is not None:  # first the set's settings, then the manifests'
+      check_compatible(existing, identity, path, _FITTED_IDENTITY_KEYS)
+    if header is None:
+      header = collect_header(out_dir, identity)
+    data = json_bytes(header)
+    if existing is None or _read_bytes(path) != data:
+      fileio.write_bytes_atomic(path, data)
+    again = collect_header(out_dir, identity)
+    if again == header:
+      return header
+    header = again
 
 
 def write_relevance_records(
@@ -305,9 +468,16 @@ def write_relevance_records(
   top_k: int | None = None,
   images_per_shard: int = 1024,
   fit: bool = True,
+  num_workers: int = 1,
+  worker_index: int = 0,
   log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
   """Write (or finish writing) the relevance TFRecords of ``captions`` to ``out_dir``.
+
+  Several processes or hosts may share the work: start worker ``i`` of ``N``
+  (``num_workers=N, worker_index=i``) for every ``i``; each writes the shards
+  ``s % N == i`` and the header; the one finishing last leaves it complete. The
+  files are byte-identical to a single process's, whatever ``N``.
 
   Args:
     out_dir: output directory (created if missing).
@@ -317,16 +487,24 @@ def write_relevance_records(
     vectors: store per-caption vectors; default: ``estimator.is_cosine``.
     top_k: store the K best captions per image (default: 100 for non-cosine estimators).
     images_per_shard: images per TFRecord shard.
+    num_workers: how many workers share the shards (``N >= 1``).
+    worker_index: this worker's index in ``[0, N)``.
     log: where progress lines go.
 
   Returns:
-    The final header.
+    The header as this worker leaves it (complete when every shard is).
 
   Raises:
-    RecordsMismatchError: ``out_dir`` holds records of other inputs or schema.
-    ValueError: nothing to store (no vectors and no top-K), or vectors asked of
-      an estimator that is not a cosine.
+    RecordsMismatchError: ``out_dir`` holds records of other inputs, schema or fit.
+    ValueError: bad ``num_workers`` / ``worker_index`` / ``images_per_shard``,
+      nothing to store (no vectors and no top-K), or vectors asked of an
+      estimator that is not a cosine.
   """
+  check_worker(num_workers, worker_index)
+  if isinstance(images_per_shard, bool) or not isinstance(images_per_shard, int):
+    raise ValueError(f"images_per_shard={images_per_shard!r}: expected a whole number >= 1")
+  if images_per_shard < 1:
+    raise ValueError(f"images_per_shard={images_per_shard}: expected a whole number >= 1")
   vectors = estimator.is_cosine if vectors is None else vectors
   if top_k is None and not estimator.is_cosine:
     top_k = 100
@@ -349,27 +527,25 @@ def write_relevance_records(
   if existing is not None:
     keys = tuple(k for k in _IDENTITY_KEYS if k != "contents")
     check_compatible(existing, wanted, header_path, keys)
-  for stale in glob.glob(os.path.join(out_dir, "*.tmp-*")):
-    log(f"removing unfinished file {os.path.basename(stale)}")
-    os.remove(stale)
+  remove_stale_tmp_files(out_dir, log)
 
-  # 2. fit, then the full header (with the vector dimension)
+  # 2. fit, then the full identity (vector dimension, fit digest) and the header
   if fit:
     estimator.fit(captions)
   dim = int(estimator.caption_vectors(np.arange(1)).shape[1]) if vectors else None
   wanted["contents"]["dim"] = dim
-  if existing is not None:
-    check_compatible(existing, wanted, header_path)
-    header = existing
-  else:
-    header = wanted
-    write_json_atomic(header_path, header)
+  wanted[FIT_KEY] = fit_digest(estimator, captions)
+  identity = {k: v for k, v in wanted.items() if k != "shards"}
+  header = publish_header(out_dir, identity)
 
-  # 3. the shards
+  # 3. this worker's shards, the header after each
   n = header["num_shards"]
-  for s in range(n):
+  mine = worker_shards(n, num_workers, worker_index)
+  if num_workers > 1:
+    log(f"worker {worker_index} of {num_workers}: {len(mine)} of {n} shards")
+  for s in mine:
     name = shard_name(s, n)
-    if shard_is_complete(out_dir, header["shards"][s]):
+    if complete_entry(out_dir, s, identity) is not None:
       log(f"shard {s + 1}/{n}: complete, skipped")
       continue
     lo, hi = s * images_per_shard, min((s + 1) * images_per_shard, captions.num_images)
@@ -377,13 +553,19 @@ def write_relevance_records(
     data = compute_shard(captions, estimator, images, vectors=vectors, top_k=top_k)
     path = os.path.join(out_dir, name)
     records = _write_shard(path, captions, data)
-    header["shards"][s] = {
+    entry = {
       "file": name,
       "images": [lo, hi],
       "records": records,
       "bytes": os.path.getsize(path),
       "sha256": file_sha256(path),
     }
-    write_json_atomic(header_path, header)
+    manifest = {"identity": identity, "shard": entry}
+    fileio.write_bytes_atomic(os.path.join(out_dir, manifest_name(s, n)), json_bytes(manifest))
+    header = publish_header(out_dir, identity)
     log(f"shard {s + 1}/{n}: wrote {records} images to {name}")
+  header = publish_header(out_dir, identity)
+  done = sum(entry is not None for entry in header["shards"])
+  if done < n:
+    log(f"{done} of {n} shards complete: the worker that finishes last completes {header_path}")
   return header

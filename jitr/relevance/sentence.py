@@ -45,7 +45,8 @@ def resolve_model(name_or_path: str) -> str:
 
 
 def load_sentence_model(name_or_path: str = DEFAULT_MODEL, device: str = "cpu"):
-  """A ``SentenceTransformer`` for ``name_or_path`` (see :func:`resolve_model`), loaded offline by default."""
+  """A ``SentenceTransformer`` for ``name_or_path`` (see :func:`resolve_model`), loaded
+  offline by default."""
   os.environ.setdefault("HF_HUB_OFFLINE", "1")
   os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
   from sentence_transformers import SentenceTransformer

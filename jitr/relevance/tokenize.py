@@ -150,7 +150,12 @@ def ptb_tokenize_raw(caption: str) -> tuple[str, ...]:
 
 
 def ptb_tokenize(caption: str) -> str:
-  """pycocoevalcap's tokenized form of ``caption``: PTB tokens joined by spaces, punctuation removed."""
+  """pycocoevalcap's tokenized form of ``caption``: PTB tokens joined by spaces, punctuation
+  removed.
+
+  >>> ptb_tokenize("A dog's ball, isn't it?")
+  "a dog 's ball is n't it"
+  """
   return " ".join(t for t in ptb_tokenize_raw(caption) if t not in PUNCTUATIONS)
 
 

@@ -1,8 +1,9 @@
 """Training: optimizer, train state, the pure train step and data parallelism.
 
 ``make_train_step`` builds the per-device step (embeddings gathered over the
-``batch`` axis so listwise losses rank over the global batch, gradients
-averaged); ``DataParallel`` runs it with ``jax.shard_map`` on a 1-D mesh or with
+``batch`` axis so listwise losses rank over the global batch, each device
+computing only its own queries' terms, gradients summed over devices);
+``DataParallel`` runs it with ``jax.shard_map`` on a 1-D mesh or with
 ``jax.pmap``, giving the same numbers.
 """
 

@@ -21,25 +21,27 @@ collectives go through Gloo over TCP (``jax_cpu_collectives_implementation``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
+
 import jax
 
 CPU_COLLECTIVES = ("gloo", "mpi")
 
 
 def cpu_collectives_available(implementation: str = "gloo") -> bool:
-  """Whether this jaxlib build can run cross-process collectives on CPU with ``implementation``."""
+  """Whether this host can run cross-process collectives on CPU with ``implementation``.
+
+  Public APIs cannot ask jaxlib which collectives it was built with, so this
+  follows jaxlib's packaging: Gloo is built into the Linux and macOS wheels
+  (JAX >= 0.4.27); MPI additionally needs MPItrampoline's ``MPITRAMPOLINE_LIB``.
+  """
   if implementation not in CPU_COLLECTIVES:
     raise ValueError(f"implementation: expected one of {CPU_COLLECTIVES}, got {implementation!r}")
-  try:
-    from jax._src.lib import _jax  # private; absent or renamed means "cannot tell" -> unavailable
-  except ImportError:
+  if platform.system() not in ("Linux", "Darwin"):
     return False
-  return hasattr(
-    _jax,
-    f"make_{implementation}_tcp_collectives"
-    if implementation == "gloo"
-    else f"make_{implementation}_collectives",
-  )
+  return implementation == "gloo" or bool(os.environ.get("MPITRAMPOLINE_LIB"))
 
 
 def _check_int(name: str, value, minimum: int) -> None:
@@ -111,15 +113,9 @@ def initialize(
 
   if num_processes == 1 and local_device_count is None:
     return  # nothing to set up: a single process sees its devices as they are
-  from jax._src import xla_bridge  # private, but the only way to fail early with a clear message
-
-  if xla_bridge.backends_are_initialized():
-    raise RuntimeError(
-      "distributed.initialize must run before any other JAX call (the backend is already "
-      "initialised, e.g. by jax.devices() or a computation)"
-    )
   if local_device_count is not None:
-    jax.config.update("jax_num_cpu_devices", local_device_count)
+    with _refused_after_backend_start():
+      jax.config.update("jax_num_cpu_devices", local_device_count)
   if num_processes == 1:
     return
   if jax.distributed.is_initialized():
@@ -128,18 +124,33 @@ def initialize(
     if not cpu_collectives_available(cpu_collectives):
       raise RuntimeError(f"this jaxlib build has no {cpu_collectives!r} CPU collectives")
     jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
-  jax.distributed.initialize(
-    coordinator_address=coordinator_address,
-    num_processes=num_processes,
-    process_id=process_id,
-    initialization_timeout=initialization_timeout_s,
-  )
+  with _refused_after_backend_start():
+    jax.distributed.initialize(
+      coordinator_address=coordinator_address,
+      num_processes=num_processes,
+      process_id=process_id,
+      initialization_timeout=initialization_timeout_s,
+    )
+
+
+@contextlib.contextmanager
+def _refused_after_backend_start():
+  """Turns JAX's "the backend is already initialised" RuntimeError into one clear message."""
+  try:
+    yield
+  except RuntimeError as error:
+    if "before" not in str(error):
+      raise
+    raise RuntimeError(
+      "distributed.initialize must run before any other JAX call (the backend is already "
+      "initialised, e.g. by jax.devices() or a computation)"
+    ) from error
 
 
 def process_batch_slice(
   global_batch_size: int, *, process_id: int | None = None, num_processes: int | None = None
 ) -> slice:
-  """This process's rows ``[p·b, (p+1)·b)`` of a global batch, with ``b = global_batch_size / num_processes``.
+  """This process's rows ``[p·b, (p+1)·b)`` of a global batch, ``b = global_batch_size / P``.
 
   Matches ``DataParallel``'s mesh, which orders devices by process, so the rows
   a process passes to ``put_batch`` land on its own devices. ``process_id`` and

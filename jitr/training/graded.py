@@ -1,70 +1,159 @@
 """In-batch graded matrices (relevance, metric, semantic similarity) from stored data.
 
-A spec maps each graded input a loss reads (``objective``'s ``input``) to a source:
+A spec maps each graded input a loss reads (``objective``'s ``input``) to a
+source, resolved through the registry :data:`SOURCES` (parsed by
+:func:`parse_source` only, here and in the apps' stored-relevance wiring):
 
-* ``"vectors:NAME"`` — RSC relevance ``(1 + max_k cos(ref_ik, cap_j))/2`` from the
+* ``"vectors:NAME"`` -- RSC relevance ``(1 + agg_k cos(ref_ik, cap_j))/2`` from the
   caption vectors of a cosine estimator (``sentence``, ``lsa``), positives 1;
-* ``"cosine:NAME"`` — the raw ``max_k cos(ref_ik, cap_j)`` in [−1, 1] (LSEH's S);
-* ``"topk:NAME"`` — raw scores of an estimator's top-K lists (CIDEr-D for SAM's
-  φ), 0 for captions outside an image's list; positives keep their score;
-* ``"oracle"`` — the exact relevance of ``jitr_shapes``, positives 1.
+* ``"cosine:NAME"`` -- the raw ``agg_k cos(ref_ik, cap_j)`` in [-1, 1] (LSEH's S);
+* ``"topk:NAME"`` -- raw scores of an estimator's top-K lists (CIDEr-D for SAM's
+  phi), 0 for captions outside an image's list; positives keep their score;
+* ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1.
+
+Every builder is rectangular: ``graded_fn(images, captions, positives)`` builds
+the ``[n_img, n_txt]`` matrix of one batch's image-side rows against another's
+caption-side rows, so under data parallelism each device builds only its
+queries' rows (its images against all captions, all images against its
+captions), O(N²/D) per device. The oracle's stored rows span the global batch;
+the caption side's ``pair_index`` (global column) picks their columns.
+
+``agg`` is the estimator's aggregate over an image's references (``max`` or
+``mean``), read from its records header (``RelevanceTable.aggregate``). The
+matrices themselves come from :mod:`jitr.losses.relevance`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jitr import losses
-from jitr.data.relevance_reader import relevance_from_topk
+from jitr.losses import relevance as rel
 
-KINDS = ("vectors", "cosine", "topk")
+Batch = Mapping[str, jax.Array]
+# (image-side rows, caption-side rows, positives [n_img, n_txt], estimator, aggregate)
+#   -> [n_img, n_txt]
+Builder = Callable[[Batch, Batch, jax.Array, str | None, str], jax.Array]
 
 
-def parse_source(source: str) -> tuple[str, str | None]:
-  """``"vectors:sentence"`` -> ``("vectors", "sentence")``; ``"oracle"`` -> ``("oracle", None)``."""
-  if source == "oracle":
-    return "oracle", None
-  kind, _, name = source.partition(":")
-  if kind not in KINDS or not name:
+@dataclasses.dataclass(frozen=True)
+class SourceKind:
+  """One kind of graded source.
+
+  Attributes:
+    stored: what the estimator's records hold for it: ``"vectors"``, ``"topk"``,
+      or ``None`` (no estimator: the oracle).
+    build: the in-batch matrix from the batch's stored data.
+  """
+
+  stored: str | None
+  build: Builder
+
+
+def _references(images, captions, estimator):
+  return images[f"vectors/{estimator}/references"], captions[f"vectors/{estimator}/captions"]
+
+
+def _rsc(images, captions, positives, estimator, aggregate):
+  refs, caps = _references(images, captions, estimator)
+  return rel.relevance_from_embeddings(refs, caps, positives=positives, aggregate=aggregate)
+
+
+def _cosine(images, captions, positives, estimator, aggregate):
+  refs, caps = _references(images, captions, estimator)
+  return rel.reference_cosine(refs, caps, aggregate=aggregate)
+
+
+def _topk(images, captions, positives, estimator, aggregate):
+  return rel.topk_score_matrix(
+    images[f"topk/{estimator}/indices"],
+    images[f"topk/{estimator}/scores"],
+    captions["caption_indices"],
+  )
+
+
+def _oracle(images, captions, positives, estimator, aggregate):
+  rows = images["oracle_relevance"]  # [n_img, N]: each image against the global batch
+  if "pair_index" in captions:
+    rows = jnp.take(rows, captions["pair_index"], axis=1)
+  return jnp.where(positives, 1.0, rows)
+
+
+SOURCES: Mapping[str, SourceKind] = {
+  "vectors": SourceKind("vectors", _rsc),
+  "cosine": SourceKind("vectors", _cosine),
+  "topk": SourceKind("topk", _topk),
+  "oracle": SourceKind(None, _oracle),
+}
+
+
+class GradedSource(NamedTuple):
+  """A parsed source: its kind (a key of :data:`SOURCES`) and the estimator it reads."""
+
+  kind: str
+  estimator: str | None
+
+  @property
+  def stored(self) -> str | None:
+    """``"vectors"``, ``"topk"`` or ``None``: what the estimator's records must hold."""
+    return SOURCES[self.kind].stored
+
+
+def parse_source(source: str) -> GradedSource:
+  """``"vectors:sentence"`` -> ``("vectors", "sentence")``; ``"oracle"`` -> ``("oracle", None)``.
+
+  >>> parse_source("topk:cider"), parse_source("topk:cider").stored
+  (GradedSource(kind='topk', estimator='cider'), 'topk')
+  """
+  kind, colon, name = str(source).partition(":")
+  entry = SOURCES.get(kind)
+  reads_estimator = entry is not None and entry.stored is not None
+  if entry is None or (reads_estimator and not name) or (not reads_estimator and colon):
+    forms = [k if s.stored is None else f"{k}:NAME" for k, s in SOURCES.items()]
     raise ValueError(
-      f"graded source {source!r}: expected 'oracle' or one of "
-      f"{[k + ':NAME' for k in KINDS]} (e.g. 'vectors:sentence', 'topk:cider')"
+      f"graded source {source!r}: expected one of {forms} (e.g. 'vectors:sentence', 'topk:cider')"
     )
-  return kind, name
+  return GradedSource(kind, name or None)
 
 
 def make_graded_fn(
-  spec: Mapping[str, str], *, scales: Mapping[str, float] | None = None
-) -> Callable[[Mapping[str, jax.Array], jax.Array], dict[str, jax.Array]]:
-  """``graded_fn(gathered_batch, positives) -> {input: [B, B]}`` for the train step.
+  spec: Mapping[str, str], *, aggregates: Mapping[str, str] | None = None
+) -> Callable[[Batch, Batch, jax.Array], dict[str, jax.Array]]:
+  """``graded_fn(images, captions, positives) -> {input: [n_img, n_txt]}`` for the train step.
 
-  ``scales[NAME]`` is the largest score of estimator NAME's top-K lists (10 for
-  CIDEr-D; the records header's ``relevance.scale``), default 1.
+  ``images`` and ``captions`` are batches (the same one for the whole in-batch
+  matrix, ``graded_fn(batch, batch, positives)``); the image side's rows
+  against the caption side's rows.
+
+  Args:
+    spec: graded input name -> source (see the module docstring).
+    aggregates: estimator name -> ``"max"`` or ``"mean"``, for every estimator a
+      ``vectors:`` or ``cosine:`` source reads (its records header's
+      ``params.aggregate``; ``stored_relevance`` of the apps returns them).
+
+  Raises:
+    ValueError: a bad source, or a vectors estimator without an aggregate.
   """
-  scales = dict(scales or {})
+  aggregates = dict(aggregates or {})
   parsed = {name: parse_source(source) for name, source in dict(spec).items()}
+  for name, src in parsed.items():
+    if src.stored == "vectors" and aggregates.get(src.estimator) not in rel.AGGREGATES:
+      raise ValueError(
+        f"graded input {name!r} ({src.kind}:{src.estimator}): aggregates[{src.estimator!r}] is "
+        f"{aggregates.get(src.estimator)!r}, expected one of {rel.AGGREGATES} "
+        "(the records header's params.aggregate)"
+      )
 
-  def graded_fn(batch, positives):
-    out = {}
-    for name, (kind, estimator) in parsed.items():
-      if kind == "oracle":
-        out[name] = jnp.where(positives, 1.0, batch["oracle_relevance"])
-      elif kind in ("vectors", "cosine"):
-        rel = losses.relevance_from_embeddings(
-          batch[f"vectors/{estimator}/references"], batch[f"vectors/{estimator}/captions"]
-        )
-        out[name] = jnp.where(positives, 1.0, rel) if kind == "vectors" else 2.0 * rel - 1.0
-      else:
-        scale = float(scales.get(estimator, 1.0))
-        out[name] = scale * relevance_from_topk(
-          batch[f"topk/{estimator}/indices"],
-          batch[f"topk/{estimator}/scores"],
-          batch["caption_indices"],
-          scale=scale,
-        )
-    return out
+  def graded_fn(images, captions, positives):
+    return {
+      name: SOURCES[src.kind].build(
+        images, captions, positives, src.estimator, aggregates.get(src.estimator)
+      )
+      for name, src in parsed.items()
+    }
 
   return graded_fn

@@ -20,8 +20,9 @@ class DataParallel:
   ``devices``; the state is replicated, the batch split along its first axis,
   and the global batch is assembled from each process's local rows with
   ``jax.make_array_from_process_local_data`` (multi-host ready).
-  ``backend="pmap"``: the same step under ``jax.pmap`` (state stacked per
-  device), for comparison and older setups; it gives identical numbers.
+  ``backend="pmap"``: the same step under ``jax.pmap`` (state stacked over
+  this process's devices, each process feeding its own rows), for pmap-style
+  data parallelism; it gives identical numbers, with one or several processes.
 
   Usage::
 
@@ -46,12 +47,10 @@ class DataParallel:
     donate_argnums = (0,) if donate else ()
     if backend == "shard_map":
       self.mesh = Mesh(np.asarray(self.devices), (axis_name,))
-      # check_vma=False: per-device semantics exactly as under pmap, so one step
-      # function serves both backends (with varying-manual-axes tracking on,
-      # gradients of the replicated params would come back already psum-ed and
-      # the step's pmean would be wrong by a factor of the device count).
+      # check_vma on: the outputs declared replicated (P()) must really be
+      # device-invariant (psum-ed), which JAX checks at trace time.
       mapped = jax.shard_map(
-        step_fn, mesh=self.mesh, in_specs=(P(), P(axis_name)), out_specs=(P(), P()), check_vma=False
+        step_fn, mesh=self.mesh, in_specs=(P(), P(axis_name)), out_specs=(P(), P()), check_vma=True
       )
       self._step = jax.jit(mapped, donate_argnums=donate_argnums)
       self._replicated = NamedSharding(self.mesh, P())
@@ -75,8 +74,12 @@ class DataParallel:
       # for PRNG-key leaves, so each replicated leaf is built from this process's
       # (identical) full copy; keys go through their raw key data.
       return jax.tree.map(self._replicate, state)
-    # pmap takes a leading device axis and places each slice on its device.
-    return jax.tree.map(lambda x: jax.numpy.stack([x] * self.num_devices), state)
+    # pmap takes a leading axis over this process's devices, one slice each.
+    return jax.tree.map(lambda x: jax.numpy.stack([x] * self._local_devices), state)
+
+  @property
+  def _local_devices(self) -> int:
+    return sum(d.process_index == jax.process_index() for d in self.devices)
 
   def _replicate(self, x: Any) -> jax.Array:
     if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
@@ -92,7 +95,7 @@ class DataParallel:
 
   def put_batch(self, batch: dict[str, Any]) -> dict[str, Any]:
     """Places this process's rows of the global batch (split over the devices)."""
-    local = sum(d.process_index == jax.process_index() for d in self.devices)
+    local = self._local_devices
     for name, value in batch.items():
       if np.shape(value)[0] % local:
         raise ValueError(
@@ -104,10 +107,8 @@ class DataParallel:
         k: jax.make_array_from_process_local_data(self._split, np.asarray(v))
         for k, v in batch.items()
       }
-    return {
-      k: np.reshape(np.asarray(v), (self.num_devices, -1) + np.shape(v)[1:])
-      for k, v in batch.items()
-    }
+    # pmap with several processes maps each process's rows over its own devices.
+    return {k: np.reshape(np.asarray(v), (local, -1) + np.shape(v)[1:]) for k, v in batch.items()}
 
   def __call__(self, state: Any, batch: dict[str, Any]) -> tuple[Any, dict[str, jax.Array]]:
     state, metrics = self._step(state, batch)

@@ -1,13 +1,12 @@
 """NDCG@K against an independent numpy implementation and ``rax.ndcg_metric``."""
 
-import jax
-import jax._src.util
 import numpy as np
 import pytest
 
 from jitr.evaluation import evaluate_retrieval, ndcg_at_k
+from tests.jax_compat import install_jax_util_wraps
 
-jax.util = jax._src.util  # rax 0.4.0 calls jax.util.wraps (removed in JAX 0.10).
+install_jax_util_wraps()  # rax 0.4.0 calls jax.util.wraps (removed in JAX 0.10)
 rax = pytest.importorskip("rax")
 
 

@@ -35,7 +35,7 @@ def test_write_report(tmp_path, metrics):
   md = open(paths["markdown"]).read()
   assert md.startswith("# run\n")
   assert "## full" in md and "## folds" in md and "## ndcg" in md
-  row = next(l for l in md.splitlines() if l.startswith("| R@1 |"))
+  row = next(line for line in md.splitlines() if line.startswith("| R@1 |"))
   assert row == (f"| R@1 | {metrics['full/i2t/R@1']:.2f} | {metrics['full/t2i/R@1']:.2f} |  |")
   for key in ("recall_plot", "ndcg_plot"):
     with open(paths[key], "rb") as f:

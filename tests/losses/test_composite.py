@@ -102,3 +102,59 @@ def test_epoch_window_errors():
     losses.objective({"triplet": {"from_epoch": 2, "until_epoch": 1}}, steps_per_epoch=5)
   with pytest.raises(ValueError, match="pass step="):
     losses.objective({"triplet": {"from_epoch": 1}}, steps_per_epoch=5)(sim, positives=pos)
+
+
+def test_registry_carries_the_per_query_core_graded_kind_and_key_need():
+  assert {name for name, spec in losses.LOSSES.items() if spec.needs_key} == {
+    "semantic_margin_triplet"
+  }
+  assert {name: spec.graded for name, spec in losses.LOSSES.items()} == {
+    "triplet": None,
+    "smooth_ndcg": "relevance",
+    "adaptive_listwise": None,
+    "semantic_margin_triplet": "metric",
+    "semantic_hard_negatives": "semantic",
+  }
+  fn, graded = losses.LOSSES["smooth_ndcg"]  # still unpacks as (function, graded input)
+  assert fn is losses.smooth_ndcg and graded == "relevance"
+
+
+def test_partial_sums_of_query_blocks_add_up_to_the_whole_objective():
+  """The split contract without devices: uneven blocks of query rows, summed, then combined."""
+  from jitr.losses import _masks
+
+  sim, pos, where, relevance, metric = make_batch(3, n_img=5, captions_per_image=1, pad_img=1)
+  sim, pos, where = jnp.asarray(sim)[:, :6], jnp.asarray(pos)[:, :6], jnp.asarray(where)[:, :6]
+  graded = {"relevance": jnp.asarray(relevance)[:, :6], "metric": jnp.asarray(metric)[:, :6]}
+  loss_fn = losses.objective(
+    {
+      "lsh": {"loss": "triplet", "mining": "sum", "reduction": "sum"},
+      "smooth_ndcg": {"temperature": 0.1},
+      "cmal2r": {"loss": "adaptive_listwise"},
+      "sam": {"loss": "semantic_margin_triplet", "input": "metric", "sampling": "random"},
+    }
+  )
+  key = jax.random.key(4)
+
+  def whole(s):
+    return loss_fn(s, positives=pos, where=where, graded=graded, key=key)[0]
+
+  def by_blocks(s):
+    inputs = loss_fn.graded_inputs(graded)
+    i2t, t2i = _masks.query_rows(s, pos, where)
+    sums = None
+    for block in (slice(0, 1), slice(1, 4), slice(4, 6)):
+      pick = lambda r, g, block=block: r._replace(
+        sim=r.sim[block],
+        positives=r.positives[block],
+        where=r.where[block],
+        graded=None if g is None else g[block],
+        index=r.index[block],
+      )
+      rows = {n: (pick(i2t, m), pick(t2i, None if m is None else m.T)) for n, m in inputs.items()}
+      part = loss_fn.partial_sums(rows, key=key)
+      sums = part if sums is None else jax.tree.map(jnp.add, sums, part)
+    return loss_fn.combine(sums)[0]
+
+  assert float(by_blocks(sim)) == pytest.approx(float(whole(sim)), rel=1e-6)
+  np.testing.assert_allclose(jax.grad(by_blocks)(sim), jax.grad(whole)(sim), atol=1e-6)

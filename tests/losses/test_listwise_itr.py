@@ -1,12 +1,13 @@
 import math
 
 import jax
-import jax._src.util
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-jax.util = jax._src.util  # rax 0.4.0 calls jax.util.wraps, which JAX 0.10 removed.
+from tests.jax_compat import install_jax_util_wraps
+
+install_jax_util_wraps()  # rax 0.4.0 calls jax.util.wraps (removed in JAX 0.10)
 import rax  # noqa: E402
 
 from jitr import losses  # noqa: E402

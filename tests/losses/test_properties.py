@@ -1,6 +1,5 @@
 """Invariances, numerics and gradients shared by every loss."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -13,7 +13,8 @@ METRIC = jnp.array([[2.0, 0.5], [1.0, 3.0]])
 
 def test_two_by_two_by_hand():
   # i2t: α = (2 − .5)/5 = .3 → [.3 + .4 − .5]+ = .2;  α = (3 − 1)/5 = .4 → [.4 + .1 − .6]+ = 0
-  # t2i (metric transposed): α = (2 − 1)/5 = .2 → [.2 + .1 − .5]+ = 0;  α = (3 − .5)/5 = .5 → [.5 + .4 − .6]+ = .3
+  # t2i (metric transposed): α = (2 − 1)/5 = .2 → [.2 + .1 − .5]+ = 0;
+  #   α = (3 − .5)/5 = .5 → [.5 + .4 − .6]+ = .3
   out = losses.semantic_margin_triplet(SIM, METRIC, temperature=5.0, reduction="none")
   np.testing.assert_allclose(out.image_to_text, [0.2, 0.0], atol=1e-6)
   np.testing.assert_allclose(out.text_to_image, [0.0, 0.3], atol=1e-6)
@@ -94,3 +95,18 @@ def test_keep_triplet_adds_the_vse_loss():
   assert float(kept) == pytest.approx(
     float(losses.semantic_margin_triplet(SIM, METRIC)) + float(losses.triplet(SIM)), abs=1e-6
   )
+
+
+def test_hard_and_soft_sampling_differ_where_both_hinges_are_active():
+  # Row 0: positive .5, negatives .45 (nearest) and -.5 (furthest); φ = [2, .5, -4], τ = 5.
+  sim = jnp.array([[0.5, 0.45, -0.5], [0.0, 0.5, 0.0], [0.0, 0.0, 0.5]])
+  metric = jnp.zeros((3, 3)).at[0].set(jnp.array([2.0, 0.5, -4.0]))
+  negatives = jnp.array([False, True, True])
+  assert int(losses.sam.choose_negative(sim[0], negatives, sampling="hard", key=None)) == 1
+  assert int(losses.sam.choose_negative(sim[0], negatives, sampling="soft", key=None)) == 2
+  hard = losses.semantic_margin_triplet(sim, metric, sampling="hard", reduction="none")
+  soft = losses.semantic_margin_triplet(sim, metric, sampling="soft", reduction="none")
+  # hard: α = (2 − .5)/5 = .3 → [.3 + .45 − .5]+ = .25
+  # soft: α = (2 + 4)/5 = 1.2 → [1.2 − .5 − .5]+ = .2
+  assert float(hard.image_to_text[0]) == pytest.approx(0.25, abs=1e-6)
+  assert float(soft.image_to_text[0]) == pytest.approx(0.2, abs=1e-6)

@@ -1,4 +1,5 @@
-"""Agreement with human judgments: file reading, the protocol, Kendall tau, and CIDEr-D's published 24.6."""
+"""Agreement with human judgments: file reading, the protocol, Kendall tau, and CIDEr-D's
+published 24.6."""
 
 from __future__ import annotations
 

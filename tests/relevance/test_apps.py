@@ -1,12 +1,16 @@
-"""The two absl apps, run as their console scripts would be (in a subprocess: absl flags are global)."""
+"""The absl apps, run as their console scripts would be (in a subprocess: absl flags are global)."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,15 +52,120 @@ def test_precompute_cider_and_a_bad_caption_file(small_caps_file, tmp_path):
   failed = run_app("jitr.apps.precompute", f"--captions={bad}", "--estimator=cider", f"--out={out}")
   assert failed.returncode == 1
   assert failed.stderr.strip().splitlines()[-1] == (
-    f"jitr-precompute: error: {bad}: 7 caption lines is not a multiple of 5 (expected 5 lines per image)"
+    f"jitr-precompute: error: {bad}: 7 caption lines is not a multiple of 5 "
+    "(expected 5 lines per image)"
   )
+
+
+def job_array_captions(num_images: int) -> list[str]:
+  """5 distinct template captions per image (so CIDEr-D has real neighbours and ties)."""
+  animals = ["dog", "cat", "horse", "bird", "cow", "sheep", "goat", "duck"]
+  colors = ["brown", "black", "white", "red", "grey", "spotted"]
+  places = ["grass", "beach", "street", "park", "snow", "field", "river", "yard"]
+  verbs = ["runs", "sleeps", "jumps", "walks", "sits", "plays"]
+  out = []
+  for i in range(num_images):
+    a, c = animals[i % 8], colors[i // 8 % 6]
+    p, v = places[i // 48 % 8], verbs[i // 384 % 6]
+    out += [
+      f"A {c} {a} {v} on the {p} .",
+      f"The {a} {v} in the {p} .",
+      f"A {c} {a} near a {p} .",
+      f"An animal {v} outside .",
+      f"{c} {a} , {p} , number {i} .",
+    ]
+  return out
+
+
+def console_env() -> dict[str, str]:
+  """The environment of a console script run from this checkout (PYTHONPATH = the repository)."""
+  env = dict(os.environ, PYTHONPATH=str(REPO))
+  env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+  return env
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+  return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.slow
+def test_readme_job_array_form_writes_the_bytes_of_one_process(tmp_path):
+  """The README's multi-worker command, run as written (4 real jitr-precompute processes)."""
+  from jitr.data.relevance_reader import load_relevance_table
+  from jitr.relevance.captions_io import read_precomp_captions
+  from jitr.relevance.cider_estimator import CiderEstimator
+
+  if shutil.which("jitr-precompute", path=console_env()["PATH"]) is None:
+    pytest.skip("the jitr-precompute console script is not installed (pip install -e .)")
+  readme = (REPO / "README.md").read_text(encoding="utf-8")
+  blocks = [b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "--worker_index" in b]
+  assert len(blocks) == 1, "README documents one multi-worker precompute command"
+  command = blocks[0]
+  caps = tmp_path / "data" / "coco_precomp" / "train_caps.txt"
+  caps.parent.mkdir(parents=True)
+  caps.write_text("\n".join(job_array_captions(1030)) + "\n", encoding="utf-8")
+
+  split = subprocess.run(
+    ["bash", "-e", "-c", command], cwd=tmp_path, env=console_env(), capture_output=True,
+    text=True, timeout=300,
+  )  # fmt: skip
+  assert split.returncode == 0, split.stderr
+  single = subprocess.run(
+    [
+      "jitr-precompute", f"--captions={caps}", "--estimator=cider", "--top_k=100",
+      f"--out={tmp_path / 'one'}",
+    ],
+    cwd=tmp_path, env=console_env(), capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert single.returncode == 0, single.stderr
+  assert "wrote 2 shards of cider relevance for 1030 images" in single.stdout
+
+  # 1030 images = 2 shards of 1024: workers 0 and 1 write one each, 2 and 3 none
+  split_files, one_files = (
+    folder_bytes(tmp_path / "rel" / "coco_cider"),
+    folder_bytes(tmp_path / "one"),
+  )
+  assert (
+    sorted(split_files)
+    == sorted(one_files)
+    == [
+      "relevance-00000-of-00002.tfrecord",
+      "relevance-00000-of-00002.tfrecord.json",
+      "relevance-00001-of-00002.tfrecord",
+      "relevance-00001-of-00002.tfrecord.json",
+      "relevance.json",
+    ]
+  )
+  for name in one_files:
+    assert split_files[name] == one_files[name], f"{name} differs"
+  table = load_relevance_table(str(tmp_path / "rel" / "coco_cider"), verify_checksums=True)
+  cs = read_precomp_captions(str(caps))
+  probe = np.array([0, 1023, 1024, 1029])
+  expected = CiderEstimator().fit(cs).top_k(probe, 100)
+  np.testing.assert_array_equal(table.topk_indices[probe], expected.indices)
+  np.testing.assert_array_equal(table.topk_scores[probe], expected.scores)
+
+
+def test_precompute_refuses_a_worker_index_outside_the_workers(small_caps_file, tmp_path):
+  out = tmp_path / "rel"
+  failed = run_app(
+    "jitr.apps.precompute", f"--captions={small_caps_file}", "--estimator=cider",
+    f"--out={out}", "--num_workers=2", "--worker_index=2",
+  )  # fmt: skip
+  assert failed.returncode == 1
+  assert failed.stderr.strip().splitlines()[-1] == (
+    "jitr-precompute: error: worker_index=2 is outside [0, num_workers=2): expected one of 0..1"
+  )
+  assert not out.exists()  # refused before anything is written
 
 
 def test_agreement_app_prints_the_table(tmp_path):
   tokens = tmp_path / "Flickr8k.token.txt"
   tokens.write_text(
-    "a.jpg#0\tA dog runs on the grass .\na.jpg#1\tA brown dog runs outside .\na.jpg#2\tThe dog runs on grass .\n"
-    "b.jpg#0\tA man rides a bike .\nb.jpg#1\tA man rides a bike on a road .\nb.jpg#2\tA man on a bicycle .\n"
+    "a.jpg#0\tA dog runs on the grass .\na.jpg#1\tA brown dog runs outside .\n"
+    "a.jpg#2\tThe dog runs on grass .\n"
+    "b.jpg#0\tA man rides a bike .\nb.jpg#1\tA man rides a bike on a road .\n"
+    "b.jpg#2\tA man on a bicycle .\n"
   )
   judged = tmp_path / "CrowdFlowerAnnotations.txt"
   judged.write_text(

@@ -52,7 +52,8 @@ def test_empty_caption(small_captions, tmp_path):
 def test_flickr8k_format(tmp_path):
   path = tmp_path / "tokens.txt"
   path.write_text(
-    "b.jpg#0\tA dog .\nb.jpg#1\tA cat .\nx.jpg.1#0\tStray caption .\nx.jpg#1\tSecond .\na.jpg#0\tThird .\n"
+    "b.jpg#0\tA dog .\nb.jpg#1\tA cat .\nx.jpg.1#0\tStray caption .\n"
+    "x.jpg#1\tSecond .\na.jpg#0\tThird .\n"
   )
   cs = read_flickr8k_tokens(str(path))
   assert cs.image_ids == ("b.jpg", "x.jpg", "a.jpg")

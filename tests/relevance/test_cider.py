@@ -35,7 +35,8 @@ def test_equals_pycocoevalcap_on_real_flickr8k_pairs(flickr8k_captions, java):
   rng = random.Random(0)
   images = rng.sample(range(cs.num_images), 100)
   raw_refs = {k: cs.references(i) for k, i in enumerate(images)}
-  # 3 candidates per image (300 pairs): its own first caption, a random caption, one of the next image
+  # 3 candidates per image (300 pairs): its own first caption, a random caption, one of the
+  # next image
   raw_cands = []
   for k, i in enumerate(images):
     raw_cands.append(

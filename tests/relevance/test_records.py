@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from jitr import fileio, losses
 from jitr.data.relevance_reader import (
   RelevanceRecordsError,
-  inbatch_relevance,
   load_header,
   load_relevance_table,
   relevance_dataset,
@@ -38,8 +40,11 @@ def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
   assert header["contents"] == {"vectors": False, "dim": None, "top_k": 6}
   assert sorted(os.listdir(tmp_path / "rel")) == [
     "relevance-00000-of-00003.tfrecord",
+    "relevance-00000-of-00003.tfrecord.json",
     "relevance-00001-of-00003.tfrecord",
+    "relevance-00001-of-00003.tfrecord.json",
     "relevance-00002-of-00003.tfrecord",
+    "relevance-00002-of-00003.tfrecord.json",
     "relevance.json",
   ]
 
@@ -58,7 +63,16 @@ def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
   assert first["image_id"] == b"0" and first["caption_indices"].tolist() == [0, 1, 2, 3, 4]
 
   images, caps = np.array([0, 3, 1]), np.arange(25)
-  rel = np.asarray(inbatch_relevance(table.batch(images, caps), scale=table.relevance_scale))
+  positives = caps[None, :] // 5 == images[:, None]
+  rel = np.asarray(
+    losses.relevance_from_topk(
+      table.topk_indices[images],
+      table.topk_scores[images],
+      caps,
+      scale=table.relevance_scale,
+      positives=positives,
+    )
+  )
   expected = np.zeros((3, 25))
   for a, i in enumerate(images):
     for k in range(6):
@@ -78,13 +92,22 @@ def test_round_trip_vectors(small_caps_file, tmp_path):
   table = load_relevance_table(str(tmp_path / "rel"))
   assert table.topk_indices is None and table.caption_vectors.shape == (25, 6)
   np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), rtol=1e-6)
-  rel = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25))))
-  np.testing.assert_allclose(rel, est.image_scores(np.array([2, 4])), atol=1e-5)
+  refs = table.caption_vectors.reshape(5, 5, 6)[[2, 4]]  # each image's captions: its references
+  positives = np.arange(25)[None, :] // 5 == np.array([[2], [4]])
+  rel = np.asarray(
+    losses.relevance_from_embeddings(refs, table.caption_vectors, positives=positives)
+  )
+  expected = est.image_scores(np.array([2, 4]))
+  np.testing.assert_allclose(rel, np.where(positives, 1.0, expected), atol=1e-5)
   # mean over the references: the numpy form, own captions set to 1
   v = table.caption_vectors.astype(np.float64)
   mean = (1 + (v @ v.T).reshape(5, 5, 25).mean(axis=1)) / 2
   mean[np.repeat(np.arange(5), 5), np.arange(25)] = 1.0
-  rel_mean = np.asarray(inbatch_relevance(table.batch([2, 4], np.arange(25)), aggregate="mean"))
+  rel_mean = np.asarray(
+    losses.relevance_from_embeddings(
+      refs, table.caption_vectors, positives=positives, aggregate="mean"
+    )
+  )
   np.testing.assert_allclose(rel_mean, mean[[2, 4]], atol=1e-5)
 
 
@@ -104,9 +127,11 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
   with pytest.raises(KeyboardInterrupt):
     write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
   names = sorted(os.listdir(out))
-  assert names[0] == "relevance-00000-of-00003.tfrecord" and names[1].startswith(
-    "relevance-00001-of-00003.tfrecord.tmp-"
-  )
+  assert names[:2] == [
+    "relevance-00000-of-00003.tfrecord",
+    "relevance-00000-of-00003.tfrecord.json",
+  ]
+  assert names[2].startswith("relevance-00001-of-00003.tfrecord.tmp-") and len(names) == 4
   with pytest.raises(RelevanceRecordsError, match="shard 2 of 3 is not complete"):
     load_header(out)
   done = os.stat(os.path.join(out, names[0])).st_mtime_ns
@@ -196,3 +221,171 @@ def test_vectors_of_a_non_cosine_estimator_are_refused(small_caps_file, tmp_path
   cs = read_precomp_captions(str(small_caps_file))
   with pytest.raises(ValueError, match="the cider estimator has no per-caption vectors"):
     write_relevance_records(str(tmp_path / "rel"), cs, CiderEstimator(), vectors=True, log=quiet)
+
+
+# ------------------------------------------------------------------ work split over workers
+def folder_bytes(folder) -> dict[str, bytes]:
+  return {
+    name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))
+  }
+
+
+def test_worker_shards_split_round_robin():
+  assert records.worker_shards(5, 2, 0) == [0, 2, 4]
+  assert records.worker_shards(5, 2, 1) == [1, 3]
+  assert records.worker_shards(2, 4, 3) == []  # more workers than shards: the last ones idle
+  assert records.worker_shards(3) == [0, 1, 2]
+  for n in range(1, 9):
+    for workers in range(1, 6):
+      parts = [records.worker_shards(n, workers, i) for i in range(workers)]
+      assert sorted(s for part in parts for s in part) == list(range(n))  # disjoint, complete
+
+
+@pytest.mark.parametrize(
+  ("workers", "index", "message"),
+  [
+    (2, 2, r"worker_index=2 is outside \[0, num_workers=2\): expected one of 0\.\.1"),
+    (2, -1, r"worker_index=-1 is outside \[0, num_workers=2\)"),
+    (0, 0, r"num_workers=0: expected a whole number of workers >= 1"),
+    (-3, 0, r"num_workers=-3: expected a whole number of workers >= 1"),
+    (2.0, 0, r"num_workers=2\.0: expected a whole number"),
+  ],
+)
+def test_bad_worker_settings_are_refused_before_anything_is_written(
+  small_caps_file, tmp_path, workers, index, message
+):
+  cs = read_precomp_captions(str(small_caps_file))
+  out = tmp_path / "rel"
+  with pytest.raises(ValueError, match=message):
+    write_relevance_records(
+      str(out), cs, CiderEstimator(), top_k=5, num_workers=workers, worker_index=index, log=quiet
+    )
+  assert not out.exists()
+
+
+def test_two_workers_write_the_bytes_of_one_process(small_caps_file, tmp_path):
+  cs = read_precomp_captions(str(small_caps_file))
+  one, split = str(tmp_path / "one"), str(tmp_path / "split")
+  write_relevance_records(one, cs, CiderEstimator(), top_k=6, images_per_shard=2, log=quiet)
+
+  lines: list[str] = []
+  first = write_relevance_records(
+    split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=2, worker_index=0,
+    log=lines.append,
+  )  # fmt: skip
+  assert lines == [
+    "worker 0 of 2: 2 of 3 shards",
+    "shard 1/3: wrote 2 images to relevance-00000-of-00003.tfrecord",
+    "shard 3/3: wrote 1 images to relevance-00002-of-00003.tfrecord",
+    f"2 of 3 shards complete: the worker that finishes last completes {split}/relevance.json",
+  ]
+  assert [e is not None for e in first["shards"]] == [True, False, True]
+  with pytest.raises(RelevanceRecordsError, match="shard 2 of 3 is not complete"):
+    load_header(split)  # readers refuse the set until the last worker is done
+
+  last = write_relevance_records(
+    split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=2, worker_index=1,
+    log=quiet,
+  )  # fmt: skip
+  assert all(last["shards"])
+  assert folder_bytes(split) == folder_bytes(one)  # every file, byte for byte
+  load_header(split, verify_checksums=True)
+
+  # a finished set re-run by any worker, with any worker count, is left as it is
+  lines.clear()
+  write_relevance_records(
+    split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=3, worker_index=2,
+    log=lines.append,
+  )  # fmt: skip
+  assert lines == ["worker 2 of 3: 1 of 3 shards", "shard 3/3: complete, skipped"]
+  assert folder_bytes(split) == folder_bytes(one)
+
+
+def test_a_worker_with_other_settings_is_refused_and_damages_nothing(small_caps_file, tmp_path):
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  kwargs = {"images_per_shard": 2, "num_workers": 2, "log": quiet}
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, worker_index=0, **kwargs)
+  before = folder_bytes(out)
+  header_path = os.path.join(out, "relevance.json")
+  with pytest.raises(RecordsMismatchError, match=rf"{header_path}: field 'contents'"):
+    write_relevance_records(out, cs, CiderEstimator(), top_k=7, worker_index=1, **kwargs)
+  with pytest.raises(RecordsMismatchError, match=rf"{header_path}: field 'images_per_shard' is 2"):
+    write_relevance_records(
+      out, cs, CiderEstimator(), top_k=5, images_per_shard=3, num_workers=2, worker_index=1,
+      log=quiet,
+    )  # fmt: skip
+  assert folder_bytes(out) == before
+
+
+def test_fit_digest_is_deterministic_and_a_different_fit_is_refused(
+  small_caps_file, tmp_path, monkeypatch
+):
+  cs = read_precomp_captions(str(small_caps_file))
+  cider = records.fit_digest(CiderEstimator().fit(cs), cs)
+  assert cider == records.fit_digest(CiderEstimator().fit(cs), cs)
+  assert cider != records.fit_digest(CiderEstimator(sigma=3.0).fit(cs), cs)
+  lsa = records.fit_digest(LsaEstimator(k=6, n_iter=20).fit(cs), cs)
+  assert lsa == records.fit_digest(LsaEstimator(k=6, n_iter=20).fit(cs), cs)
+  assert lsa != records.fit_digest(LsaEstimator(k=6, n_iter=20, seed=1).fit(cs), cs)
+
+  out = str(tmp_path / "rel")
+  kwargs = {"top_k": 5, "images_per_shard": 2, "num_workers": 2, "log": quiet}
+  header = write_relevance_records(out, cs, CiderEstimator(), worker_index=0, **kwargs)
+  assert header["fit_sha256"] == cider
+  before = folder_bytes(out)
+  monkeypatch.setattr(records, "fit_digest", lambda *_: "f" * 64)  # a worker that fits otherwise
+  with pytest.raises(RecordsMismatchError, match=r"relevance.json: written by an estimator fitted"):
+    write_relevance_records(out, cs, CiderEstimator(), worker_index=1, **kwargs)
+  os.remove(os.path.join(out, "relevance.json"))  # without the header, the manifests refuse it
+  with pytest.raises(
+    RecordsMismatchError,
+    match=r"relevance-00000-of-00003.tfrecord.json: written by an estimator fitted differently "
+    rf"\(fit digest {cider[:12]}\.\.\., this worker's fit has ffffffffffff\.\.\.\)",
+  ):
+    write_relevance_records(out, cs, CiderEstimator(), worker_index=1, **kwargs)
+  assert folder_bytes(out) == {k: v for k, v in before.items() if k != "relevance.json"}
+
+
+def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_path):
+  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], stdout=-1)
+  dead_pid = int(dead.stdout)
+  host = fileio.host_tag()
+  assert fileio.temp_name("x").startswith(f"x.tmp-{host}-{os.getpid()}-")
+  names = {
+    "dead": f"relevance.json.tmp-{host}-{dead_pid}-0a1b2c3d",
+    "mine": f"relevance-00000-of-00002.tfrecord.tmp-{host}-{os.getpid()}-00ff00ff",
+    "alive": f"relevance-00001-of-00002.tfrecord.tmp-{host}-{os.getppid()}-12345678",
+    "other_host": f"relevance.json.tmp-elsewhere-{dead_pid}-abcdef01",
+  }
+  for name in names.values():
+    (tmp_path / name).write_text("partial")
+  lines: list[str] = []
+  records.remove_stale_tmp_files(str(tmp_path), lines.append)
+  assert sorted(os.listdir(tmp_path)) == sorted([names["alive"], names["other_host"]])
+  assert sorted(lines) == sorted(f"removing unfinished file {names[k]}" for k in ("dead", "mine"))
+
+
+def test_a_late_stale_header_write_is_corrected_by_its_writer(
+  small_caps_file, tmp_path, monkeypatch
+):
+  """Worker A scans the manifests, B completes the set, then A's older header lands: A re-reads
+  the manifests after writing and rewrites the header, so the last header is complete."""
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  complete = folder_bytes(out)
+  header = json.loads(complete["relevance.json"])
+  identity = {k: v for k, v in header.items() if k != "shards"}
+  real = records.collect_header
+  scans = []
+
+  def first_scan_before_the_last_manifest(out_dir, ident):
+    scans.append(1)
+    got = real(out_dir, ident)
+    return {**got, "shards": [*got["shards"][:2], None]} if len(scans) == 1 else got
+
+  monkeypatch.setattr(records, "collect_header", first_scan_before_the_last_manifest)
+  assert records.publish_header(out, identity) == header
+  assert len(scans) == 3  # stale scan + write, re-scan differs, write + re-scan agrees
+  assert folder_bytes(out) == complete

@@ -1,4 +1,5 @@
-"""Sentence-Transformers RSC: offline loading, and the in-batch matrix vs a direct numpy computation."""
+"""Sentence-Transformers RSC: offline loading, and the in-batch matrix vs a direct numpy
+computation."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def test_default_model_resolves_to_the_bundled_copy():
 
 
 def test_inbatch_matrix_equals_numpy(model, small_caps_file, tmp_path):
-  from jitr.data.relevance_reader import inbatch_relevance, load_relevance_table
+  from jitr import losses
+  from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.records import write_relevance_records
 
   cs = read_precomp_captions(str(small_caps_file))
@@ -38,7 +40,11 @@ def test_inbatch_matrix_equals_numpy(model, small_caps_file, tmp_path):
   assert table.caption_vectors.shape == (25, 384)
 
   images, caps = np.array([3, 0, 4]), np.array([0, 16, 24, 7, 15, 2])
-  got = np.asarray(inbatch_relevance(table.batch(images, caps)))
+  refs = table.caption_vectors.reshape(5, 5, 384)[images]  # each image's captions
+  positives = caps[None, :] // 5 == images[:, None]
+  got = np.asarray(
+    losses.relevance_from_embeddings(refs, table.caption_vectors[caps], positives=positives)
+  )
 
   emb = model.encode(list(cs.captions), convert_to_numpy=True).astype(np.float64)
   emb /= np.linalg.norm(emb, axis=1, keepdims=True)

@@ -3,11 +3,12 @@
 Run by ``tests/training/test_multiprocess.py`` as::
 
   python -m tests.training.multiprocess_worker --coordinator 127.0.0.1:PORT \
-      --num-processes 2 --process-id P --local-devices 4 --out DIR
+      --num-processes 2 --process-id P --local-devices 4 --out DIR --backend shard_map
 
 Each process joins the job, builds the same tiny state, and trains
-``--steps`` steps of ``DataParallel`` on fixed global batches, passing only
-its own rows of each batch to ``put_batch``. Process 0 writes the final
+``--steps`` steps of ``DataParallel`` (``--backend``) with every loss summed
+on fixed global batches, passing only its own rows of each batch to
+``put_batch``. Process 0 writes the final
 parameters and the per-step losses to ``DIR/result.npz``.
 """
 
@@ -54,6 +55,12 @@ def train(dp, batches, rows: slice):
   return flat, np.asarray(losses, np.float64)
 
 
+def make_parallel(training, tiny, backend: str):
+  """Every loss of the registry summed (``tiny.EVERY_LOSS``), on all the job's devices."""
+  step = training.make_train_step(tiny.EVERY_LOSS_FN, graded_fn=tiny.graded_inputs_fn)
+  return training.DataParallel(step, backend=backend)
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--coordinator", required=True)
@@ -62,6 +69,7 @@ def main(argv=None) -> int:
   parser.add_argument("--local-devices", type=int, default=4)
   parser.add_argument("--steps", type=int, default=STEPS)
   parser.add_argument("--out", required=True)
+  parser.add_argument("--backend", default="shard_map", choices=("shard_map", "pmap"))
   args = parser.parse_args(argv)
 
   from jitr.training import distributed
@@ -88,7 +96,7 @@ def main(argv=None) -> int:
   owners = [d.process_index for d in jax.devices()]
   assert owners == sorted(owners), owners
 
-  dp = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn))
+  dp = make_parallel(training, tiny, args.backend)
   rows = distributed.process_batch_slice(GLOBAL_BATCH)
   flat, losses = train(dp, global_batches(args.steps), rows)
   if jax.process_index() == 0:

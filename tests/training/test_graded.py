@@ -1,41 +1,93 @@
+"""Graded sources against matrices computed by hand (cosines of 2-D vectors at 0/90/180 degrees)."""
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitr import losses
-from jitr.training.graded import make_graded_fn, parse_source
+from jitr.training.graded import SOURCES, GradedSource, make_graded_fn, parse_source
+
+# Captions c0=(1,0), c1=(0,1), c2=(-1,0); references: image 0 {(1,0),(0,1)}, image 1
+# {(0,1),(0,2)} (not unit: cosines normalise), image 2 {(-1,0),(1,0)}.
+CAPS = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], np.float32)
+REFS = np.array([[[1, 0], [0, 1]], [[0, 1], [0, 2]], [[-1, 0], [1, 0]]], np.float32)
+# cos(ref_ik, cap_j) per (i, j): image 0 -> c0 [1, 0], c1 [0, 1], c2 [-1, 0]; image 1 ->
+# c0 [0, 0], c1 [1, 1], c2 [0, 0]; image 2 -> c0 [-1, 1], c1 [0, 0], c2 [1, -1].
+MAX_COS = [[1, 1, 0], [0, 1, 0], [1, 0, 1]]
+MEAN_COS = [[0.5, 0.5, -0.5], [0, 1, 0], [0, 0, 0]]
+POSITIVES = np.eye(3, dtype=bool)
 
 
 def _batch():
-  rng = np.random.default_rng(0)
   return {
-    "vectors/lsa/captions": jnp.asarray(rng.normal(size=(3, 4)), jnp.float32),
-    "vectors/lsa/references": jnp.asarray(rng.normal(size=(3, 2, 4)), jnp.float32),
-    "topk/cider/indices": jnp.array([[7, 8], [8, 9], [9, 7]]),
-    "topk/cider/scores": jnp.array([[6.0, 2.0], [5.0, 1.0], [4.0, 3.0]]),
+    "vectors/lsa/captions": jnp.asarray(CAPS),
+    "vectors/lsa/references": jnp.asarray(REFS),
+    "vectors/sentence/captions": jnp.asarray(CAPS),
+    "vectors/sentence/references": jnp.asarray(REFS),
+    "topk/cider/indices": jnp.array([[7, 8], [8, -1], [9, 7]]),  # -1: padding
+    "topk/cider/scores": jnp.array([[6.0, 2.0], [5.0, 9.0], [4.0, 3.0]]),
     "caption_indices": jnp.array([7, 8, 9]),
     "oracle_relevance": jnp.array([[0.2, 0.4, 0.6], [0.1, 0.3, 0.5], [0.0, 0.9, 0.8]]),
   }
 
 
-def test_every_source_by_hand():
-  batch, positives = _batch(), jnp.eye(3, dtype=bool)
-  out = make_graded_fn(
-    {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"},
-    scales={"cider": 10.0},
-  )(batch, positives)
-  rsc = losses.relevance_from_embeddings(
-    batch["vectors/lsa/references"], batch["vectors/lsa/captions"]
-  )
-  np.testing.assert_allclose(out["r"], np.where(np.eye(3, dtype=bool), 1.0, rsc), atol=1e-6)
-  np.testing.assert_allclose(out["s"], 2 * np.asarray(rsc) - 1, atol=1e-6)  # raw max cosine
-  # Raw CIDEr scores where the caption is in the image's list, 0 elsewhere; positives keep theirs.
-  np.testing.assert_allclose(out["c"], [[6, 2, 0], [0, 5, 1], [3, 0, 4]], atol=1e-5)
+def test_every_source_by_hand_with_max_aggregate():
+  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"}
+  batch = _batch()
+  out = make_graded_fn(spec, aggregates={"lsa": "max"})(batch, batch, jnp.asarray(POSITIVES))
+  # (1 + max cos) / 2, positives (the diagonal) 1
+  np.testing.assert_allclose(out["r"], [[1, 1, 0.5], [0.5, 1, 0.5], [1, 0.5, 1]], atol=1e-6)
+  np.testing.assert_allclose(out["s"], MAX_COS, atol=1e-6)  # raw max cosine, in [-1, 1]
+  # raw CIDEr where the caption is in the image's list, 0 elsewhere (padding never matches)
+  np.testing.assert_allclose(out["c"], [[6, 2, 0], [0, 5, 0], [3, 0, 4]], atol=1e-6)
   np.testing.assert_allclose(out["o"], [[1, 0.4, 0.6], [0.1, 1, 0.5], [0, 0.9, 1]], atol=1e-6)
 
 
-def test_bad_sources_are_refused():
-  assert parse_source("topk:cider") == ("topk", "cider")
-  for bad in ("cider", "vectors:", "bm25:x"):
+def test_mean_aggregate_is_honoured_per_estimator():
+  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "rs": "vectors:sentence"}
+  fn = make_graded_fn(spec, aggregates={"lsa": "mean", "sentence": "max"})
+  out = jax.jit(fn)(_batch(), _batch(), jnp.asarray(POSITIVES))
+  # (1 + mean cos) / 2 = [[.75, .75, .25], [.5, 1, .5], [.5, .5, .5]], diagonal 1
+  np.testing.assert_allclose(out["r"], [[1, 0.75, 0.25], [0.5, 1, 0.5], [0.5, 0.5, 1]], atol=1e-6)
+  np.testing.assert_allclose(out["s"], MEAN_COS, atol=1e-6)
+  np.testing.assert_allclose(out["rs"], [[1, 1, 0.5], [0.5, 1, 0.5], [1, 0.5, 1]], atol=1e-6)
+
+
+def _rows(batch, picked):
+  """The pair rows ``picked`` of a batch, with their global positions (``pair_index``)."""
+  picked = np.asarray(picked)
+  return {**{k: v[picked] for k, v in batch.items()}, "pair_index": jnp.asarray(picked)}
+
+
+def test_rectangular_blocks_are_the_rows_and_columns_of_the_in_batch_matrix():
+  """A device's images against all captions, and all images against its captions, are
+  exactly the rows and columns of the full matrix (every source, the oracle included)."""
+  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"}
+  fn = make_graded_fn(spec, aggregates={"lsa": "max"})
+  batch, mine = _batch(), [2, 0]
+  every = {**batch, "pair_index": jnp.arange(3)}
+  full = fn(batch, batch, jnp.asarray(POSITIVES))
+  rows = fn(_rows(batch, mine), every, jnp.asarray(POSITIVES[mine]))
+  cols = fn(every, _rows(batch, mine), jnp.asarray(POSITIVES[:, mine]))
+  for name in spec:
+    np.testing.assert_allclose(rows[name], np.asarray(full[name])[mine], atol=1e-6)
+    np.testing.assert_allclose(cols[name], np.asarray(full[name])[:, mine], atol=1e-6)
+
+
+def test_a_vectors_source_needs_its_aggregate():
+  with pytest.raises(ValueError, match=r"aggregates\['lsa'\] is None"):
+    make_graded_fn({"r": "vectors:lsa"})
+  with pytest.raises(ValueError, match=r"aggregates\['lsa'\] is 'median'"):
+    make_graded_fn({"s": "cosine:lsa"}, aggregates={"lsa": "median"})
+  make_graded_fn({"c": "topk:cider", "o": "oracle"})  # no vectors: nothing to aggregate
+
+
+def test_sources_parse_in_one_place():
+  assert parse_source("topk:cider") == GradedSource("topk", "cider")
+  assert parse_source("vectors:sentence").stored == "vectors"
+  assert parse_source("cosine:lsa").stored == "vectors"
+  assert parse_source("oracle") == ("oracle", None) and parse_source("oracle").stored is None
+  assert sorted(SOURCES) == ["cosine", "oracle", "topk", "vectors"]
+  for bad in ("cider", "vectors:", "bm25:x", "oracle:x", ""):
     with pytest.raises(ValueError, match="graded source"):
       parse_source(bad)

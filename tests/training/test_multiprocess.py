@@ -30,6 +30,10 @@ LOCAL_DEVICES = 4
 TIMEOUT_S = 300  # the whole two-process run, including start-up and compilation on a busy machine
 
 
+def one_step():
+  return training.make_train_step(tiny.EVERY_LOSS_FN, graded_fn=tiny.graded_inputs_fn)
+
+
 def _free_port() -> int:
   with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
     s.bind(("127.0.0.1", 0))
@@ -53,7 +57,7 @@ def _worker_env() -> dict[str, str]:
   return env
 
 
-def _run_workers(out: Path) -> None:
+def _run_workers(out: Path, backend: str) -> None:
   """Starts the processes, waits for all of them, kills every one on failure or timeout."""
   coordinator = f"127.0.0.1:{_free_port()}"
   procs, logs = [], []
@@ -79,6 +83,8 @@ def _run_workers(out: Path) -> None:
             str(worker.STEPS),
             "--out",
             str(out),
+            "--backend",
+            backend,
           ],
           cwd=ROOT,
           env=_worker_env(),
@@ -107,13 +113,13 @@ def _run_workers(out: Path) -> None:
       + (out / f"process{pid}.log").read_text(errors="replace")[-3000:]
       for pid, code in enumerate(codes)
     )
-    pytest.fail(
-      f"{'timed out after %d s; ' % TIMEOUT_S if timed_out else ''}worker exit codes {codes}\n{tails}"
-    )
+    timeout = f"timed out after {TIMEOUT_S} s; " if timed_out else ""
+    pytest.fail(f"{timeout}worker exit codes {codes}\n{tails}")
 
 
 @pytest.mark.slow
-def test_two_processes_train_like_one_process_with_eight_devices(tmp_path):
+@pytest.mark.parametrize("backend", ["shard_map", "pmap"])
+def test_two_processes_train_like_one_process_with_eight_devices(tmp_path, backend):
   if not distributed.cpu_collectives_available("gloo"):
     pytest.skip(
       "this jaxlib build has no Gloo CPU collectives, so CPU processes cannot form one JAX job"
@@ -122,20 +128,23 @@ def test_two_processes_train_like_one_process_with_eight_devices(tmp_path):
     "tests/conftest.py asks XLA for 8 host devices"
   )
 
-  _run_workers(tmp_path)
+  _run_workers(tmp_path, backend)
   result = np.load(tmp_path / worker.RESULT)
 
-  dp = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()
-  )
+  # One process: 8 devices, and the plain single-device step (no split at all).
+  dp = worker.make_parallel(training, tiny, backend)
   params, losses = worker.train(dp, worker.global_batches(), slice(None))
+  one = training.DataParallel(one_step(), devices=jax.devices()[:1])
+  one_params, one_losses = worker.train(one, worker.global_batches(), slice(None))
 
   assert len(losses) == worker.STEPS and np.all(np.isfinite(losses))
-  np.testing.assert_allclose(result["losses"], losses, rtol=0, atol=1e-6)
+  np.testing.assert_allclose(result["losses"], losses, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(one_losses, losses, rtol=1e-5, atol=1e-5)
   saved = {k.removeprefix("params/"): result[k] for k in result.files if k.startswith("params/")}
   assert saved.keys() == params.keys()
   for name, value in params.items():
     np.testing.assert_allclose(saved[name], value, rtol=0, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(one_params[name], value, rtol=0, atol=1e-5, err_msg=name)
   # The run really trained: parameters moved from the initial state.
   initial = worker.train(dp, [], slice(None))[0]
   assert any(np.abs(params[k] - initial[k]).max() > 1e-3 for k in params)

@@ -101,3 +101,10 @@ def test_the_step_switches_epoch_windowed_terms_at_state_step():
     expected = m["loss/warmup"] if i < 3 else m["loss/triplet"]
     assert float(m["loss"]) == pytest.approx(float(expected), abs=1e-6), i
   assert float(m["loss/warmup"]) > float(m["loss/triplet"])  # the two terms differ
+
+
+def test_shard_map_checks_that_replicated_outputs_are_reduced():
+  """check_vma is on: a step returning a per-device value as replicated is refused."""
+  dp = training.DataParallel(lambda state, batch: (state, {"x": batch["x"].sum()}), donate=False)
+  with pytest.raises(Exception, match="(?i)vary|varying|replicat"):
+    dp(dp.put_state({"w": np.zeros(2, np.float32)}), dp.put_batch({"x": np.ones(8, np.float32)}))

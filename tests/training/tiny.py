@@ -40,10 +40,10 @@ def make_batch(seed=0, n_images=8, captions_per_image=2):
   }
 
 
-def graded_fn(batch, positives):
+def graded_fn(images, captions, positives):
   return {
     "relevance": losses.relevance_from_embeddings(
-      batch["reference_vectors"], batch["caption_vectors"], positives=positives
+      images["reference_vectors"], captions["caption_vectors"], positives=positives
     )
   }
 
@@ -63,3 +63,33 @@ def make_state(tx=None, seed=0):
 LOSS_FN = losses.objective(
   {"triplet": {"weight": 1.0}, "smooth_ndcg": {"weight": 1.0, "temperature": 0.05}}
 )
+
+
+STEPS_PER_EPOCH = 2  # the multi-process run (3 steps) switches the windowed terms
+# Every loss of the registry (and both triplet minings, SAM with random negatives
+# and the kept triplet, an active and an inactive epoch-windowed term).
+EVERY_LOSS = {
+  "lmh": {"loss": "triplet", "mining": "max"},
+  "lsh": {"loss": "triplet", "mining": "sum", "reduction": "sum"},
+  "smooth_ndcg": {"temperature": 0.05},
+  "cmal2r": {"loss": "adaptive_listwise"},
+  "sam_hard": {"loss": "semantic_margin_triplet", "input": "metric", "max_margin": 1.0},
+  "sam_random": {
+    "loss": "semantic_margin_triplet",
+    "input": "metric",
+    "sampling": "random",
+    "keep_triplet": True,
+  },
+  "lseh": {"loss": "semantic_hard_negatives", "input": "semantic"},
+  "warmup": {"loss": "triplet", "mining": "sum", "until_epoch": 1},  # active at step 0
+  "later": {"loss": "adaptive_listwise", "from_epoch": 1, "weight": 3.0},  # not yet active
+}
+
+
+def graded_inputs_fn(images, captions, positives):
+  """Relevance (positives 1), a CIDEr-like metric in [0, 3] and a cosine in [-1, 1]."""
+  raw = losses.relevance_from_embeddings(images["reference_vectors"], captions["caption_vectors"])
+  return {"relevance": jnp.where(positives, 1.0, raw), "metric": 3.0 * raw, "semantic": 2 * raw - 1}
+
+
+EVERY_LOSS_FN = losses.objective(EVERY_LOSS, steps_per_epoch=STEPS_PER_EPOCH)

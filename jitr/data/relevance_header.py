@@ -1,0 +1,101 @@
+"""The checked header of a relevance-records directory (written by :mod:`jitr.relevance.records`).
+
+:func:`load_header` refuses what cannot be read as it is: no header, another
+format or schema version, an incomplete or truncated shard, and optionally a
+caption-list fingerprint or shard sha256 that differs from the header's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from jitr.relevance import records
+
+SUPPORTED_SCHEMA_VERSIONS = (records.SCHEMA_VERSION,)
+
+
+class RelevanceRecordsError(ValueError):
+  """Relevance records that cannot be read as they are (missing, truncated, mismatched)."""
+
+
+def _read_json(path: str) -> dict[str, Any]:
+  if not os.path.isfile(path):
+    raise RelevanceRecordsError(
+      f"{path}: no relevance header (expected the output of jitr-precompute)"
+    )
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except json.JSONDecodeError as err:
+    raise RelevanceRecordsError(f"{path}: not valid JSON ({err})") from err
+
+
+def _check_format(header: Mapping[str, Any], path: str) -> None:
+  if header.get("format") != records.FORMAT:
+    raise RelevanceRecordsError(
+      f"{path}: field 'format' is {header.get('format')!r}, expected {records.FORMAT!r}"
+    )
+  version = header.get("schema_version")
+  if version not in SUPPORTED_SCHEMA_VERSIONS:
+    raise RelevanceRecordsError(
+      f"{path}: field 'schema_version' is {version!r}, "
+      f"this reader supports {list(SUPPORTED_SCHEMA_VERSIONS)}"
+    )
+
+
+def _check_fingerprint(header: Mapping[str, Any], path: str, expected: str) -> None:
+  have = header["dataset"]["fingerprint"]
+  if have != expected:
+    raise RelevanceRecordsError(
+      f"{path}: field 'dataset.fingerprint' is {have[:12]}..., expected {expected[:12]}... "
+      "(the records were computed for another caption list)"
+    )
+
+
+def _check_shards(header: Mapping[str, Any], directory: str, path: str, checksums: bool) -> None:
+  n = header["num_shards"]
+  for s, entry in enumerate(header["shards"]):
+    if not entry:
+      raise RelevanceRecordsError(
+        f"{path}: shard {s + 1} of {n} is not complete (the write was interrupted); "
+        "re-run jitr-precompute with the same arguments to finish it"
+      )
+    shard = os.path.join(directory, entry["file"])
+    if not os.path.isfile(shard):
+      raise RelevanceRecordsError(f"{shard}: shard file missing (expected {entry['bytes']} bytes)")
+    size = os.path.getsize(shard)
+    if size != entry["bytes"]:
+      raise RelevanceRecordsError(
+        f"{shard}: {size} bytes, the header records {entry['bytes']} (truncated or modified); "
+        "delete it and re-run jitr-precompute to rewrite it"
+      )
+    if checksums and records.file_sha256(shard) != entry["sha256"]:
+      raise RelevanceRecordsError(
+        f"{shard}: sha256 differs from the header's (modified); re-run jitr-precompute"
+      )
+
+
+def load_header(
+  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = False
+) -> dict[str, Any]:
+  """The checked header of a relevance-records directory.
+
+  Raises:
+    RelevanceRecordsError: no header, another format or schema version, an
+      incomplete or truncated shard, a checksum or fingerprint mismatch.
+  """
+  path = os.path.join(directory, records.HEADER_NAME)
+  header = _read_json(path)
+  _check_format(header, path)
+  if expected_fingerprint is not None:
+    _check_fingerprint(header, path, expected_fingerprint)
+  _check_shards(header, directory, path, verify_checksums)
+  return header
+
+
+def shard_paths(directory: str, header: Mapping[str, Any]) -> list[str]:
+  """The shard files in image order."""
+  return [os.path.join(directory, e["file"]) for e in header["shards"]]

@@ -1,0 +1,149 @@
+"""Atomic file writes: a reader sees the old file or the complete new one, never half of it.
+
+The one primitive is :func:`atomic_path`: it hands out a fresh temporary name
+beside the target (``NAME.tmp-HOST-PID-XXXXXXXX``, same folder, so the final rename
+never crosses a file system); when the ``with`` block completes the file is
+fsynced and ``os.replace``-d onto the target (atomic on POSIX and Windows),
+then the folder is fsynced. If the block raises, the temporary file is removed
+(or kept with ``keep_partial=True``, for resumable writers whose stale-file
+cleanup reports unfinished ``*.tmp-*`` files). :func:`write_bytes_atomic`,
+:func:`write_text_atomic` and :func:`write_json_atomic` are the usual
+conveniences on top of it.
+
+A shared utility (like :mod:`jitr.tf_cpu`): any jitr subpackage may import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = [
+  "TEMP_MARKER",
+  "atomic_path",
+  "host_tag",
+  "temp_name",
+  "write_bytes_atomic",
+  "write_json_atomic",
+  "write_text_atomic",
+]
+
+TEMP_MARKER = ".tmp-"
+"""Temporary names are ``NAME + TEMP_MARKER + HOST-PID-RANDOM`` (glob ``*.tmp-*`` finds them)."""
+
+PathLike = str | os.PathLike
+
+
+def host_tag() -> str:
+  """This host's name as it appears in temporary file names (letters, digits, ``.``, ``_``)."""
+  return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def temp_name(path: str) -> str:
+  """``PATH.tmp-HOST-PID-HEX``: unique across hosts sharing a folder, and processes."""
+  return f"{path}{TEMP_MARKER}{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _fresh_temp(path: str) -> str:
+  """Creates (exclusively, mode 0o666 minus the umask) and returns an unused temp name."""
+  for _ in range(100):
+    tmp = temp_name(path)
+    try:
+      fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+      continue
+    os.close(fd)
+    return tmp
+  raise FileExistsError(f"{path}: could not create a free temporary name beside it")
+
+
+def _fsync_file(path: str) -> None:
+  fd = os.open(path, os.O_RDWR)
+  try:
+    os.fsync(fd)
+  finally:
+    os.close(fd)
+
+
+def _fsync_folder(folder: str) -> None:
+  """Makes the rename itself durable (POSIX; a no-op where folders cannot be opened)."""
+  if not hasattr(os, "O_DIRECTORY"):
+    return
+  fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+  try:
+    os.fsync(fd)
+  except OSError:  # some file systems refuse fsync on a folder; the rename is still atomic
+    pass
+  finally:
+    os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike, *, keep_partial: bool = False) -> Iterator[str]:
+  """Yields a temporary path to write; on success it atomically becomes ``path``.
+
+  Creates ``path``'s folder if needed. On an exception inside the block the
+  temporary file is removed (``keep_partial=False``) or left for a later
+  cleanup (``keep_partial=True``), and ``path`` is untouched.
+
+  >>> import os, tempfile
+  >>> target = os.path.join(tempfile.mkdtemp(), "out.txt")
+  >>> with atomic_path(target) as tmp:
+  ...   with open(tmp, "w") as f:
+  ...     _ = f.write("done")
+  ...   print(os.path.exists(target))
+  False
+  >>> open(target).read(), os.listdir(os.path.dirname(target))
+  ('done', ['out.txt'])
+  """
+  path = os.path.abspath(os.fspath(path))
+  folder = os.path.dirname(path)
+  os.makedirs(folder, exist_ok=True)
+  tmp = _fresh_temp(path)
+  try:
+    yield tmp
+    _fsync_file(tmp)
+    os.replace(tmp, path)
+  except BaseException:
+    if not keep_partial:
+      with contextlib.suppress(FileNotFoundError):
+        os.remove(tmp)
+    raise
+  _fsync_folder(folder)
+
+
+def write_bytes_atomic(path: PathLike, data: bytes) -> None:
+  """Writes ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
+  with atomic_path(path) as tmp, open(tmp, "wb") as f:
+    f.write(data)
+
+
+def write_text_atomic(path: PathLike, text: str, *, encoding: str = "utf-8") -> None:
+  """Writes ``text`` to ``path`` atomically (UTF-8 by default, no newline translation)."""
+  write_bytes_atomic(path, text.encode(encoding))
+
+
+def write_json_atomic(
+  path: PathLike,
+  obj: Any,
+  *,
+  indent: int | None = 2,
+  sort_keys: bool = True,
+  ensure_ascii: bool = True,
+  allow_nan: bool = True,
+) -> None:
+  """``json.dumps(obj, ...) + "\\n"`` written atomically; the keywords are ``json.dumps``'s.
+
+  Serialisation happens before anything is written, so an object that cannot
+  be encoded (or a NaN with ``allow_nan=False``) leaves ``path`` untouched.
+  """
+  text = json.dumps(
+    obj, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan
+  )
+  write_text_atomic(path, text + "\n")

@@ -1,0 +1,124 @@
+"""Stored relevance of the train app: one records folder per dataset and estimator settings,
+and the aggregate of the records header reaching the training graded matrices."""
+
+import os
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from jitr.apps.wiring import stored_relevance
+from jitr.data import pairs
+from jitr.relevance.captions_io import CaptionSet
+from jitr.relevance.cider_estimator import CiderEstimator
+from jitr.relevance.lsa import LsaEstimator
+from jitr.training.graded import make_graded_fn
+from tests.relevance.conftest import SMALL_CAPTIONS
+
+
+def _config(**lsa):
+  return ml_collections.ConfigDict(
+    {
+      "graded": {"relevance": "vectors:lsa", "semantic": "cosine:lsa", "metric": "topk:cider"},
+      "estimators": {"lsa": {"k": 4, "n_iter": 5, **lsa}},
+      "top_k": 6,
+    }
+  )
+
+
+def _caption_set(captions):
+  return CaptionSet(
+    source="test",
+    image_ids=tuple(str(i) for i in range(5)),
+    caption_ids=tuple(f"{i}#{k}" for i in range(5) for k in range(5)),
+    captions=tuple(captions),
+    image_offsets=np.arange(6) * 5,
+  )
+
+
+def _folders(root):
+  return sorted(
+    os.path.relpath(os.path.join(d, n), root) for d, names, _ in os.walk(root) for n in names
+  )
+
+
+def test_datasets_and_settings_sharing_a_data_dir_get_their_own_records(tmp_path):
+  data_dir = str(tmp_path / "tfds")
+  other = SMALL_CAPTIONS[5:] + SMALL_CAPTIONS[:5]  # another caption list (fingerprint)
+  a_vec, a_topk, a_agg = stored_relevance(
+    SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(), data_dir
+  )
+  b_vec, b_topk, b_agg = stored_relevance(other, 5, "jitr_shapes/tiny/train", _config(), data_dir)
+  c_vec, _, c_agg = stored_relevance(
+    SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(aggregate="mean"), data_dir
+  )
+  d_vec, _, _ = stored_relevance(SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(k=5), data_dir)
+
+  folders = _folders(os.path.join(data_dir, "relevance"))
+  assert [f for f in folders if os.sep not in f] == ["f30k_precomp-train", "jitr_shapes-tiny-train"]
+  records = [f for f in folders if f.count(os.sep) == 1]
+  # f30k: cider top-6 + lsa vectors for k=4/max, k=4/mean, k=5; shapes: cider + lsa (k=4/max)
+  assert len(records) == 6
+  settings = sorted({f.split(os.sep)[1] for f in records})
+  assert [n.rsplit("-", 1)[0] for n in settings] == ["cider-top6"] + ["lsa-vectors"] * 3
+  assert not any(":" in f for f in folders)
+
+  own, shifted = _caption_set(SMALL_CAPTIONS), _caption_set(other)
+  lsa = LsaEstimator(k=4, n_iter=5).fit(own)
+  np.testing.assert_allclose(a_vec["lsa"], lsa.caption_vectors(np.arange(25)), atol=1e-6)
+  np.testing.assert_allclose(c_vec["lsa"], a_vec["lsa"], atol=1e-6)  # same fit, other aggregate
+  assert d_vec["lsa"].shape == (25, 5) and b_vec["lsa"].shape == (25, 4)
+  for topk, cs in ((a_topk, own), (b_topk, shifted)):
+    want = CiderEstimator().fit(cs).top_k(np.arange(5), 6)
+    np.testing.assert_array_equal(topk["cider"][0], want.indices)
+    np.testing.assert_allclose(topk["cider"][1], want.scores, rtol=1e-6)
+  assert a_agg == b_agg == {"lsa": "max"} and c_agg == {"lsa": "mean"}
+
+  # a second run reads what is there (the shard files are not rewritten)
+  shard = next(
+    os.path.join(root, n)
+    for root, _, names in os.walk(os.path.join(data_dir, "relevance", "f30k_precomp-train"))
+    for n in names
+    if n.endswith(".tfrecord")
+  )
+  before = os.stat(shard).st_mtime_ns
+  again, _, _ = stored_relevance(SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(), data_dir)
+  np.testing.assert_array_equal(again["lsa"], a_vec["lsa"])
+  assert os.stat(shard).st_mtime_ns == before
+
+
+def test_the_records_aggregate_reaches_the_training_matrices(tmp_path):
+  config = _config(aggregate="mean")
+  config.graded.lsa_lists = "topk:lsa"  # vectors and top-K lists of one estimator: both stored
+  vectors, topk, aggregates = stored_relevance(
+    SMALL_CAPTIONS, 5, "f30k_precomp/train", config, str(tmp_path)
+  )
+  assert sorted(vectors) == ["lsa"] and sorted(topk) == ["cider", "lsa"]
+  assert topk["lsa"][0].shape == (5, 6)
+  caption_image = np.repeat(np.arange(5), 5)
+  split = pairs.RetrievalSplit(
+    images=np.zeros((5, 1), np.float32),
+    tokens=np.ones((25, 3), np.int32),
+    lengths=np.full(25, 3, np.int32),
+    caption_image=caption_image,
+    vectors=vectors,
+    topk=topk,
+  )
+  rows = np.array([3, 11, 24, 0])  # captions of images 0, 2, 4, 0
+  batch = {k: jnp.asarray(v) for k, v in pairs.make_batch(split, rows).items()}
+  images = caption_image[rows]
+  positives = images[None, :] == images[:, None]  # row i's image owns caption j
+  out = make_graded_fn(dict(_config().graded), aggregates=aggregates)(
+    batch, batch, jnp.asarray(positives)
+  )
+
+  v = vectors["lsa"].astype(np.float64)
+  mean_cos = np.array([[np.mean(v[5 * i : 5 * i + 5] @ v[j]) for j in rows] for i in images])
+  np.testing.assert_allclose(out["semantic"], mean_cos, atol=1e-5)
+  np.testing.assert_allclose(
+    out["relevance"], np.where(positives, 1.0, (1 + mean_cos) / 2), atol=1e-5
+  )
+  idx, scores = topk["cider"]
+  want = [[dict(zip(idx[i], scores[i])).get(j, 0.0) for j in rows] for i in images]
+  np.testing.assert_allclose(out["metric"], want, rtol=1e-6)
+  assert np.asarray(out["metric"]).max() > 0

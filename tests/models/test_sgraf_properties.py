@@ -1,0 +1,159 @@
+"""SGR / SAF scoring invariances: padding, permutations, blocking, gradients."""
+
+import functools
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jitr.models.sgraf import SGRAFSimilarity, sgraf_similarity
+
+D, S, R = 8, 4, 5
+REGION_COUNTS = np.array([4, 3, 4])
+LENGTHS = np.array([6, 3, 5, 2])
+CASES = [("SGR", False), ("SGR", True), ("SAF", False), ("SAF", True)]
+
+
+def head(module, block_size=2):
+  return SGRAFSimilarity(D, S, module, sgr_step=2, num_region=R, dropout=0.0, block_size=block_size)
+
+
+def variables(model, seed=0, dtype=np.float32):
+  """Random params N(0, 0.7²); running means N(0, 0.3²), variances U(0.5, 1.5)."""
+  shapes = jax.eval_shape(model.init, jax.random.key(0), *pair_inputs(4, 6))
+  rng = np.random.default_rng(seed)
+
+  def draw(path, s):
+    name = jax.tree_util.keystr(path)
+    if "var" in name and "batch_stats" in name:
+      return rng.uniform(0.5, 1.5, s.shape).astype(dtype)
+    return (rng.normal(0, 0.3 if "batch_stats" in name else 0.7, s.shape)).astype(dtype)
+
+  return jax.tree_util.tree_map_with_path(draw, shapes)
+
+
+def _unit(x):
+  return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def pair_inputs(n_slots, n_words, seed=0, garbage_seed=1):
+  """Regions ``[3, n_slots, D]`` and words ``[4, n_words, D]`` whose valid entries depend only
+  on ``seed``; padded entries are large garbage drawn from ``garbage_seed``."""
+  rng, junk = np.random.default_rng(seed), np.random.default_rng(garbage_seed)
+  regions = 5 * junk.normal(size=(3, n_slots, D))
+  regions[:, :4] = np.where(
+    (np.arange(4) < REGION_COUNTS[:, None])[..., None],
+    _unit(rng.normal(size=(3, 4, D))),
+    regions[:, :4],
+  )
+  words = 5 * junk.normal(size=(4, n_words, D))
+  words[:, :6] = np.where(
+    (np.arange(6) < LENGTHS[:, None])[..., None], _unit(rng.normal(size=(4, 6, D))), words[:, :6]
+  )
+  region_mask = np.arange(n_slots)[None] < REGION_COUNTS[:, None]
+  word_mask = np.arange(n_words)[None] < LENGTHS[:, None]
+  return regions.astype(np.float32), region_mask, words.astype(np.float32), word_mask
+
+
+@functools.cache
+def scorer(module, train, block_size=2):
+  model = head(module, block_size)
+  return jax.jit(lambda v, *a: model.apply(v, *a, train=train, mutable=["batch_stats"]))
+
+
+@pytest.mark.parametrize("module,train", CASES)
+def test_padding_words_or_regions_never_changes_a_score(module, train):
+  v = variables(head(module))
+  base_sim, base_stats = scorer(module, train)(v, *pair_inputs(4, 6))
+  padded_sim, padded_stats = scorer(module, train)(v, *pair_inputs(R, 9, garbage_seed=7))
+  np.testing.assert_allclose(padded_sim, base_sim, atol=1e-6, rtol=0)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6), padded_stats, base_stats)
+  assert np.std(base_sim) > 1e-2
+
+
+@pytest.mark.parametrize("module,train", CASES)
+def test_permuting_images_and_captions_permutes_the_matrix(module, train):
+  v = variables(head(module))
+  regions, region_mask, words, word_mask = pair_inputs(4, 6)
+  pi, pc = np.array([2, 0, 1]), np.array([3, 1, 0, 2])
+  sim, _ = scorer(module, train)(v, regions, region_mask, words, word_mask)
+  perm, _ = scorer(module, train)(v, regions[pi], region_mask[pi], words[pc], word_mask[pc])
+  np.testing.assert_allclose(perm, np.asarray(sim)[pi][:, pc], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("module", ["SGR", "SAF"])
+def test_blocked_scoring_equals_one_block(module):
+  train = True  # batch statistics and SAF's per-caption moments pass through the blocks too
+  v = variables(head(module))
+  args = pair_inputs(4, 6)
+  whole, whole_stats = scorer(module, train, block_size=4)(v, *args)
+  for block in (1, 3):  # 3 leaves a partly padded last block
+    sim, stats = scorer(module, train, block_size=block)(v, *args)
+    np.testing.assert_allclose(sim, whole, atol=1e-6, rtol=0)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6), stats, whole_stats)
+
+
+def test_sgraf_is_the_mean_of_sgr_and_saf():
+  got = sgraf_similarity(jnp.array([[0.2, 0.9]]), jnp.array([[0.6, 0.1]]))
+  np.testing.assert_allclose(got, [[0.4, 0.5]], rtol=1e-6)
+
+
+def _check_module_gradients(module):
+  model = head(module)
+  v = variables(model, dtype=np.float64)
+  regions, region_mask, words, word_mask = pair_inputs(R, 7)
+  weights = np.random.default_rng(3).normal(size=(3, 4))
+
+  @jax.jit
+  def loss(params, regions, words):
+    variables = {"params": params, "batch_stats": v["batch_stats"]}
+    args = (regions, region_mask, words, word_mask)
+    sim, _ = model.apply(variables, *args, train=True, mutable=["batch_stats"])
+    return jnp.sum(weights * sim)
+
+  x = (v["params"], regions.astype(np.float64), words.astype(np.float64))
+  grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*x)
+  assert np.all(np.asarray(grads[1])[~region_mask] == 0), "padded regions get no gradient"
+  assert np.all(np.asarray(grads[2])[~word_mask] == 0), "padded words get no gradient"
+  rng, h = np.random.default_rng(4), 1e-6
+  for _ in range(3):
+    d = jax.tree.map(lambda a: rng.normal(size=np.shape(a)), x)
+    plus = jax.tree.map(lambda a, b: a + h * b, x, d)
+    minus = jax.tree.map(lambda a, b: a - h * b, x, d)
+    numeric = (loss(*plus) - loss(*minus)) / (2 * h)
+    analytic = sum(jnp.vdot(g, b) for g, b in zip(jax.tree.leaves(grads), jax.tree.leaves(d)))
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
+
+
+def finite_difference_check():
+  """float64 (run with JAX_ENABLE_X64=1): directional derivatives of ``Σ w ⊙ sim`` w.r.t.
+  regions, words and all parameters, ``jax.grad`` vs central differences, train mode."""
+  assert jax.config.jax_enable_x64
+  for module in ("SGR", "SAF"):
+    _check_module_gradients(module)
+  print("FD_OK")
+
+
+def test_gradients_match_float64_finite_differences():
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+  env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", PYTHONPATH=path)
+  code = "from tests.models import test_sgraf_properties as t; t.finite_difference_check()"
+  out = subprocess.run(
+    [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=600
+  )
+  assert out.returncode == 0 and "FD_OK" in out.stdout, out.stderr[-3000:]
+
+
+def test_unknown_module_is_named():
+  with pytest.raises(ValueError, match="module must be one of \\('SGR', 'SAF'\\), got 'AVE'"):
+    jax.eval_shape(head("AVE").init, jax.random.key(0), *pair_inputs(4, 6))
+
+
+def test_more_region_slots_than_batch_norm_channels_is_refused():
+  with pytest.raises(ValueError, match="at most num_region=5 region slots"):
+    jax.eval_shape(head("SGR").init, jax.random.key(0), *pair_inputs(R + 1, 6))
