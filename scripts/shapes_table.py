@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from configs.shapes import VARIANTS  # noqa: E402
-from jitr.apps.train import RESULT_KEYS  # noqa: E402
+from jitr.training.reporting import RESULT_KEYS  # noqa: E402
 
 LABELS = {
   "triplet": "VSE++ triplet (LMH)",

@@ -10,7 +10,6 @@ training and evaluation; holds no logic of its own beyond that wiring.
 from __future__ import annotations
 
 import os
-import time
 
 from absl import app, flags, logging
 from ml_collections import config_flags
@@ -21,68 +20,26 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config fil
 _WORKDIR = workdir_flag("Directory for checkpoints, logs and results.")
 flags.mark_flags_as_required(["config", "workdir"])
 
-RESULT_KEYS = [
-  ("full/i2t/R@1", "i2t R@1"),
-  ("full/i2t/R@5", "i2t R@5"),
-  ("full/i2t/R@10", "i2t R@10"),
-  ("full/t2i/R@1", "t2i R@1"),
-  ("full/t2i/R@5", "t2i R@5"),
-  ("full/t2i/R@10", "t2i R@10"),
-  ("full/rsum", "RSUM"),
-  ("ndcg/i2t/NDCG@10", "i2t NDCG@10"),
-  ("ndcg/t2i/NDCG@10", "t2i NDCG@10"),
-  ("exact/i2t/mAP@R", "i2t mAP@R"),
-  ("exact/t2i/mAP@R", "t2i mAP@R"),
-]
-
-
-def _check_config(config) -> None:
-  if config.dataset not in ("jitr_shapes", "f30k_precomp", "coco_precomp"):
-    raise ValueError(
-      f"config.dataset: expected 'jitr_shapes', 'f30k_precomp' or 'coco_precomp', "
-      f"got {config.dataset!r}"
-    )
-  if config.dataset != "jitr_shapes" and not config.precomp_root:
-    raise ValueError(
-      f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
-    )
-  if "oracle" in dict(config.graded).values() and config.dataset != "jitr_shapes":
-    raise ValueError("config.graded: 'oracle' relevance exists only for jitr_shapes")
-  from jitr.training.graded import parse_source
-
-  for name, source in dict(config.graded).items():
-    try:
-      parse_source(source)
-    except ValueError as err:
-      raise ValueError(f"config.graded.{name}: {err}") from None
-  if config.batch_size <= 0 or config.num_epochs <= 0:
-    raise ValueError("config.batch_size and config.num_epochs must be positive")
-
-
-def _results_table(metrics: dict, title: str) -> str:
-  head = "| " + " | ".join(name for _, name in RESULT_KEYS) + " |"
-  rule = "|" + "---|" * len(RESULT_KEYS)
-  row = "| " + " | ".join(f"{metrics.get(key, float('nan')):.2f}" for key, _ in RESULT_KEYS) + " |"
-  return f"{title}\n\n{head}\n{rule}\n{row}\n"
-
 
 def train_and_evaluate(config, workdir: str) -> dict:
   """Trains per ``config`` in ``workdir``; returns the test metrics of the best checkpoint."""
-  import jax
-
   from jitr import losses, training
   from jitr.apps import wiring
   from jitr.data import pairs
   from jitr.evaluation import report
-  from jitr.training import distributed
+  from jitr.training import distributed, reporting
   from jitr.training.checkpoints import Checkpoints
+  from jitr.training.compile_cache import enable_compilation_cache
   from jitr.training.graded import make_graded_fn
   from jitr.training.loop import StopRequested, fit
+  from jitr.training.train_config import check_train_config
 
-  _check_config(config)
+  check_train_config(config)
   workdir = os.path.abspath(workdir)
   os.makedirs(workdir, exist_ok=True)
   data_dir = wiring.data_dir(config, workdir)
+  if config.get("compilation_cache", True):
+    logging.info("compilation cache: %s", enable_compilation_cache(f"{data_dir}/jax_cache"))
   splits, vocab, exact, aggregates, folds = wiring.load_data(config, data_dir)
   vocab.save(os.path.join(workdir, "vocab.json"))
   report.write_text_atomic(
@@ -104,38 +61,12 @@ def train_and_evaluate(config, workdir: str) -> dict:
     )
 
   evaluate = wiring.Evaluator(model, splits, exact, folds, batch_size=config.eval_batch_size)
-
-  summary = _summary_writer(workdir)
-  started = time.time()
-
-  def on_step(step, metrics):
-    if step % config.log_every_steps == 0 or step == steps_per_epoch * config.num_epochs:
-      values = {k: float(v) for k, v in jax.device_get(metrics).items()}
-      rate = step / max(time.time() - started, 1e-9)
-      eta = (steps_per_epoch * config.num_epochs - step) / max(rate, 1e-9)
-      logging.info(
-        "step %d/%d  %s  (%.1f steps/s, ETA %.0f s)",
-        step,
-        steps_per_epoch * config.num_epochs,
-        "  ".join(f"{k}={v:.4f}" for k, v in sorted(values.items())),
-        rate,
-        eta,
-      )
-      for k, v in values.items():
-        summary.scalar(f"train/{k}", v, step)
-
-  def on_epoch(epoch, metrics):
-    logging.info(
-      "epoch %d: val RSUM %.2f  NDCG@10 i2t %.3f t2i %.3f",
-      epoch + 1,
-      metrics["rsum"],
-      metrics.get("ndcg/i2t/NDCG@10", float("nan")),
-      metrics.get("ndcg/t2i/NDCG@10", float("nan")),
-    )
-    for k, v in metrics.items():
-      summary.scalar(f"val/{k}", v, (epoch + 1) * steps_per_epoch)
-    summary.flush()
-
+  reporter = reporting.TrainReporter(
+    workdir,
+    total_steps=steps_per_epoch * config.num_epochs,
+    steps_per_epoch=steps_per_epoch,
+    every_steps=config.log_every_steps,
+  )
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each global batch
   checkpoints = Checkpoints(workdir)
   with StopRequested() as stop:
@@ -148,11 +79,13 @@ def train_and_evaluate(config, workdir: str) -> dict:
       steps_per_epoch=steps_per_epoch,
       num_epochs=config.num_epochs,
       checkpoints=checkpoints,
-      evaluate=lambda s: evaluate("val", s.params),
-      on_step=on_step,
-      on_epoch=on_epoch,
+      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", s.params)),
+      on_step=reporter.on_step,
+      on_epoch=reporter.on_epoch,
       stop=stop,
+      prefetch=config.get("prefetch", 2),
     )
+  reporter.close()
   if not finished:
     logging.warning(
       "stopped at step %d (SIGTERM); the latest checkpoint is saved, run again to resume",
@@ -164,7 +97,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
   checkpoints.close()
   test = evaluate("test", best.params)
   report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
-  table = _results_table(
+  table = reporting.results_table(
     test,
     f"Test split, best checkpoint (step {int(best.step)})"
     + (", exact relevance:" if exact is not None else ":"),
@@ -174,39 +107,13 @@ def train_and_evaluate(config, workdir: str) -> dict:
   return test
 
 
-class _summary_writer:
-  """TensorBoard event files in ``workdir/tensorboard`` (``tf.summary``; TF kept off GPUs)."""
-
-  def __init__(self, workdir: str):
-    from jitr.tf_cpu import import_tf
-
-    tf = import_tf()
-    self._tf = tf
-    self._writer = tf.summary.create_file_writer(os.path.join(workdir, "tensorboard"))
-
-  def scalar(self, name, value, step):
-    with self._writer.as_default():
-      self._tf.summary.scalar(name, float(value), step=int(step))
-
-  def flush(self):
-    self._writer.flush()
-
-
-class _QuietLibraries:
-  """Drops INFO records of orbax and TFDS, which log every file they touch."""
-
-  def filter(self, record) -> bool:
-    path = record.pathname.replace(os.sep, "/")
-    return record.levelno >= 30 or not ("/orbax/" in path or "/tensorflow_datasets/" in path)
-
-
 def main(argv) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  logging.get_absl_handler().addFilter(_QuietLibraries())
-  config = _CONFIG.value
-  from jitr.training import distributed
+  from jitr.training import distributed, reporting
 
+  reporting.quiet_library_info_logs()
+  config = _CONFIG.value
   distributed.initialize(
     config.distributed.coordinator_address or None,
     config.distributed.num_processes,

@@ -22,14 +22,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jitr.data import shapes_scene as S
+from jitr.data import shapes_scene
 
 CAPTIONS_PER_IMAGE = 5
 MAX_MENTIONS = 3
 RELATIONS: tuple[str, ...] = ("left_of", "right_of", "above", "below")
 LEFT_OF, RIGHT_OF, ABOVE, BELOW = range(4)
 # Packed facts: MAX_MENTIONS x 5 attributes, n_mentions, count, (subj, rel, obj).
-FACT_FIELDS = MAX_MENTIONS * S.NUM_ATTRIBUTES + 1 + 1 + 3
+FACT_FIELDS = MAX_MENTIONS * shapes_scene.NUM_ATTRIBUTES + 1 + 1 + 3
 
 SHAPE_WORDS: tuple[tuple[str, ...], ...] = (
   ("circle", "disc", "ball", "round shape"),
@@ -141,8 +141,8 @@ class CaptionFacts:
     number of mentions, count, relation ``(subject, relation, object)`` or -1s."""
     out = np.full((FACT_FIELDS,), -1, dtype=np.int32)
     for i, m in enumerate(self.mentions):
-      out[i * S.NUM_ATTRIBUTES : (i + 1) * S.NUM_ATTRIBUTES] = m.attributes()
-    base = MAX_MENTIONS * S.NUM_ATTRIBUTES
+      out[i * shapes_scene.NUM_ATTRIBUTES : (i + 1) * shapes_scene.NUM_ATTRIBUTES] = m.attributes()
+    base = MAX_MENTIONS * shapes_scene.NUM_ATTRIBUTES
     out[base] = len(self.mentions)
     out[base + 1] = self.count
     if self.relation is not None:
@@ -157,10 +157,15 @@ class CaptionFacts:
       raise ValueError(
         f"CaptionFacts.from_array: expected shape ({FACT_FIELDS},), got {array.shape}"
       )
-    base = MAX_MENTIONS * S.NUM_ATTRIBUTES
+    base = MAX_MENTIONS * shapes_scene.NUM_ATTRIBUTES
     n = int(array[base])
     mentions = tuple(
-      Mention(*(int(v) for v in array[i * S.NUM_ATTRIBUTES : (i + 1) * S.NUM_ATTRIBUTES]))
+      Mention(
+        *(
+          int(v)
+          for v in array[i * shapes_scene.NUM_ATTRIBUTES : (i + 1) * shapes_scene.NUM_ATTRIBUTES]
+        )
+      )
       for i in range(n)
     )
     rel = tuple(int(v) for v in array[base + 2 : base + 5])
@@ -169,7 +174,13 @@ class CaptionFacts:
   def to_json(self) -> str:
     """Human-readable JSON with attribute names, e.g.
     ``{"mentions": [{"shape": "circle", "colour": "red"}], "count": 2}``."""
-    names = (S.SHAPES, S.COLOURS, S.SIZES, S.ROWS, S.COLS)
+    names = (
+      shapes_scene.SHAPES,
+      shapes_scene.COLOURS,
+      shapes_scene.SIZES,
+      shapes_scene.ROWS,
+      shapes_scene.COLS,
+    )
     keys = ("shape", "colour", "size", "row", "col")
     d: dict = {
       "mentions": [
@@ -187,7 +198,13 @@ class CaptionFacts:
   def from_json(cls, text: str) -> CaptionFacts:
     """Inverse of :meth:`to_json`."""
     d = json.loads(text)
-    names = (S.SHAPES, S.COLOURS, S.SIZES, S.ROWS, S.COLS)
+    names = (
+      shapes_scene.SHAPES,
+      shapes_scene.COLOURS,
+      shapes_scene.SIZES,
+      shapes_scene.ROWS,
+      shapes_scene.COLS,
+    )
     keys = ("shape", "colour", "size", "row", "col")
     mentions = tuple(
       Mention(*(n.index(m[k]) if k in m else -1 for k, n in zip(keys, names)))
@@ -228,7 +245,7 @@ def _position_phrase(row: int, col: int, rng: np.random.Generator) -> str:
       c = _CORNER[(row, col)]
       return _pick(rng, (f"in the {c} corner", f"at the {c}", f"in the {c.replace(' ', '-')}"))
     if row == 1:  # middle left / middle right
-      side = S.COLS[col]
+      side = shapes_scene.COLS[col]
       return _pick(
         rng,
         (
@@ -237,7 +254,7 @@ def _position_phrase(row: int, col: int, rng: np.random.Generator) -> str:
           f"at the middle {side}",
         ),
       )
-    vert = S.ROWS[row]  # top / bottom center
+    vert = shapes_scene.ROWS[row]  # top / bottom center
     return _pick(
       rng,
       (
@@ -257,38 +274,46 @@ def _choose_stated(
   """Random subset of attributes to state (never empty)."""
   stated = set()
   if rng.random() < p_shape:
-    stated.add(S.SHAPE)
+    stated.add(shapes_scene.SHAPE)
   if rng.random() < p_colour:
-    stated.add(S.COLOUR)
+    stated.add(shapes_scene.COLOUR)
   if rng.random() < p_size:
-    stated.add(S.SIZE)
+    stated.add(shapes_scene.SIZE)
   if rng.random() < p_position:
     u = rng.random()
-    stated |= {S.ROW, S.COL} if u < 0.5 else ({S.ROW} if u < 0.75 else {S.COL})
+    stated |= (
+      {shapes_scene.ROW, shapes_scene.COL}
+      if u < 0.5
+      else ({shapes_scene.ROW} if u < 0.75 else {shapes_scene.COL})
+    )
   if not stated:
-    stated.add(S.COLOUR if rng.random() < 0.5 else S.SHAPE)
+    stated.add(shapes_scene.COLOUR if rng.random() < 0.5 else shapes_scene.SHAPE)
   return stated
 
 
-def _mention(obj: S.SceneObject, stated: set[int]) -> Mention:
+def _mention(obj: shapes_scene.SceneObject, stated: set[int]) -> Mention:
   attrs = obj.attributes()
-  return Mention(*(attrs[k] if k in stated else -1 for k in range(S.NUM_ATTRIBUTES)))
+  return Mention(*(attrs[k] if k in stated else -1 for k in range(shapes_scene.NUM_ATTRIBUTES)))
 
 
 def _noun_phrase(
-  obj: S.SceneObject, stated: set[int], rng: np.random.Generator, *, with_position: bool = True
+  obj: shapes_scene.SceneObject,
+  stated: set[int],
+  rng: np.random.Generator,
+  *,
+  with_position: bool = True,
 ) -> str:
   """Noun phrase for ``obj`` stating exactly the attributes in ``stated``
   (positions only if ``with_position``)."""
-  size = _pick(rng, SIZE_WORDS[obj.size]) if S.SIZE in stated else ""
-  colour = _pick(rng, COLOUR_WORDS[obj.colour]) if S.COLOUR in stated else ""
-  if S.SHAPE in stated:
+  size = _pick(rng, SIZE_WORDS[obj.size]) if shapes_scene.SIZE in stated else ""
+  colour = _pick(rng, COLOUR_WORDS[obj.colour]) if shapes_scene.COLOUR in stated else ""
+  if shapes_scene.SHAPE in stated:
     noun = _pick(rng, SHAPE_WORDS[obj.shape])
   else:
     noun = _pick(rng, GENERIC_NOUNS)
   u = rng.random()
   clause = False  # a relative clause ("that is red") is already used
-  if S.SHAPE not in stated and colour and not size and u < 0.25:
+  if shapes_scene.SHAPE not in stated and colour and not size and u < 0.25:
     phrase = f"something {colour}"
   elif colour and u < 0.45:
     core = " ".join(w for w in (size, noun) if w)
@@ -300,9 +325,11 @@ def _noun_phrase(
   else:
     core = " ".join(w for w in (size, colour, noun) if w)
     phrase = f"{_article(core)} {core}"
-  if with_position and (S.ROW in stated or S.COL in stated):
+  if with_position and (shapes_scene.ROW in stated or shapes_scene.COL in stated):
     pos = _position_phrase(
-      obj.row if S.ROW in stated else -1, obj.col if S.COL in stated else -1, rng
+      obj.row if shapes_scene.ROW in stated else -1,
+      obj.col if shapes_scene.COL in stated else -1,
+      rng,
     )
     joiner = " " if clause else _pick(rng, (" ", " ", " which is ", " that is "))
     phrase = f"{phrase}{joiner}{pos}"
@@ -326,16 +353,18 @@ def _count_phrase(n: int, rng: np.random.Generator) -> str:
 # Caption templates: each returns (text, facts) or None when not applicable.
 
 
-def _caption_single(scene: S.Scene, rng: np.random.Generator):
+def _caption_single(scene: shapes_scene.Scene, rng: np.random.Generator):
   """One object, some of its attributes; position before or after the noun."""
   obj = scene.objects[int(rng.integers(len(scene.objects)))]
   stated = _choose_stated(rng, p_shape=0.85, p_colour=0.85, p_size=0.45, p_position=0.55)
   facts = CaptionFacts(mentions=(_mention(obj, stated),))
-  has_pos = S.ROW in stated or S.COL in stated
+  has_pos = shapes_scene.ROW in stated or shapes_scene.COL in stated
   if has_pos and rng.random() < 0.35:
     np_ = _noun_phrase(obj, stated, rng, with_position=False)
     pos = _position_phrase(
-      obj.row if S.ROW in stated else -1, obj.col if S.COL in stated else -1, rng
+      obj.row if shapes_scene.ROW in stated else -1,
+      obj.col if shapes_scene.COL in stated else -1,
+      rng,
     )
     text = f"{pos} " + _pick(rng, ("there is ", "we see ", "", "you can see ")) + np_
   else:
@@ -343,7 +372,7 @@ def _caption_single(scene: S.Scene, rng: np.random.Generator):
   return text, facts
 
 
-def _caption_listing(scene: S.Scene, rng: np.random.Generator, *, rich: bool = False):
+def _caption_listing(scene: shapes_scene.Scene, rng: np.random.Generator, *, rich: bool = False):
   """All objects (random order), optionally prefixed by their count."""
   order = rng.permutation(len(scene.objects))
   mentions, parts = [], []
@@ -372,7 +401,7 @@ def _caption_listing(scene: S.Scene, rng: np.random.Generator, *, rich: bool = F
   return text, CaptionFacts(mentions=tuple(mentions), count=count)
 
 
-def _caption_relation(scene: S.Scene, rng: np.random.Generator):
+def _caption_relation(scene: shapes_scene.Scene, rng: np.random.Generator):
   """Two objects and a spatial relation that holds between them."""
   if len(scene.objects) < 2:
     return None
@@ -403,7 +432,7 @@ def _caption_relation(scene: S.Scene, rng: np.random.Generator):
   return text, facts
 
 
-def _caption_count(scene: S.Scene, rng: np.random.Generator):
+def _caption_count(scene: shapes_scene.Scene, rng: np.random.Generator):
   """The number of objects, alone or with one object described."""
   n = len(scene.objects)
   if rng.random() < 0.5:
@@ -432,23 +461,27 @@ def _caption_count(scene: S.Scene, rng: np.random.Generator):
   return text, CaptionFacts(mentions=(_mention(obj, stated),), count=n)
 
 
-def _caption_group(scene: S.Scene, rng: np.random.Generator):
+def _caption_group(scene: shapes_scene.Scene, rng: np.random.Generator):
   """Objects sharing a shape or a colour, described in the plural."""
-  for attr in (S.SHAPE, S.COLOUR) if rng.random() < 0.5 else (S.COLOUR, S.SHAPE):
+  for attr in (
+    (shapes_scene.SHAPE, shapes_scene.COLOUR)
+    if rng.random() < 0.5
+    else (shapes_scene.COLOUR, shapes_scene.SHAPE)
+  ):
     values = [o.attributes()[attr] for o in scene.objects]
     shared = [v for v in set(values) if values.count(v) >= 2]
     if not shared:
       continue
     v = shared[0]
     k = values.count(v)
-    if attr == S.SHAPE:
+    if attr == shapes_scene.SHAPE:
       group = f"{_pick(rng, COUNT_WORDS[k])} {_plural(_pick(rng, SHAPE_WORDS[v]))}"
     else:
       group = (
         f"{_pick(rng, COUNT_WORDS[k])} {_pick(rng, COLOUR_WORDS[v])} "
         f"{_plural(_pick(rng, GENERIC_NOUNS))}"
       )
-    mentions = [Mention(**{("shape" if attr == S.SHAPE else "colour"): v})] * k
+    mentions = [Mention(**{("shape" if attr == shapes_scene.SHAPE else "colour"): v})] * k
     text = _pick(rng, OPENERS[:3] + ("there are ", "we can see ")) + group
     rest = [o for o in scene.objects if o.attributes()[attr] != v]
     if rest and rng.random() < 0.6:
@@ -469,7 +502,7 @@ _TEMPLATES = (
 
 
 def generate_captions(
-  scene: S.Scene, rng: np.random.Generator, num: int = CAPTIONS_PER_IMAGE
+  scene: shapes_scene.Scene, rng: np.random.Generator, num: int = CAPTIONS_PER_IMAGE
 ) -> list[tuple[str, CaptionFacts]]:
   """``num`` distinct captions of ``scene`` with their facts.
 

@@ -12,10 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr.data import shapes_captions as C
-from jitr.data import shapes_regions as G
-from jitr.data import shapes_render as R
-from jitr.data import shapes_scene as S
+from jitr.data import shapes_captions, shapes_regions, shapes_render, shapes_scene
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 
@@ -32,8 +29,8 @@ def make_example(
   split: str,
   index: int,
   *,
-  region_dim: int = G.DEFAULT_REGION_DIM,
-  max_regions: int = S.MAX_OBJECTS,
+  region_dim: int = shapes_regions.DEFAULT_REGION_DIM,
+  max_regions: int = shapes_scene.MAX_OBJECTS,
   png: bool = False,
 ) -> dict[str, Any]:
   """The example ``index`` of ``split``.
@@ -45,17 +42,19 @@ def make_example(
   ``facts_json`` (5 str, human-readable facts), ``scene`` int32
   ``[MAX_OBJECTS, OBJECT_FIELDS]``, ``scene_seed`` and ``image_id`` (= index).
   """
-  rng = S.example_rng(seed, split_id(split), index)
-  scene = S.sample_scene(rng)
-  captions = C.generate_captions(scene, rng)
-  regions, mask = G.region_features(scene, max_regions=max_regions, region_dim=region_dim)
-  image = R.render(scene)
+  rng = shapes_scene.example_rng(seed, split_id(split), index)
+  scene = shapes_scene.sample_scene(rng)
+  captions = shapes_captions.generate_captions(scene, rng)
+  regions, mask = shapes_regions.region_features(
+    scene, max_regions=max_regions, region_dim=region_dim
+  )
+  image = shapes_render.render(scene)
   return {
-    "image": R.encode_png(image) if png else image,
+    "image": shapes_render.encode_png(image) if png else image,
     "regions": regions,
     "region_mask": mask,
     "captions": [t for t, _ in captions],
-    "caption_facts": C.stack_facts([f for _, f in captions]),
+    "caption_facts": shapes_captions.stack_facts([f for _, f in captions]),
     "facts_json": [f.to_json() for _, f in captions],
     "scene": scene.to_array(),
     "scene_seed": scene.seed,

@@ -18,10 +18,9 @@ import functools
 
 import numpy as np
 
-from jitr.data import shapes_render as R
-from jitr.data import shapes_scene as S
+from jitr.data import shapes_render, shapes_scene
 
-RAW_DIM = len(S.SHAPES) + len(S.COLOURS) + len(S.SIZES) + 4 + 1
+RAW_DIM = len(shapes_scene.SHAPES) + len(shapes_scene.COLOURS) + len(shapes_scene.SIZES) + 4 + 1
 DEFAULT_REGION_DIM = 128
 DEFAULT_NOISE = 0.1
 PROJECTION_SEED = 20240601
@@ -36,22 +35,24 @@ def projection(region_dim: int = DEFAULT_REGION_DIM, seed: int = PROJECTION_SEED
   return w
 
 
-def raw_object_vector(obj: S.SceneObject, image_size: int = R.IMAGE_SIZE) -> np.ndarray:
+def raw_object_vector(
+  obj: shapes_scene.SceneObject, image_size: int = shapes_render.IMAGE_SIZE
+) -> np.ndarray:
   """``[RAW_DIM]`` float32: attribute one-hots, normalised box, normalised area."""
   v = np.zeros((RAW_DIM,), np.float32)
   v[obj.shape] = 1.0
-  v[len(S.SHAPES) + obj.colour] = 1.0
-  v[len(S.SHAPES) + len(S.COLOURS) + obj.size] = 1.0
-  x0, y0, x1, y1 = R.object_box(obj, image_size)
+  v[len(shapes_scene.SHAPES) + obj.colour] = 1.0
+  v[len(shapes_scene.SHAPES) + len(shapes_scene.COLOURS) + obj.size] = 1.0
+  x0, y0, x1, y1 = shapes_render.object_box(obj, image_size)
   v[-5:-1] = np.array([x0, y0, x1, y1], np.float32) / image_size
   v[-1] = (x1 - x0) * (y1 - y0) / image_size**2
   return v
 
 
 def region_features(
-  scene: S.Scene,
+  scene: shapes_scene.Scene,
   *,
-  max_regions: int = S.MAX_OBJECTS,
+  max_regions: int = shapes_scene.MAX_OBJECTS,
   region_dim: int = DEFAULT_REGION_DIM,
   noise: float = DEFAULT_NOISE,
   projection_seed: int = PROJECTION_SEED,

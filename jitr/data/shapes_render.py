@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from jitr.data import shapes_scene as S
+from jitr.data import shapes_scene
 
 IMAGE_SIZE = 64
 SUPERSAMPLE = 2
@@ -32,17 +32,20 @@ PALETTE = np.array(
   ],
   dtype=np.float32,
 )
-assert len(PALETTE) == len(S.COLOURS)
+assert len(PALETTE) == len(shapes_scene.COLOURS)
 
 
-def object_center(obj: S.SceneObject, image_size: int = IMAGE_SIZE) -> tuple[float, float]:
-  """``(cx, cy)`` in pixels: ``((col + 0.5) * image_size / 3 + dx, (row + 0.5) * image_size / 3 + dy)``."""
-  cell = image_size / S.GRID
+def object_center(
+  obj: shapes_scene.SceneObject, image_size: int = IMAGE_SIZE
+) -> tuple[float, float]:
+  """``(cx, cy)`` in pixels:
+  ``((col + 0.5) * image_size / 3 + dx, (row + 0.5) * image_size / 3 + dy)``."""
+  cell = image_size / shapes_scene.GRID
   return ((obj.col + 0.5) * cell + obj.dx, (obj.row + 0.5) * cell + obj.dy)
 
 
 def object_box(
-  obj: S.SceneObject, image_size: int = IMAGE_SIZE
+  obj: shapes_scene.SceneObject, image_size: int = IMAGE_SIZE
 ) -> tuple[float, float, float, float]:
   """``(x0, y0, x1, y1)`` in pixels: centre -/+ the half-extent of its size."""
   cx, cy = object_center(obj, image_size)
@@ -57,7 +60,7 @@ def shape_mask(shape: int, dx: np.ndarray, dy: np.ndarray, r: float) -> np.ndarr
   (pointing up) ``-r <= dy <= r`` and ``|dx| <= (dy + r) / 2``; diamond
   ``|dx|+|dy| <= r``; cross: union of two bars of half-width ``r/3``.
   """
-  name = S.SHAPES[shape]
+  name = shapes_scene.SHAPES[shape]
   if name == "circle":
     return dx * dx + dy * dy <= r * r
   if name == "square":
@@ -72,7 +75,7 @@ def shape_mask(shape: int, dx: np.ndarray, dy: np.ndarray, r: float) -> np.ndarr
   raise ValueError(f"shape_mask: unknown shape index {shape}")
 
 
-def _window(obj: S.SceneObject, image_size: int) -> tuple[int, int, int, int]:
+def _window(obj: shapes_scene.SceneObject, image_size: int) -> tuple[int, int, int, int]:
   """Pixel window ``(x0, y0, x1, y1)`` (exclusive end) containing ``obj``."""
   x0, y0, x1, y1 = object_box(obj, image_size)
   clamp = lambda v: int(min(max(v, 0), image_size))  # noqa: E731
@@ -85,7 +88,7 @@ def _window(obj: S.SceneObject, image_size: int) -> tuple[int, int, int, int]:
 
 
 def _coverage_window(
-  obj: S.SceneObject, image_size: int, window: tuple[int, int, int, int]
+  obj: shapes_scene.SceneObject, image_size: int, window: tuple[int, int, int, int]
 ) -> np.ndarray:
   x0, y0, x1, y1 = window
   xs = (np.arange(x0 * SUPERSAMPLE, x1 * SUPERSAMPLE, dtype=np.float32) + 0.5) / SUPERSAMPLE
@@ -96,7 +99,7 @@ def _coverage_window(
   return mask.reshape(y1 - y0, SUPERSAMPLE, x1 - x0, SUPERSAMPLE).mean(axis=(1, 3))
 
 
-def object_coverage(obj: S.SceneObject, image_size: int = IMAGE_SIZE) -> np.ndarray:
+def object_coverage(obj: shapes_scene.SceneObject, image_size: int = IMAGE_SIZE) -> np.ndarray:
   """Fraction of each pixel covered by ``obj``: float32 ``[H, W]`` in [0, 1]
   (``SUPERSAMPLE²`` samples per pixel)."""
   out = np.zeros((image_size, image_size), np.float32)
@@ -105,7 +108,7 @@ def object_coverage(obj: S.SceneObject, image_size: int = IMAGE_SIZE) -> np.ndar
   return out
 
 
-def render(scene: S.Scene, image_size: int = IMAGE_SIZE) -> np.ndarray:
+def render(scene: shapes_scene.Scene, image_size: int = IMAGE_SIZE) -> np.ndarray:
   """Renders ``scene`` to uint8 ``[image_size, image_size, 3]``; deterministic."""
   rng = np.random.default_rng(scene.seed)
   grey = rng.uniform(18.0, 45.0)

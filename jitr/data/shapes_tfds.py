@@ -9,8 +9,10 @@ Usage::
     rel = shapes_tfds.split_relevance("test", data_dir="/tmp/tfds")  # [N, 5N]
 
 Examples are stored in index order (shuffling disabled), so caption ``k`` of
-image ``i`` is column ``5·i + k`` of the relevance matrix. TensorFlow is kept
-off any GPU.
+image ``i`` is column ``5·i + k`` of the relevance matrix. Importing this
+module does not import TensorFlow (``tensorflow_datasets`` loads it lazily);
+:func:`build` and :func:`load_split` import it through
+:func:`jitr.tf_cpu.import_tf`, which keeps it off any GPU.
 """
 
 from __future__ import annotations
@@ -20,17 +22,18 @@ from typing import Any
 
 import numpy as np
 import tensorflow_datasets as tfds
+from absl import logging
 from etils import epath
 
-from jitr.data import shapes_captions as C
-from jitr.data import shapes_example as E
-from jitr.data import shapes_regions as G
-from jitr.data import shapes_relevance as Rel
-from jitr.data import shapes_render as R
-from jitr.data import shapes_scene as S
+from jitr.data import (
+  shapes_captions,
+  shapes_example,
+  shapes_regions,
+  shapes_relevance,
+  shapes_render,
+  shapes_scene,
+)
 from jitr.tf_cpu import import_tf
-
-import_tf()  # hides GPUs from TF before the builder touches it
 
 
 @dataclasses.dataclass(eq=False)
@@ -41,8 +44,8 @@ class ShapesConfig(tfds.core.BuilderConfig):
   num_val: int = 1_000
   num_test: int = 1_000
   seed: int = 0
-  region_dim: int = G.DEFAULT_REGION_DIM
-  max_regions: int = S.MAX_OBJECTS
+  region_dim: int = shapes_regions.DEFAULT_REGION_DIM
+  max_regions: int = shapes_scene.MAX_OBJECTS
 
   def split_sizes(self) -> dict[str, int]:
     return {"train": self.num_train, "val": self.num_val, "test": self.num_test}
@@ -71,17 +74,25 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
       description=__doc__,
       features=tfds.features.FeaturesDict(
         {
-          "image": tfds.features.Image(shape=(R.IMAGE_SIZE, R.IMAGE_SIZE, 3)),
+          "image": tfds.features.Image(
+            shape=(shapes_render.IMAGE_SIZE, shapes_render.IMAGE_SIZE, 3)
+          ),
           "regions": tfds.features.Tensor(
             shape=(cfg.max_regions, cfg.region_dim), dtype=np.float32
           ),
           "region_mask": tfds.features.Tensor(shape=(cfg.max_regions,), dtype=np.bool_),
-          "captions": tfds.features.Sequence(tfds.features.Text(), length=C.CAPTIONS_PER_IMAGE),
-          "caption_facts": tfds.features.Tensor(
-            shape=(C.CAPTIONS_PER_IMAGE, C.FACT_FIELDS), dtype=np.int32
+          "captions": tfds.features.Sequence(
+            tfds.features.Text(), length=shapes_captions.CAPTIONS_PER_IMAGE
           ),
-          "facts_json": tfds.features.Sequence(tfds.features.Text(), length=C.CAPTIONS_PER_IMAGE),
-          "scene": tfds.features.Tensor(shape=(S.MAX_OBJECTS, S.OBJECT_FIELDS), dtype=np.int32),
+          "caption_facts": tfds.features.Tensor(
+            shape=(shapes_captions.CAPTIONS_PER_IMAGE, shapes_captions.FACT_FIELDS), dtype=np.int32
+          ),
+          "facts_json": tfds.features.Sequence(
+            tfds.features.Text(), length=shapes_captions.CAPTIONS_PER_IMAGE
+          ),
+          "scene": tfds.features.Tensor(
+            shape=(shapes_scene.MAX_OBJECTS, shapes_scene.OBJECT_FIELDS), dtype=np.int32
+          ),
           "scene_seed": np.int64,
           "image_id": np.int64,
         }
@@ -89,6 +100,22 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
       supervised_keys=None,
       disable_shuffling=True,
     )
+
+  def _log_download_bytes(self) -> None:
+    """Says what is generated (TFDS's own message reports sizes, unknown before
+    a first build, of a download that does not exist)."""
+    cfg: ShapesConfig = self.builder_config
+    logging.info(
+      "Generating jitr_shapes/%s (%d / %d / %d images) in %s",
+      cfg.name,
+      cfg.num_train,
+      cfg.num_val,
+      cfg.num_test,
+      self.data_dir,
+    )
+
+  def _log_download_done(self) -> None:
+    logging.info("jitr_shapes/%s is ready in %s", self.builder_config.name, self.data_dir)
 
   def _split_generators(self, dl_manager):
     del dl_manager  # nothing to download
@@ -101,7 +128,7 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
       # PNG-encoded here (zlib) rather than by TFDS through a TF graph: 3x faster.
       yield (
         index,
-        E.make_example(
+        shapes_example.make_example(
           cfg.seed, split, index, region_dim=cfg.region_dim, max_regions=cfg.max_regions, png=True
         ),
       )
@@ -113,9 +140,13 @@ def builder(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes
   return JitrShapes(data_dir=str(data_dir), config=config)
 
 
-def build(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes:
+def build(
+  data_dir: str, config: str | ShapesConfig = "default", *, progress_bar: bool = False
+) -> JitrShapes:
   """Generates ``jitr_shapes`` into ``data_dir`` (a no-op if already there) and
-  returns its builder."""
+  returns its builder; TFDS's per-split progress bars only if ``progress_bar``."""
+  import_tf()  # GPUs hidden from TF before TFDS writes with it
+  tfds.display_progress_bar(progress_bar)
   b = builder(data_dir, config)
   b.download_and_prepare(
     download_config=tfds.download.DownloadConfig(compute_stats=tfds.download.ComputeStatsMode.SKIP)
@@ -134,6 +165,7 @@ def load_split(
   ``5·N`` str (image-major). Raises ``FileNotFoundError`` if the split was not
   built under ``data_dir``.
   """
+  import_tf()  # GPUs hidden from TF before tf.data reads the split
   b = builder(data_dir, config)
   if not b.is_prepared():
     raise FileNotFoundError(
@@ -162,5 +194,5 @@ def split_relevance(
   entry ``[i, 5·j + k]`` = relevance of caption ``k`` of image ``j`` to image
   ``i`` (see :mod:`jitr.data.shapes_relevance`); ``[i, 5·i + k] == 1``."""
   data = load_split(split, data_dir=data_dir, config=config, images=False)
-  facts = data["caption_facts"].reshape(-1, C.FACT_FIELDS)
-  return Rel.relevance_matrix(data["scene"], facts)
+  facts = data["caption_facts"].reshape(-1, shapes_captions.FACT_FIELDS)
+  return shapes_relevance.relevance_matrix(data["scene"], facts)

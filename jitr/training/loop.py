@@ -1,7 +1,9 @@
-"""The epoch loop: resume, step, checkpoint every epoch and on SIGTERM, validate."""
+"""The epoch loop: resume, step (batches prefetched to the devices), checkpoint every
+epoch and on SIGTERM, validate."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import signal
 import threading
@@ -12,6 +14,7 @@ import jax
 
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.parallel import DataParallel
+from jitr.training.prefetch import prefetch_to_device
 from jitr.training.state import TrainState
 
 EpochBatches = Callable[[int], Iterable[dict[str, Any]]]
@@ -52,6 +55,7 @@ def fit(
   on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None,
   on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None,
   stop: Callable[[], bool] = lambda: False,
+  prefetch: int = 2,
 ) -> tuple[TrainState, bool]:
   """Trains ``num_epochs`` epochs of ``steps_per_epoch`` steps; returns ``(state, finished)``.
 
@@ -60,7 +64,10 @@ def fit(
   checkpoint, skipping the batches the saved step already consumed — ends with
   exactly the parameters of an uninterrupted one. When ``stop()`` turns true
   (see :class:`StopRequested`), the latest state is saved and ``finished`` is
-  ``False``.
+  ``False``. Host batches are built in a background thread and put on the
+  devices ``prefetch`` batches ahead (:func:`~jitr.training.prefetch.prefetch_to_device`),
+  so the next batch's transfer overlaps the current step; ``prefetch=0`` builds
+  and puts each batch in the loop's own thread.
   """
   if checkpoints is not None:
     restored = checkpoints.restore(state)
@@ -69,14 +76,20 @@ def fit(
   state = parallel.put_state(state)
   for epoch in range(step // steps_per_epoch, num_epochs):
     skip = step - epoch * steps_per_epoch
-    for batch in itertools.islice(epoch_batches(epoch), skip, steps_per_epoch):
-      state, metrics = parallel(state, parallel.put_batch(batch))
-      step += 1
-      on_step(step, metrics)
-      if stop():
-        if checkpoints is not None:
-          checkpoints.save_latest(parallel.get_state(state))
-        return parallel.get_state(state), False
+    host_batches = itertools.islice(epoch_batches(epoch), skip, steps_per_epoch)
+    if prefetch > 0:
+      device_batches = prefetch_to_device(host_batches, size=prefetch, put=parallel.put_batch)
+    else:  # each batch built and put in the loop's thread (JAX's async dispatch still overlaps)
+      device_batches = (parallel.put_batch(b) for b in host_batches)
+    with contextlib.closing(device_batches):
+      for batch in device_batches:
+        state, metrics = parallel(state, batch)
+        step += 1
+        on_step(step, metrics)
+        if stop():
+          if checkpoints is not None:
+            checkpoints.save_latest(parallel.get_state(state))
+          return parallel.get_state(state), False
     if step != (epoch + 1) * steps_per_epoch:
       raise ValueError(
         f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "

@@ -5,21 +5,19 @@ import re
 import numpy as np
 import pytest
 
-from jitr.data import shapes_captions as C
-from jitr.data import shapes_relevance as Rel
-from jitr.data import shapes_scene as S
+from jitr.data import shapes_captions, shapes_relevance, shapes_scene
 
 
 def _captions(i, seed=0):
-  rng = S.example_rng(seed, 0, i)
-  scene = S.sample_scene(rng)
-  return scene, C.generate_captions(scene, rng)
+  rng = shapes_scene.example_rng(seed, 0, i)
+  scene = shapes_scene.sample_scene(rng)
+  return scene, shapes_captions.generate_captions(scene, rng)
 
 
 def test_five_distinct_deterministic_captions():
   for i in range(30):
     scene, caps = _captions(i)
-    assert len(caps) == C.CAPTIONS_PER_IMAGE
+    assert len(caps) == shapes_captions.CAPTIONS_PER_IMAGE
     assert len({t for t, _ in caps}) == 5
     assert caps == _captions(i)[1]
     assert all(re.fullmatch(r"[a-z ,:\-]+", t) for t, _ in caps)
@@ -29,11 +27,11 @@ def test_every_caption_is_true_of_its_scene():
   for i in range(200):
     scene, caps = _captions(i)
     for text, facts in caps:
-      assert Rel.relevance(scene, facts) == 1.0, (text, facts)
+      assert shapes_relevance.relevance(scene, facts) == 1.0, (text, facts)
       if facts.count >= 0:
         assert facts.count == len(scene.objects)
       for m in facts.mentions:  # each mention fits some object exactly
-        assert any(Rel.attribute_match(m, o) == 1.0 for o in scene.objects)
+        assert any(shapes_relevance.attribute_match(m, o) == 1.0 for o in scene.objects)
 
 
 def test_grammar_has_variety():
@@ -73,45 +71,54 @@ def test_grammar_has_variety():
 
 
 def test_relation_facts_hold_on_grid():
-  scene = S.Scene((S.SceneObject(0, 0, 0, 0, 0), S.SceneObject(1, 2, 1, 2, 2)), seed=0)
+  scene = shapes_scene.Scene(
+    (shapes_scene.SceneObject(0, 0, 0, 0, 0), shapes_scene.SceneObject(1, 2, 1, 2, 2)), seed=0
+  )
   rng = np.random.default_rng(0)
   rels = set()
   for _ in range(40):
-    out = C._caption_relation(scene, rng)
+    out = shapes_captions._caption_relation(scene, rng)
     text, facts = out
     a, rel, b = facts.relation
     rels.add(rel)
-    oa = next(o for o in scene.objects if Rel.attribute_match(facts.mentions[a], o) == 1)
+    oa = next(
+      o for o in scene.objects if shapes_relevance.attribute_match(facts.mentions[a], o) == 1
+    )
     ob = next(o for o in scene.objects if o is not oa)
-    assert Rel.relation_holds(rel, oa, ob), text
-  assert rels == {C.LEFT_OF, C.RIGHT_OF, C.ABOVE, C.BELOW}
-  single = S.Scene((S.SceneObject(0, 0, 0, 0, 0),))
-  assert C._caption_relation(single, rng) is None
+    assert shapes_relevance.relation_holds(rel, oa, ob), text
+  assert rels == {
+    shapes_captions.LEFT_OF,
+    shapes_captions.RIGHT_OF,
+    shapes_captions.ABOVE,
+    shapes_captions.BELOW,
+  }
+  single = shapes_scene.Scene((shapes_scene.SceneObject(0, 0, 0, 0, 0),))
+  assert shapes_captions._caption_relation(single, rng) is None
 
 
 def test_facts_round_trip_array_and_json():
-  facts = C.CaptionFacts(
-    mentions=(C.Mention(shape=0, colour=1), C.Mention(size=1, row=2)),
+  facts = shapes_captions.CaptionFacts(
+    mentions=(shapes_captions.Mention(shape=0, colour=1), shapes_captions.Mention(size=1, row=2)),
     count=2,
-    relation=(1, C.ABOVE, 0),
+    relation=(1, shapes_captions.ABOVE, 0),
   )
   arr = facts.to_array()
-  assert arr.shape == (C.FACT_FIELDS,) and arr.dtype == np.int32
+  assert arr.shape == (shapes_captions.FACT_FIELDS,) and arr.dtype == np.int32
   np.testing.assert_array_equal(arr[:10], [0, 1, -1, -1, -1, -1, -1, 1, 2, -1])
-  np.testing.assert_array_equal(arr[15:], [2, 2, 1, C.ABOVE, 0])
-  assert C.CaptionFacts.from_array(arr) == facts
-  assert C.CaptionFacts.from_json(facts.to_json()) == facts
+  np.testing.assert_array_equal(arr[15:], [2, 2, 1, shapes_captions.ABOVE, 0])
+  assert shapes_captions.CaptionFacts.from_array(arr) == facts
+  assert shapes_captions.CaptionFacts.from_json(facts.to_json()) == facts
   assert '"relation": [1, "above", 0]' in facts.to_json()
   for i in range(50):
     for _, f in _captions(i)[1]:
-      assert C.CaptionFacts.from_array(f.to_array()) == f
-      assert C.CaptionFacts.from_json(f.to_json()) == f
+      assert shapes_captions.CaptionFacts.from_array(f.to_array()) == f
+      assert shapes_captions.CaptionFacts.from_json(f.to_json()) == f
 
 
 def test_bad_facts_are_rejected():
   with pytest.raises(ValueError, match="relation"):
-    C.CaptionFacts(mentions=(C.Mention(shape=0),), relation=(0, 0, 1))
+    shapes_captions.CaptionFacts(mentions=(shapes_captions.Mention(shape=0),), relation=(0, 0, 1))
   with pytest.raises(ValueError, match="mention or a count"):
-    C.CaptionFacts()
+    shapes_captions.CaptionFacts()
   with pytest.raises(ValueError, match="expected shape"):
-    C.CaptionFacts.from_array(np.zeros(3, np.int32))
+    shapes_captions.CaptionFacts.from_array(np.zeros(3, np.int32))

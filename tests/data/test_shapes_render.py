@@ -2,30 +2,29 @@
 
 import numpy as np
 
-from jitr.data import shapes_render as R
-from jitr.data import shapes_scene as S
+from jitr.data import shapes_render, shapes_scene
 
 RED, BLUE, CIRCLE, SQUARE = 0, 2, 0, 1
 
 
 def test_render_is_deterministic_and_uint8():
-  scene = S.sample_scene(S.example_rng(0, 0, 3))
-  a, b = R.render(scene), R.render(scene)
+  scene = shapes_scene.sample_scene(shapes_scene.example_rng(0, 0, 3))
+  a, b = shapes_render.render(scene), shapes_render.render(scene)
   assert a.shape == (64, 64, 3) and a.dtype == np.uint8
   np.testing.assert_array_equal(a, b)
-  other = S.Scene(scene.objects, seed=scene.seed + 1)  # same objects, other noise
-  assert not np.array_equal(a, R.render(other))
+  other = shapes_scene.Scene(scene.objects, seed=scene.seed + 1)  # same objects, other noise
+  assert not np.array_equal(a, shapes_render.render(other))
 
 
 def test_objects_have_their_colour_and_background_is_dark():
-  scene = S.Scene(
+  scene = shapes_scene.Scene(
     (
-      S.SceneObject(SQUARE, RED, 1, 1, 1),  # large, centre
-      S.SceneObject(CIRCLE, BLUE, 0, 0, 0),
+      shapes_scene.SceneObject(SQUARE, RED, 1, 1, 1),  # large, centre
+      shapes_scene.SceneObject(CIRCLE, BLUE, 0, 0, 0),
     ),
     seed=1,
   )  # small, top-left
-  img = R.render(scene).astype(int)
+  img = shapes_render.render(scene).astype(int)
   cell = 64 / 3
   r, g, b = img[32, 32]  # centre of the square
   assert r > 160 and g < 80 and b < 80
@@ -37,7 +36,7 @@ def test_objects_have_their_colour_and_background_is_dark():
 
 
 def test_shape_areas_match_their_formulas():
-  r = R.HALF_EXTENT[1]
+  r = shapes_render.HALF_EXTENT[1]
   expected = {
     "circle": np.pi * r * r,
     "square": (1.7 * r) ** 2,
@@ -45,14 +44,14 @@ def test_shape_areas_match_their_formulas():
     "diamond": 2 * r * r,
     "cross": 2 * (2 * r) * (2 * r / 3) - (2 * r / 3) ** 2,
   }
-  for shape, name in enumerate(S.SHAPES):
-    cov = R.object_coverage(S.SceneObject(shape, 0, 1, 1, 1))
+  for shape, name in enumerate(shapes_scene.SHAPES):
+    cov = shapes_render.object_coverage(shapes_scene.SceneObject(shape, 0, 1, 1, 1))
     # 2x2 supersampling: edges are quantised to half pixels (a few % of area)
     assert abs(cov.sum() - expected[name]) / expected[name] < 0.08, name
 
 
 def test_object_box_from_cell_and_jitter():
-  x0, y0, x1, y1 = R.object_box(S.SceneObject(0, 0, 1, 2, 0, dx=2, dy=-1))
+  x0, y0, x1, y1 = shapes_render.object_box(shapes_scene.SceneObject(0, 0, 1, 2, 0, dx=2, dy=-1))
   cell = 64 / 3
   assert np.allclose(
     [x0, y0, x1, y1],
@@ -64,8 +63,8 @@ def test_encode_png_decodes_back_exactly():
   import struct
   import zlib
 
-  img = R.render(S.sample_scene(S.example_rng(0, 0, 5)))
-  png = R.encode_png(img)
+  img = shapes_render.render(shapes_scene.sample_scene(shapes_scene.example_rng(0, 0, 5)))
+  png = shapes_render.encode_png(img)
   assert png[:8] == b"\x89PNG\r\n\x1a\n"
   pos, chunks = 8, {}
   while pos < len(png):

@@ -1,47 +1,44 @@
 """The jitr_shapes TFDS builder on the tiny config (40 / 10 / 10 images)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-tfds = pytest.importorskip("tensorflow_datasets")
-
-from jitr.data import shapes_captions as C  # noqa: E402
-from jitr.data import shapes_example as E  # noqa: E402
-from jitr.data import shapes_relevance as Rel  # noqa: E402
-from jitr.data import shapes_scene as S  # noqa: E402
-from jitr.data import shapes_tfds as T  # noqa: E402
+from jitr.data import shapes_captions, shapes_example, shapes_relevance, shapes_scene, shapes_tfds
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
   path = tmp_path_factory.mktemp("tfds")
-  T.build(str(path), "tiny")
+  shapes_tfds.build(str(path), "tiny")
   return str(path)
 
 
 def test_builder_metadata_and_split_sizes(data_dir):
-  b = T.builder(data_dir, "tiny")
+  b = shapes_tfds.builder(data_dir, "tiny")
   assert b.name == "jitr_shapes" and str(b.version) == "1.0.0"
   assert {k: v.num_examples for k, v in b.info.splits.items()} == {
     "train": 40,
     "val": 10,
     "test": 10,
   }
-  assert T.DEFAULT.split_sizes() == {"train": 10_000, "val": 1_000, "test": 1_000}
+  assert shapes_tfds.DEFAULT.split_sizes() == {"train": 10_000, "val": 1_000, "test": 1_000}
   feats = b.info.features
   assert feats["image"].shape == (64, 64, 3)
   assert feats["regions"].shape == (3, 128)
-  assert feats["caption_facts"].shape == (5, C.FACT_FIELDS)
+  assert feats["caption_facts"].shape == (5, shapes_captions.FACT_FIELDS)
 
 
 def test_custom_config_sizes_and_region_layout(tmp_path):
-  cfg = T.ShapesConfig(
+  cfg = shapes_tfds.ShapesConfig(
     name="custom", num_train=4, num_val=3, num_test=2, seed=5, region_dim=16, max_regions=4
   )
-  b = T.build(str(tmp_path), cfg)
+  b = shapes_tfds.build(str(tmp_path), cfg)
   assert {k: v.num_examples for k, v in b.info.splits.items()} == {"train": 4, "val": 3, "test": 2}
-  d = T.load_split("val", data_dir=str(tmp_path), config=cfg)
-  fresh = E.make_split(5, "val", 3, region_dim=16, max_regions=4)
+  d = shapes_tfds.load_split("val", data_dir=str(tmp_path), config=cfg)
+  fresh = shapes_example.make_split(5, "val", 3, region_dim=16, max_regions=4)
   assert d["regions"].shape == (3, 4, 16)
   np.testing.assert_array_equal(d["region_mask"], fresh["region_mask"])
   np.testing.assert_array_equal(d["region_mask"].sum(1), (d["scene"][..., 0] >= 0).sum(1))
@@ -49,8 +46,8 @@ def test_custom_config_sizes_and_region_layout(tmp_path):
 
 
 def test_stored_examples_equal_the_pure_generator(data_dir):
-  stored = T.load_split("val", data_dir=data_dir, config="tiny")
-  fresh = E.make_split(T.TINY.seed, "val", 10)
+  stored = shapes_tfds.load_split("val", data_dir=data_dir, config="tiny")
+  fresh = shapes_example.make_split(shapes_tfds.TINY.seed, "val", 10)
   np.testing.assert_array_equal(stored["image_id"], np.arange(10))
   for key in ("image", "regions", "region_mask", "caption_facts", "scene", "scene_seed"):
     np.testing.assert_array_equal(stored[key], fresh[key], err_msg=key)
@@ -60,33 +57,48 @@ def test_stored_examples_equal_the_pure_generator(data_dir):
 
 
 def test_rebuild_in_another_dir_is_identical(data_dir, tmp_path):
-  T.build(str(tmp_path), "tiny")
-  a = T.load_split("test", data_dir=data_dir, config="tiny")
-  b = T.load_split("test", data_dir=str(tmp_path), config="tiny")
+  shapes_tfds.build(str(tmp_path), "tiny")
+  a = shapes_tfds.load_split("test", data_dir=data_dir, config="tiny")
+  b = shapes_tfds.load_split("test", data_dir=str(tmp_path), config="tiny")
   for key in a:
     if isinstance(a[key], list):
       assert a[key] == b[key]
     else:
       np.testing.assert_array_equal(a[key], b[key], err_msg=key)
   # the splits differ from each other
-  c = T.load_split("val", data_dir=data_dir, config="tiny")
+  c = shapes_tfds.load_split("val", data_dir=data_dir, config="tiny")
   assert not np.array_equal(a["scene"], c["scene"])
 
 
 def test_split_relevance_matrix(data_dir):
-  rel = T.split_relevance("test", data_dir=data_dir, config="tiny")
+  rel = shapes_tfds.split_relevance("test", data_dir=data_dir, config="tiny")
   assert rel.shape == (10, 50) and rel.dtype == np.float32
   np.testing.assert_array_equal(rel[np.repeat(np.arange(10), 5), np.arange(50)], 1.0)
-  data = T.load_split("test", data_dir=data_dir, config="tiny", images=False)
+  data = shapes_tfds.load_split("test", data_dir=data_dir, config="tiny", images=False)
   assert "image" not in data
-  scene3 = S.Scene.from_array(data["scene"][3])
-  facts = C.CaptionFacts.from_array(data["caption_facts"][7, 2])  # caption 5*7+2
-  assert rel[3, 37] == pytest.approx(Rel.relevance(scene3, facts), abs=1e-6)
+  scene3 = shapes_scene.Scene.from_array(data["scene"][3])
+  facts = shapes_captions.CaptionFacts.from_array(data["caption_facts"][7, 2])  # caption 5*7+2
+  assert rel[3, 37] == pytest.approx(shapes_relevance.relevance(scene3, facts), abs=1e-6)
   assert 0 < rel.mean() < 1 and len(np.unique(rel)) > 5  # graded
 
 
 def test_missing_build_gives_clear_error(tmp_path):
   with pytest.raises(FileNotFoundError, match="jitr_shapes/tiny is not built"):
-    T.load_split("val", data_dir=str(tmp_path), config="tiny")
+    shapes_tfds.load_split("val", data_dir=str(tmp_path), config="tiny")
   with pytest.raises(ValueError, match="unknown split 'dev'"):
-    E.make_example(0, "dev", 0)
+    shapes_example.make_example(0, "dev", 0)
+
+
+def test_import_does_not_load_tensorflow():
+  code = "import sys; from jitr.data import shapes_tfds; print('tensorflow' in sys.modules)"
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+  assert out.stdout.strip() == "False", out.stderr
+
+
+def test_build_says_what_it_generates_without_unknown_sizes(tmp_path, capsys, caplog):
+  caplog.set_level("INFO")
+  cfg = shapes_tfds.ShapesConfig(name="one", num_train=1, num_val=1, num_test=1)
+  shapes_tfds.build(str(tmp_path), cfg)
+  printed = capsys.readouterr().out + caplog.text
+  assert "Unknown size" not in printed
+  assert "Generating jitr_shapes/one (1 / 1 / 1 images)" in caplog.text

@@ -1,0 +1,132 @@
+"""Training logs the ecosystem's way: ``clu`` metric writers (absl log lines and
+TensorBoard event files) and ``clu.periodic_actions.ReportProgress`` (steps/s,
+ETA, the share of time spent in evaluation); the results table of a run."""
+
+from __future__ import annotations
+
+import contextlib
+import logging as py_logging
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jax
+from absl import logging
+
+# (metric key, column title) of the results table and of the validation log line.
+RESULT_KEYS: tuple[tuple[str, str], ...] = (
+  ("full/i2t/R@1", "i2t R@1"),
+  ("full/i2t/R@5", "i2t R@5"),
+  ("full/i2t/R@10", "i2t R@10"),
+  ("full/t2i/R@1", "t2i R@1"),
+  ("full/t2i/R@5", "t2i R@5"),
+  ("full/t2i/R@10", "t2i R@10"),
+  ("full/rsum", "RSUM"),
+  ("ndcg/i2t/NDCG@10", "i2t NDCG@10"),
+  ("ndcg/t2i/NDCG@10", "t2i NDCG@10"),
+  ("exact/i2t/mAP@R", "i2t mAP@R"),
+  ("exact/t2i/mAP@R", "t2i mAP@R"),
+)
+
+
+def results_table(metrics: Mapping[str, float], title: str) -> str:
+  """A one-row Markdown table of :data:`RESULT_KEYS` (``nan`` where a metric is absent)."""
+  head = "| " + " | ".join(name for _, name in RESULT_KEYS) + " |"
+  rule = "|" + "---|" * len(RESULT_KEYS)
+  cells = [f"{float(metrics.get(key, float('nan'))):.2f}" for key, _ in RESULT_KEYS]
+  return f"{title}\n\n{head}\n{rule}\n| " + " | ".join(cells) + " |\n"
+
+
+def headline(metrics: Mapping[str, float]) -> dict[str, float]:
+  """The :data:`RESULT_KEYS` present in ``metrics``, as floats."""
+  return {key: float(metrics[key]) for key, _ in RESULT_KEYS if key in metrics}
+
+
+class TrainReporter:
+  """``on_step`` / ``on_epoch`` hooks of :func:`jitr.training.loop.fit`.
+
+  Every ``every_steps`` steps (and at the last) the step's metrics go to the
+  writer as ``train/<name>``; ``ReportProgress`` logs steps/s and the ETA and
+  writes ``steps_per_sec``; each validation's :func:`headline` metrics go out
+  as ``val/<key>`` at the epoch's last step. The writer defaults to
+  ``clu.metric_writers.create_default_writer(<workdir>/tensorboard)`` (log lines
+  only on processes other than 0).
+  """
+
+  def __init__(
+    self,
+    workdir: str,
+    *,
+    total_steps: int,
+    steps_per_epoch: int,
+    every_steps: int,
+    writer: Any = None,
+  ):
+    from jitr.tf_cpu import import_tf
+
+    import_tf()  # clu's summary writer imports TF: GPUs are hidden from it first
+    from clu import metric_writers, periodic_actions
+
+    if every_steps <= 0:
+      raise ValueError(f"config.log_every_steps: expected a positive step count, got {every_steps}")
+    self.total_steps, self.steps_per_epoch, self.every_steps = (
+      total_steps,
+      steps_per_epoch,
+      every_steps,
+    )
+    self.writer = writer or metric_writers.create_default_writer(
+      os.path.join(os.path.abspath(workdir), "tensorboard"),
+      just_logging=jax.process_index() > 0,
+    )
+    self.progress = periodic_actions.ReportProgress(
+      num_train_steps=total_steps, writer=self.writer, every_steps=every_steps, every_secs=None
+    )
+
+  def on_step(self, step: int, metrics: Mapping[str, Any]) -> None:
+    self.progress(step)
+    if step % self.every_steps == 0 or step == self.total_steps:
+      values = jax.device_get(dict(metrics))
+      self.writer.write_scalars(step, {f"train/{k}": float(v) for k, v in values.items()})
+
+  def on_epoch(self, epoch: int, metrics: Mapping[str, float]) -> None:
+    values = headline(metrics)
+    if values:
+      step = (epoch + 1) * self.steps_per_epoch
+      self.writer.write_scalars(step, {f"val/{k}": v for k, v in values.items()})
+    self.writer.flush()
+
+  @contextlib.contextmanager
+  def timed(self, name: str) -> Iterator[None]:
+    """Counts the block's time as ``name`` in the progress line (e.g. ``eval``)."""
+    with self.progress.timed(name):
+      yield
+
+  def timed_fn(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with every call counted as ``name``."""
+
+    def timed_call(*args: Any, **kwargs: Any) -> Any:
+      with self.timed(name):
+        return fn(*args, **kwargs)
+
+    return timed_call
+
+  def close(self) -> None:
+    self.writer.flush()
+    self.writer.close()
+
+
+class QuietLibraries:
+  """A logging filter dropping INFO records of orbax and TFDS (they log every file
+  they touch) and of JAX's backend probing ("Unable to initialize backend 'tpu'");
+  install with :func:`quiet_library_info_logs`."""
+
+  NOISY = ("/orbax/", "/tensorflow_datasets/", "/jax/_src/xla_bridge.py")
+
+  def filter(self, record: Any) -> bool:
+    path = record.pathname.replace(os.sep, "/")
+    return record.levelno >= py_logging.WARNING or not any(part in path for part in self.NOISY)
+
+
+def quiet_library_info_logs() -> None:
+  """Installs :class:`QuietLibraries` on absl's log handler."""
+  logging.get_absl_handler().addFilter(QuietLibraries())
