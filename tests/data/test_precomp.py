@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jitr.data import precomp as P
+from jitr.data import precomp
 
 
 def _make(folder, split="train", n=2, regions=36, dim=2048, caps=None, rows=None, dtype=np.float32):
@@ -19,7 +19,7 @@ def _make(folder, split="train", n=2, regions=36, dim=2048, caps=None, rows=None
 def test_reads_memmapped_features_and_captions(tmp_path):
   folder = tmp_path / "f30k_precomp"
   feats, caps = _make(folder, "test", n=3)
-  split = P.load_precomp_split(folder, "test")
+  split = precomp.load_precomp_split(folder, "test")
   assert isinstance(split.images, np.memmap)
   assert split.images.shape == (3, 36, 2048) and split.num_images == 3
   np.testing.assert_array_equal(split.images, feats)
@@ -31,7 +31,7 @@ def test_reads_memmapped_features_and_captions(tmp_path):
 def test_one_row_per_caption_layout_is_deduplicated(tmp_path):
   folder = tmp_path / "coco_precomp"
   feats, _ = _make(folder, "dev", n=2, rows=10, regions=4, dim=8)
-  split = P.load_precomp_split(folder, "dev", num_regions=4, feature_dim=8)
+  split = precomp.load_precomp_split(folder, "dev", num_regions=4, feature_dim=8)
   assert split.images.shape == (2, 4, 8)
   np.testing.assert_array_equal(split.images, feats[[0, 5]])
 
@@ -39,67 +39,69 @@ def test_one_row_per_caption_layout_is_deduplicated(tmp_path):
 def test_coco_testall_and_f30k_splits(tmp_path):
   _make(tmp_path / "coco_precomp", "testall", n=1, regions=2, dim=4)
   assert (
-    P.load_precomp_split(
+    precomp.load_precomp_split(
       tmp_path / "coco_precomp", "testall", num_regions=2, feature_dim=4
     ).num_images
     == 1
   )
   _make(tmp_path / "f30k_precomp", "testall", n=1, regions=2, dim=4)
-  with pytest.raises(P.PrecompError, match="'testall' is not a f30k split"):
-    P.load_precomp_split(tmp_path / "f30k_precomp", "testall")
-  assert P.precomp_dir(tmp_path, "coco").endswith("coco_precomp")
-  with pytest.raises(P.PrecompError, match="unknown precomp dataset 'cc3m'"):
-    P.precomp_dir(tmp_path, "cc3m")
+  with pytest.raises(precomp.PrecompError, match="'testall' is not a f30k split"):
+    precomp.load_precomp_split(tmp_path / "f30k_precomp", "testall")
+  assert precomp.precomp_dir(tmp_path, "coco").endswith("coco_precomp")
+  with pytest.raises(precomp.PrecompError, match="unknown precomp dataset 'cc3m'"):
+    precomp.precomp_dir(tmp_path, "cc3m")
 
 
 def test_missing_files(tmp_path):
   folder = tmp_path / "f30k_precomp"
   with pytest.raises(FileNotFoundError, match="no folder"):
-    P.load_precomp_split(folder, "train")
+    precomp.load_precomp_split(folder, "train")
   _make(folder, "train", n=1, regions=2, dim=4)
   (folder / "train_caps.txt").unlink()
   with pytest.raises(FileNotFoundError, match=r"missing .*train_caps\.txt"):
-    P.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
+    precomp.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
   with pytest.raises(FileNotFoundError, match=r"missing .*dev_ims\.npy"):
-    P.load_precomp_split(folder, "dev")
+    precomp.load_precomp_split(folder, "dev")
 
 
 def test_count_mismatch(tmp_path):
   folder = tmp_path / "f30k_precomp"
   _make(folder, "train", n=2, regions=2, dim=4, caps=[f"c{i}" for i in range(9)])
   with pytest.raises(
-    P.PrecompError,
+    precomp.PrecompError,
     match=r"train_caps\.txt has 9 captions but .*train_ims\.npy has 2 "
     r"images; expected 5 captions per image \(10 captions\)",
   ):
-    P.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
+    precomp.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
 
 
 def test_wrong_feature_shapes_and_dtype(tmp_path):
   folder = tmp_path / "f30k_precomp"
   _make(folder, "test", n=1, regions=36, dim=1024)
-  with pytest.raises(P.PrecompError, match=r"shape \(1, 36, 1024\); expected \[N, 36, 2048\]"):
-    P.load_precomp_split(folder, "test")
+  with pytest.raises(
+    precomp.PrecompError, match=r"shape \(1, 36, 1024\); expected \[N, 36, 2048\]"
+  ):
+    precomp.load_precomp_split(folder, "test")
   _make(folder, "dev", n=1, regions=10, dim=2048)
-  with pytest.raises(P.PrecompError, match=r"\(1, 10, 2048\).*36 regions"):
-    P.load_precomp_split(folder, "dev")
+  with pytest.raises(precomp.PrecompError, match=r"\(1, 10, 2048\).*36 regions"):
+    precomp.load_precomp_split(folder, "dev")
   np.save(folder / "dev_ims.npy", np.zeros((5, 2048), np.float32))
-  with pytest.raises(P.PrecompError, match=r"dev_ims\.npy: features have shape \(5, 2048\)"):
-    P.load_precomp_split(folder, "dev")
+  with pytest.raises(precomp.PrecompError, match=r"dev_ims\.npy: features have shape \(5, 2048\)"):
+    precomp.load_precomp_split(folder, "dev")
   np.save(folder / "dev_ims.npy", np.zeros((1, 36, 2048), np.int32))
-  with pytest.raises(P.PrecompError, match="dtype int32; expected a float"):
-    P.load_precomp_split(folder, "dev")
+  with pytest.raises(precomp.PrecompError, match="dtype int32; expected a float"):
+    precomp.load_precomp_split(folder, "dev")
   (folder / "dev_ims.npy").write_bytes(b"not an npy file")
-  with pytest.raises(P.PrecompError, match="not a readable .npy"):
-    P.load_precomp_split(folder, "dev")
+  with pytest.raises(precomp.PrecompError, match="not a readable .npy"):
+    precomp.load_precomp_split(folder, "dev")
 
 
 def test_blank_caption_line(tmp_path):
   folder = tmp_path / "f30k_precomp"
   caps = ["a", "b", "", "d", "e"]
   _make(folder, "train", n=1, regions=2, dim=4, caps=caps)
-  with pytest.raises(P.PrecompError, match=r"train_caps\.txt: line 3 is empty"):
-    P.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
+  with pytest.raises(precomp.PrecompError, match=r"train_caps\.txt: line 3 is empty"):
+    precomp.load_precomp_split(folder, "train", num_regions=2, feature_dim=4)
 
 
 def test_vocab_from_train_captions(tmp_path):
@@ -112,5 +114,5 @@ def test_vocab_from_train_captions(tmp_path):
     dim=4,
     caps=["a dog runs", "a dog", "the cat", "a cat sleeps", "dog"],
   )
-  vocab = P.build_precomp_vocab(folder, min_count=2)
+  vocab = precomp.build_precomp_vocab(folder, min_count=2)
   assert vocab.words[4:] == ("a", "dog", "cat")

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from jitr.data import vocab as V
+from jitr.data import vocab as vocab_lib
 
 
 def test_tokenize():
-  assert V.tokenize("A Red-ball, in the TOP-left corner!") == [
+  assert vocab_lib.tokenize("A Red-ball, in the TOP-left corner!") == [
     "a",
     "red",
     "ball",
@@ -19,19 +19,19 @@ def test_tokenize():
     "left",
     "corner",
   ]
-  assert V.tokenize("the dog's 2 toys") == ["the", "dog's", "2", "toys"]
+  assert vocab_lib.tokenize("the dog's 2 toys") == ["the", "dog's", "2", "toys"]
 
 
 def test_build_vocab_order_and_min_count():
-  vocab = V.build_vocab(["b a c", "a b", "a d"], min_count=1)
+  vocab = vocab_lib.build_vocab(["b a c", "a b", "a d"], min_count=1)
   assert vocab.words == ("<pad>", "<start>", "<end>", "<unk>", "a", "b", "c", "d")
-  vocab2 = V.build_vocab(["b a c", "a b", "a d"], min_count=2)
+  vocab2 = vocab_lib.build_vocab(["b a c", "a b", "a d"], min_count=2)
   assert vocab2.words[4:] == ("a", "b")
-  assert vocab2.id("c") == V.UNK_ID and vocab2.id("a") == 4
+  assert vocab2.id("c") == vocab_lib.UNK_ID and vocab2.id("a") == 4
 
 
 def test_encode_batch_pads_and_truncates():
-  vocab = V.build_vocab(["a b c d"])
+  vocab = vocab_lib.build_vocab(["a b c d"])
   ids, lengths = vocab.encode_batch(["a b", "d c b a", "zzz"])
   np.testing.assert_array_equal(ids, [[1, 4, 5, 2, 0, 0], [1, 7, 6, 5, 4, 2], [1, 3, 2, 0, 0, 0]])
   np.testing.assert_array_equal(lengths, [4, 6, 3])
@@ -45,33 +45,33 @@ def test_encode_batch_pads_and_truncates():
 
 
 def test_save_load_round_trip(tmp_path):
-  vocab = V.build_vocab(["red ball", "blue box"])
+  vocab = vocab_lib.build_vocab(["red ball", "blue box"])
   path = tmp_path / "vocab.json"
   vocab.save(path)
-  assert V.Vocab.load(path) == vocab
-  assert json.loads(path.read_text())["words"][:4] == list(V.SPECIAL_TOKENS)
+  assert vocab_lib.Vocab.load(path) == vocab
+  assert json.loads(path.read_text())["words"][:4] == list(vocab_lib.SPECIAL_TOKENS)
   assert [p.name for p in tmp_path.iterdir()] == ["vocab.json"]  # no temp left
 
 
 def test_load_errors(tmp_path):
   with pytest.raises(FileNotFoundError, match="no vocabulary file"):
-    V.Vocab.load(tmp_path / "missing.json")
+    vocab_lib.Vocab.load(tmp_path / "missing.json")
   bad = tmp_path / "bad.json"
   bad.write_text("{not json")
   with pytest.raises(ValueError, match="bad.json.*not valid JSON"):
-    V.Vocab.load(bad)
+    vocab_lib.Vocab.load(bad)
   bad.write_text(json.dumps({"tokens": []}))
   with pytest.raises(ValueError, match=r"must hold \{\"words\""):
-    V.Vocab.load(bad)
+    vocab_lib.Vocab.load(bad)
   bad.write_text(json.dumps({"words": ["a", "b"]}))
   with pytest.raises(ValueError, match="first words must be"):
-    V.Vocab.load(bad)
-  bad.write_text(json.dumps({"words": list(V.SPECIAL_TOKENS) + ["a", "a"]}))
+    vocab_lib.Vocab.load(bad)
+  bad.write_text(json.dumps({"words": list(vocab_lib.SPECIAL_TOKENS) + ["a", "a"]}))
   with pytest.raises(ValueError, match="duplicated words"):
-    V.Vocab.load(bad)
+    vocab_lib.Vocab.load(bad)
 
 
 def test_bucket_length():
-  assert V.bucket_length(np.array([3, 9, 5]), (8, 12, 16)) == 12
-  assert V.bucket_length(np.array([3, 8]), (8, 12, 16)) == 8
-  assert V.bucket_length(np.array([30]), (8, 12, 16)) == 30
+  assert vocab_lib.bucket_length(np.array([3, 9, 5]), (8, 12, 16)) == 12
+  assert vocab_lib.bucket_length(np.array([3, 8]), (8, 12, 16)) == 8
+  assert vocab_lib.bucket_length(np.array([30]), (8, 12, 16)) == 30

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jitr.models import gpo as P
+from jitr.models import gpo
 
 
 def test_gpo_pool_hand_computed():
@@ -14,11 +14,11 @@ def test_gpo_pool_hand_computed():
   mask = jnp.array([[True, True, True, False]])
   weights = jnp.array([[0.5, 0.3, 0.2, 0.0]])
   # sorted per dim over the valid three: [3, 2, 1] and [5, 4, 2]
-  out = P.gpo_pool(feats, mask, weights)
+  out = gpo.gpo_pool(feats, mask, weights)
   np.testing.assert_allclose(
     out, [[3 * 0.5 + 2 * 0.3 + 1 * 0.2, 5 * 0.5 + 4 * 0.3 + 2 * 0.2]], rtol=1e-6
   )
-  sorted_x, sorted_mask = P.sort_valid_desc(feats, mask)
+  sorted_x, sorted_mask = gpo.sort_valid_desc(feats, mask)
   np.testing.assert_array_equal(sorted_x[0], [[3, 5], [2, 4], [1, 2], [0, 0]])
   np.testing.assert_array_equal(sorted_mask, [[True, True, True, False]])
 
@@ -26,13 +26,13 @@ def test_gpo_pool_hand_computed():
 def test_non_prefix_mask_sorts_only_valid_entries():
   feats = jnp.array([[[7.0], [1.0], [-2.0]]])
   mask = jnp.array([[False, True, True]])
-  sorted_x, sorted_mask = P.sort_valid_desc(feats, mask)
+  sorted_x, sorted_mask = gpo.sort_valid_desc(feats, mask)
   np.testing.assert_array_equal(sorted_x[0, :, 0], [1.0, -2.0, 0.0])
   np.testing.assert_array_equal(sorted_mask[0], [True, True, False])
 
 
 def test_positional_encoding_values():
-  pe = P.positional_encoding(3, 4)
+  pe = gpo.positional_encoding(3, 4)
   np.testing.assert_allclose(pe[0], [0, 1, 0, 1], atol=1e-7)
   np.testing.assert_allclose(
     pe[1], [math.sin(1), math.cos(1), math.sin(1e-2), math.cos(1e-2)], rtol=1e-6
@@ -41,13 +41,13 @@ def test_positional_encoding_values():
 
 
 FEATS = jax.random.normal(jax.random.key(1), (2, 6, 3))
-GPO_APPLY = jax.jit(P.GPO().apply)  # one compilation for both tests
+GPO_APPLY = jax.jit(gpo.GPO().apply)  # one compilation for both tests
 
 
 def test_zero_scores_give_mean_pooling_and_masked_weights(make_params):
   feats = FEATS
   mask = jnp.array([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]], bool)
-  params = make_params(P.GPO(), feats, mask)
+  params = make_params(gpo.GPO(), feats, mask)
   params["params"]["linear"]["kernel"] = jnp.zeros_like(params["params"]["linear"]["kernel"])
   pooled, w = GPO_APPLY(params, feats, mask)
   np.testing.assert_allclose(w[0], [1 / 3] * 3 + [0, 0, 0], atol=1e-6)
@@ -59,7 +59,7 @@ def test_zero_scores_give_mean_pooling_and_masked_weights(make_params):
 def test_learned_weights_sum_to_one_and_padding_is_ignored(make_params):
   feats = FEATS
   mask = jnp.array([[1, 1, 0, 1, 0, 0], [1, 1, 1, 1, 1, 1]], bool)
-  params = make_params(P.GPO(), feats, mask)
+  params = make_params(gpo.GPO(), feats, mask)
   pooled, w = GPO_APPLY(params, feats, mask)
   np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-5)
   np.testing.assert_allclose(w[0, 3:], 0.0, atol=1e-6)

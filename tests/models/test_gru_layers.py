@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jitr.models import gru as G
+from jitr.models import gru
 
 
 def _sigmoid(x):
@@ -30,7 +30,7 @@ def _setup(make_params, reverse=False):
   b, t, e, h = 3, 6, 4, 5
   x = jax.random.normal(jax.random.key(0), (b, t, e))
   lengths = jnp.array([6, 3, 1])
-  layer = G.GRU(h, reverse=reverse)
+  layer = gru.GRU(h, reverse=reverse)
   # random (non-zero) weights and biases, so bias placement is tested too
   return layer, make_params(layer, x, lengths), x, lengths
 
@@ -62,7 +62,7 @@ def test_reverse_reads_each_sequence_backwards_within_its_length(make_params):
 
 
 def test_padding_never_matters_and_trimming_is_exact(make_params):
-  for layer_cls in (G.GRU, G.BiGRU):
+  for layer_cls in (gru.GRU, gru.BiGRU):
     layer = layer_cls(4)
     x = jax.random.normal(jax.random.key(0), (2, 7, 3))
     lengths = jnp.array([4, 2])
@@ -85,10 +85,10 @@ def test_padding_never_matters_and_trimming_is_exact(make_params):
 def test_bigru_mean_and_concat(make_params):
   x = jax.random.normal(jax.random.key(0), (2, 5, 3))
   lengths = jnp.array([5, 3])
-  mean = G.BiGRU(4, merge="mean")
+  mean = gru.BiGRU(4, merge="mean")
   p = make_params(mean, x, lengths)
   (om, fm), (oc, fc) = jax.jit(
-    lambda p: (mean.apply(p, x, lengths), G.BiGRU(4, merge="concat").apply(p, x, lengths))
+    lambda p: (mean.apply(p, x, lengths), gru.BiGRU(4, merge="concat").apply(p, x, lengths))
   )(p)
   assert om.shape == (2, 5, 4) and oc.shape == (2, 5, 8)
   np.testing.assert_allclose(om, (oc[..., :4] + oc[..., 4:]) / 2, atol=1e-6)
@@ -98,5 +98,5 @@ def test_bigru_mean_and_concat(make_params):
 def test_reverse_padded_hand_case():
   x = jnp.array([[1, 2, 3, 9], [4, 5, 9, 9]])
   np.testing.assert_array_equal(
-    G.reverse_padded(x, jnp.array([3, 2])), [[3, 2, 1, 9], [5, 4, 9, 9]]
+    gru.reverse_padded(x, jnp.array([3, 2])), [[3, 2, 1, 9], [5, 4, 9, 9]]
   )
