@@ -33,6 +33,8 @@ follows PyTorch (momentum 0.1, ε = 1e-5, running variance updated unbiased).
 
 from __future__ import annotations
 
+from typing import Any
+
 import chex
 import flax.linen as nn
 import jax
@@ -123,6 +125,7 @@ class VSRNImageEncoder(nn.Module):
   fc_l2norm: bool = True
   feature_batch_norm: bool = False
   region_l2norm_axis: str = "regions"
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, images: jax.Array, mask: jax.Array | None = None, train: bool = False):
@@ -131,14 +134,16 @@ class VSRNImageEncoder(nn.Module):
       mask = jnp.ones(images.shape[:2], bool)
     chex.assert_shape(mask, images.shape[:2])
     mask = mask.astype(bool)
-    x = nn.Dense(self.embed_dim, kernel_init=xavier, name="fc")(images.astype(jnp.float32))
+    x = nn.Dense(self.embed_dim, kernel_init=xavier, name="fc")(images.astype(self.dtype))
     x = jnp.where(mask[..., None], x, jnp.zeros_like(x))
     if self.fc_l2norm:
       x = region_l2norm(x, mask, self.region_l2norm_axis)
     for k in range(self.gcn_layers):
       x = RsGCN(name=f"Rs_GCN_{k + 1}")(x, mask, train)
     regions = region_l2norm(x, mask, self.region_l2norm_axis)
-    _, state = GRU(self.embed_dim, name="img_rnn")(regions, jnp.sum(mask, axis=1).astype(jnp.int32))
+    _, state = GRU(self.embed_dim, dtype=self.dtype, name="img_rnn")(
+      regions, jnp.sum(mask, axis=1).astype(jnp.int32)
+    )
     if self.feature_batch_norm:
       bn = BatchNormVars(self.embed_dim, name="bn")
       state = masked_batch_norm(
@@ -153,6 +158,7 @@ class VSRNTextEncoder(nn.Module):
   vocab_size: int
   word_dim: int = 300
   embed_dim: int = 2048
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, tokens: jax.Array, lengths: jax.Array) -> jax.Array:
@@ -165,7 +171,7 @@ class VSRNTextEncoder(nn.Module):
       embedding_init=lambda k, s, d=jnp.float32: init(k, s, d) - 0.1,
       name="embed",
     )(tokens)
-    _, last = GRU(self.embed_dim, name="rnn")(x, lengths.astype(jnp.int32))
+    _, last = GRU(self.embed_dim, dtype=self.dtype, name="rnn")(x, lengths.astype(jnp.int32))
     return l2_normalize(last)
 
 
@@ -195,6 +201,8 @@ class VSRN(nn.Module):
   caption_hidden_dim: int = 512
   caption_word_dim: int = 300
   caption_dropout: float = 0.2
+  dtype: Any = jnp.float32
+  """Computation dtype of the GRUs and the image input (float64 for gradient checks)."""
 
   def setup(self):
     self.img_enc = VSRNImageEncoder(
@@ -203,10 +211,15 @@ class VSRN(nn.Module):
       self.fc_l2norm,
       self.feature_batch_norm,
       self.region_l2norm_axis,
+      self.dtype,
     )
-    self.txt_enc = VSRNTextEncoder(self.vocab_size, self.word_dim, self.embed_dim)
+    self.txt_enc = VSRNTextEncoder(self.vocab_size, self.word_dim, self.embed_dim, self.dtype)
     self.caption_model = VSRNCaptioner(
-      self.vocab_size, self.caption_hidden_dim, self.caption_word_dim, self.caption_dropout
+      self.vocab_size,
+      self.caption_hidden_dim,
+      self.caption_word_dim,
+      self.caption_dropout,
+      self.dtype,
     )
 
   def encode_image(self, images: jax.Array, image_mask: jax.Array | None = None, train=False):

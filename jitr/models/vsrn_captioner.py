@@ -21,6 +21,8 @@ first) are skipped by the encoder GRU and get attention weight 0.
 
 from __future__ import annotations
 
+from typing import Any
+
 import chex
 import flax.linen as nn
 import jax
@@ -88,12 +90,15 @@ class CaptionEncoder(nn.Module):
 
   hidden_size: int = 512
   dropout: float = 0.2
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, regions: jax.Array, region_mask: jax.Array, train: bool = False):
     x = nn.Dense(self.hidden_size, kernel_init=xavier_normal, name="vid2hid")(regions)
     x = nn.Dropout(self.dropout, deterministic=not train)(x)
-    return GRU(self.hidden_size, name="rnn")(x, jnp.sum(region_mask, axis=1).astype(jnp.int32))
+    return GRU(self.hidden_size, dtype=self.dtype, name="rnn")(
+      x, jnp.sum(region_mask, axis=1).astype(jnp.int32)
+    )
 
 
 class AttentionDecoder(nn.Module):
@@ -118,6 +123,7 @@ class AttentionDecoder(nn.Module):
     words = nn.Embed(self.vocab_size, self.word_dim, name="embedding")(tokens[:, :-1])
     w1, b1, w2 = AttentionParams(h, name="attention")()
     w_i, b_i, w_h, b_h = GRUCellParams(self.word_dim + h, h, name="rnn")()
+    h0 = h0.astype(w_h.dtype)
     keys = enc_out @ w1[:h] + b1  # the encoder half of linear1, once for all steps
     steps = words.shape[1]
     use_dropout = train and self.dropout > 0.0
@@ -149,6 +155,7 @@ class VSRNCaptioner(nn.Module):
   hidden_size: int = 512
   word_dim: int = 300
   dropout: float = 0.2
+  dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(
@@ -156,7 +163,7 @@ class VSRNCaptioner(nn.Module):
   ) -> jax.Array:
     chex.assert_rank([regions, region_mask, tokens], [3, 2, 2])
     chex.assert_equal_shape_prefix([regions, region_mask], 2)
-    enc_out, enc_last = CaptionEncoder(self.hidden_size, self.dropout, name="encoder")(
+    enc_out, enc_last = CaptionEncoder(self.hidden_size, self.dropout, self.dtype, name="encoder")(
       regions, region_mask, train
     )
     decoder = AttentionDecoder(

@@ -61,7 +61,9 @@ def test_embeddings_and_caption_likelihood_match_torch_reference(case, train):
     _, before = params_from_state_dict(state)
     moved = before["img_enc"]["Rs_GCN_1"]["W_bn"]["mean"]
     assert not np.allclose(want_stats["img_enc"]["Rs_GCN_1"]["W_bn"]["mean"], moved)
-    jax.tree.map(lambda g, w: np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5), stats, want_stats)
+    jax.tree.map(
+      lambda g, w: np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5), stats, want_stats
+    )
 
 
 def test_the_official_l2norm_is_over_regions():

@@ -156,7 +156,9 @@ def torch_vsrn(f30k=False, region_dim=1, seed=0):
 
 def flat_state_dict(parts, caption=True):
   names = ("img_enc", "txt_enc", "caption_model")[: 3 if caption else 2]
-  return {f"{p}.{k}": v.clone() for p, part in zip(names, parts) for k, v in part.state_dict().items()}
+  return {
+    f"{p}.{k}": v.clone() for p, part in zip(names, parts) for k, v in part.state_dict().items()
+  }
 
 
 def inputs(seed=0, batch=3, steps=7):
