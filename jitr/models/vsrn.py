@@ -62,7 +62,7 @@ batch-normalises the GRU state (``f30k_precomp``)."""
 BN = dict(momentum=0.1, eps=1e-5)
 
 
-def dataset_options(dataset: str) -> dict[str, bool]:
+def vsrn_dataset_options(dataset: str) -> dict[str, bool]:
   """:class:`VSRN` fields that the official code sets from ``data_name``."""
   if dataset not in DATASET_OPTIONS:
     raise ValueError(f"VSRN dataset must be one of {tuple(DATASET_OPTIONS)}, got {dataset!r}")

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from conftest import random_params
 
-from jitr.models.vsrn import VSRN, dataset_options, region_l2norm
+from jitr.models.vsrn import VSRN, vsrn_dataset_options, region_l2norm
 
 VOCAB, B, N, T = 13, 4, 5, 6
 TINY = dict(vocab_size=VOCAB, word_dim=4, embed_dim=6, caption_hidden_dim=5, caption_word_dim=3)
 
 
 def model(dataset="coco", **kw):
-  return VSRN(**TINY, **dataset_options(dataset), caption_dropout=0.0, **kw)
+  return VSRN(**TINY, **vsrn_dataset_options(dataset), caption_dropout=0.0, **kw)
 
 
 def batch(seed=0, n=N, t=T, dtype=np.float32):
@@ -149,7 +149,7 @@ def test_bad_options_are_named():
   with pytest.raises(ValueError, match="region_l2norm_axis must be one of .*got 'rows'"):
     region_l2norm(jnp.ones((1, 2, 2)), jnp.ones((1, 2), bool), "rows")
   with pytest.raises(ValueError, match="dataset must be one of \\('coco', 'f30k'\\), got 'f8k'"):
-    dataset_options("f8k")
+    vsrn_dataset_options("f8k")
 
 
 def test_dropout_in_training_needs_and_uses_the_rng():
