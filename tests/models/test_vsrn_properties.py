@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import random_params
 
-from jitr.models.vsrn import VSRN, vsrn_dataset_options, region_l2norm
+from jitr.models.vsrn import VSRN, region_l2norm, vsrn_dataset_options
 
 VOCAB, B, N, T = 13, 4, 5, 6
 TINY = dict(vocab_size=VOCAB, word_dim=4, embed_dim=6, caption_hidden_dim=5, caption_word_dim=3)
