@@ -56,6 +56,8 @@ def test_embeddings_and_caption_likelihood_match_torch_reference(case, train):
   for got, ref in zip((img, regions, txt, ll), want):
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-6)
   np.testing.assert_allclose(loss, -np.sum(want[3]) / 3, rtol=1e-6)
+  # 'regions' (official): each feature has unit norm across the regions; 'features': each region
+  np.testing.assert_allclose(np.linalg.norm(regions, axis=dim), 1.0, rtol=1e-5)
   if train:  # the running statistics PyTorch leaves behind (momentum 0.1, unbiased var)
     _, want_stats = params_from_state_dict(flat_state_dict(parts))
     _, before = params_from_state_dict(state)
@@ -64,14 +66,3 @@ def test_embeddings_and_caption_likelihood_match_torch_reference(case, train):
     jax.tree.map(
       lambda g, w: np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5), stats, want_stats
     )
-
-
-def test_the_official_l2norm_is_over_regions():
-  """``region_l2norm_axis='regions'`` gives each feature unit norm across regions; the
-  feature-axis option gives each region unit norm (eval mode, COCO)."""
-  for case, axis in (("coco", 1), ("coco-features", 2)):
-    f30k, dim, name = CASES[case]
-    parts = torch_vsrn(f30k=f30k, region_dim=dim)
-    images, tokens, lengths = inputs()
-    regions = jax_forward(flat_state_dict(parts), images, tokens, lengths, False, name)[1]
-    np.testing.assert_allclose(np.linalg.norm(regions, axis=axis), 1.0, rtol=1e-5)
