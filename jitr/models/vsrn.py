@@ -29,6 +29,14 @@ region) positions only; the GRUs stop at the last valid region or word. So paddi
 never changes an output. The F30K feature BatchNorm normalises over the batch of
 images (train: batch statistics, eval: running ones); like every BatchNorm here it
 follows PyTorch (momentum 0.1, ε = 1e-5, running variance updated unbiased).
+
+**Training notes (official ``VSRN.train_emb``).** ``loss = retrieval + caption_loss``
+(weight 1). The official Adam parameter list holds the captioning ``encoder`` and
+``decoder`` twice (directly and inside ``caption_model``): PyTorch then applies two Adam
+steps per iteration to them with the same gradient (checked with torch 2.13: identical
+to two single steps), and ``clip_grad_norm`` counts their gradients twice. An optax
+update over one parameter tree applies one step; reproducing the official behaviour needs
+an explicit option in the training layer.
 """
 
 from __future__ import annotations
