@@ -3,7 +3,8 @@
 Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
 :class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
 Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`. Similarity models
-(cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF).
+(cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN (region GCN
+reasoning + GRU, auxiliary captioning loss): :class:`VSRN`.
 """
 
 from jitr.models.cnn import ConvEncoder
@@ -14,6 +15,8 @@ from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
 from jitr.models.region_encoder import RegionEncoder, SetPool
 from jitr.models.sgraf import SGRAF, SGRAFSimilarity, sgraf_similarity
 from jitr.models.text_gru import GRUTextEncoder
+from jitr.models.vsrn import VSRN, VSRNImageEncoder, VSRNTextEncoder, vsrn_dataset_options
+from jitr.models.vsrn_captioner import VSRNCaptioner
 
 __all__ = [
   "BiGRU",
@@ -26,7 +29,12 @@ __all__ = [
   "SGRAF",
   "SGRAFSimilarity",
   "SetPool",
+  "VSRN",
+  "VSRNCaptioner",
+  "VSRNImageEncoder",
+  "VSRNTextEncoder",
   "create_dual_encoder",
+  "vsrn_dataset_options",
   "gpo_pool",
   "gru_scan",
   "l2_normalize",
