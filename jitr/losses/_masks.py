@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 Reduction = Literal["mean", "sum", "none"]
+REDUCTIONS = ("mean", "sum", "none")
 
 
 class DirectionalLoss(NamedTuple):
@@ -73,8 +74,15 @@ def query_rows(
   where: jax.Array,
   graded: jax.Array | None = None,
 ) -> tuple[QueryRows, QueryRows]:
-  """All image queries (rows of ``sim``) and all caption queries (rows of ``sim.T``)."""
+  """All image queries (rows of ``sim``) and all caption queries (rows of ``sim.T``).
+
+  Padded entries (``where`` False) of ``sim`` and ``graded`` are set to 0 here,
+  so they never matter to any loss or gradient, even when NaN.
+  """
   n_img, n_txt = sim.shape
+  sim = jnp.where(where, sim, jnp.zeros((), sim.dtype))
+  if graded is not None:
+    graded = jnp.where(where, graded, jnp.zeros((), graded.dtype))
   gt = None if graded is None else graded.T
   return (
     QueryRows(sim, positives, where, graded, jnp.arange(n_img), IMAGE_TO_TEXT),
