@@ -14,6 +14,7 @@ padded entries (``where`` False) never matter, even if NaN.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Collection
 from typing import Any
 
@@ -61,7 +62,7 @@ def check_unit_interval(name: str, value: Any) -> None:
 
 def check_block_size(name: str, value: Any) -> None:
   """``value`` must be an int >= 1."""
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
     raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
 
 
