@@ -106,8 +106,14 @@ class SweepResult:
 # jitted function can be an order of magnitude slower.
 
 _best = jax.jit(kernels.best_positive)
-_key = jax.jit(kernels.order_key)
-_nonfinite = jax.jit(kernels.nonfinite_count)
+
+
+@jax.jit
+def _keys_and_nonfinite(block):
+  """Order keys of the block and its non-finite count per row, from one read."""
+  return kernels.order_key(block), kernels.nonfinite_count(block)
+
+
 _credited = jax.jit(kernels.credited)
 
 
@@ -189,8 +195,8 @@ def _semantic_curves(keys, sem, gt_pos, *, k: int, n: int):
 def _block_outputs(
   block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig, segment: tuple[int, int] | None = None
 ) -> dict:
-  out = {"nonfinite": _nonfinite(block)}
-  keys = _key(block)
+  keys, nonfinite = _keys_and_nonfinite(block)
+  out = {"nonfinite": nonfinite}
   g = block.shape[1]
   if cfg.with_gt:
     t, p, has = _best(keys, gt_pos)
