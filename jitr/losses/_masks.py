@@ -74,20 +74,27 @@ def query_rows(
   where: jax.Array,
   graded: jax.Array | None = None,
 ) -> tuple[QueryRows, QueryRows]:
-  """All image queries (rows of ``sim``) and all caption queries (rows of ``sim.T``).
-
-  Padded entries (``where`` False) of ``sim`` and ``graded`` are set to 0 here,
-  so they never matter to any loss or gradient, even when NaN.
-  """
+  """All image queries (rows of ``sim``) and all caption queries (rows of ``sim.T``)."""
   n_img, n_txt = sim.shape
-  sim = jnp.where(where, sim, jnp.zeros((), sim.dtype))
-  if graded is not None:
-    graded = jnp.where(where, graded, jnp.zeros((), graded.dtype))
   gt = None if graded is None else graded.T
   return (
     QueryRows(sim, positives, where, graded, jnp.arange(n_img), IMAGE_TO_TEXT),
     QueryRows(sim.T, positives.T, where.T, gt, jnp.arange(n_txt), TEXT_TO_IMAGE),
   )
+
+
+def without_padding(rows: QueryRows) -> QueryRows:
+  """``rows`` with the padded entries (``where`` False) of ``sim`` and ``graded`` set to 0.
+
+  Every per-query core starts with it, so padding never matters to a loss or
+  its gradient, even when NaN, however the rows were built (the train step
+  builds them per device).
+  """
+  sim = jnp.where(rows.where, rows.sim, jnp.zeros((), rows.sim.dtype))
+  graded = rows.graded
+  if graded is not None:
+    graded = jnp.where(rows.where, graded, jnp.zeros((), graded.dtype))
+  return rows._replace(sim=sim, graded=graded)
 
 
 def per_direction(

@@ -54,6 +54,7 @@ def _adaptive_listwise_row(scores, positives, where, sharpness):
 
 def _unweighted_queries(rows: _masks.QueryRows, *, sharpness: float):
   checks.check_positive("sharpness", sharpness)
+  rows = _masks.without_padding(rows)
   row = jax.vmap(_adaptive_listwise_row, in_axes=(0, 0, 0, None))
   loss, weight = row(rows.sim, rows.positives, rows.where, sharpness)
   return checks.propagate_nonfinite(loss, rows.where, rows.sim), weight

@@ -49,6 +49,7 @@ def smooth_ndcg_queries(
     raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
   checks.check_positive("temperature", temperature)
   checks.check_block_size("block_size", block_size)
+  rows = _masks.without_padding(rows)
   relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
   loss, weight = smooth_ndcg_per_query(
     rows.sim, relevance, rows.where, temperature=temperature, block_size=block_size

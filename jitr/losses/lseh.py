@@ -25,6 +25,7 @@ def semantic_hard_negatives_queries(
     raise ValueError("semantic_hard_negatives: needs a semantic matrix (rows.graded is None)")
   checks.check_finite("margin", margin)
   checks.check_finite("semantic_weight", semantic_weight)
+  rows = _masks.without_padding(rows)
   lift = semantic_weight * rows.graded.astype(rows.sim.dtype)
   shifted = rows.sim + jnp.where(rows.positives, 0.0, lift)
   loss, weight = vse.triplet_per_query(

@@ -79,6 +79,7 @@ def semantic_margin_queries(
   checks.check_finite("triplet_margin", triplet_margin)
   if sampling == "random" and key is None:
     raise ValueError("key: sampling='random' needs an explicit jax.random key")
+  rows = _masks.without_padding(rows)
   if rows.sim.shape[-1] == 0:  # no candidates: no query counts
     return jnp.zeros(rows.sim.shape[:1], rows.sim.dtype), jnp.zeros(rows.sim.shape[:1], bool)
   keys = _masks.row_keys(key, rows) if sampling == "random" else None

@@ -204,3 +204,35 @@ def test_property_tiny_temperature_stays_finite(name, case):
   sim, graded, pos, _, _ = _case_arrays(case)
   value = _TINY_TAU[name](sim, graded, jnp.ones((3, 4), bool), pos)
   assert np.isfinite(float(value))
+
+
+@pytest.mark.parametrize("name", sorted(losses.LOSSES))
+def test_cores_ignore_padded_nan_however_rows_are_built(name):
+  """The per-query cores (objective, per-device train step) clean padding themselves."""
+  from jitr.losses import _masks  # pylint: disable=g-import-not-at-top
+
+  sim, graded, where, pos = _inputs()
+  core = losses.LOSSES[name].per_query
+  key = jax.random.key(0)
+  dirty_sim = sim.at[2, :].set(NAN).at[:, 3].set(NAN)
+  dirty_graded = graded.at[2, 0].set(NAN).at[1, 3].set(NAN)
+  for direction, (s, ds, g, dg, p, w) in enumerate(
+    ((sim, dirty_sim, graded, dirty_graded, pos, where),)
+    + ((sim.T, dirty_sim.T, graded.T, dirty_graded.T, pos.T, where.T),)
+  ):
+    index = jnp.arange(s.shape[0])
+    clean = core(_masks.QueryRows(s, p, w, g, index, direction), key=key)
+    dirty = core(_masks.QueryRows(ds, p, w, dg, index, direction), key=key)
+    counted = np.asarray(clean[1])
+    np.testing.assert_array_equal(np.asarray(dirty[1]), counted)
+    np.testing.assert_allclose(np.asarray(dirty[0])[counted], np.asarray(clean[0])[counted])
+  # And through the objective, with the graded matrix given separately.
+  spec = losses.LOSSES[name]
+  term = {name: {"sampling": "random"} if spec.needs_key else {}}
+  loss_fn = losses.objective(term)
+  graded_in = None if spec.graded is None else {"relevance": graded}
+  dirty_in = None if spec.graded is None else {"relevance": dirty_graded}
+  base, _ = loss_fn(sim, positives=pos, where=where, graded=graded_in, key=key)
+  total, _ = loss_fn(dirty_sim, positives=pos, where=where, graded=dirty_in, key=key)
+  assert np.isfinite(float(total))
+  np.testing.assert_allclose(float(total), float(base), rtol=1e-6)
