@@ -46,7 +46,8 @@ def coco_recalls(
 
   Returns:
     Keys ``5k/{i2t,t2i}/R@K``, ``5k/{i2t,t2i}/{medr,meanr}``, ``5k/rsum``,
-    ``5k/mR`` and the same with ``1k/`` (means over the folds).
+    ``5k/mR`` and the same with ``1k/`` (means over the folds), and
+    ``nonfinite_scores`` (see :func:`~jitr.evaluation.evaluate_retrieval`).
   """
   res = evaluate_retrieval(
     sim,
@@ -59,6 +60,6 @@ def coco_recalls(
   )
   out = {}
   for key, v in res.items():
-    proto, rest = key.split("/", 1)
-    out[f"{PROTOCOL_NAMES[proto]}/{rest}"] = v
+    proto, _, rest = key.partition("/")
+    out[f"{PROTOCOL_NAMES[proto]}/{rest}" if rest else key] = v
   return out

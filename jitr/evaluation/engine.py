@@ -6,6 +6,13 @@ jitted kernels compute everything the metrics need from that block; only
 small per-query arrays come back. Memory is bounded by a few ``(B, G)``
 blocks.
 
+Non-finite scores never improve a metric: each block is turned into
+:func:`kernels.order_key` keys (NaN below ``-inf``); a best positive scored NaN
+gets rank ``G`` (the gallery or sub-gallery size: not retrieved), and a NaN
+item in a top-k is neither a hit (mAP@R, R-P) nor a gain (NDCG, NCS, SR). Class
+AP ranks NaN items last, the relevant ones after the others. Every sweep also
+counts the non-finite (NaN, +-inf) scores of each query row (``nonfinite``).
+
 The metric modules (:mod:`recall`, :mod:`eccv`, :mod:`ndcg`, :mod:`semantic`,
 :mod:`class_map`) turn these per-query arrays into means; :mod:`suite` runs one
 sweep per direction for the full metric set.
@@ -77,6 +84,7 @@ class SweepResult:
     sr_hit: ``(Q, semantic_k)`` bool, a semantically relevant item within K.
     class_ap, class_valid: ``(Q,)`` class-label AP and whether the query has
       any relevant item.
+    nonfinite: ``(Q,)`` number of NaN / +-inf scores in each swept query row.
   """
 
   rank: np.ndarray | None = None
@@ -90,6 +98,7 @@ class SweepResult:
   sr_hit: np.ndarray | None = None
   class_ap: np.ndarray | None = None
   class_valid: np.ndarray | None = None
+  nonfinite: np.ndarray | None = None
 
 
 # Small separate kernels: XLA:CPU fuses one counting reduction per kernel into
@@ -97,6 +106,23 @@ class SweepResult:
 # jitted function can be an order of magnitude slower.
 
 _best = jax.jit(kernels.best_positive)
+
+
+@jax.jit
+def _keys_and_nonfinite(block):
+  """Order keys of the block and its non-finite count per row, from one read."""
+  return kernels.order_key(block), kernels.nonfinite_count(block)
+
+
+_credited = jax.jit(kernels.credited)
+
+
+@jax.jit
+def _worst_if_nan(rank, t, worst):
+  """``worst`` (the gallery size: not retrieved) where the best positive's score is NaN."""
+  return jnp.where(t == kernels.NAN_KEY, worst, rank)
+
+
 _rank = jax.jit(kernels.rank_of)
 
 
@@ -127,17 +153,17 @@ _membership = jax.jit(kernels.membership)
 
 
 @jax.jit
-def _ndcg_finish(rel, top_idx, ideal):
+def _ndcg_finish(rel, top_idx, ok, ideal):
   got = jnp.take_along_axis(rel, top_idx, axis=1)
   return (
-    kernels.discounted_cumsum(dcg.gain(got)),
+    kernels.discounted_cumsum(jnp.where(ok, dcg.gain(got), 0.0)),
     kernels.discounted_cumsum(dcg.gain(ideal)),
   )
 
 
-def _ndcg_curves(rel, top_idx):
+def _ndcg_curves(rel, top_idx, ok):
   ideal, _ = _topk(rel, k=top_idx.shape[1])
-  return _ndcg_finish(rel, top_idx, ideal)
+  return _ndcg_finish(rel, top_idx, ok, ideal)
 
 
 _mask = jax.jit(kernels.mask_items)
@@ -149,9 +175,10 @@ def _topk(scores, *, k: int):
 
 
 @functools.partial(jax.jit, static_argnames=("k", "n"))
-def _semantic_finish(sem, ret, ideal, ideal_idx, *, k: int, n: int):
-  sem_ret = jnp.take_along_axis(sem, ret, axis=1)
-  hit = kernels.membership(ret, ideal_idx[:, :n])
+def _semantic_finish(keys, sem, ret, ideal, ideal_idx, *, k: int, n: int):
+  ok = kernels.credited(keys, ret)
+  sem_ret = jnp.where(ok, jnp.take_along_axis(sem, ret, axis=1), 0.0)
+  hit = kernels.membership(ret, ideal_idx[:, :n]) & ok
   return (
     jnp.cumsum(sem_ret, axis=1),
     jnp.cumsum(ideal[:, :k], axis=1),
@@ -159,38 +186,42 @@ def _semantic_finish(sem, ret, ideal, ideal_idx, *, k: int, n: int):
   )
 
 
-def _semantic_curves(scores, sem, gt_pos, *, k: int, n: int):
-  ret = _topk_idx(_mask(scores, gt_pos), k=k)
+def _semantic_curves(keys, sem, gt_pos, *, k: int, n: int):
+  ret = _topk_idx(_mask(keys, gt_pos), k=k)
   ideal, ideal_idx = _topk(_mask(sem, gt_pos), k=max(k, n))
-  return _semantic_finish(sem, ret, ideal, ideal_idx, k=k, n=n)
+  return _semantic_finish(keys, sem, ret, ideal, ideal_idx, k=k, n=n)
 
 
 def _block_outputs(
   block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig, segment: tuple[int, int] | None = None
 ) -> dict:
-  out = {}
+  keys, nonfinite = _keys_and_nonfinite(block)
+  out = {"nonfinite": nonfinite}
+  g = block.shape[1]
   if cfg.with_gt:
-    t, p, has = _best(block, gt_pos)
+    t, p, has = _best(keys, gt_pos)
     out["has"] = has
     if cfg.with_groups and segment is not None:
-      counts = _rank_segments(block, t, p, segments=segment[1])
-      out["rank"] = jnp.sum(counts, axis=1)
-      out["group_rank"] = counts[:, segment[0]]
+      counts = _rank_segments(keys, t, p, segments=segment[1])
+      out["rank"] = _worst_if_nan(jnp.sum(counts, axis=1), t, g)
+      out["group_rank"] = _worst_if_nan(counts[:, segment[0]], t, g // segment[1])
     else:
-      out["rank"] = _rank(block, t, p)
+      out["rank"] = _worst_if_nan(_rank(keys, t, p), t, g)
       if cfg.with_groups:
-        out["group_rank"] = _rank_in(block, t, p, col_ok)
+        group_size = jnp.sum(col_ok, dtype=jnp.int32)
+        out["group_rank"] = _worst_if_nan(_rank_in(keys, t, p, col_ok), t, group_size)
   for i in range(cfg.num_extended):
-    et, ep, ehas = _best(block, ext_pos[i])
-    out[f"ext{i}_rank"] = jnp.where(ehas, _rank(block, et, ep), -1)
-  top_idx = _topk_idx(block, k=cfg.topk) if cfg.topk else None
+    et, ep, ehas = _best(keys, ext_pos[i])
+    out[f"ext{i}_rank"] = jnp.where(ehas, _worst_if_nan(_rank(keys, et, ep), et, g), -1)
+  top_idx = _topk_idx(keys, k=cfg.topk) if cfg.topk else None
+  ok = _credited(keys, top_idx) if cfg.topk else None
   for i in cfg.map_sets:
-    out[f"ext{i}_hits"] = _membership(top_idx, ext_pos[i])
+    out[f"ext{i}_hits"] = _membership(top_idx, ext_pos[i]) & ok
   if cfg.ndcg_k:
-    out["dcg"], out["idcg"] = _ndcg_curves(rel, top_idx[:, : cfg.ndcg_k])
+    out["dcg"], out["idcg"] = _ndcg_curves(rel, top_idx[:, : cfg.ndcg_k], ok[:, : cfg.ndcg_k])
   if cfg.semantic_k:
     out["ncs_num"], out["ncs_den"], out["sr_hit"] = _semantic_curves(
-      block, sem, gt_pos, k=cfg.semantic_k, n=cfg.semantic_n
+      keys, sem, gt_pos, k=cfg.semantic_k, n=cfg.semantic_n
     )
   return out
 
@@ -204,7 +235,8 @@ def class_average_precision_block(
   of the ``i``-th relevant item and ``m`` the number of relevant items. With
   ``k``: ``AP@k = sum_{i <= k} rel_i P@i / sum_{i <= k} rel_i`` (0 when the top
   ``k`` holds no relevant item). Returns ``(ap, valid)``; rows without any
-  relevant item are not valid. Exact, with the index tie-break.
+  relevant item are not valid. Exact, with the index tie-break. NaN scores
+  rank last, the relevant NaN items after the other NaN items (worst case).
   """
   scores = np.asarray(scores, np.float32) + np.float32(0.0)  # -0.0 -> +0.0
   relevant = np.asarray(relevant, bool)
@@ -212,6 +244,7 @@ def class_average_precision_block(
   ap = np.zeros(b, np.float64)
   m_all = relevant.sum(axis=1)
   valid = m_all > 0
+  nan_rows = np.isnan(scores).any(axis=1)
   if k is not None:
     kk = min(int(k), g)
     part = (
@@ -220,6 +253,8 @@ def class_average_precision_block(
     for i in range(b):
       cand = part[i]
       order = cand[np.lexsort((cand, -scores[i, cand]))]
+      if nan_rows[i]:
+        order = _nan_last_order(scores[i], relevant[i])[:kk]
       rel = relevant[i, order]
       if rel.any():
         cum = np.cumsum(rel)
@@ -231,7 +266,10 @@ def class_average_precision_block(
     m = int(m_all[i])
     if m == 0:
       continue
-    if has_ties[i]:
+    if nan_rows[i]:
+      order = _nan_last_order(scores[i], relevant[i])
+      ranks = np.flatnonzero(relevant[i, order]) + 1.0
+    elif has_ties[i]:
       order = np.argsort(-scores[i], kind="stable")
       ranks = np.flatnonzero(relevant[i, order]) + 1.0
     else:
@@ -239,6 +277,12 @@ def class_average_precision_block(
       ranks = g - np.searchsorted(sorted_all[i], vals, side="right") + 1.0
     ap[i] = np.sum(np.arange(1, m + 1) / ranks) / m
   return ap, valid
+
+
+def _nan_last_order(row: np.ndarray, relevant: np.ndarray) -> np.ndarray:
+  """Ranking of one row: score descending, index tie-break, NaN last (relevant NaN after others)."""
+  nan = np.isnan(row)
+  return np.lexsort((np.arange(row.size), relevant & nan, -np.where(nan, 0.0, row), nan))
 
 
 def sweep(
@@ -366,4 +410,5 @@ def _as_result(arrays: dict[str, np.ndarray], cfg: SweepConfig) -> SweepResult:
     sr_hit=arrays.get("sr_hit"),
     class_ap=arrays.get("class_ap"),
     class_valid=arrays.get("class_valid"),
+    nonfinite=arrays.get("nonfinite"),
   )

@@ -6,6 +6,13 @@ them together so that every block of scores is read once for all metrics.
 
 Ranking convention everywhere: score descending, ties broken by the lower
 gallery index (``jax.lax.top_k`` order, ``np.argsort(-s, kind="stable")``).
+
+Non-finite scores: the kernels work on :func:`order_key` of a block, an int32
+with the order of the float scores in which NaN sits below ``-inf`` (and items
+removed from a ranking, :data:`MASKED_KEY`, below NaN). A NaN-scored item is
+never credited: a best positive whose score is NaN gets the worst rank (the
+gallery size, "not retrieved"), and a NaN item in a top-k is neither a hit nor
+a gain (:func:`credited`). So no metric can improve through a NaN.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ import jax.numpy as jnp
 from jitr.losses import dcg
 
 __all__ = [
+  "MASKED_KEY",
+  "NAN_KEY",
+  "order_key",
+  "credited",
+  "nonfinite_count",
   "best_positive",
   "rank_of",
   "membership",
@@ -25,23 +37,56 @@ __all__ = [
 ]
 
 
+MASKED_KEY = jnp.iinfo(jnp.int32).min
+"""Key of an item removed from a ranking (below everything, NaN included)."""
+NAN_KEY = jnp.iinfo(jnp.int32).min + 1
+"""Key of a NaN score: below every float, ``-inf`` included."""
+
+
+def order_key(scores: jax.Array) -> jax.Array:
+  """int32 keys ordered like the float32 ``scores``; ``-0.0 == +0.0``, NaN -> :data:`NAN_KEY`.
+
+  Positive floats keep their bit pattern; negative ones get their 31 low bits
+  flipped, so a larger magnitude gives a smaller key (``-inf`` -> ``-2**31 +
+  2**23 - 1``, two steps above :data:`NAN_KEY`).
+  """
+  scores = scores.astype(jnp.float32)
+  bits = jax.lax.bitcast_convert_type(scores, jnp.int32)
+  key = jnp.where(bits < 0, bits ^ jnp.int32(0x7FFFFFFF), bits)
+  key = jnp.where(scores == 0, 0, key)
+  return jnp.where(jnp.isnan(scores), NAN_KEY, key)
+
+
+def credited(keys: jax.Array, items: jax.Array) -> jax.Array:
+  """``(B, k)`` bool: the retrieved ``items`` whose score is not NaN (they may count)."""
+  return jnp.take_along_axis(keys, items, axis=1) > NAN_KEY
+
+
+def nonfinite_count(scores: jax.Array) -> jax.Array:
+  """``(B,)`` number of NaN / +-inf scores per row."""
+  return jnp.sum(~jnp.isfinite(scores), axis=1, dtype=jnp.int32)
+
+
 def best_positive(scores: jax.Array, pos: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
   """Score ``t``, gallery index ``p`` and validity of each row's best positive.
 
   ``pos`` is ``(B, P)`` int32 with ``-1`` padding. The best positive has the
   highest score, the lowest index among equal scores (it is ranked first).
+  ``scores`` may be floats or :func:`order_key` keys (then NaN positives lose
+  to every other positive).
   """
   chex.assert_rank([scores, pos], 2)
   chex.assert_equal_shape_prefix([scores, pos], 1)
   valid = pos >= 0
   safe = jnp.where(valid, pos, 0)
   got = jnp.take_along_axis(scores, safe, axis=1)
-  got = jnp.where(valid, got, -jnp.inf)
+  low = -jnp.inf if jnp.issubdtype(scores.dtype, jnp.floating) else MASKED_KEY
+  got = jnp.where(valid, got, low)
   best = jnp.max(got, axis=1)
   big = jnp.int32(scores.shape[1])
   best_idx = jnp.min(jnp.where(valid & (got == best[:, None]), safe, big), axis=1)
   has = jnp.any(valid, axis=1)
-  return jnp.where(has, best, 0.0), jnp.where(has, best_idx, 0), has
+  return jnp.where(has, best, 0).astype(scores.dtype), jnp.where(has, best_idx, 0), has
 
 
 def rank_of(
@@ -70,7 +115,9 @@ def membership(items: jax.Array, pos: jax.Array) -> jax.Array:
 
 
 def mask_items(scores: jax.Array, items: jax.Array) -> jax.Array:
-  """Sets ``scores[b, items[b, i]]`` to ``-inf`` (``-1`` entries ignored).
+  """Sets ``scores[b, items[b, i]]`` to ``-inf`` (:data:`MASKED_KEY` for int keys).
+
+  ``-1`` entries are ignored.
 
   Written as compares + select (a scatter is much slower on XLA:CPU).
   """
@@ -80,7 +127,8 @@ def mask_items(scores: jax.Array, items: jax.Array) -> jax.Array:
   hit = jnp.zeros(scores.shape, bool)
   for i in range(items.shape[1]):
     hit = hit | (col[None] == items[:, i : i + 1])
-  return jnp.where(hit, -jnp.inf, scores)
+  low = -jnp.inf if jnp.issubdtype(scores.dtype, jnp.floating) else MASKED_KEY
+  return jnp.where(hit, jnp.asarray(low, scores.dtype), scores)
 
 
 def discounted_cumsum(gains: jax.Array) -> jax.Array:

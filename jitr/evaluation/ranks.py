@@ -13,6 +13,10 @@ median / mean rank use (VSE++ convention: an image query is answered as soon
 as any of its captions is retrieved). It is computed by counting over each
 row of a block -- one pass, no sort -- so any K, and the exact median and
 mean rank, come for free.
+
+Non-finite scores: NaN ranks below every other score, ``-inf`` included, and a
+best positive whose score is NaN (every positive of the query is NaN) gets
+rank ``G``, the gallery size: not retrieved, a miss at every K <= G.
 """
 
 from __future__ import annotations
@@ -83,12 +87,15 @@ def best_positive_ranks(
 
 
 def best_positive_ranks_reference(scores: np.ndarray, positives: PositiveSets) -> np.ndarray:
-  """Plain numpy version (a full stable argsort per row), for tests."""
-  scores = np.asarray(scores)
+  """Plain numpy version (a full stable argsort per row, NaN last), for tests."""
+  scores = np.asarray(scores, np.float32) + np.float32(0.0)
   out = np.full(scores.shape[0], -1, np.int64)
   for i, row in enumerate(scores):
     pos = positives.indices[i][positives.indices[i] >= 0]
     if pos.size == 0:
+      continue
+    if np.isnan(row[pos]).all():
+      out[i] = row.size
       continue
     order = np.argsort(-row, kind="stable")
     where = np.empty_like(order)

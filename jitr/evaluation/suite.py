@@ -18,6 +18,7 @@ key                               metric
 ``ndcg/{d}/NDCG@K``               NDCG@K with graded relevance
 ``semantic/{d}/NCS@K``, ``SR@K``  NCS and Semantic Recall (SAM paper)
 ``class/{d}/mAP``, ``class/mAP``  MAP over class labels (CMAL^2R)
+``nonfinite_scores``              number of NaN / +-inf entries of ``sim``
 ================================  ==========================================
 
 ``{d}`` is ``i2t`` or ``t2i``. Rates are in percent (``percent=True``) --
@@ -126,7 +127,11 @@ def evaluate_retrieval(
     chunk_size: queries per block (default: ~8 MB float32 blocks).
 
   Returns:
-    A flat ``{key: float}`` dict.
+    A flat ``{key: float}`` dict. ``nonfinite_scores`` counts the NaN / +-inf
+    entries of ``sim`` (0.0 when all are finite): a NaN score never helps a
+    metric -- a best positive scored NaN is not retrieved (rank = gallery
+    size), a NaN item in a top-k is neither a hit nor a gain, class AP ranks
+    NaN items last -- so check this key before trusting the numbers.
   """
   plan = plan_evaluation(
     sim,
@@ -147,11 +152,12 @@ def evaluate_retrieval(
     directions=directions,
   )
   scale = 100.0 if percent else 1.0
-  per_direction = {
-    d: direction_metrics(plan, d, sweep_direction(plan, d, chunk_size=chunk_size), scale)
-    for d in plan.directions
-  }
+  results = {d: sweep_direction(plan, d, chunk_size=chunk_size) for d in plan.directions}
+  per_direction = {d: direction_metrics(plan, d, r, scale) for d, r in results.items()}
   out: dict[str, float] = {}
+  if results:
+    first = next(iter(results.values()))
+    out["nonfinite_scores"] = float(np.sum(first.nonfinite, dtype=np.int64))
   for metrics in per_direction.values():
     out.update(metrics.values)
   if plan.both_directions:

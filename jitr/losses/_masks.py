@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 Reduction = Literal["mean", "sum", "none"]
+REDUCTIONS = ("mean", "sum", "none")
 
 
 class DirectionalLoss(NamedTuple):
@@ -80,6 +81,20 @@ def query_rows(
     QueryRows(sim, positives, where, graded, jnp.arange(n_img), IMAGE_TO_TEXT),
     QueryRows(sim.T, positives.T, where.T, gt, jnp.arange(n_txt), TEXT_TO_IMAGE),
   )
+
+
+def without_padding(rows: QueryRows) -> QueryRows:
+  """``rows`` with the padded entries (``where`` False) of ``sim`` and ``graded`` set to 0.
+
+  Every per-query core starts with it, so padding never matters to a loss or
+  its gradient, even when NaN, however the rows were built (the train step
+  builds them per device).
+  """
+  sim = jnp.where(rows.where, rows.sim, jnp.zeros((), rows.sim.dtype))
+  graded = rows.graded
+  if graded is not None:
+    graded = jnp.where(rows.where, graded, jnp.zeros((), graded.dtype))
+  return rows._replace(sim=sim, graded=graded)
 
 
 def per_direction(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks
+from jitr.losses import _masks, checks
 
 
 def rank_adaptive_margins(scores: jax.Array, negatives: jax.Array) -> jax.Array:
@@ -30,7 +30,7 @@ def rank_adaptive_margins(scores: jax.Array, negatives: jax.Array) -> jax.Array:
 
 def _masked_logsumexp(values: jax.Array, mask: jax.Array) -> jax.Array:
   """``log Σ_{mask} exp(v)`` (−inf for an empty mask) with finite gradients."""
-  peak = jax.lax.stop_gradient(jnp.max(jnp.where(mask, values, -jnp.inf)))
+  peak = jax.lax.stop_gradient(jnp.max(jnp.where(mask, values, -jnp.inf), initial=-jnp.inf))
   peak = jnp.where(jnp.isfinite(peak), peak, 0.0)
   total = jnp.sum(jnp.where(mask, jnp.exp(jnp.where(mask, values, peak) - peak), 0.0))
   any_valid = jnp.any(mask)
@@ -53,8 +53,11 @@ def _adaptive_listwise_row(scores, positives, where, sharpness):
 
 
 def _unweighted_queries(rows: _masks.QueryRows, *, sharpness: float):
+  checks.check_positive("sharpness", sharpness)
+  rows = _masks.without_padding(rows)
   row = jax.vmap(_adaptive_listwise_row, in_axes=(0, 0, 0, None))
-  return row(rows.sim, rows.positives, rows.where, sharpness)
+  loss, weight = row(rows.sim, rows.positives, rows.where, sharpness)
+  return checks.propagate_nonfinite(loss, rows.where, rows.sim), weight
 
 
 def adaptive_listwise_queries(
@@ -67,6 +70,7 @@ def adaptive_listwise_queries(
   """The per-query core of :func:`adaptive_listwise`, already weighted by its
   direction (α for image->text, 1 − α for text->image; ``key`` unused)."""
   del key
+  checks.check_unit_interval("alpha", alpha)
   loss, weight = _unweighted_queries(rows, sharpness=sharpness)
   scale = alpha if rows.direction == _masks.IMAGE_TO_TEXT else 1.0 - alpha
   return scale * loss, weight
@@ -101,6 +105,8 @@ def adaptive_listwise(
   >>> round(float(adaptive_listwise(sim)), 5)  # log(1 + exp((0 − .5 + .75)/.5))
   0.97408
   """
+  checks.check_unit_interval("alpha", alpha)
+  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   positives, where = _masks.resolve_masks(sim, positives, where)
   rows = _masks.query_rows(sim, positives, where)
   # Unweighted per-query values; the direction weights apply in the reduction.

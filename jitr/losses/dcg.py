@@ -12,6 +12,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses import checks
 from jitr.losses import ranks as ranks_lib
 
 
@@ -61,7 +62,7 @@ def ndcg_from_ranks(
   kept = where if top_k is None else where & (ranks <= top_k)
   dcg = jnp.sum(jnp.where(kept, gains * discount(ranks.astype(gains.dtype)), 0.0))
   idcg = ideal_dcg(relevance, where=where, top_k=top_k)
-  valid = idcg > 0
+  valid = ~(idcg <= 0)  # a NaN relevance keeps the query (its NDCG is NaN)
   return jnp.where(valid, dcg / jnp.where(valid, idcg, 1.0), 0.0), valid
 
 
@@ -82,6 +83,8 @@ def ndcg(
   >>> round(float(ndcg(jnp.array([0.2, 0.9]), jnp.array([1.0, 0.0]))), 4)  # 1/log2(3)
   0.6309
   """
+  if top_k is not None:
+    checks.check_block_size("top_k", top_k)
   chex.assert_rank(scores, 1)
   chex.assert_equal_shape([scores, relevance])
   where = jnp.ones(scores.shape, bool) if where is None else where.astype(bool)

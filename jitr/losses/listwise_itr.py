@@ -6,7 +6,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, dcg
+from jitr.losses import _masks, checks, dcg
 from jitr.losses import ranks as ranks_lib
 
 
@@ -47,10 +47,14 @@ def smooth_ndcg_queries(
   del key
   if rows.graded is None:
     raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
+  checks.check_positive("temperature", temperature)
+  checks.check_block_size("block_size", block_size)
+  rows = _masks.without_padding(rows)
   relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
-  return smooth_ndcg_per_query(
+  loss, weight = smooth_ndcg_per_query(
     rows.sim, relevance, rows.where, temperature=temperature, block_size=block_size
   )
+  return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
 
 def smooth_ndcg(
@@ -92,6 +96,7 @@ def smooth_ndcg(
   >>> round(float(smooth_ndcg(sim, rel, temperature=1e-3)), 6)  # perfectly ranked
   0.0
   """
+  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   chex.assert_rank(sim, 2)
   chex.assert_equal_shape([sim, relevance])
   if positives is None:  # no annotated pairs: the relevance is used as given

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, vse
+from jitr.losses import _masks, checks, vse
 
 
 def semantic_hard_negatives_queries(
@@ -23,9 +23,15 @@ def semantic_hard_negatives_queries(
   del key
   if rows.graded is None:
     raise ValueError("semantic_hard_negatives: needs a semantic matrix (rows.graded is None)")
+  checks.check_finite("margin", margin)
+  checks.check_finite("semantic_weight", semantic_weight)
+  rows = _masks.without_padding(rows)
   lift = semantic_weight * rows.graded.astype(rows.sim.dtype)
   shifted = rows.sim + jnp.where(rows.positives, 0.0, lift)
-  return vse.triplet_per_query(shifted, rows.positives, rows.where, margin=margin, mining="max")
+  loss, weight = vse.triplet_per_query(
+    shifted, rows.positives, rows.where, margin=margin, mining="max"
+  )
+  return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
 
 def semantic_hard_negatives(
@@ -62,6 +68,7 @@ def semantic_hard_negatives(
   >>> round(float(semantic_hard_negatives(sim, sem, reduction="sum")), 4)
   0.21
   """
+  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   positives, where = _masks.resolve_masks(sim, positives, where)
   if semantic.shape != sim.shape:
     raise ValueError(f"semantic: expected shape {sim.shape} like sim, got {semantic.shape}")

@@ -11,6 +11,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses import checks
+
 
 def _pairwise_tanh(scores: jax.Array, half_inverse_temperature: jax.Array) -> jax.Array:
   """``t[i, j] = tanh((s_j − s_i)/(2τ))``, so ``σ((s_j − s_i)/τ) = (1 + t)/2``.
@@ -80,6 +82,7 @@ def approx_ranks(
   >>> approx_ranks(jnp.array([0.3, 0.9, 0.1]), temperature=1e-3).tolist()
   [2.0, 1.0, 3.0]
   """
+  checks.check_positive("temperature", temperature)
   chex.assert_rank(scores, 1)
   if where is None:
     where = jnp.ones(scores.shape, dtype=bool)

@@ -7,7 +7,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, vse
+from jitr.losses import _masks, checks, vse
 
 Sampling = Literal["hard", "soft", "random"]
 
@@ -72,8 +72,16 @@ def semantic_margin_queries(
   """
   if rows.graded is None:
     raise ValueError("semantic_margin_triplet: needs a metric matrix (rows.graded is None)")
+  checks.check_positive("temperature", temperature)
+  checks.check_choice("sampling", sampling, ("hard", "soft", "random"))
+  if max_margin is not None:
+    checks.check_finite("max_margin", max_margin)
+  checks.check_finite("triplet_margin", triplet_margin)
   if sampling == "random" and key is None:
     raise ValueError("key: sampling='random' needs an explicit jax.random key")
+  rows = _masks.without_padding(rows)
+  if rows.sim.shape[-1] == 0:  # no candidates: no query counts
+    return jnp.zeros(rows.sim.shape[:1], rows.sim.dtype), jnp.zeros(rows.sim.shape[:1], bool)
   keys = _masks.row_keys(key, rows) if sampling == "random" else None
   row = jax.vmap(
     lambda s, phi, p, w, k: _semantic_margin_row(
@@ -84,7 +92,7 @@ def semantic_margin_queries(
   loss, weight = row(rows.sim, rows.graded.astype(rows.sim.dtype), rows.positives, rows.where, keys)
   if keep_triplet:
     loss = loss + vse.triplet_queries(rows, margin=triplet_margin, mining="max")[0]
-  return loss, weight
+  return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
 
 def semantic_margin_triplet(
@@ -123,6 +131,8 @@ def semantic_margin_triplet(
     keep_triplet: add the original VSE++ LMH triplet with ``triplet_margin``.
     reduction: ``"mean"``, ``"sum"`` or ``"none"`` (SAM term only).
   """
+  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
+  checks.check_finite("triplet_margin", triplet_margin)
   positives, where = _masks.resolve_masks(sim, positives, where)
   if metric.shape != sim.shape:
     raise ValueError(f"metric: expected shape {sim.shape} like sim, got {metric.shape}")

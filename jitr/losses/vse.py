@@ -7,7 +7,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks
+from jitr.losses import _masks, checks
 
 Mining = Literal["max", "sum"]
 
@@ -48,7 +48,7 @@ def triplet_per_query(
   pos = positives & where
   neg = where & ~positives
   if mining == "max":
-    hardest = jnp.max(jnp.where(neg, sim, -jnp.inf), axis=-1, keepdims=True)
+    hardest = jnp.max(jnp.where(neg, sim, -jnp.inf), axis=-1, keepdims=True, initial=-jnp.inf)
     has_neg = jnp.any(neg, axis=-1, keepdims=True)
     hinge = jnp.where(has_neg, jax.nn.relu(margin + jnp.where(has_neg, hardest, 0.0) - sim), 0.0)
   elif mining == "sum":
@@ -69,7 +69,13 @@ def triplet_queries(
 ) -> tuple[jax.Array, jax.Array]:
   """The per-query core of :func:`triplet` on a block of query rows (``key`` unused)."""
   del key
-  return triplet_per_query(rows.sim, rows.positives, rows.where, margin=margin, mining=mining)
+  rows = _masks.without_padding(rows)
+  checks.check_finite("margin", margin)
+  checks.check_choice("mining", mining, ("max", "sum"))
+  loss, weight = triplet_per_query(
+    rows.sim, rows.positives, rows.where, margin=margin, mining=mining
+  )
+  return checks.propagate_nonfinite(loss, rows.where, rows.sim), weight
 
 
 def triplet(
@@ -105,6 +111,7 @@ def triplet(
   >>> float(triplet(sim, reduction="sum"))  # [.2+.8-.9]+[.2+.1-.5] + [.2+.1-.9]+[.2+.8-.5]
   0.6...
   """
+  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   positives, where = _masks.resolve_masks(sim, positives, where)
   rows = _masks.query_rows(sim, positives, where)
   losses = _masks.per_direction(triplet_queries, rows, margin=margin, mining=mining)

@@ -1,0 +1,88 @@
+"""Trace-time checks of the losses' hyper-parameters and the NaN convention.
+
+Each check raises one ``ValueError`` naming the argument and the expected
+range. Hyper-parameters are checked when they are Python / numpy numbers (or
+concrete arrays); a traced array (e.g. a scheduled temperature inside ``jit``)
+is not checked.
+
+NaN convention (every loss): a non-finite value in a *valid* entry (``where``
+True) of ``sim`` or of the graded matrix of a query that counts makes that
+query's loss NaN (:func:`propagate_nonfinite`), so the mean/sum is NaN too;
+padded entries (``where`` False) never matter, even if NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Collection
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+  "check_block_size",
+  "check_choice",
+  "check_finite",
+  "check_positive",
+  "check_unit_interval",
+  "propagate_nonfinite",
+]
+
+
+def _static(value: Any) -> float | None:
+  """``float(value)`` when it is known at trace time, else None (traced arrays)."""
+  try:
+    return float(value)
+  except (TypeError, jax.errors.ConcretizationTypeError):
+    return None
+
+
+def check_positive(name: str, value: Any) -> None:
+  """``value`` must be a finite number > 0 (a temperature, a sharpness)."""
+  v = _static(value)
+  if v is not None and not (math.isfinite(v) and v > 0):
+    raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+
+
+def check_finite(name: str, value: Any) -> None:
+  """``value`` must be a finite number (a margin, a weight)."""
+  v = _static(value)
+  if v is not None and not math.isfinite(v):
+    raise ValueError(f"{name}: expected a finite number, got {value!r}")
+
+
+def check_unit_interval(name: str, value: Any) -> None:
+  """``value`` must lie in [0, 1] (a direction weight)."""
+  v = _static(value)
+  if v is not None and not 0.0 <= v <= 1.0:
+    raise ValueError(f"{name}: expected a number in [0, 1], got {value!r}")
+
+
+def check_block_size(name: str, value: Any) -> None:
+  """``value`` must be an int >= 1."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+
+
+def check_choice(name: str, value: Any, choices: Collection[str]) -> None:
+  """``value`` must be one of ``choices``."""
+  if value not in choices:
+    raise ValueError(f"{name}: expected one of {sorted(choices)}, got {value!r}")
+
+
+def propagate_nonfinite(
+  loss: jax.Array, where: jax.Array, *matrices: jax.Array | None
+) -> jax.Array:
+  """``loss + Σ_j [where_j] 0·x_j`` per row: NaN where a valid entry of a matrix is not finite.
+
+  ``loss`` is ``[Q]``; each matrix ``[Q, C]`` (None skipped). ``0·x`` is 0 for
+  finite ``x`` and NaN for NaN / ±inf; padded entries are selected away, and
+  the gradient of the added term is 0.
+  """
+  for x in matrices:
+    if x is not None:
+      zero = jnp.where(where, x.astype(loss.dtype) * 0, 0)
+      loss = loss + jnp.sum(zero, axis=-1)
+  return loss
