@@ -14,64 +14,19 @@ recurrent kernels ``[·, 3H]`` of :class:`jitr.models.gru.GRU`; BatchNorm
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from typing import Any
 
 import numpy as np
 
+from jitr.models.torch_state import StateDictReader, load_flat_state_dict
+
 PREFIXES = ("img_enc", "txt_enc", "sim_enc")
-_UNUSED = re.compile(r".*\.num_batches_tracked$")
 
 
-class _Reader:
-  """Pops keys from a state dict, with one clear error per missing or unexpected key."""
-
-  def __init__(self, state_dict: dict[str, Any]):
-    self.state = {k: _to_numpy(k, v) for k, v in state_dict.items() if not _UNUSED.match(k)}
-
-  def take(self, key: str, ndim: int) -> np.ndarray:
-    if key not in self.state:
-      raise KeyError(f"SGRAF state_dict: missing key {key!r}")
-    value = self.state.pop(key)
-    if value.ndim != ndim:
-      raise ValueError(f"SGRAF state_dict: {key!r} must have {ndim} dims, got {value.shape}")
-    return value
-
-  def linear(self, prefix: str) -> dict[str, np.ndarray]:
-    return {"kernel": self.take(f"{prefix}.weight", 2).T, "bias": self.take(f"{prefix}.bias", 1)}
-
-  def batch_norm(self, prefix: str) -> tuple[dict, dict]:
-    params = {"scale": self.take(f"{prefix}.weight", 1), "bias": self.take(f"{prefix}.bias", 1)}
-    stats = {
-      "mean": self.take(f"{prefix}.running_mean", 1),
-      "var": self.take(f"{prefix}.running_var", 1),
-    }
-    return params, stats
-
-  def gru(self, prefix: str, suffix: str) -> dict:
-    return {
-      "input": {
-        "kernel": self.take(f"{prefix}.weight_ih_l0{suffix}", 2).T,
-        "bias": self.take(f"{prefix}.bias_ih_l0{suffix}", 1),
-      },
-      "recurrent_kernel": self.take(f"{prefix}.weight_hh_l0{suffix}", 2).T,
-      "recurrent_bias": self.take(f"{prefix}.bias_hh_l0{suffix}", 1),
-    }
-
-  def finish(self) -> None:
-    if self.state:
-      raise KeyError(f"SGRAF state_dict: unexpected keys {sorted(self.state)}")
-
-
-def _to_numpy(key: str, value: Any) -> np.ndarray:
-  if hasattr(value, "detach"):  # a torch.Tensor
-    value = value.detach().cpu().numpy()
-  array = np.asarray(value)
-  if not np.issubdtype(array.dtype, np.floating):
-    raise ValueError(f"SGRAF state_dict: {key!r} must be a float tensor, got {array.dtype}")
-  return array.astype(np.float32)
+def _reader(state_dict: dict[str, Any]) -> StateDictReader:
+  return StateDictReader(state_dict, "SGRAF state_dict")
 
 
 def similarity_module(state_dict: dict[str, Any]) -> tuple[str, int]:
@@ -92,7 +47,7 @@ def similarity_module(state_dict: dict[str, Any]) -> tuple[str, int]:
 def params_from_state_dict(state_dict: dict[str, Any]) -> tuple[dict, dict]:
   """Official flat state dict -> ``(params, batch_stats)`` of :class:`SGRAF`."""
   module, steps = similarity_module(state_dict)
-  r = _Reader(state_dict)
+  r = _reader(state_dict)
   img_enc = {"fc": r.linear("img_enc.fc")}
   txt_enc = {
     "embed": {"embedding": r.take("txt_enc.embed.weight", 2)},
@@ -138,7 +93,7 @@ def params_from_state_dict(state_dict: dict[str, Any]) -> tuple[dict, dict]:
 def config_from_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
   """The :class:`SGRAF` fields the weights fix: vocab / layer sizes, module, SGR steps."""
   module, steps = similarity_module(state_dict)
-  shape = lambda k: tuple(np.shape(_to_numpy(k, state_dict[k])))  # noqa: E731
+  shape = lambda k: tuple(np.shape(state_dict[k]))  # noqa: E731
   for key in ("img_enc.fc.weight", "txt_enc.embed.weight", "sim_enc.sim_eval_w.weight"):
     if key not in state_dict:
       raise KeyError(f"SGRAF state_dict: missing key {key!r}")
@@ -163,17 +118,7 @@ def load_official_state_dict(path: str | os.PathLike) -> dict[str, Any]:
   ``argparse.Namespace``, the saved ``opt``, is allowed beyond tensors and
   containers) and flattens ``checkpoint['model']`` into ``img_enc.* / txt_enc.* /
   sim_enc.*`` keys."""
-  import torch  # only needed to read PyTorch files
-
-  with torch.serialization.safe_globals([argparse.Namespace]):
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-  model = checkpoint.get("model") if isinstance(checkpoint, dict) else None
-  if not isinstance(model, (list, tuple)) or len(model) != len(PREFIXES):
-    raise ValueError(
-      f"{os.fspath(path)}: expected an official SGRAF checkpoint, a dict whose 'model' "
-      f"is the list [img_enc, txt_enc, sim_enc] of state dicts"
-    )
-  return {f"{p}.{k}": v for p, sd in zip(PREFIXES, model) for k, v in sd.items()}
+  return load_flat_state_dict(path, PREFIXES, "SGRAF")
 
 
 def load_official_checkpoint(path: str | os.PathLike) -> tuple[dict, dict]:

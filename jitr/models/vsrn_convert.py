@@ -17,74 +17,20 @@ BatchNorm ``weight, bias, running_mean, running_var`` become ``scale, bias, mean
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from typing import Any
 
 import numpy as np
 
+from jitr.models.torch_state import StateDictReader, load_flat_state_dict
+
 PREFIXES = ("img_enc", "txt_enc")
-_UNUSED = re.compile(r".*\.num_batches_tracked$")
 _NAME = "VSRN state_dict"
 
 
-class _Reader:
-  """Pops keys from a state dict, with one clear error per missing or unexpected key."""
-
-  def __init__(self, state_dict: dict[str, Any]):
-    self.state = {k: _to_numpy(k, v) for k, v in state_dict.items() if not _UNUSED.match(k)}
-
-  def take(self, key: str, ndim: int) -> np.ndarray:
-    if key not in self.state:
-      raise KeyError(f"{_NAME}: missing key {key!r}")
-    value = self.state.pop(key)
-    if value.ndim != ndim:
-      raise ValueError(f"{_NAME}: {key!r} must have {ndim} dims, got {value.shape}")
-    return value
-
-  def linear(self, prefix: str, bias: bool = True) -> dict[str, np.ndarray]:
-    out = {"kernel": self.take(f"{prefix}.weight", 2).T}
-    if bias:
-      out["bias"] = self.take(f"{prefix}.bias", 1)
-    return out
-
-  def conv1x1(self, prefix: str) -> dict[str, np.ndarray]:
-    weight = self.take(f"{prefix}.weight", 3)
-    if weight.shape[2] != 1:
-      raise ValueError(f"{_NAME}: {prefix + '.weight'!r} must be a 1x1 conv, got {weight.shape}")
-    return {"kernel": weight[:, :, 0].T, "bias": self.take(f"{prefix}.bias", 1)}
-
-  def batch_norm(self, prefix: str) -> tuple[dict, dict]:
-    params = {"scale": self.take(f"{prefix}.weight", 1), "bias": self.take(f"{prefix}.bias", 1)}
-    stats = {
-      "mean": self.take(f"{prefix}.running_mean", 1),
-      "var": self.take(f"{prefix}.running_var", 1),
-    }
-    return params, stats
-
-  def gru(self, prefix: str) -> dict:
-    return {
-      "input": {
-        "kernel": self.take(f"{prefix}.weight_ih_l0", 2).T,
-        "bias": self.take(f"{prefix}.bias_ih_l0", 1),
-      },
-      "recurrent_kernel": self.take(f"{prefix}.weight_hh_l0", 2).T,
-      "recurrent_bias": self.take(f"{prefix}.bias_hh_l0", 1),
-    }
-
-  def finish(self) -> None:
-    if self.state:
-      raise KeyError(f"{_NAME}: unexpected keys {sorted(self.state)}")
-
-
-def _to_numpy(key: str, value: Any) -> np.ndarray:
-  if hasattr(value, "detach"):  # a torch.Tensor
-    value = value.detach().cpu().numpy()
-  array = np.asarray(value)
-  if not np.issubdtype(array.dtype, np.floating):
-    raise ValueError(f"{_NAME}: {key!r} must be a float tensor, got {array.dtype}")
-  return array.astype(np.float32)
+def _reader(state_dict: dict[str, Any]) -> StateDictReader:
+  return StateDictReader(state_dict, "VSRN state_dict")
 
 
 def gcn_layer_count(state_dict: dict[str, Any]) -> int:
@@ -97,7 +43,7 @@ def has_caption_model(state_dict: dict[str, Any]) -> bool:
   return any(k.startswith("caption_model.") for k in state_dict)
 
 
-def _image_encoder(r: _Reader, gcn_layers: int, feature_bn: bool) -> tuple[dict, dict]:
+def _image_encoder(r: StateDictReader, gcn_layers: int, feature_bn: bool) -> tuple[dict, dict]:
   params: dict[str, Any] = {"fc": r.linear("img_enc.fc")}
   stats: dict[str, Any] = {}
   for k in range(1, gcn_layers + 1):
@@ -115,7 +61,7 @@ def _image_encoder(r: _Reader, gcn_layers: int, feature_bn: bool) -> tuple[dict,
   return params, stats
 
 
-def _caption_model(r: _Reader) -> dict:
+def _caption_model(r: StateDictReader) -> dict:
   d = "caption_model.decoder"
   return {
     "encoder": {
@@ -136,7 +82,7 @@ def _caption_model(r: _Reader) -> dict:
 
 def params_from_state_dict(state_dict: dict[str, Any]) -> tuple[dict, dict]:
   """Official flat state dict -> ``(params, batch_stats)`` of :class:`VSRN`."""
-  r = _Reader(state_dict)
+  r = _reader(state_dict)
   feature_bn = "img_enc.bn.weight" in state_dict
   img_enc, img_stats = _image_encoder(r, gcn_layer_count(state_dict), feature_bn)
   txt_enc = {"embed": {"embedding": r.take("txt_enc.embed.weight", 2)}, "rnn": r.gru("txt_enc.rnn")}
@@ -154,7 +100,7 @@ def config_from_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
   for key in ("img_enc.fc.weight", "txt_enc.embed.weight"):
     if key not in state_dict:
       raise KeyError(f"{_NAME}: missing key {key!r}")
-  shape = lambda k: tuple(np.shape(_to_numpy(k, state_dict[k])))  # noqa: E731
+  shape = lambda k: tuple(np.shape(state_dict[k]))  # noqa: E731
   embed_dim, _ = shape("img_enc.fc.weight")
   vocab_size, word_dim = shape("txt_enc.embed.weight")
   feature_bn = "img_enc.bn.weight" in state_dict
@@ -177,17 +123,7 @@ def load_official_state_dict(path: str | os.PathLike) -> dict[str, Any]:
   """Reads an official checkpoint (``torch.load(..., weights_only=True)``; only
   ``argparse.Namespace``, the saved ``opt``, is allowed beyond tensors and containers)
   and flattens ``checkpoint['model']`` into ``img_enc.* / txt_enc.*`` keys."""
-  import torch  # only needed to read PyTorch files
-
-  with torch.serialization.safe_globals([argparse.Namespace]):
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-  model = checkpoint.get("model") if isinstance(checkpoint, dict) else None
-  if not isinstance(model, (list, tuple)) or len(model) != len(PREFIXES):
-    raise ValueError(
-      f"{os.fspath(path)}: expected an official VSRN checkpoint, a dict whose 'model' "
-      f"is the list [img_enc, txt_enc] of state dicts"
-    )
-  return {f"{p}.{k}": v for p, sd in zip(PREFIXES, model) for k, v in sd.items()}
+  return load_flat_state_dict(path, PREFIXES, "VSRN")
 
 
 def load_official_checkpoint(path: str | os.PathLike) -> tuple[dict, dict]:

@@ -1,0 +1,104 @@
+"""Reading official PyTorch checkpoints: one flat state dict, popped key by key.
+
+Shared by the SGRAF and VSRN converters. Linear weights ``[out, in]`` and 1×1
+Conv1d weights ``[out, in, 1]`` become Flax kernels ``[in, out]``; GRU
+``weight_ih`` / ``weight_hh`` ``[3H, ·]`` (gates r, z, n) become the input /
+recurrent kernels ``[·, 3H]`` of :class:`jitr.models.gru.GRU`; BatchNorm
+``weight, bias, running_mean, running_var`` become ``scale, bias, mean, var``
+(``num_batches_tracked`` is not used: the momentum is fixed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+_UNUSED = re.compile(r".*\.num_batches_tracked$")
+
+
+class StateDictReader:
+  """Pops keys from a state dict, with one clear error per missing, unexpected or
+  wrong-rank key; ``name`` (e.g. ``"SGRAF state_dict"``) starts every message."""
+
+  def __init__(self, state_dict: dict[str, Any], name: str):
+    self.name = name
+    self.state = {k: self._float32(k, v) for k, v in state_dict.items() if not _UNUSED.match(k)}
+
+  def _float32(self, key: str, value: Any) -> np.ndarray:
+    if hasattr(value, "detach"):  # a torch.Tensor
+      value = value.detach().cpu().numpy()
+    array = np.asarray(value)
+    if not np.issubdtype(array.dtype, np.floating):
+      raise ValueError(f"{self.name}: {key!r} must be a float tensor, got {array.dtype}")
+    return array.astype(np.float32)
+
+  def take(self, key: str, ndim: int) -> np.ndarray:
+    if key not in self.state:
+      raise KeyError(f"{self.name}: missing key {key!r}")
+    value = self.state.pop(key)
+    if value.ndim != ndim:
+      raise ValueError(f"{self.name}: {key!r} must have {ndim} dims, got {value.shape}")
+    return value
+
+  def linear(self, prefix: str, bias: bool = True) -> dict[str, np.ndarray]:
+    out = {"kernel": self.take(f"{prefix}.weight", 2).T}
+    if bias:
+      out["bias"] = self.take(f"{prefix}.bias", 1)
+    return out
+
+  def conv1x1(self, prefix: str) -> dict[str, np.ndarray]:
+    weight = self.take(f"{prefix}.weight", 3)
+    if weight.shape[2] != 1:
+      raise ValueError(
+        f"{self.name}: {prefix + '.weight'!r} must be a 1x1 conv, got {weight.shape}"
+      )
+    return {"kernel": weight[:, :, 0].T, "bias": self.take(f"{prefix}.bias", 1)}
+
+  def batch_norm(self, prefix: str) -> tuple[dict, dict]:
+    params = {"scale": self.take(f"{prefix}.weight", 1), "bias": self.take(f"{prefix}.bias", 1)}
+    stats = {
+      "mean": self.take(f"{prefix}.running_mean", 1),
+      "var": self.take(f"{prefix}.running_var", 1),
+    }
+    return params, stats
+
+  def gru(self, prefix: str, suffix: str = "") -> dict:
+    """One GRU direction of layer 0 (``suffix="_reverse"`` for the backward one)."""
+    return {
+      "input": {
+        "kernel": self.take(f"{prefix}.weight_ih_l0{suffix}", 2).T,
+        "bias": self.take(f"{prefix}.bias_ih_l0{suffix}", 1),
+      },
+      "recurrent_kernel": self.take(f"{prefix}.weight_hh_l0{suffix}", 2).T,
+      "recurrent_bias": self.take(f"{prefix}.bias_hh_l0{suffix}", 1),
+    }
+
+  def finish(self) -> None:
+    if self.state:
+      raise KeyError(f"{self.name}: unexpected keys {sorted(self.state)}")
+
+
+def load_flat_state_dict(
+  path: str | os.PathLike, prefixes: Sequence[str], model: str
+) -> dict[str, Any]:
+  """``checkpoint['model']`` (a list of state dicts, one per prefix) as one flat dict.
+
+  Reads with ``torch.load(..., weights_only=True)``: beyond tensors and containers
+  only ``argparse.Namespace`` (the saved ``opt``) is allowed, nothing is unpickled.
+  """
+  import torch  # only needed to read PyTorch files
+
+  with torch.serialization.safe_globals([argparse.Namespace]):
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+  parts = checkpoint.get("model") if isinstance(checkpoint, dict) else None
+  if not isinstance(parts, (list, tuple)) or len(parts) != len(prefixes):
+    raise ValueError(
+      f"{os.fspath(path)}: expected an official {model} checkpoint, a dict whose 'model' "
+      f"is the list [{', '.join(prefixes)}] of state dicts"
+    )
+  return {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
