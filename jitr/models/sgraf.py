@@ -29,6 +29,8 @@ parameters). SGRAF is the mean of a trained SGR's and a trained SAF's ``sim``:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import chex
 import flax.linen as nn
 import jax
@@ -68,13 +70,15 @@ class LinearParams(nn.Module):
 
 class BatchNormVars(nn.Module):
   """PyTorch ``BatchNorm1d`` variables: params ``scale``, ``bias``; batch_stats ``mean``,
-  ``var`` (torch defaults: momentum 0.1, running_var updated with the unbiased variance)."""
+  ``var`` (torch defaults: momentum 0.1, running_var updated with the unbiased variance).
+  ``scale_init`` is torch's γ = 1 unless set (VSRN's ``Rs_GCN`` starts at γ = 0)."""
 
   features: int
+  scale_init: Callable = nn.initializers.ones
 
   @nn.compact
   def __call__(self):
-    scale = self.param("scale", nn.initializers.ones, (self.features,))
+    scale = self.param("scale", self.scale_init, (self.features,))
     bias = self.param("bias", nn.initializers.zeros, (self.features,))
     mean = self.variable("batch_stats", "mean", jnp.zeros, (self.features,))
     var = self.variable("batch_stats", "var", jnp.ones, (self.features,))

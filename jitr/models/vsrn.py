@@ -88,20 +88,6 @@ def region_l2norm(x: jax.Array, mask: jax.Array, axis_name: str) -> jax.Array:
   return l2_normalize(x, axis=REGION_L2NORM_AXES[axis_name])
 
 
-class ZeroInitBatchNormVars(nn.Module):
-  """``BatchNorm1d`` variables with γ = β = 0 at init (``Rs_GCN``'s ``W[1]``)."""
-
-  features: int
-
-  @nn.compact
-  def __call__(self):
-    scale = self.param("scale", nn.initializers.zeros, (self.features,))
-    bias = self.param("bias", nn.initializers.zeros, (self.features,))
-    mean = self.variable("batch_stats", "mean", jnp.zeros, (self.features,))
-    var = self.variable("batch_stats", "var", jnp.ones, (self.features,))
-    return scale, bias, mean, var
-
-
 class RsGCN(nn.Module):
   """One ``Rs_GCN`` layer on ``[B, N, D]``: ``V + BN(W (θφᵀ / R_count) g)`` (masked)."""
 
@@ -119,7 +105,7 @@ class RsGCN(nn.Module):
     count = jnp.maximum(jnp.sum(mask, axis=1), 1).astype(v.dtype)[:, None, None]
     relation = jnp.einsum("bic,bjc->bij", theta, phi) / count
     w_y = nn.Dense(d, name="W")(relation @ g)
-    bn = ZeroInitBatchNormVars(d, name="W_bn")
+    bn = BatchNormVars(d, scale_init=nn.initializers.zeros, name="W_bn")  # γ = β = 0
     w_y = masked_batch_norm(bn, w_y, m, channel_axis=-1, train=train, **BN)
     return zero(w_y + v)
 
