@@ -39,3 +39,8 @@ def masked_mean(x: jax.Array, mask: jax.Array | None) -> jax.Array:
 def lengths_to_mask(lengths: jax.Array, max_len: int) -> jax.Array:
   """``[B, max_len]`` bool, ``mask[b, t] = t < lengths[b]``."""
   return jnp.arange(max_len)[None, :] < lengths[:, None]
+
+
+def official_embedding_init(key: jax.Array, shape, dtype=jnp.float32) -> jax.Array:
+  """``U(-0.1, 0.1)``: the word-embedding init of the official VSE++ / SGRAF / VSRN code."""
+  return jax.random.uniform(key, shape, dtype, -0.1, 0.1)

@@ -36,6 +36,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jitr.models.common import official_embedding_init
 from jitr.models.gru import BiGRU
 from jitr.models.sgraf_head import (
   BatchNormState,
@@ -147,12 +148,8 @@ class SGRAFTextEncoder(nn.Module):
     chex.assert_rank(tokens, 2)
     chex.assert_shape(lengths, tokens.shape[:1])
     lengths = lengths.astype(jnp.int32)
-    init = nn.initializers.uniform(0.2)  # U(0, 0.2) - 0.1 = U(-0.1, 0.1), as the official
     x = nn.Embed(
-      self.vocab_size,
-      self.word_dim,
-      embedding_init=lambda k, s, d=jnp.float32: init(k, s, d) - 0.1,
-      name="embed",
+      self.vocab_size, self.word_dim, embedding_init=official_embedding_init, name="embed"
     )(tokens)
     x = nn.Dropout(self.dropout, deterministic=not train)(x)
     out, _ = BiGRU(self.embed_dim, merge="mean", name="cap_rnn")(x, lengths)

@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr.losses.normalize import l2_normalize
+from jitr.models.common import official_embedding_init
 from jitr.models.gru import GRU
 from jitr.models.sgraf import BatchNormVars, masked_batch_norm, xavier
 from jitr.models.vsrn_captioner import (
@@ -158,12 +159,8 @@ class VSRNTextEncoder(nn.Module):
   def __call__(self, tokens: jax.Array, lengths: jax.Array) -> jax.Array:
     chex.assert_rank([tokens, lengths], [2, 1])
     chex.assert_equal_shape_prefix([tokens, lengths], 1)
-    init = nn.initializers.uniform(0.2)  # U(0, 0.2) − 0.1 = U(−0.1, 0.1), as the official
     x = nn.Embed(
-      self.vocab_size,
-      self.word_dim,
-      embedding_init=lambda k, s, d=jnp.float32: init(k, s, d) - 0.1,
-      name="embed",
+      self.vocab_size, self.word_dim, embedding_init=official_embedding_init, name="embed"
     )(tokens)
     _, last = GRU(self.embed_dim, dtype=self.dtype, name="rnn")(x, lengths.astype(jnp.int32))
     return l2_normalize(last)
