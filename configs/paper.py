@@ -3,10 +3,24 @@
 Use as ``--config=configs/paper.py:DATA,MODEL,LOSS``.
 
 DATA: ``f30k`` or ``coco`` (COCO tests on ``testall``: 5K, plus the 1K five folds).
-MODEL: ``vsepp`` (VSE++†: region Dense 1024 + max-pool, GRU 1024; Adam 5e-4,
-20 epochs, batch 128, grad clip 2; max-violation from the start) or ``vseinf``
-(VSE∞: GPO pooling on both towers, BiGRU; AdamW 5e-4, 30 epochs, ×0.1 at
-epoch 15; one epoch of sum-of-hinges warm-up).
+MODEL (each with its official training settings; every hardest-negative loss from the
+first step unless said):
+
+- ``vsepp`` (VSE++†: region Dense 1024 + max-pool, GRU 1024; Adam 5e-4, 20 epochs,
+  batch 128, grad clip 2);
+- ``vseinf`` (VSE∞: GPO pooling on both towers, BiGRU; AdamW 5e-4, 30 epochs, ×0.1 at
+  epoch 15; one epoch of sum-of-hinges warm-up);
+- ``sgr`` / ``saf`` (SGRAF, Paranioar/SGRAF ``opts.py`` + README: embed 1024, sim 256,
+  3 SGR steps, BiGRU; Adam 2e-4, batch 128, clip 2; F30K SGR 40 epochs ×0.1 at 30, SAF
+  30 epochs ×0.1 at 20, COCO 20 epochs ×0.1 at 10). With LOSS ``lseh`` the LSEH
+  repository's SGRAF settings (yangong23/VSEnetworksLSEH ``SGRAF_LSEH/opts.py``,
+  ``train.py``): Adam 4e-4, batch 84, 40 epochs ×0.1 at 20, margin 0.185;
+- ``vsrn`` (KunpengLi1994/VSRN README commands: embed 2048, word 300, captioning loss
+  weight 1; Adam 2e-4, batch 128, clip 2, 30 epochs, ×0.1 every 10 epochs on F30K and
+  every 15 on COCO; F30K batch-normalises the image embedding, COCO l2-normalises the fc
+  output). The official VSRN picks its best checkpoint by R@1 + R@5 of both directions;
+  jitr by RSUM.
+
 LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
 ``sam`` (CIDEr-D margins), ``lseh`` (TF-IDF+SVD, k = 400).
 
@@ -26,7 +40,110 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from configs import default, shapes  # noqa: E402
 
 DATASETS = ("f30k", "coco")
-MODELS = ("vsepp", "vseinf")
+
+
+def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections.ConfigDict:
+  return ml_collections.ConfigDict(
+    dict(
+      name="adam",
+      learning_rate=learning_rate,
+      grad_clip=2.0,
+      decay_epochs=decay_epochs,
+      decay_factor=0.1,
+    )
+  )
+
+
+def _vsepp(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  c.model = ml_collections.ConfigDict(
+    dict(
+      image="regions",
+      text="gru",
+      embed_dim=1024,
+      word_dim=300,
+      image_pooling="max",
+      text_pooling="last",
+    )
+  )
+  c.optimizer = _adam(5e-4, ())
+  c.num_epochs = 20
+  c.loss = default.without_warmup(c.loss)  # VSE++ trains max-violation from the start
+
+
+def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  c.model = ml_collections.ConfigDict(
+    dict(
+      image="regions",
+      text="bigru",
+      embed_dim=1024,
+      word_dim=300,
+      image_pooling="gpo",
+      text_pooling="gpo",
+    )
+  )
+  c.optimizer = ml_collections.ConfigDict(
+    dict(
+      name="adamw",
+      learning_rate=5e-4,
+      weight_decay=1e-4,
+      grad_clip=2.0,
+      decay_epochs=(15,),
+      decay_factor=0.1,
+    )
+  )
+  c.num_epochs = 30
+
+
+# (epochs, the epoch of the ×0.1 decay) of the official SGRAF runs
+SGRAF_SCHEDULES = {
+  ("f30k", "sgr"): (40, 30),
+  ("f30k", "saf"): (30, 20),
+  ("coco", "sgr"): (20, 10),
+  ("coco", "saf"): (20, 10),
+}
+
+
+def _sgraf(name: str):
+  def configure(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+    c.model = ml_collections.ConfigDict(
+      dict(
+        name=name,
+        word_dim=300,
+        embed_dim=1024,
+        sim_dim=256,
+        sgr_step=3,
+        num_region=36,
+        smooth=9.0,
+      )
+    )
+    c.loss = default.without_warmup(c.loss)  # max-violation from step 1
+    if loss == "lseh":  # the LSEH repository's SGRAF settings
+      c.optimizer = _adam(4e-4, (20,))
+      c.num_epochs, c.batch_size = 40, 84
+      return
+    epochs, decay = SGRAF_SCHEDULES[(data, name)]
+    c.optimizer = _adam(2e-4, (decay,))
+    c.num_epochs = epochs
+
+  return configure
+
+
+def _vsrn(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  c.model = ml_collections.ConfigDict(
+    dict(name="vsrn", dataset=data, embed_dim=2048, word_dim=300, caption_weight=1.0)
+  )
+  c.optimizer = _adam(2e-4, (10, 20) if data == "f30k" else (15,))
+  c.num_epochs = 30
+  c.loss = default.without_warmup(c.loss)  # --max_violation from the start
+
+
+MODELS = {
+  "vsepp": _vsepp,
+  "vseinf": _vseinf,
+  "sgr": _sgraf("sgr"),
+  "saf": _sgraf("saf"),
+  "vsrn": _vsrn,
+}
 
 
 def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
@@ -36,7 +153,7 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
     raise ValueError(f"configs/paper.py: expected 'DATA,MODEL,LOSS', got {spec!r}") from None
   if data not in DATASETS or model not in MODELS:
     raise ValueError(
-      f"configs/paper.py: DATA in {DATASETS}, MODEL in {MODELS}; got {data!r}, {model!r}"
+      f"configs/paper.py: DATA in {DATASETS}, MODEL in {tuple(MODELS)}; got {data!r}, {model!r}"
     )
   if loss not in shapes.VARIANTS or loss == "oracle":
     raise ValueError(
@@ -52,42 +169,5 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
   c.batch_size = 128
   c.estimators = base.estimators
   c.estimators.lsa.k = 400
-  if model == "vsepp":
-    c.model = ml_collections.ConfigDict(
-      dict(
-        image="regions",
-        text="gru",
-        embed_dim=1024,
-        word_dim=300,
-        image_pooling="max",
-        text_pooling="last",
-      )
-    )
-    c.optimizer = ml_collections.ConfigDict(
-      dict(name="adam", learning_rate=5e-4, grad_clip=2.0, decay_epochs=(), decay_factor=0.1)
-    )
-    c.num_epochs = 20
-    c.loss = default.without_warmup(c.loss)  # VSE++ trains max-violation from the start
-  else:
-    c.model = ml_collections.ConfigDict(
-      dict(
-        image="regions",
-        text="bigru",
-        embed_dim=1024,
-        word_dim=300,
-        image_pooling="gpo",
-        text_pooling="gpo",
-      )
-    )
-    c.optimizer = ml_collections.ConfigDict(
-      dict(
-        name="adamw",
-        learning_rate=5e-4,
-        weight_decay=1e-4,
-        grad_clip=2.0,
-        decay_epochs=(15,),
-        decay_factor=0.1,
-      )
-    )
-    c.num_epochs = 30
+  MODELS[model](c, data, loss)
   return c

@@ -1,4 +1,4 @@
-"""One row per loss on jitr_shapes: ``--config=configs/shapes.py:NAME``.
+"""One row per loss and network on jitr_shapes: ``--config=configs/shapes.py:NAME[,MODEL]``.
 
 NAME: ``triplet`` (VSE++ LMH), ``sndcg`` (triplet + Smooth-NDCG, sentence
 relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
@@ -6,6 +6,11 @@ relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
 exact relevance). scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
+
+MODEL: ``vse`` (default: configs/default.py's region encoder + GRU), ``sgr`` / ``saf``
+(SGRAF's similarity models) or ``vsrn`` (VSRN with its captioning loss), each at
+jitr_shapes' scale (3 regions of 128 features, a 135-word vocabulary): smaller widths
+than the papers', the same structure.
 """
 
 import pathlib
@@ -21,10 +26,44 @@ from configs import default  # noqa: E402
 
 VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle")
 
+SGRAF_SHAPES = dict(word_dim=128, embed_dim=256, sim_dim=64, sgr_step=3, num_region=3)
+# MODEL -> (config.model, num_epochs); "vse" keeps configs/default.py's
+MODELS = {
+  "vse": (None, None),
+  "sgr": ({"name": "sgr", **SGRAF_SHAPES}, 4),
+  "saf": ({"name": "saf", **SGRAF_SHAPES}, 4),
+  "vsrn": (
+    {
+      "name": "vsrn",
+      "dataset": "coco",
+      "word_dim": 128,
+      "embed_dim": 256,
+      "gcn_layers": 2,
+      "caption_hidden_dim": 128,
+      "caption_word_dim": 128,
+      "caption_weight": 1.0,
+    },
+    4,
+  ),
+}
 
-def get_config(name: str = "sndcg") -> ml_collections.ConfigDict:
+
+def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
+  name, _, model = spec.partition(",")
+  model = model or "vse"
   if name not in VARIANTS:
     raise ValueError(f"configs/shapes.py: unknown variant {name!r}; expected one of {VARIANTS}")
+  if model not in MODELS:
+    raise ValueError(f"configs/shapes.py: unknown MODEL {model!r}; expected one of {tuple(MODELS)}")
+  c = _loss_config(name)
+  model_config, epochs = MODELS[model]
+  if model_config is not None:
+    c.model = ml_collections.ConfigDict(model_config)
+    c.num_epochs = epochs
+  return c
+
+
+def _loss_config(name: str) -> ml_collections.ConfigDict:
   c = default.get_config()  # sndcg: warm-up, then triplet (LMH) + Smooth-NDCG
   triplet = {"weight": 1.0, "margin": 0.2, "mining": "max"}
   if name == "triplet":
