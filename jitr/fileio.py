@@ -28,6 +28,7 @@ __all__ = [
   "TEMP_MARKER",
   "atomic_path",
   "host_tag",
+  "read_utf8_lines",
   "temp_name",
   "write_bytes_atomic",
   "write_json_atomic",
@@ -147,3 +148,26 @@ def write_json_atomic(
     obj, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan
   )
   write_text_atomic(path, text + "\n")
+
+
+def read_utf8_lines(path: PathLike) -> list[str]:
+  """The lines of a UTF-8 text file, split on ``\\n`` (a final newline ends the last
+  line; ``\\r`` of CRLF files is kept for the caller to strip).
+
+  Raises:
+    UnicodeError: a line is not UTF-8; the message names the file, line, column and byte.
+  """
+  with open(path, "rb") as f:
+    raw = f.read().split(b"\n")
+  if raw and raw[-1] == b"":
+    raw.pop()  # the final newline
+  lines = []
+  for i, line in enumerate(raw):
+    try:
+      lines.append(line.decode("utf-8"))
+    except UnicodeDecodeError as err:
+      raise UnicodeError(
+        f"{os.fspath(path)}:{i + 1}: line {i + 1} is not UTF-8 (byte {line[err.start]:#04x} "
+        f"at column {err.start + 1}); expected UTF-8 text"
+      ) from None
+  return lines
