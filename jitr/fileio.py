@@ -6,7 +6,9 @@ never crosses a file system); when the ``with`` block completes the file is
 fsynced and ``os.replace``-d onto the target (atomic on POSIX and Windows),
 then the folder is fsynced. If the block raises, the temporary file is removed
 (or kept with ``keep_partial=True``, for resumable writers whose stale-file
-cleanup reports unfinished ``*.tmp-*`` files). :func:`write_bytes_atomic`,
+cleanup reports unfinished ``*.tmp-*`` files); a full disk (``ENOSPC``) always
+removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``.
+:func:`write_bytes_atomic`,
 :func:`write_text_atomic` and :func:`write_json_atomic` are the usual
 conveniences on top of it.
 
@@ -16,6 +18,7 @@ A shared utility (like :mod:`jitr.tf_cpu`): any jitr subpackage may import it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -111,12 +114,20 @@ def atomic_path(path: PathLike, *, keep_partial: bool = False) -> Iterator[str]:
     yield tmp
     _fsync_file(tmp)
     os.replace(tmp, path)
-  except BaseException:
-    if not keep_partial:
+  except BaseException as err:
+    if not keep_partial or _is_disk_full(err):
       with contextlib.suppress(FileNotFoundError):
         os.remove(tmp)
+    if _is_disk_full(err):
+      raise OSError(
+        errno.ENOSPC, f"disk full: could not write {path} (temporary file removed)"
+      ) from err
     raise
   _fsync_folder(folder)
+
+
+def _is_disk_full(err: BaseException) -> bool:
+  return isinstance(err, OSError) and err.errno == errno.ENOSPC
 
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:
