@@ -7,7 +7,7 @@
   every check passed; a later run (resuming, or with a longer schedule) keeps it.
 * :func:`parse_flags_reporting_unknown_fields` -- absl's ``flags_parser`` that turns
   an override of a field the config does not have into "unknown field X" with the
-  valid ones.
+  valid ones, and a config file that does not compile into ``FILE:LINE: ...``.
 """
 
 from __future__ import annotations
@@ -133,6 +133,16 @@ def unknown_field(config: Any, dotted: str) -> str | None:
   return None
 
 
+def config_file_error(err: SyntaxError) -> str:
+  """``FILE:LINE: cannot load the config file (what, column C)`` of a config that does
+  not compile; a non-UTF-8 file is reported as such."""
+  what = err.msg
+  if "codec can't decode" in what:
+    what = "not UTF-8 (" + what.replace("(unicode error) ", "") + ")"
+  col = f", column {err.offset}" if err.offset else ""
+  return f"{err.filename}:{err.lineno}: cannot load the config file: {what}{col}"
+
+
 def parse_flags_reporting_unknown_fields(name: str, flag: str = "config"):
   """An absl ``flags_parser`` for ``app.run``: parses as usual, but an override of a field
   the config file does not define exits 1 with one line
@@ -142,8 +152,11 @@ def parse_flags_reporting_unknown_fields(name: str, flag: str = "config"):
   def parse(argv: list[str]) -> list[str]:
     try:
       return flags.FLAGS(argv)
-    except flags.Error as err:  # absl's own: a value of the wrong type, a missing flag
-      sys.stderr.write(f"{name}: error: {err}\n")
+    except flags.Error as err:  # absl's own: a value of the wrong type, a missing file
+      sys.stderr.write(f"{name}: error: {' '.join(str(err).split())}\n")
+      raise SystemExit(1) from None
+    except SyntaxError as err:  # the config file does not compile (or is not UTF-8)
+      sys.stderr.write(f"{name}: error: {config_file_error(err)}\n")
       raise SystemExit(1) from None
     except (AttributeError, KeyError) as err:
       overrides = _override_paths(argv, flag)

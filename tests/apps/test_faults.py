@@ -331,3 +331,24 @@ def test_sigterm_saves_exits_75_and_a_rerun_resumes(tmp_path):
   assert proc.returncode == 0, err[-3000:]
   assert json.loads((tmp_path / "run" / "metrics.json").read_text())["full/rsum"] > 0
   assert (tmp_path / "run" / "config.json").read_bytes() == config_json  # written once
+
+
+@pytest.mark.parametrize(
+  ("source", "message"),
+  [
+    (
+      b'X = "caf\xe9"\n',
+      "bad.py:1: cannot load the config file: not UTF-8 ('utf-8' codec can't decode byte 0xe9 "
+      "in position 3: unexpected end of data), column 11",
+    ),
+    (b"import ml_collections\n\ndef get_config(:\n", "bad.py:3: cannot load the config file: "),
+  ],
+)
+def test_a_config_file_that_does_not_compile_is_named_with_its_line(tmp_path, source, message):
+  (tmp_path / "bad.py").write_bytes(source)
+  try:
+    compile(source, "bad.py", "exec")
+  except SyntaxError as err:
+    assert run_checks.config_file_error(err).startswith(message)
+  else:
+    raise AssertionError("compiled")
