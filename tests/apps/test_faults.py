@@ -352,3 +352,24 @@ def test_a_config_file_that_does_not_compile_is_named_with_its_line(tmp_path, so
     assert run_checks.config_file_error(err).startswith(message)
   else:
     raise AssertionError("compiled")
+
+
+def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
+  (tmp_path / "caps.txt").write_text("a dog\nb cat\n")
+  exe = shutil.which("jitr-precompute") or str(
+    pathlib.Path(sys.executable).with_name("jitr-precompute")
+  )
+  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  out = subprocess.run(
+    [exe, "--captions=caps.txt", "--estimator=cider", "--out=rel", "--captions_per_image=0"],
+    cwd=tmp_path,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert out.returncode == 1
+  assert out.stderr.splitlines()[0] == (
+    "FATAL Flags parsing error: flag --captions_per_image=0: 0 is not a positive integer"
+  )
+  assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
