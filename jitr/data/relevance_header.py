@@ -76,7 +76,7 @@ def _check_shards(header: Mapping[str, Any], directory: str, path: str, checksum
         f"{shard}: {size} bytes, the header records {entry['bytes']} (truncated or modified); "
         "delete it and re-run jitr-precompute to rewrite it"
       )
-    if checksums and records.file_sha256(shard) != entry["sha256"]:
+    if checksums and records.cached_file_sha256(shard) != entry["sha256"]:
       raise RelevanceRecordsError(
         f"{shard}: sha256 differs from the header's (corrupt or modified); "
         "re-run jitr-precompute (or jitr-train) with the same arguments to rewrite it"
@@ -89,7 +89,7 @@ def load_header(
   """The checked header of a relevance-records directory.
 
   With ``verify_checksums`` (the default) every shard's sha256 is compared with
-  the header's: one read of each file per call.
+  the header's: each file is read once per process and version (path, inode, size, mtime).
 
   Raises:
     RelevanceRecordsError: no header, another format or schema version, an
