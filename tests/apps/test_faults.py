@@ -373,3 +373,24 @@ def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
     "FATAL Flags parsing error: flag --captions_per_image=0: 0 is not a positive integer"
   )
   assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
+
+
+def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
+  """jitr-train computes its relevance records on first use; a shard corrupted at the same
+  size no longer counts as complete, so the next run's data loading rewrites it."""
+  from jitr.apps import wiring
+
+  _write_precomp(tmp_path / "data")
+  config = _precomp_config(tmp_path / "data")
+  config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
+  config.estimators.lsa.k = 4
+  first = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
+  (records,) = (tmp_path / "data" / "cache" / "relevance").rglob("relevance.json")
+  before = _snapshot(records.parent)
+  (shard,) = records.parent.glob("*.tfrecord")
+  data = bytearray(shard.read_bytes())
+  data[len(data) // 3] ^= 0x55
+  shard.write_bytes(bytes(data))
+  again = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
+  np.testing.assert_array_equal(again, first)
+  assert _snapshot(records.parent) == before  # the shard is back, byte for byte
