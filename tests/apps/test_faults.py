@@ -375,6 +375,7 @@ def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
 
 
+@pytest.mark.slow  # 20 s; tests/relevance/test_records.py has the fast unit
 def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
   """jitr-train computes its relevance records on first use; a shard corrupted at the same
   size no longer counts as complete, so the next run's data loading rewrites it."""
