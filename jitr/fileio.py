@@ -6,7 +6,9 @@ never crosses a file system); when the ``with`` block completes the file is
 fsynced and ``os.replace``-d onto the target (atomic on POSIX and Windows),
 then the folder is fsynced. If the block raises, the temporary file is removed
 (or kept with ``keep_partial=True``, for resumable writers whose stale-file
-cleanup reports unfinished ``*.tmp-*`` files). :func:`write_bytes_atomic`,
+cleanup reports unfinished ``*.tmp-*`` files); a full disk (``ENOSPC``) always
+removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``.
+:func:`write_bytes_atomic`,
 :func:`write_text_atomic` and :func:`write_json_atomic` are the usual
 conveniences on top of it.
 
@@ -16,6 +18,7 @@ A shared utility (like :mod:`jitr.tf_cpu`): any jitr subpackage may import it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -28,6 +31,7 @@ __all__ = [
   "TEMP_MARKER",
   "atomic_path",
   "host_tag",
+  "read_utf8_lines",
   "temp_name",
   "write_bytes_atomic",
   "write_json_atomic",
@@ -110,12 +114,20 @@ def atomic_path(path: PathLike, *, keep_partial: bool = False) -> Iterator[str]:
     yield tmp
     _fsync_file(tmp)
     os.replace(tmp, path)
-  except BaseException:
-    if not keep_partial:
+  except BaseException as err:
+    if not keep_partial or _is_disk_full(err):
       with contextlib.suppress(FileNotFoundError):
         os.remove(tmp)
+    if _is_disk_full(err):
+      raise OSError(
+        errno.ENOSPC, f"disk full: could not write {path} (temporary file removed)"
+      ) from err
     raise
   _fsync_folder(folder)
+
+
+def _is_disk_full(err: BaseException) -> bool:
+  return isinstance(err, OSError) and err.errno == errno.ENOSPC
 
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:
@@ -147,3 +159,26 @@ def write_json_atomic(
     obj, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan
   )
   write_text_atomic(path, text + "\n")
+
+
+def read_utf8_lines(path: PathLike) -> list[str]:
+  """The lines of a UTF-8 text file, split on ``\\n`` (a final newline ends the last
+  line; ``\\r`` of CRLF files is kept for the caller to strip).
+
+  Raises:
+    UnicodeError: a line is not UTF-8; the message names the file, line, column and byte.
+  """
+  with open(path, "rb") as f:
+    raw = f.read().split(b"\n")
+  if raw and raw[-1] == b"":
+    raw.pop()  # the final newline
+  lines = []
+  for i, line in enumerate(raw):
+    try:
+      lines.append(line.decode("utf-8"))
+    except UnicodeDecodeError as err:
+      raise UnicodeError(
+        f"{os.fspath(path)}:{i + 1}: line {i + 1} is not UTF-8 (byte {line[err.start]:#04x} "
+        f"at column {err.start + 1}); expected UTF-8 text"
+      ) from None
+  return lines

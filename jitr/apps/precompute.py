@@ -25,7 +25,7 @@ _FORMAT = flags.DEFINE_enum(
   "format", "auto", ["auto", "precomp", "flickr8k"], "Caption file format."
 )
 _CAPS_PER_IMAGE = flags.DEFINE_integer(
-  "captions_per_image", 5, "Lines per image of a precomp caption file."
+  "captions_per_image", 5, "Lines per image of a precomp caption file.", lower_bound=1
 )
 _ESTIMATOR = flags.DEFINE_enum(
   "estimator", None, ["sentence", "cider", "lsa"], "Relevance estimator."
@@ -37,13 +37,16 @@ _TOP_K = flags.DEFINE_integer(
   "top_k",
   None,
   "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa).",
+  lower_bound=1,
 )
 _VECTORS = flags.DEFINE_bool(
   "vectors",
   None,
   "Store per-caption vectors (default: yes for sentence/lsa, impossible for cider).",
 )
-_IMAGES_PER_SHARD = flags.DEFINE_integer("images_per_shard", 1024, "Images per TFRecord shard.")
+_IMAGES_PER_SHARD = flags.DEFINE_integer(
+  "images_per_shard", 1024, "Images per TFRecord shard.", lower_bound=1
+)
 _NUM_WORKERS = flags.DEFINE_integer(
   "num_workers", 1, "Processes sharing the shards of --out (one per --worker_index)."
 )
@@ -53,13 +56,17 @@ _WORKER_INDEX = flags.DEFINE_integer(
 _MODEL = flags.DEFINE_string(
   "model", "all-MiniLM-L6-v2", "sentence: Sentence-Transformers model name or local path."
 )
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 256, "sentence: captions per forward pass.")
+_BATCH_SIZE = flags.DEFINE_integer(
+  "batch_size", 256, "sentence: captions per forward pass.", lower_bound=1
+)
 _DEVICE = flags.DEFINE_string("device", "cpu", "sentence: torch device.")
 _AGGREGATE = flags.DEFINE_enum(
   "aggregate", "max", ["max", "mean"], "sentence/lsa: aggregation over an image's references."
 )
-_LSA_K = flags.DEFINE_integer("lsa_k", 400, "lsa: SVD components.")
-_LSA_N_ITER = flags.DEFINE_integer("lsa_n_iter", 100, "lsa: randomized SVD iterations.")
+_LSA_K = flags.DEFINE_integer("lsa_k", 400, "lsa: SVD components.", lower_bound=1)
+_LSA_N_ITER = flags.DEFINE_integer(
+  "lsa_n_iter", 100, "lsa: randomized SVD iterations.", lower_bound=1
+)
 _SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state.")
 
 

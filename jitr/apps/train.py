@@ -3,6 +3,9 @@
   jitr-train --config=configs/default.py --workdir=/tmp/jitr/default \
       [--config.num_epochs=5] [--config.graded.relevance=oracle]
 
+Exit status: 0 done; 1 bad input or a fault (one line ``jitr-train: error: ...``);
+75 (EX_TEMPFAIL) stopped by SIGTERM after saving: run the same command again to resume.
+
 Wires data (jitr.data), relevance (jitr.relevance TFRecords), models, losses,
 training and evaluation; holds no logic of its own beyond that wiring.
 """
@@ -14,7 +17,11 @@ import os
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from jitr.apps._cli import workdir_flag
+from jitr.apps._cli import run_reporting_bad_input, workdir_flag
+
+# Exit status of a run stopped by SIGTERM after saving its latest checkpoint: EX_TEMPFAIL
+# (sysexits.h: "temporary failure, retry"), so a scheduler requeues it; a re-run resumes.
+PREEMPTED_EXIT_STATUS = 75
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).")
 _WORKDIR = workdir_flag("Directory for checkpoints, logs and results.")
@@ -24,7 +31,7 @@ flags.mark_flags_as_required(["config", "workdir"])
 def train_and_evaluate(config, workdir: str) -> dict:
   """Trains per ``config`` in ``workdir``; returns the test metrics of the best checkpoint."""
   from jitr import losses, training
-  from jitr.apps import wiring
+  from jitr.apps import run_checks, wiring
   from jitr.data import pairs
   from jitr.evaluation import report
   from jitr.training import distributed, reporting
@@ -36,15 +43,11 @@ def train_and_evaluate(config, workdir: str) -> dict:
 
   check_train_config(config)
   workdir = os.path.abspath(workdir)
-  os.makedirs(workdir, exist_ok=True)
+  run_checks.check_workdir(config, workdir)  # before anything is written
   data_dir = wiring.data_dir(config, workdir)
   if config.get("compilation_cache", True):
     logging.info("compilation cache: %s", enable_compilation_cache(f"{data_dir}/jax_cache"))
   splits, vocab, exact, aggregates, folds = wiring.load_data(config, data_dir)
-  vocab.save(os.path.join(workdir, "vocab.json"))
-  report.write_text_atomic(
-    os.path.join(workdir, "config.json"), config.to_json_best_effort(indent=2)
-  )
 
   steps_per_epoch = pairs.steps_per_epoch(splits["train"], config.batch_size)
   model, state = wiring.initial_state(config, len(vocab), splits["train"], steps_per_epoch)
@@ -59,6 +62,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
     raise ValueError(
       f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices"
     )
+  # Every check passed: only now is the workdir written (config.json once, never rewritten).
+  os.makedirs(workdir, exist_ok=True)
+  run_checks.write_config_once(config, workdir)
+  vocab.save(os.path.join(workdir, "vocab.json"))
 
   evaluate = wiring.Evaluator(model, splits, exact, folds, batch_size=config.eval_batch_size)
   reporter = reporting.TrainReporter(
@@ -84,6 +91,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       on_epoch=reporter.on_epoch,
       stop=stop,
       prefetch=config.get("prefetch", 2),
+      check_finite_every=config.log_every_steps,  # and before every save
     )
   reporter.close()
   if not finished:
@@ -92,7 +100,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       int(state.step),
     )
     checkpoints.close()
-    return {}
+    return {}  # main exits with PREEMPTED_EXIT_STATUS
   best = checkpoints.restore(state, which="best") or state
   checkpoints.close()
   test = evaluate("test", best.params)
@@ -119,11 +127,17 @@ def main(argv) -> None:
     config.distributed.num_processes,
     config.distributed.process_id,
   )
-  train_and_evaluate(config, _WORKDIR.value)
+  if not train_and_evaluate(config, _WORKDIR.value):
+    raise SystemExit(PREEMPTED_EXIT_STATUS)
 
 
 def run() -> None:
-  app.run(main)
+  from jitr.apps.run_checks import parse_flags_reporting_unknown_fields
+
+  app.run(
+    lambda argv: run_reporting_bad_input("jitr-train", lambda: main(argv)),
+    flags_parser=parse_flags_reporting_unknown_fields("jitr-train"),
+  )
 
 
 if __name__ == "__main__":

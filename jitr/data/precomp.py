@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from jitr import fileio
 from jitr.data import vocab as vocab_lib
 
 DATASET_SPLITS: dict[str, tuple[str, ...]] = {
@@ -72,8 +73,10 @@ def read_captions(path: str) -> tuple[str, ...]:
     raise FileNotFoundError(
       f"precomp: missing caption file {path!r} (expected one caption per line)"
     )
-  with open(path, encoding="utf-8", errors="strict") as f:
-    lines = [line.strip() for line in f]
+  try:
+    lines = [line.strip() for line in fileio.read_utf8_lines(path)]
+  except UnicodeError as err:
+    raise PrecompError(str(err)) from None
   while lines and not lines[-1]:
     lines.pop()
   for i, line in enumerate(lines):
@@ -114,7 +117,23 @@ def read_features(
     raise PrecompError(
       f"{path}: features have shape {feats.shape}; expected {expected} (feature dim {feature_dim})"
     )
+  check_finite_features(feats, path)
   return feats
+
+
+def check_finite_features(feats: np.ndarray, path: str, *, rows_per_block: int = 256) -> None:
+  """Raises :class:`PrecompError` naming the first ``[row, region, dim]`` of ``feats`` that
+  is NaN or ±Inf (read in blocks of ``rows_per_block`` rows, so a memmap is never loaded whole)."""
+  for lo in range(0, feats.shape[0], rows_per_block):
+    block = np.asarray(feats[lo : lo + rows_per_block])
+    bad = ~np.isfinite(block)
+    if bad.any():
+      row, region, dim = np.argwhere(bad)[0]
+      raise PrecompError(
+        f"{path}: feature [{lo + row}, {region}, {dim}] is {block[row, region, dim]} "
+        f"(image {lo + row}); expected finite values ({int(bad.sum())} non-finite in rows "
+        f"{lo}..{lo + block.shape[0] - 1})"
+      )
 
 
 def load_precomp_split(

@@ -31,6 +31,10 @@ def _read_json(path: str) -> dict[str, Any]:
       return json.load(f)
   except json.JSONDecodeError as err:
     raise RelevanceRecordsError(f"{path}: not valid JSON ({err})") from err
+  except UnicodeDecodeError as err:
+    raise RelevanceRecordsError(
+      f"{path}: not UTF-8 (byte {err.object[err.start]:#04x} at offset {err.start})"
+    ) from None
 
 
 def _check_format(header: Mapping[str, Any], path: str) -> None:
@@ -72,16 +76,20 @@ def _check_shards(header: Mapping[str, Any], directory: str, path: str, checksum
         f"{shard}: {size} bytes, the header records {entry['bytes']} (truncated or modified); "
         "delete it and re-run jitr-precompute to rewrite it"
       )
-    if checksums and records.file_sha256(shard) != entry["sha256"]:
+    if checksums and records.cached_file_sha256(shard) != entry["sha256"]:
       raise RelevanceRecordsError(
-        f"{shard}: sha256 differs from the header's (modified); re-run jitr-precompute"
+        f"{shard}: sha256 differs from the header's (corrupt or modified); "
+        "re-run jitr-precompute (or jitr-train) with the same arguments to rewrite it"
       )
 
 
 def load_header(
-  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = False
+  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = True
 ) -> dict[str, Any]:
   """The checked header of a relevance-records directory.
+
+  With ``verify_checksums`` (the default) every shard's sha256 is compared with
+  the header's: each file is read once per process and version (path, inode, size, mtime).
 
   Raises:
     RelevanceRecordsError: no header, another format or schema version, an

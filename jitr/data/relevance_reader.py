@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -83,7 +84,7 @@ def _dataset(directory: str, header: Mapping[str, Any]):
 
 
 def relevance_dataset(
-  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = False
+  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = True
 ):
   """A ``tf.data.Dataset`` with one element per image, in image order.
 
@@ -133,8 +134,33 @@ class RelevanceTable:
     return str(self.header["params"].get("aggregate", "max"))
 
 
+def _check_finite(
+  directory: str,
+  header: Mapping[str, Any],
+  name: str,
+  values: np.ndarray,
+  row_image: np.ndarray | None,
+) -> None:
+  """Raises :class:`RelevanceRecordsError` naming the shard file and image of the first
+  NaN/Inf in ``values`` (rows: captions when ``row_image`` maps them to images, else images)."""
+  bad = ~np.isfinite(values)
+  if not bad.any():
+    return
+  row = int(np.argwhere(bad)[0][0])
+  image = int(row_image[row]) if row_image is not None else row
+  shard = next(
+    (e["file"] for e in header["shards"] if e["images"][0] <= image < e["images"][1]), "?"
+  )
+  where = f"caption {row} of image {image}" if row_image is not None else f"image {image}"
+  raise RelevanceRecordsError(
+    f"{os.path.join(directory, shard)}: {name} of {where} is not finite "
+    f"({int(bad.sum())} non-finite values in {directory}); expected finite values: "
+    "delete the folder and re-run jitr-precompute to recompute it"
+  )
+
+
 def load_relevance_table(
-  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = False
+  directory: str, *, expected_fingerprint: str | None = None, verify_checksums: bool = True
 ) -> RelevanceTable:
   """Read every record of ``directory`` into a :class:`RelevanceTable`.
 
@@ -153,11 +179,13 @@ def load_relevance_table(
   topk_i = np.zeros((n_img, k), np.int64) if k else None
   topk_s = np.zeros((n_img, k), np.float32) if k else None
   seen = np.zeros(n_img, bool)
+  caption_image = np.zeros(n_cap, np.int64)
   for ex in _dataset(directory, header).as_numpy_iterator():
     i = int(ex["image_index"])
     seen[i] = True
     image_ids[i] = ex["image_id"].decode("utf-8")
     caps = ex["caption_indices"]
+    caption_image[caps] = i
     sizes[i] = caps.size
     caption_ids[caps] = [c.decode("utf-8") for c in ex["caption_ids"]]
     if vectors is not None:
@@ -169,5 +197,8 @@ def load_relevance_table(
       f"{directory}: {int((~seen).sum())} of {n_img} images have no record "
       f"(first: index {int(np.argmin(seen))})"
     )
+  for name, values in (("caption/vectors", vectors), ("topk/scores", topk_s)):
+    if values is not None:
+      _check_finite(directory, header, name, values, caption_image if name[0] == "c" else None)
   offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
   return RelevanceTable(header, image_ids, caption_ids, offsets, vectors, topk_i, topk_s)

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from jitr import fileio
+
 _FLICKR_LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
 _STRAY_SUFFIX = re.compile(r"(\.jpg)\.\d+$", re.IGNORECASE)
 
@@ -125,11 +127,10 @@ class CaptionSet:
 def _read_lines(path: str) -> list[str]:
   if not os.path.isfile(path):
     raise CaptionFileError(f"{path}: caption file not found")
-  with open(path, encoding="utf-8") as f:
-    text = f.read()
-  lines = text.split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()  # the final newline
+  try:
+    lines = fileio.read_utf8_lines(path)
+  except UnicodeError as err:
+    raise CaptionFileError(str(err)) from None
   return [line.rstrip("\r") for line in lines]
 
 

@@ -48,7 +48,8 @@ header written lists every shard that is complete; concurrent writers of the
 same state write the same bytes. Serialisation is deterministic
 (``SerializeToString(deterministic=True)``, sorted JSON), so the files do not
 depend on how the work was split. A re-run with the same inputs skips complete
-shards (manifest present, file of the recorded size); a header or manifest of
+shards (manifest present, file of the recorded size and sha256) and rewrites
+the others, a corrupt one included; a header or manifest of
 another schema version, fingerprint, estimator, parameters, contents or fit is
 refused with :class:`RecordsMismatchError`, so nothing written is damaged.
 """
@@ -396,12 +397,27 @@ def read_manifest(out_dir: str, index: int, count: int) -> dict[str, Any] | None
   return manifest
 
 
+_SHA256_CACHE: dict[tuple[str, int, int, int], str] = {}
+
+
+def cached_file_sha256(path: str) -> str:
+  """:func:`file_sha256`, computed once per file version (path, inode, size, mtime)."""
+  st = os.stat(path)
+  key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+  if key not in _SHA256_CACHE:
+    _SHA256_CACHE[key] = file_sha256(path)
+  return _SHA256_CACHE[key]
+
+
 def shard_is_complete(out_dir: str, entry: dict[str, Any] | None) -> bool:
-  """A shard is complete when its entry is recorded and the file has the recorded size."""
+  """A shard is complete when its entry is recorded and the file has the recorded size
+  and sha256 (so a shard with flipped bytes is rewritten by a re-run)."""
   if not entry:
     return False
   path = os.path.join(out_dir, entry["file"])
-  return os.path.isfile(path) and os.path.getsize(path) == entry["bytes"]
+  if not os.path.isfile(path) or os.path.getsize(path) != entry["bytes"]:
+    return False
+  return cached_file_sha256(path) == entry.get("sha256")
 
 
 def complete_entry(out_dir: str, index: int, identity: dict[str, Any]) -> dict[str, Any] | None:
@@ -548,6 +564,8 @@ def write_relevance_records(
     if complete_entry(out_dir, s, identity) is not None:
       log(f"shard {s + 1}/{n}: complete, skipped")
       continue
+    if read_manifest(out_dir, s, n) is not None:
+      log(f"shard {s + 1}/{n}: {name} is missing, truncated or corrupt (sha256); rewriting it")
     lo, hi = s * images_per_shard, min((s + 1) * images_per_shard, captions.num_images)
     images = np.arange(lo, hi, dtype=np.int64)
     data = compute_shard(captions, estimator, images, vectors=vectors, top_k=top_k)

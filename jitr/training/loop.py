@@ -13,6 +13,7 @@ from typing import Any
 import jax
 
 from jitr.training.checkpoints import Checkpoints
+from jitr.training.finite import FiniteGuard
 from jitr.training.parallel import DataParallel
 from jitr.training.prefetch import prefetch_to_device
 from jitr.training.state import TrainState
@@ -56,6 +57,7 @@ def fit(
   on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None,
   stop: Callable[[], bool] = lambda: False,
   prefetch: int = 2,
+  check_finite_every: int = 100,
 ) -> tuple[TrainState, bool]:
   """Trains ``num_epochs`` epochs of ``steps_per_epoch`` steps; returns ``(state, finished)``.
 
@@ -68,12 +70,27 @@ def fit(
   devices ``prefetch`` batches ahead (:func:`~jitr.training.prefetch.prefetch_to_device`),
   so the next batch's transfer overlaps the current step; ``prefetch=0`` builds
   and puts each batch in the loop's own thread.
+
+  Every ``check_finite_every`` steps, and always before it evaluates or saves,
+  the loop fetches the ``loss`` and ``grad_norm`` of the steps since the last
+  check (one transfer, no sync per step) and raises
+  :class:`~jitr.training.finite.NonFiniteTrainingError` on the first NaN/Inf:
+  that state is never saved, so the last good checkpoint stays the latest.
   """
   if checkpoints is not None:
     restored = checkpoints.restore(state)
     state = restored if restored is not None else state
   step = int(jax.device_get(state.step))
   state = parallel.put_state(state)
+
+  def kept() -> str:
+    last = checkpoints.latest.latest_step() if checkpoints is not None else None
+    return (
+      "no checkpoint was saved" if last is None else f"the latest checkpoint is still step {last}"
+    )
+
+  guard = FiniteGuard(every=check_finite_every, kept=kept)
+
   for epoch in range(step // steps_per_epoch, num_epochs):
     skip = step - epoch * steps_per_epoch
     host_batches = itertools.islice(epoch_batches(epoch), skip, steps_per_epoch)
@@ -86,7 +103,9 @@ def fit(
         state, metrics = parallel(state, batch)
         step += 1
         on_step(step, metrics)
+        guard.add(step, metrics)
         if stop():
+          guard.check()
           if checkpoints is not None:
             checkpoints.save_latest(parallel.get_state(state))
           return parallel.get_state(state), False
@@ -95,6 +114,7 @@ def fit(
         f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "
         f"expected steps_per_epoch = {steps_per_epoch}"
       )
+    guard.check()
     host_state = parallel.get_state(state)
     epoch_metrics = evaluate(host_state) if evaluate is not None else {}
     if checkpoints is not None:

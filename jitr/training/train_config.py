@@ -8,12 +8,44 @@ from jitr.training.graded import parse_source
 
 DATASETS = ("jitr_shapes", "f30k_precomp", "coco_precomp")
 
+# Whole-number fields and their smallest valid value (checked when present in the config).
+COUNTS: dict[str, int] = {
+  "batch_size": 1,
+  "num_epochs": 1,
+  "eval_batch_size": 1,
+  "log_every_steps": 1,
+  "max_caption_len": 1,
+  "vocab_min_count": 1,
+  "top_k": 1,
+  "eval_folds": 0,
+  "prefetch": 0,
+  "seed": 0,
+}
+
+
+def check_counts(config: Any) -> None:
+  """Raises ``ValueError`` naming the first field of :data:`COUNTS` that is not a whole
+  number (``bool`` is not one) at least its minimum."""
+  for name, minimum in COUNTS.items():
+    if name not in config:
+      continue
+    value = config[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+      raise ValueError(
+        f"config.{name}: expected a whole number >= {minimum}, got {value!r} "
+        f"({type(value).__name__})"
+      )
+    if value < minimum:
+      raise ValueError(f"config.{name}: expected a whole number >= {minimum}, got {value}")
+
 
 def check_train_config(config: Any) -> None:
   """Raises ``ValueError`` naming the first bad field: an unknown ``dataset``, a
   ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
-  jitr_shapes, an unparsable ``graded`` source, a non-positive ``batch_size``,
-  ``num_epochs`` or a negative ``prefetch``."""
+  jitr_shapes, an unparsable ``graded`` source, a count out of range
+  (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
+  ``log_every_steps`` ...)."""
+  check_counts(config)
   if config.dataset not in DATASETS:
     raise ValueError(
       f"config.dataset: expected one of {', '.join(map(repr, DATASETS))}, got {config.dataset!r}"
@@ -29,7 +61,3 @@ def check_train_config(config: Any) -> None:
       parse_source(source)
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
-  if config.batch_size <= 0 or config.num_epochs <= 0:
-    raise ValueError("config.batch_size and config.num_epochs must be positive")
-  if config.get("prefetch", 2) < 0:
-    raise ValueError(f"config.prefetch: expected >= 0 batches put ahead, got {config.prefetch}")

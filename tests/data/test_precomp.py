@@ -116,3 +116,40 @@ def test_vocab_from_train_captions(tmp_path):
   )
   vocab = precomp.build_precomp_vocab(folder, min_count=2)
   assert vocab.words[4:] == ("a", "dog", "cat")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_feature_is_refused_with_file_and_index(tmp_path, bad):
+  folder = tmp_path / "f30k_precomp"
+  feats, _ = _make(folder, "train", n=3, regions=4, dim=8)
+  feats[2, 1, 5] = bad
+  np.save(folder / "train_ims.npy", feats)
+  path = str(folder / "train_ims.npy")
+  with pytest.raises(precomp.PrecompError) as err:
+    precomp.load_precomp_split(folder, "train", num_regions=4, feature_dim=8)
+  assert str(err.value) == (
+    f"{path}: feature [2, 1, 5] is {bad} (image 2); expected finite values "
+    "(1 non-finite in rows 0..2)"
+  )
+
+
+def test_blocks_of_the_finiteness_check_name_the_global_row(tmp_path):
+  feats = np.zeros((7, 2, 3), np.float32)
+  feats[5, 0, 1] = np.nan
+  with pytest.raises(precomp.PrecompError, match=r"^x.npy: feature \[5, 0, 1\] is nan \(image 5\)"):
+    precomp.check_finite_features(feats, "x.npy", rows_per_block=2)
+  precomp.check_finite_features(feats[:5], "x.npy", rows_per_block=2)  # finite: no error
+
+
+def test_non_utf8_caption_file_names_file_and_line(tmp_path):
+  folder = tmp_path / "f30k_precomp"
+  _make(folder, "train", n=1, regions=4, dim=8)
+  path = folder / "train_caps.txt"
+  lines = path.read_bytes().split(b"\n")
+  lines[3] = b"caf\xe9 au lait"
+  path.write_bytes(b"\n".join(lines))
+  with pytest.raises(precomp.PrecompError) as err:
+    precomp.load_precomp_split(folder, "train", num_regions=4, feature_dim=8)
+  assert str(err.value) == (
+    f"{path}:4: line 4 is not UTF-8 (byte 0xe9 at column 4); expected UTF-8 text"
+  )

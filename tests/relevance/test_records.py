@@ -209,12 +209,68 @@ def test_truncated_shard_is_refused_then_rewritten(small_caps_file, tmp_path):
   write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
   assert lines == [
     "shard 1/3: complete, skipped",
+    "shard 2/3: relevance-00001-of-00003.tfrecord is missing, truncated or corrupt (sha256); "
+    "rewriting it",
     "shard 2/3: wrote 2 images to relevance-00001-of-00003.tfrecord",
     "shard 3/3: complete, skipped",
   ]
   np.testing.assert_array_equal(
     load_relevance_table(out, verify_checksums=True).topk_scores, good.topk_scores
   )
+
+
+def test_flipped_bytes_of_unchanged_size_are_refused_then_rewritten(small_caps_file, tmp_path):
+  """Completeness includes the shard's sha256: readers refuse it by default, naming the file
+  and the command that repairs it, and a re-run rewrites exactly that shard."""
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  before = folder_bytes(out)
+  shard = os.path.join(out, "relevance-00001-of-00003.tfrecord")
+  data = bytearray(before["relevance-00001-of-00003.tfrecord"])
+  data[len(data) // 2] ^= 0xFF
+  with open(shard, "wb") as f:
+    f.write(bytes(data))
+  with pytest.raises(RelevanceRecordsError) as err:
+    load_relevance_table(out)  # verify_checksums is the default
+  assert str(err.value) == (
+    f"{shard}: sha256 differs from the header's (corrupt or modified); "
+    "re-run jitr-precompute (or jitr-train) with the same arguments to rewrite it"
+  )
+  lines: list[str] = []
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
+  assert lines[1:3] == [
+    "shard 2/3: relevance-00001-of-00003.tfrecord is missing, truncated or corrupt (sha256); "
+    "rewriting it",
+    "shard 2/3: wrote 2 images to relevance-00001-of-00003.tfrecord",
+  ]
+  assert folder_bytes(out) == before  # repaired byte for byte
+
+
+def test_non_finite_scores_are_refused_with_the_shard_and_image(small_caps_file, tmp_path):
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  # Rewrite shard 2 (images 2, 3) with a NaN score, as a buggy writer would, header included.
+  from jitr.tf_cpu import import_tf
+
+  tf = import_tf()
+  name = "relevance-00001-of-00003.tfrecord"
+  path = os.path.join(out, name)
+  examples = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+  examples[1].features.feature["topk/scores"].float_list.value[2] = float("nan")
+  with tf.io.TFRecordWriter(path) as writer:
+    for ex in examples:
+      writer.write(ex.SerializeToString(deterministic=True))
+  header = json.load(open(os.path.join(out, "relevance.json")))
+  header["shards"][1].update(bytes=os.path.getsize(path), sha256=records.file_sha256(path))
+  with open(os.path.join(out, "relevance.json"), "w") as f:
+    json.dump(header, f)
+  with pytest.raises(
+    RelevanceRecordsError,
+    match=rf"^{path}: topk/scores of image 3 is not finite \(1 non-finite values in {out}\)",
+  ):
+    load_relevance_table(out)
 
 
 def test_vectors_of_a_non_cosine_estimator_are_refused(small_caps_file, tmp_path):

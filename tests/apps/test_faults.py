@@ -1,0 +1,397 @@
+"""Fault injection on jitr-train: each fault gets one clear line, the documented exit status,
+and leaves every file that existed before byte-identical.
+
+Units of the same faults live beside their modules: tests/training/test_finite.py (NaN in
+the loop), tests/training/test_checkpoint_faults.py (damaged checkpoint, disk full),
+tests/relevance/test_records.py (flipped bytes in a shard), tests/data/test_precomp.py
+(NaN features, non-UTF-8 captions).
+"""
+
+import errno
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import ml_collections
+import numpy as np
+import pytest
+
+from configs import default
+from jitr import fileio
+from jitr.apps import run_checks, train
+from jitr.training.finite import NonFiniteTrainingError
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _snapshot(root) -> dict[str, str]:
+  """``{relative path: sha256}`` of every file under ``root``."""
+  out = {}
+  for path in sorted(pathlib.Path(root).rglob("*")):
+    if path.is_file():
+      out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+  return out
+
+
+def _unchanged(before: dict[str, str], root) -> bool:
+  """Every file of ``before`` still exists with the same bytes (new files may appear)."""
+  after = _snapshot(root)
+  return all(after.get(name) == digest for name, digest in before.items())
+
+
+def _write_precomp(root, n_images=20):
+  folder = root / "f30k_precomp"
+  folder.mkdir(parents=True)
+  rng = np.random.default_rng(0)
+  words = ["a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat"]
+  for split, n in (("train", n_images), ("dev", 4), ("test", 4)):
+    np.save(folder / f"{split}_ims.npy", rng.normal(size=(n, 36, 2048)).astype(np.float32))
+    caps = [" ".join(rng.choice(words, size=rng.integers(3, 8))) for _ in range(5 * n)]
+    (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
+  return folder
+
+
+def _precomp_config(root) -> ml_collections.ConfigDict:
+  """A tiny precomp run: triplet loss only (no relevance records), 6 steps of 16."""
+  config = default.get_config()
+  config.dataset = "f30k_precomp"
+  config.precomp_root = str(root)
+  config.data_dir = str(root / "cache")
+  config.graded = ml_collections.ConfigDict({})
+  config.loss = ml_collections.ConfigDict({"triplet": {"weight": 1.0, "margin": 0.2}})
+  config.num_epochs = 1
+  config.batch_size = 16
+  config.eval_batch_size = 16
+  config.log_every_steps = 2
+  config.compilation_cache = False
+  config.model.embed_dim = 16
+  config.model.word_dim = 8
+  return config
+
+
+def _finished_workdir(workdir, config) -> dict[str, str]:
+  """A workdir as a finished run leaves it (its config.json, vocabulary, checkpoint files,
+  metrics); returns its snapshot."""
+  run_checks.write_config_once(config, str(workdir))
+  fileio.write_json_atomic(workdir / "vocab.json", {"words": ["<pad>", "a"]})
+  fileio.write_json_atomic(workdir / "metrics.json", {"full/rsum": 300.0})
+  step = workdir / "checkpoints" / "latest" / "6"
+  step.mkdir(parents=True)
+  (step / "_CHECKPOINT_METADATA").write_bytes(b'{"step": 6}')
+  return _snapshot(workdir)
+
+
+def _jitr_train(*args: str, **kwargs) -> subprocess.Popen:
+  exe = shutil.which("jitr-train") or str(pathlib.Path(sys.executable).with_name("jitr-train"))
+  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  env.pop("XLA_FLAGS", None)  # one CPU device: batches of any size
+  return subprocess.Popen(
+    [exe, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+  )
+
+
+def _last_line(text: str) -> str:
+  return text.strip().splitlines()[-1]
+
+
+# ---------------------------------------------------------------- non-finite data and training
+def test_nan_feature_in_a_precomp_folder_is_refused_before_anything_is_written(tmp_path):
+  folder = _write_precomp(tmp_path / "data")
+  feats = np.load(folder / "train_ims.npy")
+  feats[7, 3, 11] = np.nan
+  np.save(folder / "train_ims.npy", feats)
+  before = _snapshot(tmp_path)
+  proc = _jitr_train(
+    f"--config={REPO / 'configs' / 'default.py'}",
+    f"--workdir={tmp_path / 'run'}",
+    "--config.dataset=f30k_precomp",
+    f"--config.precomp_root={tmp_path / 'data'}",
+    "--config.compilation_cache=False",
+    cwd=tmp_path,
+  )
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 1, err[-3000:]
+  assert _last_line(err) == (
+    f"jitr-train: error: {folder / 'train_ims.npy'}: feature [7, 3, 11] is nan (image 7); "
+    "expected finite values (1 non-finite in rows 0..19)"
+  )
+  assert "Traceback" not in err
+  assert _snapshot(tmp_path) == before  # nothing written: no workdir, no cache
+  assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # 30 s; the loop's own test (tests/training/test_finite.py) is fast
+def test_nan_learning_rate_stops_the_run_before_any_checkpoint(tmp_path):
+  _write_precomp(tmp_path / "data")
+  config = _precomp_config(tmp_path / "data")
+  config.optimizer.learning_rate = float("nan")
+  with pytest.raises(NonFiniteTrainingError) as err:
+    train.train_and_evaluate(config, str(tmp_path / "run"))
+  assert str(err.value) == (
+    "step 2: loss is nan (loss=nan, grad_norm=nan); training stopped without saving this "
+    "state; no checkpoint was saved. Lower optimizer.learning_rate or look for NaN/Inf in "
+    "the data"
+  )
+  assert os.listdir(tmp_path / "run" / "checkpoints" / "latest") == []
+  assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+# ---------------------------------------------------------------- nothing written before valid
+def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_path):
+  _write_precomp(tmp_path / "data")
+  workdir = tmp_path / "run"
+  before = _finished_workdir(workdir, _precomp_config(tmp_path / "data"))
+  config = _precomp_config(tmp_path / "data")
+  config.model.embed_dim = 32
+  config.optimizer.name = "sgd"
+  with pytest.raises(ValueError) as err:
+    train.train_and_evaluate(config, str(workdir))
+  assert str(err.value) == (
+    f"workdir {workdir} was trained with model.embed_dim=16 (this config: 32); "
+    'optimizer.name="adam" (this config: "sgd"); use a new --workdir or delete it'
+  )
+  assert _snapshot(workdir) == before
+
+
+def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_keeps_config_json(tmp_path):
+  _write_precomp(tmp_path / "data")
+  config = _precomp_config(tmp_path / "data")
+  before = _finished_workdir(tmp_path / "run", config)
+  config.num_epochs = 3
+  config.optimizer.learning_rate = 1e-4
+  run_checks.check_workdir(config, str(tmp_path / "run"))  # not a shaping field: accepted
+  assert not run_checks.write_config_once(config, str(tmp_path / "run"))
+  assert _snapshot(tmp_path / "run") == before
+
+
+def test_batch_larger_than_the_data_is_refused_before_the_workdir_is_written(tmp_path):
+  _write_precomp(tmp_path / "data")
+  config = _precomp_config(tmp_path / "data")
+  config.batch_size = 128  # the train split has 100 captions
+  before = _snapshot(tmp_path)
+  with pytest.raises(ValueError, match=r"^batch_size 128 is larger than the split's 100 captions"):
+    train.train_and_evaluate(config, str(tmp_path / "run"))
+  assert not (tmp_path / "run").exists()
+  assert _unchanged(before, tmp_path)
+
+
+def test_unreadable_config_json_of_a_workdir_names_file_and_line(tmp_path):
+  (tmp_path / "config.json").write_text('{\n  "dataset": "jitr_shapes",\n  oops\n}\n')
+  with pytest.raises(ValueError, match=r"config.json:3: not valid JSON \(Expecting"):
+    run_checks.check_workdir(default.get_config(), str(tmp_path))
+  (tmp_path / "config.json").write_bytes(b'{"dataset": "caf\xe9"}')
+  with pytest.raises(ValueError, match=r"config.json: not UTF-8 \(byte offset 16\)"):
+    run_checks.check_workdir(default.get_config(), str(tmp_path))
+
+
+# ---------------------------------------------------------------- one clear line for bad input
+@pytest.mark.parametrize(
+  ("field", "value", "message"),
+  [
+    ("batch_size", 0, "config.batch_size: expected a whole number >= 1, got 0"),
+    ("num_epochs", -2, "config.num_epochs: expected a whole number >= 1, got -2"),
+    ("eval_batch_size", 0, "config.eval_batch_size: expected a whole number >= 1, got 0"),
+    ("log_every_steps", 0, "config.log_every_steps: expected a whole number >= 1, got 0"),
+    ("max_caption_len", 0, "config.max_caption_len: expected a whole number >= 1, got 0"),
+    ("eval_folds", -1, "config.eval_folds: expected a whole number >= 0, got -1"),
+    ("prefetch", -1, "config.prefetch: expected a whole number >= 0, got -1"),
+    ("batch_size", 16.5, "config.batch_size: expected a whole number >= 1, got 16.5 (float)"),
+    ("log_every_steps", True, "config.log_every_steps: expected a whole number >= 1, got True"),
+  ],
+)
+def test_counts_are_validated_before_anything_is_written(tmp_path, field, value, message):
+  config = default.get_config()
+  with config.ignore_type():
+    config[field] = value
+  with pytest.raises(ValueError) as err:
+    train.train_and_evaluate(config, str(tmp_path / "run"))
+  assert str(err.value).startswith(message)
+  assert os.listdir(tmp_path) == []
+
+
+def test_unknown_config_field_is_one_line_naming_the_valid_ones(tmp_path):
+  proc = _jitr_train(
+    f"--config={REPO / 'configs' / 'default.py'}",
+    f"--workdir={tmp_path / 'run'}",
+    "--config.modle.embed_dim=8",
+    cwd=tmp_path,
+  )
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 1, err[-2000:]
+  assert err.strip() == (
+    "jitr-train: error: --config.modle.embed_dim=8: unknown field 'modle' of config (valid "
+    "fields: backend, batch_size, compilation_cache, data_dir, dataset, distributed, "
+    "estimators, eval_batch_size, eval_folds, graded, log_every_steps, loss, max_caption_len, "
+    "model, num_epochs, optimizer, precomp_root, prefetch, seed, shapes_config, test_split, "
+    "top_k, vocab_min_count)"
+  )
+  assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+  ("dotted", "problem"),
+  [
+    (
+      "model.dim",
+      "unknown field 'dim' of config.model (valid fields: embed_dim, image, image_pooling, "
+      "text, text_pooling, word_dim)",
+    ),
+    ("seed.x", "unknown field 'x' of config.seed (valid fields: none: it is a value, not a group)"),
+    ("model.embed_dim", None),
+    ("loss.smooth_ndcg.temperature", None),
+  ],
+)
+def test_unknown_field_names_the_group_and_its_fields(dotted, problem):
+  assert run_checks.unknown_field(default.get_config(), dotted) == problem
+
+
+def test_run_reporting_bad_input_gives_exit_1_and_one_line():
+  from jitr.apps._cli import run_reporting_bad_input
+
+  def full():
+    raise OSError(errno.ENOSPC, "disk full: could not write /x/metrics.json")
+
+  with pytest.raises(SystemExit) as err:
+    run_reporting_bad_input("jitr-train", full)
+  assert (
+    str(err.value.code)
+    == "jitr-train: error: [Errno 28] disk full: could not write /x/metrics.json"
+  )
+
+
+def test_disk_full_while_writing_a_file_says_so_and_removes_the_temporary(tmp_path, monkeypatch):
+  target = tmp_path / "config.json"
+  target.write_text("old")
+  real_fsync = os.fsync
+
+  def no_space(fd):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+  monkeypatch.setattr(os, "fsync", no_space)
+  with pytest.raises(OSError, match=r"disk full: could not write .*config.json") as err:
+    fileio.write_text_atomic(target, "new")
+  monkeypatch.setattr(os, "fsync", real_fsync)
+  assert err.value.errno == errno.ENOSPC
+  assert os.listdir(tmp_path) == ["config.json"] and target.read_text() == "old"
+
+
+# ---------------------------------------------------------------- SIGTERM: save, exit 75, resume
+def test_main_exits_with_the_preempted_status_when_stopped(monkeypatch):
+  monkeypatch.setattr(train, "train_and_evaluate", lambda config, workdir: {})
+  monkeypatch.setattr(train, "_CONFIG", type("C", (), {"value": default.get_config()})())
+  monkeypatch.setattr(train, "_WORKDIR", type("W", (), {"value": "/nonexistent"})())
+  with pytest.raises(SystemExit) as err:
+    train.main(["jitr-train"])
+  assert err.value.code == train.PREEMPTED_EXIT_STATUS == 75
+
+
+@pytest.mark.slow
+def test_sigterm_saves_exits_75_and_a_rerun_resumes(tmp_path):
+  _write_precomp(tmp_path / "data", n_images=40)
+  args = [
+    f"--config={REPO / 'configs' / 'default.py'}",
+    f"--workdir={tmp_path / 'run'}",
+    "--config.dataset=f30k_precomp",
+    f"--config.precomp_root={tmp_path / 'data'}",
+    f"--config.data_dir={tmp_path / 'cache'}",
+    "--config.graded.relevance=vectors:lsa",
+    "--config.estimators.lsa.k=4",
+    "--config.compilation_cache=False",
+    "--config.batch_size=8",
+    "--config.eval_batch_size=8",
+    "--config.model.embed_dim=8",
+    "--config.model.word_dim=8",
+    "--config.log_every_steps=1",
+  ]
+  proc = _jitr_train(*args, "--config.num_epochs=1000", cwd=tmp_path)
+  events = tmp_path / "run" / "tensorboard"
+  deadline = time.monotonic() + 240
+  while not (events.exists() and any(events.iterdir())) and time.monotonic() < deadline:
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    time.sleep(0.5)
+  time.sleep(3)  # a few steps
+  proc.send_signal(signal.SIGTERM)
+  _, err = proc.communicate(timeout=240)
+  assert proc.returncode == 75, err[-3000:]
+  assert "run again to resume" in err
+  latest = os.listdir(tmp_path / "run" / "checkpoints" / "latest")
+  saved = max(int(s) for s in latest if s.isdigit())
+  assert saved >= 1
+  config_json = (tmp_path / "run" / "config.json").read_bytes()
+  # The re-run (a shorter schedule, which may end at once) restores that step and finishes.
+  epochs = saved // 25 + 1  # 200 captions / 8 = 25 steps per epoch
+  proc = _jitr_train(*args, f"--config.num_epochs={epochs}", cwd=tmp_path)
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 0, err[-3000:]
+  assert json.loads((tmp_path / "run" / "metrics.json").read_text())["full/rsum"] > 0
+  assert (tmp_path / "run" / "config.json").read_bytes() == config_json  # written once
+
+
+@pytest.mark.parametrize(
+  ("source", "message"),
+  [
+    (
+      b'X = "caf\xe9"\n',
+      "bad.py:1: cannot load the config file: not UTF-8 ('utf-8' codec can't decode byte 0xe9 "
+      "in position 3: unexpected end of data), column 11",
+    ),
+    (b"import ml_collections\n\ndef get_config(:\n", "bad.py:3: cannot load the config file: "),
+  ],
+)
+def test_a_config_file_that_does_not_compile_is_named_with_its_line(tmp_path, source, message):
+  (tmp_path / "bad.py").write_bytes(source)
+  try:
+    compile(source, "bad.py", "exec")
+  except SyntaxError as err:
+    assert run_checks.config_file_error(err).startswith(message)
+  else:
+    raise AssertionError("compiled")
+
+
+def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
+  (tmp_path / "caps.txt").write_text("a dog\nb cat\n")
+  exe = shutil.which("jitr-precompute") or str(
+    pathlib.Path(sys.executable).with_name("jitr-precompute")
+  )
+  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  out = subprocess.run(
+    [exe, "--captions=caps.txt", "--estimator=cider", "--out=rel", "--captions_per_image=0"],
+    cwd=tmp_path,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert out.returncode == 1
+  assert out.stderr.splitlines()[0] == (
+    "FATAL Flags parsing error: flag --captions_per_image=0: 0 is not a positive integer"
+  )
+  assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
+
+
+@pytest.mark.slow  # 20 s; tests/relevance/test_records.py has the fast unit
+def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
+  """jitr-train computes its relevance records on first use; a shard corrupted at the same
+  size no longer counts as complete, so the next run's data loading rewrites it."""
+  from jitr.apps import wiring
+
+  _write_precomp(tmp_path / "data")
+  config = _precomp_config(tmp_path / "data")
+  config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
+  config.estimators.lsa.k = 4
+  first = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
+  (records,) = (tmp_path / "data" / "cache" / "relevance").rglob("relevance.json")
+  before = _snapshot(records.parent)
+  (shard,) = records.parent.glob("*.tfrecord")
+  data = bytearray(shard.read_bytes())
+  data[len(data) // 3] ^= 0x55
+  shard.write_bytes(bytes(data))
+  again = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
+  np.testing.assert_array_equal(again, first)
+  assert _snapshot(records.parent) == before  # the shard is back, byte for byte
