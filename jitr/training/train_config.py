@@ -13,7 +13,7 @@ def check_train_config(config: Any) -> None:
   """Raises ``ValueError`` naming the first bad field: an unknown ``dataset``, a
   ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
   jitr_shapes, an unparsable ``graded`` source, a non-positive ``batch_size``,
-  ``num_epochs`` or a negative ``prefetch``."""
+  ``num_epochs`` or a negative ``prefetch``, a bad ``calibration`` chain."""
   if config.dataset not in DATASETS:
     raise ValueError(
       f"config.dataset: expected one of {', '.join(map(repr, DATASETS))}, got {config.dataset!r}"
@@ -29,6 +29,10 @@ def check_train_config(config: Any) -> None:
       parse_source(source)
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
+  if config.get("calibration"):  # a bad chain or table fails here, before any data is built
+    from jitr.losses import objective
+
+    objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
   if config.batch_size <= 0 or config.num_epochs <= 0:
     raise ValueError("config.batch_size and config.num_epochs must be positive")
   if config.get("prefetch", 2) < 0:
