@@ -37,7 +37,7 @@ def fitted_table(name: str, x, y, *, source: str, params: dict) -> dict:
 
   from jitr.relevance.isotonic import isotonic_fit
 
-  kx, ky = isotonic_fit(x, y)
+  kx, ky = isotonic_fit(np.round(np.asarray(x, np.float64), 6), y)  # knots stay distinct
   return {
     "estimator": name,
     "params": params,
@@ -46,7 +46,7 @@ def fitted_table(name: str, x, y, *, source: str, params: dict) -> dict:
     "fit": "isotonic regression (PAV), non-decreasing; x = estimator relevance, "
     "y = fraction of yes; applied by linear interpolation, constant beyond the ends",
     "command": "jitr-relevance-calibrate",
-    "x": [round(float(v), 6) for v in kx],
+    "x": [float(v) for v in kx],
     "y": [round(float(v), 6) for v in np.clip(ky, 0.0, 1.0)],
   }
 

@@ -180,16 +180,22 @@ def _table_argument(name: str, arg: str | None) -> IsotonicTable:
 
 @dataclasses.dataclass(frozen=True)
 class TransformKind:
-  """A transform of the registry: ``parse(name, arg) -> value``; ``apply(rows, where, value)``."""
+  """A transform of the registry: ``parse(name, arg) -> value``; ``apply(rows, where, value)``.
+
+  ``per_query``: it depends on the query's row (not elementwise); ``strict``: an
+  elementwise, strictly increasing map of [0, 1] onto itself (no ties made or broken).
+  """
 
   parse: Callable[[str, str | None], Any]
   apply: Callable[[jax.Array, jax.Array, Any], jax.Array]
+  per_query: bool = False
+  strict: bool = False
 
 
 TRANSFORMS: Mapping[str, TransformKind] = {
-  "minmax": TransformKind(_no_argument, lambda r, w, _: minmax_rows(r, w)),
+  "minmax": TransformKind(_no_argument, lambda r, w, _: minmax_rows(r, w), per_query=True),
   "power": TransformKind(
-    lambda n, a: _number(n, a, 0.0, 1e6, open_low=True), lambda r, w, p: power(r, p)
+    lambda n, a: _number(n, a, 0.0, 1e6, open_low=True), lambda r, w, p: power(r, p), strict=True
   ),
   "floor": TransformKind(
     lambda n, a: _number(n, a, 0.0, 1.0, open_low=False), lambda r, w, t: floor(r, t)
@@ -207,6 +213,16 @@ class Calibration:
 
   def __bool__(self) -> bool:
     return bool(self.steps)
+
+  @property
+  def per_query(self) -> bool:
+    """Whether a step depends on the whole query row (image and caption queries differ)."""
+    return any(TRANSFORMS[name].per_query for name, _ in self.steps)
+
+  @property
+  def strict(self) -> bool:
+    """Whether the chain is elementwise and strictly increasing (it keeps every order)."""
+    return all(TRANSFORMS[name].strict for name, _ in self.steps)
 
   def __call__(
     self, rows: jax.Array, *, positives: jax.Array | None = None, where: jax.Array | None = None
