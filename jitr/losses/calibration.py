@@ -32,12 +32,13 @@ where the rows of each direction are known: :class:`jitr.losses.objective`'s
 >>> import jax.numpy as jnp
 >>> r = jnp.array([[1.0, 0.6, 0.8, 0.7]])
 >>> pos = jnp.array([[True, False, False, False]])
->>> calibrate(r, positives=pos, spec="minmax").round(4).tolist()
-[[1.0, 0.0, 0.5, 0.25]]
->>> calibrate(r, positives=pos, spec="minmax,power:2").round(4).tolist()
-[[1.0, 0.0, 0.25, 0.0625]]
->>> calibrate(r, positives=pos, spec="floor:0.7").round(4).tolist()
-[[1.0, 0.0, 0.8, 0.7]]
+>>> show = lambda m: [round(float(v), 4) for v in m[0]]
+>>> show(calibrate(r, positives=pos, spec="minmax"))
+[1.0, 0.0, 0.5, 0.25]
+>>> show(calibrate(r, positives=pos, spec="minmax,power:2"))
+[1.0, 0.0, 0.25, 0.0625]
+>>> show(calibrate(r, positives=pos, spec="floor:0.7"))
+[1.0, 0.0, 0.8, 0.7]
 """
 
 from __future__ import annotations

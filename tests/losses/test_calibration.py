@@ -187,3 +187,16 @@ def test_objective_calibration_errors_name_the_input():
     )
   # an empty chain for an input nobody reads is fine (configs/default.py's default)
   losses.objective({"triplet": {}}, calibration={"relevance": ""})
+
+
+def test_train_config_check_names_a_bad_calibration():
+  from configs import default
+  from jitr.training.train_config import check_train_config
+
+  config = default.get_config()
+  check_train_config(config)  # the default: no calibration
+  config.calibration.relevance = "minmax,power:2"
+  check_train_config(config)
+  config.calibration.relevance = "floor:2"
+  with pytest.raises(ValueError, match=r"calibration.relevance: calibration floor:2: expected"):
+    check_train_config(config)
