@@ -54,6 +54,13 @@ def get_config() -> ml_collections.ConfigDict:
     }
   )
   c.top_k = 100  # length of the top-K lists of "topk:" sources
+  # Calibration of each graded input before the losses read it (jitr.losses.calibration):
+  # a chain applied left to right per query (image queries per row, caption queries per
+  # column), positives kept at 1, values in [0, 1]: "minmax" (per-query min-max),
+  # "power:P" (r^P), "floor:T" (r < T -> 0), "isotonic:crowdflower-sentence" (the map
+  # from RSC to the fraction of CrowdFlower "yes", fitted by jitr-relevance-calibrate);
+  # e.g. --config.calibration.relevance=minmax,power:2. "" = none.
+  c.calibration = ml_collections.ConfigDict({"relevance": ""})
 
   c.model = ml_collections.ConfigDict(
     dict(

@@ -53,7 +53,9 @@ def train_and_evaluate(config, workdir: str) -> dict:
   model, state = wiring.initial_state(config, len(vocab), splits["train"], steps_per_epoch)
   parallel = training.DataParallel(
     training.make_train_step(
-      losses.objective(config.loss, steps_per_epoch=steps_per_epoch),
+      losses.objective(
+        config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
+      ),
       graded_fn=make_graded_fn(config.graded, aggregates=aggregates),
     ),
     backend=config.backend,

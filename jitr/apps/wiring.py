@@ -32,6 +32,22 @@ def relevance_records_dir(
   return os.path.join(data_dir, "relevance", slug, f"{estimator.name}-{contents}-{digest}")
 
 
+def caption_set(caption_list, per_image: int, dataset: str):
+  """A :class:`CaptionSet` of ``per_image`` consecutive captions per image (ids ``i``, ``i#k``)."""
+  import numpy as np
+
+  from jitr.relevance.captions_io import CaptionSet
+
+  n_img = len(caption_list) // per_image
+  return CaptionSet(
+    source=dataset,
+    image_ids=tuple(str(i) for i in range(n_img)),
+    caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per_image)),
+    captions=tuple(caption_list),
+    image_offsets=np.arange(n_img + 1) * per_image,
+  )
+
+
 def stored_relevance(
   caption_list, per_image: int, dataset: str, config, data_dir: str
 ) -> tuple[dict, dict, dict]:
@@ -41,22 +57,12 @@ def stored_relevance(
   ``vectors[NAME]`` ``[N_cap, D]``, ``topk[NAME]`` ``(indices, scores)`` ``[N_img, K]``,
   ``aggregates[NAME]`` the vectors' aggregate from the records header (for ``make_graded_fn``).
   """
-  import numpy as np
-
   from jitr.data.relevance_reader import load_relevance_table
-  from jitr.relevance.captions_io import CaptionSet
   from jitr.relevance.records import write_relevance_records
   from jitr.relevance.registry import make_estimator
   from jitr.training.graded import parse_source
 
-  n_img = len(caption_list) // per_image
-  captions = CaptionSet(
-    source=dataset,
-    image_ids=tuple(str(i) for i in range(n_img)),
-    caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per_image)),
-    captions=tuple(caption_list),
-    image_offsets=np.arange(n_img + 1) * per_image,
-  )
+  captions = caption_set(caption_list, per_image, dataset)
   vectors, topk, aggregates = {}, {}, {}
   for graded in dict(config.graded).values():
     source = parse_source(graded)

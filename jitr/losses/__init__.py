@@ -7,6 +7,7 @@ returns a scalar (or per-query values with ``reduction="none"``).
 """
 
 from jitr.losses._masks import DirectionalLoss, pair_mask
+from jitr.losses.calibration import calibrate, parse_calibration
 from jitr.losses.cmal2r import adaptive_listwise, rank_adaptive_margins
 from jitr.losses.composite import LOSSES, objective
 from jitr.losses.dcg import ndcg
@@ -28,12 +29,14 @@ __all__ = [
   "LOSSES",
   "adaptive_listwise",
   "approx_ranks",
+  "calibrate",
   "exact_ranks",
   "l2_normalize",
   "l2_normalize_additive",
   "ndcg",
   "objective",
   "pair_mask",
+  "parse_calibration",
   "rank_adaptive_margins",
   "reference_cosine",
   "relevance_from_embeddings",

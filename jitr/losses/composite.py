@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr.losses import _masks
+from jitr.losses.calibration import Calibration, parse_calibration
 from jitr.losses.cmal2r import adaptive_listwise, adaptive_listwise_queries
 from jitr.losses.listwise_itr import smooth_ndcg, smooth_ndcg_queries
 from jitr.losses.lseh import semantic_hard_negatives, semantic_hard_negatives_queries
@@ -79,6 +80,7 @@ class _Term:
   hyper: dict[str, Any]
   reduction: str
   window: tuple[float, float] | None
+  calibration: Calibration | None = None
 
 
 class Objective:
@@ -153,6 +155,12 @@ class Objective:
       extra = {"key": term_key} if term.spec.needs_key else {}
       sums = []
       for direction in rows[name]:
+        if term.calibration:  # per query: each direction's own rows
+          direction = direction._replace(
+            graded=term.calibration(
+              direction.graded, positives=direction.positives, where=direction.where
+            )
+          )
         loss, weight = term.spec.per_query(direction, **term.hyper, **extra)
         weight = weight.astype(loss.dtype)
         # "sum": count 0, so combine divides by max(Σ count, 1) = 1 however many blocks add up.
@@ -187,7 +195,12 @@ def _as_dict(config: Any) -> dict[str, Any]:
   return dict(config.to_dict() if hasattr(config, "to_dict") else config)
 
 
-def objective(terms: Mapping[str, Any], *, steps_per_epoch: int | None = None) -> Objective:
+def objective(
+  terms: Mapping[str, Any],
+  *,
+  steps_per_epoch: int | None = None,
+  calibration: Mapping[str, Any] | None = None,
+) -> Objective:
   """Builds ``L = Σ_t w_t · 1[t active at step] · L_t`` from ``{name: {"weight": w, **hyper}}``.
 
   Each term's ``name`` is a loss of :data:`LOSSES` unless the term sets
@@ -207,6 +220,13 @@ def objective(terms: Mapping[str, Any], *, steps_per_epoch: int | None = None) -
   ``parts`` maps each term name to its unweighted value. Every term is computed
   through its loss's per-query core, so the same objective also runs split by
   query rows over devices (:meth:`Objective.partial_sums`).
+
+  Calibration: ``calibration`` maps a graded input name to a chain of
+  :mod:`jitr.losses.calibration` (``{"relevance": "minmax,power:2"}``; ``""``:
+  none). Every term reading that input (relevance terms only) calibrates each
+  direction's query rows before its loss: image queries per row, caption
+  queries per column, so per-query transforms see whole queries on any number
+  of devices.
 
   Schedules: a term with ``"from_epoch": a`` and/or ``"until_epoch": b`` counts
   only for ``a · steps_per_epoch <= step < b · steps_per_epoch`` (``step`` is
@@ -237,7 +257,37 @@ def objective(terms: Mapping[str, Any], *, steps_per_epoch: int | None = None) -
     specs[name] = _Term(LOSSES[loss_name], weight, graded_input, spec, reduction, window)
   if not specs:
     raise ValueError("objective: expected at least one loss term, got none")
-  return Objective(specs)
+  return Objective(_with_calibration(specs, calibration))
+
+
+def _with_calibration(
+  specs: dict[str, _Term], calibration: Mapping[str, Any] | None
+) -> dict[str, _Term]:
+  """``specs`` with each relevance term's parsed calibration; errors name the input."""
+  chains = {}
+  for input_name, spec in _as_dict(calibration or {}).items():
+    try:
+      chains[input_name] = parse_calibration(spec)
+    except ValueError as err:
+      raise ValueError(f"calibration.{input_name}: {err}") from None
+  out = dict(specs)
+  for input_name, chain in chains.items():
+    if not chain:
+      continue
+    readers = [n for n, t in specs.items() if t.spec.graded and t.graded_input == input_name]
+    if not readers:
+      raise ValueError(
+        f"calibration.{input_name}: no objective term reads graded input {input_name!r}"
+      )
+    for term_name in readers:
+      term = specs[term_name]
+      if term.spec.graded != "relevance":
+        raise ValueError(
+          f"calibration.{input_name}: term {term_name!r} reads it as its {term.spec.graded} "
+          "matrix; calibration applies to relevance in [0, 1] only"
+        )
+      out[term_name] = dataclasses.replace(term, calibration=chain)
+  return out
 
 
 def _step_window(

@@ -20,7 +20,10 @@ the caption side's ``pair_index`` (global column) picks their columns.
 
 ``agg`` is the estimator's aggregate over an image's references (``max`` or
 ``mean``), read from its records header (``RelevanceTable.aggregate``). The
-matrices themselves come from :mod:`jitr.losses.relevance`.
+matrices themselves come from :mod:`jitr.losses.relevance`. Their calibration
+(``config.calibration``, :mod:`jitr.losses.calibration`) is applied by the
+objective to each direction's query rows, not here: per-query transforms
+(``minmax``) need a whole query, and only the loss knows which side queries.
 """
 
 from __future__ import annotations

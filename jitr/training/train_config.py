@@ -44,7 +44,7 @@ def check_train_config(config: Any) -> None:
   ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
   jitr_shapes, an unparsable ``graded`` source, a count out of range
   (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
-  ``log_every_steps`` ...)."""
+  ``log_every_steps`` ...), a bad ``calibration`` chain."""
   check_counts(config)
   if config.dataset not in DATASETS:
     raise ValueError(
@@ -61,3 +61,7 @@ def check_train_config(config: Any) -> None:
       parse_source(source)
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
+  if config.get("calibration"):  # a bad chain or table fails here, before any data is built
+    from jitr.losses import objective
+
+    objective(config.loss, steps_per_epoch=1, calibration=config.calibration)

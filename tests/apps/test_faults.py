@@ -226,7 +226,7 @@ def test_unknown_config_field_is_one_line_naming_the_valid_ones(tmp_path):
   assert proc.returncode == 1, err[-2000:]
   assert err.strip() == (
     "jitr-train: error: --config.modle.embed_dim=8: unknown field 'modle' of config (valid "
-    "fields: backend, batch_size, compilation_cache, data_dir, dataset, distributed, "
+    "fields: backend, batch_size, calibration, compilation_cache, data_dir, dataset, distributed, "
     "estimators, eval_batch_size, eval_folds, graded, log_every_steps, loss, max_caption_len, "
     "model, num_epochs, optimizer, precomp_root, prefetch, seed, shapes_config, test_split, "
     "top_k, vocab_min_count)"

@@ -13,7 +13,17 @@ import pytest
 
 import jitr.evaluation
 
-MODULES = ["recall", "eccv", "ndcg", "semantic", "class_map", "positives", "checks", "folds"]
+MODULES = [
+  "recall",
+  "eccv",
+  "ndcg",
+  "semantic",
+  "class_map",
+  "positives",
+  "checks",
+  "folds",
+  "relevance_quality",
+]
 
 
 def _examples(mod) -> int:

@@ -14,7 +14,17 @@ import pytest
 import jitr.losses
 
 # sam and composite have no docstring example yet: add them here when they get one.
-MODULES = ["vse", "listwise_itr", "dcg", "ranks", "cmal2r", "lseh", "relevance", "normalize"]
+MODULES = [
+  "vse",
+  "listwise_itr",
+  "dcg",
+  "ranks",
+  "cmal2r",
+  "lseh",
+  "relevance",
+  "normalize",
+  "calibration",
+]
 
 
 def _examples(mod) -> int:

@@ -1,0 +1,114 @@
+"""jitr-relevance-quality on tiny jitr_shapes: the oracle is perfect, a constant estimate
+ranks by the annotated positives then index order, and the command prints and writes the table."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from jitr.apps.quality import estimated_relevance, format_table, quality_rows
+from jitr.apps.wiring import caption_set
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tiny_val(tmp_path_factory):
+  from jitr.data import shapes_tfds
+
+  data_dir = str(tmp_path_factory.mktemp("tfds"))
+  shapes_tfds.build(data_dir, "tiny")
+  data = shapes_tfds.load_split("val", data_dir=data_dir, config="tiny", images=False)
+  exact = shapes_tfds.split_relevance("val", data_dir=data_dir, config="tiny")
+  return data_dir, caption_set(data["captions"], 5, "tiny/val"), exact
+
+
+def test_oracle_is_perfect(tiny_val):
+  _, captions, exact = tiny_val
+  est, positives = estimated_relevance("oracle", captions, exact)
+  (row,) = quality_rows(est, exact, positives, ["none"], log=lambda _: None)
+  for key in ("tau_b/i2t", "tau_b/t2i", "NDCG@10/i2t", "NDCG@10/t2i", "mAP@R/i2t", "mAP@R/t2i"):
+    assert row[key] == pytest.approx(1.0), key
+  assert row["MAE"] == 0.0 and row["gain@0"] == 0.0
+
+
+def _ndcg10(order: np.ndarray, rel: np.ndarray) -> float:
+  gains = np.exp2(rel) - 1
+  disc = 1 / np.log2(np.arange(2, 12))
+  return float(gains[order[:10]] @ disc / (np.sort(gains)[::-1][:10] @ disc))
+
+
+def test_constant_estimate_ties_rank_in_index_order(tiny_val):
+  """0.5 everywhere, positives 1: tau-b is that of the positive indicator, the ranking is
+  the positives first, then index order (the evaluation's tie rule)."""
+  _, captions, exact = tiny_val
+  est, positives = estimated_relevance("constant", captions, exact)
+  assert set(np.unique(est)) == {0.5, 1.0}
+  rows = quality_rows(est, exact, positives, ["none", "minmax"], log=lambda _: None)
+  tau = kendalltau(positives.ravel(), exact.ravel(), variant="b").statistic
+  assert rows[0]["tau_b/i2t"] == pytest.approx(tau) and rows[0]["tau_b/t2i"] == pytest.approx(tau)
+  want = np.mean(
+    [
+      _ndcg10(np.concatenate([np.flatnonzero(p), np.flatnonzero(~p)]), r)
+      for p, r in zip(positives, exact)
+    ]
+  )
+  assert rows[0]["NDCG@10/i2t"] == pytest.approx(want, abs=1e-6)
+  # minmax sends every non-positive to 0: the same order and tau, gain@0 = 0
+  assert rows[1]["NDCG@10/i2t"] == pytest.approx(want, abs=1e-6)
+  assert rows[1]["tau_b/i2t"] == pytest.approx(tau) and rows[1]["gain@0"] == 0.0
+  assert rows[0]["gain@0"] == pytest.approx(math.sqrt(2) - 1)
+
+
+def test_order_keeping_chains_keep_tau_and_ranking(tiny_val):
+  _, captions, exact = tiny_val
+  est, positives = estimated_relevance("lsa", captions, exact, estimator_kwargs={"k": 16})
+  none, squared = quality_rows(est, exact, positives, ["none", "power:2"], log=lambda _: None)
+  fresh = kendalltau(np.ravel(est**2), exact.ravel(), variant="b").statistic
+  assert squared["tau_b/i2t"] == pytest.approx(fresh)  # the shortcut is exact
+  for key in ("NDCG@10/i2t", "NDCG@10/t2i", "mAP@R/i2t", "mAP@R/t2i"):
+    assert squared[key] == pytest.approx(none[key])
+  assert squared["MAE"] != none["MAE"]
+  assert "| val | lsa | `power:2` |" in format_table(
+    [{"split": "val", "estimator": "lsa", **squared}]
+  )
+
+
+@pytest.mark.slow
+def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
+  data_dir, _, _ = tiny_val
+  out = tmp_path / "quality.json"
+  done = subprocess.run(
+    [
+      sys.executable, "-c", "from jitr.apps.relevance_quality import run; run()",
+      f"--data_dir={data_dir}", "--shapes_config=tiny", "--splits=val",
+      "--estimators=oracle,constant", "--calibration=none", "--calibration=minmax,power:2",
+      f"--output={out}",
+    ],
+    cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "| val | oracle | `none` | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 0.000 |" in (
+    done.stdout
+  )
+  rows = json.loads(out.read_text())["rows"]
+  assert [(r["estimator"], r["calibration"]) for r in rows] == [
+    ("oracle", "none"), ("oracle", "minmax,power:2"),
+    ("constant", "none"), ("constant", "minmax,power:2"),
+  ]  # fmt: skip
+  bad = subprocess.run(
+    [
+      sys.executable, "-c", "from jitr.apps.relevance_quality import run; run()",
+      f"--data_dir={data_dir}", "--calibration=sharpen",
+    ],
+    cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+  )  # fmt: skip
+  assert bad.returncode == 1
+  assert "jitr-relevance-quality: error: calibration 'sharpen': unknown transform" in bad.stderr
