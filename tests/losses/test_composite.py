@@ -90,8 +90,8 @@ def test_epoch_windows_switch_terms_at_the_step():
     total, parts = run(sim, step)
     assert float(total) == pytest.approx(expected, abs=1e-6)
     assert float(parts["warmup"]) == pytest.approx(lsh, abs=1e-6)  # parts: unweighted, always
-  grad = jax.grad(lambda s: loss_fn(s, positives=pos, step=3)[0])(sim)
-  ref = jax.grad(lambda s: losses.triplet(s, positives=pos, mining="sum"))(sim)
+  grad = jax.jit(jax.grad(lambda s: loss_fn(s, positives=pos, step=3)[0]))(sim)
+  ref = jax.jit(jax.grad(lambda s: losses.triplet(s, positives=pos, mining="sum")))(sim)
   np.testing.assert_allclose(grad, ref, atol=1e-7)
 
 
