@@ -9,7 +9,7 @@ use the first 1,000 test images and their 5,000 captions as the gallery, with
 are kept whole, so positives outside the gallery -- counted in R, never
 retrieved -- are exercised on every query); its 1K protocol then splits that
 gallery into five folds of 200 images, as ``folds=5`` does. The slow test runs
-the real 5K x 25K split.
+the real 5K x 25K split (perturbed matrix).
 """
 
 import copy
@@ -154,6 +154,7 @@ def test_matches_eccv_caption_on_1k_gallery(kind, eccv_metrics, coco_layout):
 
 @pytest.mark.slow
 def test_matches_eccv_caption_on_coco_5k(eccv_metrics, coco_layout):
+  """The perturbed matrix only: its metrics sit well inside (0, 1), so it is the telling
+  comparison on the full split (the random matrix, all recalls near 0, runs on 1K)."""
   img_ids, cap_ids, owner = coco_layout
-  for kind in ("random", "perturbed"):
-    _check(kind, eccv_metrics, img_ids, cap_ids, owner)
+  _check("perturbed", eccv_metrics, img_ids, cap_ids, owner)

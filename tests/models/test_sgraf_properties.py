@@ -1,14 +1,12 @@
 """SGR / SAF scoring invariances: padding, permutations, blocking, gradients."""
 
 import functools
-import os
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from finite_differences import assert_directional_derivatives_match
 
 from jitr.models.sgraf import SGRAFSimilarity, sgraf_similarity
 
@@ -102,51 +100,26 @@ def test_sgraf_is_the_mean_of_sgr_and_saf():
   np.testing.assert_allclose(got, [[0.4, 0.5]], rtol=1e-6)
 
 
-def _check_module_gradients(module):
-  model = head(module)
-  v = variables(model, dtype=np.float64)
-  regions, region_mask, words, word_mask = pair_inputs(R, 7)
-  weights = np.random.default_rng(3).normal(size=(3, 4))
+@pytest.mark.parametrize("module", ["SGR", "SAF"])
+def test_gradients_match_float64_finite_differences(module):
+  """float64: directional derivatives of ``Σ w ⊙ sim`` w.r.t. regions, words and all
+  parameters, ``jax.grad`` vs central differences, train mode; padding gets no gradient."""
+  with jax.enable_x64(True):
+    model = head(module)
+    v = variables(model, dtype=np.float64)
+    regions, region_mask, words, word_mask = pair_inputs(R, 7)
+    weights = np.random.default_rng(3).normal(size=(3, 4))
 
-  @jax.jit
-  def loss(params, regions, words):
-    variables = {"params": params, "batch_stats": v["batch_stats"]}
-    args = (regions, region_mask, words, word_mask)
-    sim, _ = model.apply(variables, *args, train=True, mutable=["batch_stats"])
-    return jnp.sum(weights * sim)
+    def loss(params, regions, words):
+      variables = {"params": params, "batch_stats": v["batch_stats"]}
+      args = (regions, region_mask, words, word_mask)
+      sim, _ = model.apply(variables, *args, train=True, mutable=["batch_stats"])
+      return jnp.sum(weights * sim)
 
-  x = (v["params"], regions.astype(np.float64), words.astype(np.float64))
-  grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*x)
+    x = (v["params"], regions.astype(np.float64), words.astype(np.float64))
+    grads = assert_directional_derivatives_match(loss, x)
   assert np.all(np.asarray(grads[1])[~region_mask] == 0), "padded regions get no gradient"
   assert np.all(np.asarray(grads[2])[~word_mask] == 0), "padded words get no gradient"
-  rng, h = np.random.default_rng(4), 1e-6
-  for _ in range(3):
-    d = jax.tree.map(lambda a: rng.normal(size=np.shape(a)), x)
-    plus = jax.tree.map(lambda a, b: a + h * b, x, d)
-    minus = jax.tree.map(lambda a, b: a - h * b, x, d)
-    numeric = (loss(*plus) - loss(*minus)) / (2 * h)
-    analytic = sum(jnp.vdot(g, b) for g, b in zip(jax.tree.leaves(grads), jax.tree.leaves(d)))
-    np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
-
-
-def finite_difference_check():
-  """float64 (run with JAX_ENABLE_X64=1): directional derivatives of ``Σ w ⊙ sim`` w.r.t.
-  regions, words and all parameters, ``jax.grad`` vs central differences, train mode."""
-  assert jax.config.jax_enable_x64
-  for module in ("SGR", "SAF"):
-    _check_module_gradients(module)
-  print("FD_OK")
-
-
-def test_gradients_match_float64_finite_differences():
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
-  env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", PYTHONPATH=path)
-  code = "from tests.models import test_sgraf_properties as t; t.finite_difference_check()"
-  out = subprocess.run(
-    [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=600
-  )
-  assert out.returncode == 0 and "FD_OK" in out.stdout, out.stderr[-3000:]
 
 
 def test_unknown_module_is_named():

@@ -3,13 +3,13 @@
 Run by ``tests/training/test_multiprocess.py`` as::
 
   python -m tests.training.multiprocess_worker --coordinator 127.0.0.1:PORT \
-      --num-processes 2 --process-id P --local-devices 4 --out DIR --backend shard_map
+      --num-processes 2 --process-id P --local-devices 4 --out DIR --backends shard_map,pmap
 
-Each process joins the job, builds the same tiny state, and trains
-``--steps`` steps of ``DataParallel`` (``--backend``) with every loss summed
-on fixed global batches, passing only its own rows of each batch to
-``put_batch``. Process 0 writes the final
-parameters and the per-step losses to ``DIR/result.npz``.
+Each process joins the job once and, for each of ``--backends`` in turn, builds the same
+tiny state and trains ``--steps`` steps of ``DataParallel`` (that backend) with every loss
+summed on fixed global batches, passing only its own rows of each batch to
+``put_batch``. Process 0 writes the final parameters and the per-step losses to
+``DIR/result-BACKEND.npz`` (:func:`result_name`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ import sys
 GLOBAL_BATCH = 16  # tiny.make_batch(n_images=8, captions_per_image=2)
 STEPS = 3
 LEARNING_RATE = 1e-2
-RESULT = "result.npz"
+BACKENDS = ("shard_map", "pmap")
+
+
+def result_name(backend: str) -> str:
+  return f"result-{backend}.npz"
 
 
 def global_batches(steps: int = STEPS):
@@ -69,8 +73,11 @@ def main(argv=None) -> int:
   parser.add_argument("--local-devices", type=int, default=4)
   parser.add_argument("--steps", type=int, default=STEPS)
   parser.add_argument("--out", required=True)
-  parser.add_argument("--backend", default="shard_map", choices=("shard_map", "pmap"))
+  parser.add_argument("--backends", default="shard_map", help="comma-separated, in order")
   args = parser.parse_args(argv)
+  backends = args.backends.split(",")
+  if not set(backends) <= set(BACKENDS):
+    parser.error(f"--backends: expected a comma-separated subset of {BACKENDS}, got {backends}")
 
   from jitr.training import distributed
 
@@ -96,17 +103,19 @@ def main(argv=None) -> int:
   owners = [d.process_index for d in jax.devices()]
   assert owners == sorted(owners), owners
 
-  dp = make_parallel(training, tiny, args.backend)
   rows = distributed.process_batch_slice(GLOBAL_BATCH)
-  flat, losses = train(dp, global_batches(args.steps), rows)
-  if jax.process_index() == 0:
-    path = os.path.join(args.out, RESULT)
-    np.savez(path + ".tmp.npz", losses=losses, **{f"params/{k}": v for k, v in flat.items()})
-    os.replace(path + ".tmp.npz", path)
-  print(
-    f"process {args.process_id}: rows {rows.start}:{rows.stop}, losses {losses.tolist()}",
-    flush=True,
-  )
+  for backend in backends:
+    dp = make_parallel(training, tiny, backend)
+    flat, losses = train(dp, global_batches(args.steps), rows)
+    if jax.process_index() == 0:
+      path = os.path.join(args.out, result_name(backend))
+      np.savez(path + ".tmp.npz", losses=losses, **{f"params/{k}": v for k, v in flat.items()})
+      os.replace(path + ".tmp.npz", path)
+    print(
+      f"process {args.process_id} ({backend}): rows {rows.start}:{rows.stop}, "
+      f"losses {losses.tolist()}",
+      flush=True,
+    )
   return 0
 
 

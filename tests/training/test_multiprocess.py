@@ -3,9 +3,10 @@
 Two subprocesses (``tests/training/multiprocess_worker.py``) join one JAX job
 through ``jitr.training.distributed.initialize`` (coordinator on a free
 localhost port, Gloo CPU collectives), each feeding only its half of every
-global batch; process 0 saves the final parameters. The same steps then run
-here on the pytest process's 8 host devices with the full global batch, and
-the parameters and losses must agree.
+global batch; process 0 saves the final parameters. Both backends (shard_map,
+then pmap) train in the same job, one after the other, so the processes start
+and join once. The same steps then run here on the pytest process's 8 host
+devices with the full global batch, and the parameters and losses must agree.
 """
 
 import os
@@ -57,7 +58,7 @@ def _worker_env() -> dict[str, str]:
   return env
 
 
-def _run_workers(out: Path, backend: str) -> None:
+def _run_workers(out: Path, backends: tuple[str, ...]) -> None:
   """Starts the processes, waits for all of them, kills every one on failure or timeout."""
   coordinator = f"127.0.0.1:{_free_port()}"
   procs, logs = [], []
@@ -83,8 +84,8 @@ def _run_workers(out: Path, backend: str) -> None:
             str(worker.STEPS),
             "--out",
             str(out),
-            "--backend",
-            backend,
+            "--backends",
+            ",".join(backends),
           ],
           cwd=ROOT,
           env=_worker_env(),
@@ -118,8 +119,7 @@ def _run_workers(out: Path, backend: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["shard_map", "pmap"])
-def test_two_processes_train_like_one_process_with_eight_devices(tmp_path, backend):
+def test_two_processes_train_like_one_process_with_eight_devices(tmp_path):
   if not distributed.cpu_collectives_available("gloo"):
     pytest.skip(
       "this jaxlib build has no Gloo CPU collectives, so CPU processes cannot form one JAX job"
@@ -128,26 +128,27 @@ def test_two_processes_train_like_one_process_with_eight_devices(tmp_path, backe
     "tests/conftest.py asks XLA for 8 host devices"
   )
 
-  _run_workers(tmp_path, backend)
-  result = np.load(tmp_path / worker.RESULT)
-
-  # One process: 8 devices, and the plain single-device step (no split at all).
-  dp = worker.make_parallel(training, tiny, backend)
-  params, losses = worker.train(dp, worker.global_batches(), slice(None))
+  _run_workers(tmp_path, worker.BACKENDS)
+  # The plain single-device step (no split at all), the reference of both backends.
   one = training.DataParallel(one_step(), devices=jax.devices()[:1])
   one_params, one_losses = worker.train(one, worker.global_batches(), slice(None))
+  for backend in worker.BACKENDS:
+    result = np.load(tmp_path / worker.result_name(backend))
+    # One process: 8 devices.
+    dp = worker.make_parallel(training, tiny, backend)
+    params, losses = worker.train(dp, worker.global_batches(), slice(None))
 
-  assert len(losses) == worker.STEPS and np.all(np.isfinite(losses))
-  np.testing.assert_allclose(result["losses"], losses, rtol=1e-6, atol=1e-6)
-  np.testing.assert_allclose(one_losses, losses, rtol=1e-5, atol=1e-5)
-  saved = {k.removeprefix("params/"): result[k] for k in result.files if k.startswith("params/")}
-  assert saved.keys() == params.keys()
-  for name, value in params.items():
-    np.testing.assert_allclose(saved[name], value, rtol=0, atol=1e-6, err_msg=name)
-    np.testing.assert_allclose(one_params[name], value, rtol=0, atol=1e-5, err_msg=name)
-  # The run really trained: parameters moved from the initial state.
-  initial = worker.train(dp, [], slice(None))[0]
-  assert any(np.abs(params[k] - initial[k]).max() > 1e-3 for k in params)
+    assert len(losses) == worker.STEPS and np.all(np.isfinite(losses)), backend
+    np.testing.assert_allclose(result["losses"], losses, rtol=1e-6, atol=1e-6, err_msg=backend)
+    np.testing.assert_allclose(one_losses, losses, rtol=1e-5, atol=1e-5, err_msg=backend)
+    saved = {k.removeprefix("params/"): result[k] for k in result.files if k.startswith("params/")}
+    assert saved.keys() == params.keys()
+    for name, value in params.items():
+      np.testing.assert_allclose(saved[name], value, rtol=0, atol=1e-6, err_msg=name)
+      np.testing.assert_allclose(one_params[name], value, rtol=0, atol=1e-5, err_msg=name)
+    # The run really trained: parameters moved from the initial state.
+    initial = worker.train(dp, [], slice(None))[0]
+    assert any(np.abs(params[k] - initial[k]).max() > 1e-3 for k in params), backend
 
 
 def test_process_batch_slice_gives_each_process_its_rows():
