@@ -93,6 +93,8 @@ class RsGCN(nn.Module):
   """One ``Rs_GCN`` layer on ``[B, N, D]``: ``V + BN(W (θφᵀ / R_count) g)`` (masked)."""
 
   inter_dim: int | None = None
+  axis_name: str | None = None
+  """Sync BatchNorm: ``W_bn``'s moments are over the rows of every device of this axis."""
 
   @nn.compact
   def __call__(self, v: jax.Array, mask: jax.Array, train: bool = False) -> jax.Array:
@@ -107,7 +109,9 @@ class RsGCN(nn.Module):
     relation = jnp.einsum("bic,bjc->bij", theta, phi) / count
     w_y = nn.Dense(d, name="W")(relation @ g)
     bn = BatchNormVars(d, scale_init=nn.initializers.zeros, name="W_bn")  # γ = β = 0
-    w_y = masked_batch_norm(bn, w_y, m, channel_axis=-1, train=train, **BN)
+    w_y = masked_batch_norm(
+      bn, w_y, m, channel_axis=-1, train=train, axis_name=self.axis_name, **BN
+    )
     return zero(w_y + v)
 
 
@@ -121,6 +125,8 @@ class VSRNImageEncoder(nn.Module):
   feature_batch_norm: bool = False
   region_l2norm_axis: str = "regions"
   dtype: Any = jnp.float32
+  axis_name: str | None = None
+  """Sync BatchNorm over this data-parallel axis (``Rs_GCN`` and the F30K feature BN)."""
 
   @nn.compact
   def __call__(self, images: jax.Array, mask: jax.Array | None = None, train: bool = False):
@@ -134,7 +140,7 @@ class VSRNImageEncoder(nn.Module):
     if self.fc_l2norm:
       x = region_l2norm(x, mask, self.region_l2norm_axis)
     for k in range(self.gcn_layers):
-      x = RsGCN(name=f"Rs_GCN_{k + 1}")(x, mask, train)
+      x = RsGCN(axis_name=self.axis_name, name=f"Rs_GCN_{k + 1}")(x, mask, train)
     regions = region_l2norm(x, mask, self.region_l2norm_axis)
     _, state = GRU(self.embed_dim, dtype=self.dtype, name="img_rnn")(
       regions, jnp.sum(mask, axis=1).astype(jnp.int32)
@@ -142,7 +148,13 @@ class VSRNImageEncoder(nn.Module):
     if self.feature_batch_norm:
       bn = BatchNormVars(self.embed_dim, name="bn")
       state = masked_batch_norm(
-        bn, state, jnp.ones_like(state, bool), channel_axis=-1, train=train, **BN
+        bn,
+        state,
+        jnp.ones_like(state, bool),
+        channel_axis=-1,
+        train=train,
+        axis_name=self.axis_name,
+        **BN,
       )
     return l2_normalize(state), regions, mask
 
@@ -194,6 +206,8 @@ class VSRN(nn.Module):
   caption_dropout: float = 0.2
   dtype: Any = jnp.float32
   """Computation dtype of the GRUs and the image input (float64 for gradient checks)."""
+  axis_name: str | None = None
+  """Sync BatchNorm over this data-parallel axis (``None``: this device's rows only)."""
 
   def setup(self):
     self.img_enc = VSRNImageEncoder(
@@ -203,6 +217,7 @@ class VSRN(nn.Module):
       self.feature_batch_norm,
       self.region_l2norm_axis,
       self.dtype,
+      self.axis_name,
     )
     self.txt_enc = VSRNTextEncoder(self.vocab_size, self.word_dim, self.embed_dim, self.dtype)
     self.caption_model = VSRNCaptioner(
