@@ -1,0 +1,187 @@
+"""The one model interface through the one train step: VSE, SGR, SAF and VSRN.
+
+Every network trains on 8 devices exactly as on one (loss, metrics, gradients and
+the running BatchNorm statistics), the pairwise path scores the global batch once,
+and auxiliary losses add to the objective with their weights.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.sharding import PartitionSpec as P
+
+from jitr import training
+from jitr.models import MODELS, make_model
+from jitr.models.retrieval_model import caption_targets
+from jitr.training import step as step_lib
+from tests.training import model_zoo, tiny
+
+
+def _state(model, batch, tx=None):
+  variables = model_zoo.perturbed(jax.jit(model.init)(jax.random.key(0), batch))
+  return training.create_train_state(variables, tx or optax.sgd(1.0), jax.random.key(1))
+
+
+def _close(got, want, what):
+  for (path, w), g in zip(jax.tree_util.tree_leaves_with_path(want), jax.tree.leaves(got)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-5, err_msg=f"{what} {path}")
+
+
+@pytest.mark.parametrize("name", sorted(model_zoo.CONFIGS))
+def test_eight_devices_equal_one_device_for_every_network(name):
+  """shard_map and pmap over 8 devices (one pair each) = the 1-device step."""
+  model = model_zoo.model(name)
+  batch = model_zoo.region_batch()
+  state = _state(model, batch)
+  make = lambda **kw: training.make_train_step(  # noqa: E731
+    tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, **kw
+  )
+  ref_state, ref_metrics = jax.jit(make(axis_name=None))(state, batch)
+  assert jnp.isfinite(ref_metrics["loss"])
+  if name in ("sgr", "saf", "vsrn"):  # the step moved the running statistics
+    moved = jax.tree.map(lambda a, b: float(jnp.max(jnp.abs(a - b))), ref_state, state)
+    assert max(jax.tree.leaves(moved.model_state)) > 1e-4
+  for backend in ("shard_map", "pmap"):
+    dp = training.DataParallel(make(), backend=backend, donate=False)
+    new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
+    new_state = dp.get_state(new_state)
+    assert set(metrics) == set(ref_metrics)
+    for key, want in ref_metrics.items():
+      assert float(metrics[key]) == pytest.approx(float(want), abs=1e-5), (backend, key)
+    _close(new_state.params, ref_state.params, f"{backend} params (SGD lr 1: the gradient)")
+    _close(new_state.model_state, ref_state.model_state, f"{backend} model_state")
+
+
+def test_pairwise_rows_are_the_global_sim_scored_once():
+  """Each device's i2t / t2i rows of an SGR model, gathered, are ``score`` of the whole
+  batch (and its transpose); the device scores all images against its captions only."""
+  model = model_zoo.model("sgr")
+  batch = model_zoo.region_batch(seed=4)
+  variables = model_zoo.perturbed(jax.jit(model.init)(jax.random.key(0), batch))
+  out, _ = model.forward(variables, batch, train=False)
+  want, _ = model.score(variables, out.images, out.captions, train=False)
+  assert want.shape == (8, 8)
+  mesh = jax.make_mesh((8,), ("batch",), devices=jax.devices())
+
+  def rows(variables, images, captions):
+    index = jax.lax.axis_index("batch") * 1 + jnp.arange(1)
+    i2t, t2i, _ = step_lib.query_rows(
+      model, variables, images, captions, index, train=False, rngs=None, axis_name="batch"
+    )
+    return i2t, t2i
+
+  split = P("batch")
+  fn = jax.jit(
+    jax.shard_map(
+      rows, mesh=mesh, in_specs=(P(), split, split), out_specs=(split, split), check_vma=True
+    )
+  )
+  put = lambda x: jax.device_put(x, jax.NamedSharding(mesh, split))  # noqa: E731
+  i2t, t2i = fn(variables, jax.tree.map(put, out.images), jax.tree.map(put, out.captions))
+  np.testing.assert_allclose(np.asarray(i2t), np.asarray(want), atol=1e-6)
+  np.testing.assert_allclose(np.asarray(t2i), np.asarray(want).T, atol=1e-6)
+  i2t_one, t2i_one, _ = step_lib.query_rows(
+    model, variables, out.images, out.captions, jnp.arange(8), train=False, rngs=None,
+    axis_name=None,
+  )  # fmt: skip
+  np.testing.assert_allclose(np.asarray(i2t_one), np.asarray(want), atol=1e-6)
+  np.testing.assert_allclose(np.asarray(t2i_one), np.asarray(want).T, atol=1e-6)
+
+
+def test_vsrn_total_is_objective_plus_weighted_caption_mean():
+  """loss = triplet + smooth_ndcg + w · mean_b(−ll_b), with ll_b the decoder's
+  log-likelihood of the pair's caption (official targets: one padding 0 after <end>)."""
+  weight = 0.5
+  model = model_zoo.model("vsrn", caption_weight=weight)
+  assert model.aux_weights == {"caption": weight}
+  batch = model_zoo.region_batch(seed=5)
+  batch["valid"][-2:] = False  # padded pairs count in no loss
+  state = _state(model, batch)
+  _, metrics = jax.jit(
+    training.make_train_step(tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, axis_name=None)
+  )(state, batch)
+  ll = model.module.apply(
+    state.variables,
+    *model.module.apply(
+      state.variables, batch["images"], batch["image_mask"], True,
+      method="encode_image", mutable=["batch_stats"],
+    )[0][1:],
+    *caption_targets(jnp.asarray(batch["tokens"]), jnp.asarray(batch["lengths"])),
+    method="caption_log_likelihood",
+  )  # fmt: skip
+  want_caption = -float(np.mean(np.asarray(ll)[:6]))
+  assert float(metrics["loss/caption"]) == pytest.approx(want_caption, rel=1e-5)
+  objective = float(metrics["loss/triplet"]) + float(metrics["loss/smooth_ndcg"])
+  assert float(metrics["loss"]) == pytest.approx(objective + weight * want_caption, rel=1e-5)
+
+
+def test_vsrn_caption_weight_zero_skips_the_branch():
+  """Weight 0: no captioner parameters, no ``loss/caption``, loss = the objective, and
+  the same step as with a positive weight whose caption gradient is taken away."""
+  batch = model_zoo.region_batch(seed=6)
+  off = model_zoo.model("vsrn", caption_weight=0.0)
+  on = model_zoo.model("vsrn", caption_weight=1.0)
+  assert off.aux_weights == {}
+  variables = jax.jit(on.init)(jax.random.key(0), batch)
+  assert "caption_model" in variables["params"]
+  assert set(jax.jit(off.init)(jax.random.key(0), batch)["params"]) == {"img_enc", "txt_enc"}
+  tower = {**variables, "params": {k: variables["params"][k] for k in ("img_enc", "txt_enc")}}
+  state = training.create_train_state(tower, optax.sgd(1.0), jax.random.key(1))
+  step = training.make_train_step(tiny.LOSS_FN, model=off, graded_fn=tiny.graded_fn, axis_name=None)
+  new, metrics = jax.jit(step)(state, batch)
+  assert "loss/caption" not in metrics
+  parts = float(metrics["loss/triplet"]) + float(metrics["loss/smooth_ndcg"])
+  assert float(metrics["loss"]) == pytest.approx(parts, rel=1e-6)
+  # The same towers trained by hand on the objective alone (no caption term).
+  positives, where = training.in_batch_targets(batch)
+  graded = tiny.graded_fn(batch, batch, positives)
+  loss_key = jax.random.split(state.rng, 3)[1]
+
+  def objective(params):
+    out, _ = off.forward({**tower, "params": params}, batch, train=True, rngs={})
+    sim = out.images @ out.captions.T
+    return tiny.LOSS_FN(sim, positives=positives, where=where, graded=graded, key=loss_key, step=0)[
+      0
+    ]
+
+  grads = jax.grad(objective)(tower["params"])
+  _close(new.params, jax.tree.map(lambda p, g: p - g, tower["params"], grads), "weight-0 step")
+
+
+def test_caption_targets_append_the_official_padding_target():
+  tokens = jnp.array([[1, 5, 2, 0], [1, 2, 0, 0]])
+  padded, lengths = caption_targets(tokens, jnp.array([3, 2]))
+  np.testing.assert_array_equal(padded, [[1, 5, 2, 0, 0], [1, 2, 0, 0, 0]])
+  np.testing.assert_array_equal(lengths, [4, 3])
+
+
+def test_registry_names_and_errors():
+  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn"}
+  assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
+  assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
+  with pytest.raises(ValueError, match=r"config.model.name: expected one of \['saf', 'sgr'"):
+    make_model({"name": "scan"}, 10)
+  with pytest.raises(ValueError, match=r"config.model \(name='sgr'\).*pooling"):
+    make_model({"name": "sgr", "pooling": "max"}, 10)
+
+
+def test_checkpoint_round_trip_keeps_the_model_state(tmp_path):
+  from jitr.training.checkpoints import Checkpoints
+
+  model = model_zoo.model("saf")
+  batch = model_zoo.region_batch()
+  state = _state(model, batch, optax.adam(1e-3))
+  step = training.make_train_step(
+    tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, axis_name=None
+  )
+  trained, _ = jax.jit(step)(state, batch)
+  checkpoints = Checkpoints(str(tmp_path))
+  checkpoints.save_latest(trained)
+  restored = checkpoints.restore(state)
+  checkpoints.close()
+  assert int(restored.step) == 1
+  for a, b in zip(jax.tree.leaves(trained.model_state), jax.tree.leaves(restored.model_state)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  assert jax.tree.structure(restored.model_state) == jax.tree.structure(state.model_state)
