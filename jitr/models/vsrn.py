@@ -34,9 +34,18 @@ follows PyTorch (momentum 0.1, ε = 1e-5, running variance updated unbiased).
 (weight 1). The official Adam parameter list holds the captioning ``encoder`` and
 ``decoder`` twice (directly and inside ``caption_model``): PyTorch then applies two Adam
 steps per iteration to them with the same gradient (checked with torch 2.13: identical
-to two single steps), and ``clip_grad_norm`` counts their gradients twice. An optax
-update over one parameter tree applies one step; reproducing the official behaviour needs
-an explicit option in the training layer.
+to two single steps), and ``clip_grad_norm`` counts their gradients twice. jitr applies
+one optax update over one parameter tree: one Adam step for every parameter (documented
+in :func:`jitr.training.make_optimizer`; no option reproduces the double step).
+
+**Caption tokens in training** (:func:`jitr.models.retrieval_model.vsrn_model`): the
+decoder takes the retrieval batch's own ``tokens`` / ``lengths``. jitr's vocabulary
+(:mod:`jitr.data.vocab`) wraps captions as ``<start> w… <end>`` (ids 1 and 2, padding 0,
+``lengths`` counting both), as the official data loader does; the official mask also
+covers the first padding 0 after ``<end>``, so ``caption_targets`` appends one 0 column
+and passes ``lengths + 1``. The caption loss enters the step as the per-pair NLL
+``−ll_b`` (``aux_losses["caption"]``), averaged over the valid pairs of the global batch
+(the official ``−Σ_b ll_b / B``) and weighted by ``caption_weight``.
 """
 
 from __future__ import annotations
