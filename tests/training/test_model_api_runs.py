@@ -66,9 +66,11 @@ def _epoch_means(seen, steps, key):
 def test_sgr_and_vsrn_learn_on_tiny_shapes(tmp_path):
   data_dir = str(tmp_path / "tfds")
   # SGR (pairwise): the triplet loss of the last epoch well below the first.
-  _, _, _, sgr_state, seen, steps = _run(_config(MODELS["sgr"]), data_dir, epochs=6)
+  config = _config(MODELS["sgr"])
+  config.optimizer.learning_rate = 1e-2  # sigmoid scores start flat: a higher rate
+  _, _, _, sgr_state, seen, steps = _run(config, data_dir, epochs=6)
   loss = _epoch_means(seen, steps, "loss")
-  assert loss[-1] < 0.7 * loss[0], loss
+  assert loss[-1] < 0.5 * loss[0], loss  # measured: 15.2 -> 5.2
   assert sgr_state.model_state["batch_stats"]  # VisualSA / no SAF: running stats kept
   # VSRN: both the ranking loss and the caption NLL fall; validation RSUM rises.
   model, splits, initial, final, seen, steps = _run(_config(MODELS["vsrn"]), data_dir, epochs=6)
