@@ -40,6 +40,7 @@ def _run(config, data_dir, epochs):
   parallel = training.DataParallel(
     training.make_train_step(losses.objective(config.loss), model=model),
     devices=jax.devices()[:2],
+    donate=False,  # the initial state is evaluated afterwards
   )
   seen = []
   final, finished = fit(
