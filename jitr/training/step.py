@@ -221,6 +221,13 @@ def make_train_step(
   ``relevance`` graded input, the exact ``ndcg_i2t`` / ``ndcg_t2i`` of the batch.
   """
 
+  clash = sorted(set(model.aux_weights) & set(loss_fn.terms))
+  if clash:
+    raise ValueError(
+      f"make_train_step: objective terms {clash} have the names of the model's auxiliary "
+      "losses (both would be logged as loss/<name>); rename the terms in config.loss"
+    )
+
   def train_step(state: TrainState, batch: Batch):
     rng, loss_key, dropout_key = jax.random.split(state.rng, 3)
     local = {k: v for k, v in batch.items() if k not in MODEL_INPUTS}

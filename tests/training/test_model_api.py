@@ -157,6 +157,12 @@ def test_caption_targets_append_the_official_padding_target():
   np.testing.assert_array_equal(lengths, [4, 3])
 
 
+def test_objective_term_named_like_an_aux_loss_is_refused():
+  clash = losses.objective({"caption": {"loss": "triplet"}})
+  with pytest.raises(ValueError, match=r"objective terms \['caption'\].*auxiliary"):
+    training.make_train_step(clash, model=model_zoo.model("vsrn"))
+
+
 def test_registry_names_and_errors():
   assert set(MODELS) == {"vse", "sgr", "saf", "vsrn"}
   assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
