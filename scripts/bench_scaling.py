@@ -87,10 +87,12 @@ def _compile(n: int, block_size: int | None) -> dict:
     graded = loss_fn.graded_inputs({"relevance": (rel_rows, rel_cols)})
 
     def share(img, txt):
+      i2t = step_lib.dot_similarity(img, jax.lax.all_gather(txt, "batch", tiled=True))
+      t2i = step_lib.dot_similarity(jax.lax.all_gather(img, "batch", tiled=True), txt).T
       return step_lib.split_loss(
         loss_fn,
-        img,
-        txt,
+        i2t,
+        t2i,
         positives,
         where,
         graded,

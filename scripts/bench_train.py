@@ -98,6 +98,7 @@ import torch  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from jitr import losses, models, training  # noqa: E402
 from jitr.data.vocab import bucket_length  # noqa: E402
+from jitr.models.retrieval_model import dual_encoder_model  # noqa: E402
 
 MARGIN = 0.2
 LR = 2e-4
@@ -174,17 +175,14 @@ def build_jax(kind: str, batch: dict[str, np.ndarray]):
     )
   else:
     raise ValueError(kind)
-  params = jax.jit(model.init)(
-    jax.random.key(0), batch["images"], batch["tokens"], batch["lengths"]
-  )["params"]
-
-  def apply_fn(p, b, rngs):
-    return model.apply({"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs)
-
+  retrieval = dual_encoder_model(model)
   tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
-  state = training.create_train_state(params, apply_fn, tx, jax.random.key(1))
+  state = training.create_train_state(
+    jax.jit(retrieval.init)(jax.random.key(0), batch), tx, jax.random.key(1)
+  )
   step = jax.jit(
-    training.make_train_step(losses.objective(OBJECTIVE), axis_name=None), donate_argnums=(0,)
+    training.make_train_step(losses.objective(OBJECTIVE), model=retrieval, axis_name=None),
+    donate_argnums=(0,),
   )
   return model, step, state
 

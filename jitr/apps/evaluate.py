@@ -94,8 +94,8 @@ def evaluate_workdir(
   if state is None:
     raise FileNotFoundError(f"{workdir}/checkpoints/{checkpoint}: no checkpoint to evaluate")
   evaluator = wiring.Evaluator(model, splits, exact, folds, batch_size=config.eval_batch_size)
-  sim = evaluator.similarity(split, state.params)
-  metrics = evaluator(split, state.params, sim=sim)
+  sim = evaluator.similarity(split, state.variables)
+  metrics = evaluator(split, state.variables, sim=sim)
   out = os.path.join(workdir, f"eval_{split}")
   report.write_report(
     out,

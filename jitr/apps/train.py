@@ -1,4 +1,4 @@
-"""``jitr-train``: train a dual encoder with any jitr loss on jitr_shapes.
+"""``jitr-train``: train a retrieval model (``config.model.name``) with any jitr loss.
 
   jitr-train --config=configs/default.py --workdir=/tmp/jitr/default \
       [--config.num_epochs=5] [--config.graded.relevance=oracle]
@@ -56,6 +56,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       losses.objective(
         config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
       ),
+      model=model,
       graded_fn=make_graded_fn(config.graded, aggregates=aggregates),
     ),
     backend=config.backend,
@@ -88,7 +89,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       steps_per_epoch=steps_per_epoch,
       num_epochs=config.num_epochs,
       checkpoints=checkpoints,
-      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", s.params)),
+      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", s.variables)),
       on_step=reporter.on_step,
       on_epoch=reporter.on_epoch,
       stop=stop,
@@ -105,7 +106,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
     return {}  # main exits with PREEMPTED_EXIT_STATUS
   best = checkpoints.restore(state, which="best") or state
   checkpoints.close()
-  test = evaluate("test", best.params)
+  test = evaluate("test", best.variables)
   report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
   table = reporting.results_table(
     test,

@@ -156,40 +156,27 @@ def load_data(config, data_dir_: str):
 
 
 def initial_state(config, vocab_size: int, train_split, steps_per_epoch: int):
-  """``(model, TrainState)``: ``config.model``'s dual encoder, initialised from ``config.seed``."""
+  """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
+  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``), initialised from ``config.seed``;
+  its non-param collections (BatchNorm statistics) go to ``state.model_state``."""
   import jax
   import numpy as np
 
   from jitr import training
   from jitr.data import pairs
-  from jitr.models import create_dual_encoder
+  from jitr.models import make_model
+  from jitr.training.step import MODEL_INPUTS
 
-  model = create_dual_encoder(vocab_size=vocab_size, **config.model.to_dict())
+  model = make_model(config.model.to_dict(), vocab_size)
   first = pairs.make_batch(train_split, np.arange(2))
-  params = jax.jit(model.init)(
-    jax.random.key(config.seed),
-    first["images"],
-    first["tokens"],
-    first["lengths"],
-    first.get("image_mask"),
-  )["params"]
-
-  def apply_fn(p, batch, rngs):
-    return model.apply(
-      {"params": p},
-      batch["images"],
-      batch["tokens"],
-      batch["lengths"],
-      batch.get("image_mask"),
-      rngs=rngs,
-    )
-
+  inputs = {k: first[k] for k in MODEL_INPUTS if k in first}
+  variables = jax.jit(model.init)(jax.random.key(config.seed), inputs)
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
-  return model, training.create_train_state(params, apply_fn, tx, jax.random.key(config.seed + 1))
+  return model, training.create_train_state(variables, tx, jax.random.key(config.seed + 1))
 
 
 class Evaluator:
-  """``evaluator(split, params) -> metrics``: embeds a split with both towers and
+  """``evaluator(split, variables) -> metrics``: embeds a split with both towers and
   runs :func:`jitr.evaluation.evaluate_retrieval` (exact relevance and its
   relevance-1 items as extended positives on jitr_shapes; COCO folds on test)."""
 
@@ -200,18 +187,14 @@ class Evaluator:
 
     self.splits, self.exact, self.folds, self.batch_size = splits, exact, folds, batch_size
     self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
-    self.encode_image = jax.jit(
-      lambda p, x, m: model.apply({"params": p}, x, m, method="encode_image")
-    )
-    self.encode_text = jax.jit(
-      lambda p, t, n: model.apply({"params": p}, t, n, method="encode_text")
-    )
+    self.encode_image = jax.jit(model.encode_images)
+    self.encode_text = jax.jit(model.encode_captions)
 
-  def similarity(self, split: str, params: Any):
+  def similarity(self, split: str, variables: Any):
     from jitr.training.embed import embed_split
 
     img, txt = embed_split(
-      self.encode_image, self.encode_text, params, self.splits[split], batch_size=self.batch_size
+      self.encode_image, self.encode_text, variables, self.splits[split], batch_size=self.batch_size
     )
     return img @ txt.T
 
@@ -237,10 +220,10 @@ class Evaluator:
       }
     return self._graded[split]
 
-  def __call__(self, split: str, params: Any, sim=None) -> dict:
+  def __call__(self, split: str, variables: Any, sim=None) -> dict:
     from jitr.evaluation.suite import evaluate_retrieval
 
-    sim = self.similarity(split, params) if sim is None else sim
+    sim = self.similarity(split, variables) if sim is None else sim
     metrics = evaluate_retrieval(
       sim,
       caption_to_image=self.splits[split].caption_image,

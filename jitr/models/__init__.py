@@ -4,7 +4,9 @@ Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
 :class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
 Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`. Similarity models
 (cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN (region GCN
-reasoning + GRU, auxiliary captioning loss): :class:`VSRN`.
+reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. Training and evaluation see
+every network through one interface, :class:`RetrievalModel` (built by name from a config:
+``make_model(config.model, vocab_size)``, registry :data:`MODELS`).
 """
 
 from jitr.models.cnn import ConvEncoder
@@ -13,12 +15,23 @@ from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarit
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
 from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
 from jitr.models.region_encoder import RegionEncoder, SetPool
+from jitr.models.registry import MODELS, make_model
+from jitr.models.retrieval_model import (
+  ModelOutput,
+  RetrievalModel,
+  dual_encoder_model,
+  sgraf_model,
+  vsrn_model,
+)
 from jitr.models.sgraf import SGRAF, SGRAFSimilarity, sgraf_similarity
 from jitr.models.text_gru import GRUTextEncoder
 from jitr.models.vsrn import VSRN, VSRNImageEncoder, VSRNTextEncoder, vsrn_dataset_options
 from jitr.models.vsrn_captioner import VSRNCaptioner
 
 __all__ = [
+  "MODELS",
+  "ModelOutput",
+  "RetrievalModel",
   "BiGRU",
   "ConvEncoder",
   "DualEncoder",
@@ -34,6 +47,10 @@ __all__ = [
   "VSRNImageEncoder",
   "VSRNTextEncoder",
   "create_dual_encoder",
+  "dual_encoder_model",
+  "make_model",
+  "sgraf_model",
+  "vsrn_model",
   "vsrn_dataset_options",
   "gpo_pool",
   "gru_scan",

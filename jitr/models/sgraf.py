@@ -95,17 +95,19 @@ def masked_batch_norm(
   train: bool,
   momentum: float,
   eps: float,
+  axis_name: str | None = None,
 ) -> jax.Array:
   """``(x − μ_c) / sqrt(σ²_c + eps) · γ_c + β_c`` with batch moments over the valid entries
   (train; running statistics updated) or running statistics (eval). Channel count
-  may be below the module's (the first ``x.shape[channel_axis]`` channels are used)."""
+  may be below the module's (the first ``x.shape[channel_axis]`` channels are used).
+  ``axis_name``: the moments are over the rows of every device of that axis (sync BN)."""
   scale, bias, mean_v, var_v = bn()
   c = x.shape[channel_axis]
   axes = tuple(a for a in range(x.ndim) if a != channel_axis % x.ndim)
   shape = [1] * x.ndim
   shape[channel_axis] = c
   if train:
-    mean, var, count = masked_moments(x, mask, axes=axes)
+    mean, var, count = masked_moments(x, mask, axes=axes, axis_name=axis_name)
     if not bn.is_initializing():
       running_mean, running_var = jnp.asarray(mean_v.value), jnp.asarray(var_v.value)
       upd_mean = running_update(running_mean[:c], mean, count, momentum=momentum)
@@ -280,6 +282,9 @@ class SGRAFSimilarity(nn.Module):
   block_size: int = 16
   momentum: float = 0.1
   eps: float = 1e-5
+  axis_name: str | None = None
+  """With captions split over this axis (each device: all images, its captions), SAF's
+  per-caption moments are all-gathered (global caption order) before the running update."""
 
   def _head(self) -> tuple[dict, tuple | None]:
     d, s = self.embed_dim, self.sim_dim
@@ -323,6 +328,8 @@ class SGRAFSimilarity(nn.Module):
       block_size=self.block_size,
     )
     if moments is not None and not self.is_initializing():
+      if self.axis_name is not None:
+        moments = jax.tree.map(lambda m: jax.lax.all_gather(m, self.axis_name, tiled=True), moments)
       mean_v, var_v = saf_bn
       mean_v.value = sequential_running_update(mean_v.value, moments.mean, momentum=self.momentum)
       var_v.value = sequential_running_update(
@@ -347,6 +354,8 @@ class SGRAF(nn.Module):
   text_dropout: float = 0.4
   sa_dropout: float = 0.4
   block_size: int = 16
+  axis_name: str | None = None
+  """The data-parallel axis the captions are split over (see :class:`SGRAFSimilarity`)."""
 
   def setup(self):
     self.img_enc = SGRAFImageEncoder(self.embed_dim)
@@ -362,6 +371,7 @@ class SGRAF(nn.Module):
       self.smooth,
       self.sa_dropout,
       self.block_size,
+      axis_name=self.axis_name,
     )
 
   def encode_image(self, images: jax.Array, image_mask: jax.Array | None = None):

@@ -51,15 +51,21 @@ def masked_mean(x: jax.Array, mask: jax.Array, *, axis: int) -> jax.Array:
 
 
 def masked_moments(
-  x: jax.Array, mask: jax.Array, *, axes: tuple[int, ...]
+  x: jax.Array, mask: jax.Array, *, axes: tuple[int, ...], axis_name: str | None = None
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """Batch-norm moments over the valid entries of ``axes``: ``(mean, biased var, count)``,
-  each with ``axes`` reduced. ``mask`` broadcasts to ``x``."""
+  each with ``axes`` reduced. ``mask`` broadcasts to ``x``.
+
+  With ``axis_name`` (sync BatchNorm, as flax's ``BatchNorm(axis_name=...)``) the sums
+  ``n = Σ m``, ``Σ m·x`` and ``Σ m·(x − μ)²`` are ``psum``-ed over that axis first, so the
+  moments are those of the rows of every device: 8 devices = 1 device.
+  """
+  psum = (lambda v: v) if axis_name is None else (lambda v: jax.lax.psum(v, axis_name))
   m = jnp.broadcast_to(mask, x.shape).astype(x.dtype)
-  n = jnp.sum(m, axis=axes)
-  mean = jnp.sum(x * m, axis=axes) / jnp.maximum(n, 1.0)
+  n = psum(jnp.sum(m, axis=axes))
+  mean = psum(jnp.sum(x * m, axis=axes)) / jnp.maximum(n, 1.0)
   centred = x - jnp.expand_dims(mean, axes)
-  var = jnp.sum(centred * centred * m, axis=axes) / jnp.maximum(n, 1.0)
+  var = psum(jnp.sum(centred * centred * m, axis=axes)) / jnp.maximum(n, 1.0)
   return mean, var, n
 
 

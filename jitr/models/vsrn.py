@@ -34,9 +34,18 @@ follows PyTorch (momentum 0.1, ε = 1e-5, running variance updated unbiased).
 (weight 1). The official Adam parameter list holds the captioning ``encoder`` and
 ``decoder`` twice (directly and inside ``caption_model``): PyTorch then applies two Adam
 steps per iteration to them with the same gradient (checked with torch 2.13: identical
-to two single steps), and ``clip_grad_norm`` counts their gradients twice. An optax
-update over one parameter tree applies one step; reproducing the official behaviour needs
-an explicit option in the training layer.
+to two single steps), and ``clip_grad_norm`` counts their gradients twice. jitr applies
+one optax update over one parameter tree: one Adam step for every parameter (documented
+in :func:`jitr.training.make_optimizer`; no option reproduces the double step).
+
+**Caption tokens in training** (:func:`jitr.models.retrieval_model.vsrn_model`): the
+decoder takes the retrieval batch's own ``tokens`` / ``lengths``. jitr's vocabulary
+(:mod:`jitr.data.vocab`) wraps captions as ``<start> w… <end>`` (ids 1 and 2, padding 0,
+``lengths`` counting both), as the official data loader does; the official mask also
+covers the first padding 0 after ``<end>``, so ``caption_targets`` appends one 0 column
+and passes ``lengths + 1``. The caption loss enters the step as the per-pair NLL
+``−ll_b`` (``aux_losses["caption"]``), averaged over the valid pairs of the global batch
+(the official ``−Σ_b ll_b / B``) and weighted by ``caption_weight``.
 """
 
 from __future__ import annotations
@@ -93,6 +102,8 @@ class RsGCN(nn.Module):
   """One ``Rs_GCN`` layer on ``[B, N, D]``: ``V + BN(W (θφᵀ / R_count) g)`` (masked)."""
 
   inter_dim: int | None = None
+  axis_name: str | None = None
+  """Sync BatchNorm: ``W_bn``'s moments are over the rows of every device of this axis."""
 
   @nn.compact
   def __call__(self, v: jax.Array, mask: jax.Array, train: bool = False) -> jax.Array:
@@ -107,7 +118,9 @@ class RsGCN(nn.Module):
     relation = jnp.einsum("bic,bjc->bij", theta, phi) / count
     w_y = nn.Dense(d, name="W")(relation @ g)
     bn = BatchNormVars(d, scale_init=nn.initializers.zeros, name="W_bn")  # γ = β = 0
-    w_y = masked_batch_norm(bn, w_y, m, channel_axis=-1, train=train, **BN)
+    w_y = masked_batch_norm(
+      bn, w_y, m, channel_axis=-1, train=train, axis_name=self.axis_name, **BN
+    )
     return zero(w_y + v)
 
 
@@ -121,6 +134,8 @@ class VSRNImageEncoder(nn.Module):
   feature_batch_norm: bool = False
   region_l2norm_axis: str = "regions"
   dtype: Any = jnp.float32
+  axis_name: str | None = None
+  """Sync BatchNorm over this data-parallel axis (``Rs_GCN`` and the F30K feature BN)."""
 
   @nn.compact
   def __call__(self, images: jax.Array, mask: jax.Array | None = None, train: bool = False):
@@ -134,7 +149,7 @@ class VSRNImageEncoder(nn.Module):
     if self.fc_l2norm:
       x = region_l2norm(x, mask, self.region_l2norm_axis)
     for k in range(self.gcn_layers):
-      x = RsGCN(name=f"Rs_GCN_{k + 1}")(x, mask, train)
+      x = RsGCN(axis_name=self.axis_name, name=f"Rs_GCN_{k + 1}")(x, mask, train)
     regions = region_l2norm(x, mask, self.region_l2norm_axis)
     _, state = GRU(self.embed_dim, dtype=self.dtype, name="img_rnn")(
       regions, jnp.sum(mask, axis=1).astype(jnp.int32)
@@ -142,7 +157,13 @@ class VSRNImageEncoder(nn.Module):
     if self.feature_batch_norm:
       bn = BatchNormVars(self.embed_dim, name="bn")
       state = masked_batch_norm(
-        bn, state, jnp.ones_like(state, bool), channel_axis=-1, train=train, **BN
+        bn,
+        state,
+        jnp.ones_like(state, bool),
+        channel_axis=-1,
+        train=train,
+        axis_name=self.axis_name,
+        **BN,
       )
     return l2_normalize(state), regions, mask
 
@@ -194,6 +215,8 @@ class VSRN(nn.Module):
   caption_dropout: float = 0.2
   dtype: Any = jnp.float32
   """Computation dtype of the GRUs and the image input (float64 for gradient checks)."""
+  axis_name: str | None = None
+  """Sync BatchNorm over this data-parallel axis (``None``: this device's rows only)."""
 
   def setup(self):
     self.img_enc = VSRNImageEncoder(
@@ -203,6 +226,7 @@ class VSRN(nn.Module):
       self.feature_batch_norm,
       self.region_l2norm_axis,
       self.dtype,
+      self.axis_name,
     )
     self.txt_enc = VSRNTextEncoder(self.vocab_size, self.word_dim, self.embed_dim, self.dtype)
     self.caption_model = VSRNCaptioner(

@@ -23,10 +23,12 @@ from jitr.training.state import TrainState
 
 
 def _to_saveable(state: TrainState) -> dict[str, Any]:
-  """The state's arrays (PRNG key as raw key data, which orbax can store)."""
+  """The state's arrays (PRNG key as raw key data, which orbax can store); ``model_state``
+  (running BatchNorm statistics) included."""
   return {
     "step": state.step,
     "params": state.params,
+    "model_state": state.model_state,
     "opt_state": state.opt_state,
     "rng": jax.random.key_data(state.rng),
   }
@@ -36,6 +38,7 @@ def _from_saved(saved: dict[str, Any], like: TrainState) -> TrainState:
   return like.replace(
     step=jnp.asarray(saved["step"]),
     params=saved["params"],
+    model_state=saved["model_state"],
     opt_state=saved["opt_state"],
     rng=jax.random.wrap_key_data(saved["rng"], impl=jax.random.key_impl(like.rng)),
   )

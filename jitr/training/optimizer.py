@@ -30,6 +30,11 @@ def make_optimizer(
   ``config`` keys: ``name`` ('adam' | 'adamw'), ``learning_rate``,
   ``weight_decay`` (AdamW), ``grad_clip`` (≤ 0 disables), ``decay_epochs``,
   ``decay_factor``.
+
+  One update per parameter per step, for every network. The official VSRN Adam lists the
+  captioning encoder / decoder parameters twice (two Adam steps per iteration for them,
+  and their gradients counted twice by ``clip_grad_norm``); jitr does not reproduce that
+  (see :mod:`jitr.models.vsrn`).
   """
   name = config.get("name", "adam")
   schedule = make_schedule(

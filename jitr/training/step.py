@@ -1,10 +1,20 @@
-"""The pure train step: embeddings -> query rows -> relevance -> objective -> optax.
+"""The pure train step: model -> query rows -> relevance -> objective (+ aux) -> optax.
 
-Data parallelism splits the loss by **query rows**: with local embeddings
-``img_l, txt_l [b, E]`` and the gathered ``img_all, txt_all [N, E]``, device d
-scores its image queries ``similarity(img_l, txt_all) [b, N]`` (image->text)
-and its caption queries ``similarity(img_all, txt_l).T [b, N]`` (text->image),
-computes only those queries' per-query terms and their sums ``Σ w·l``; the
+Data parallelism splits the loss by **query rows**. The model
+(:class:`jitr.models.retrieval_model.RetrievalModel`) represents the device's ``b``
+rows; device d then needs its image queries' row block ``i2t [b, N]`` and its
+caption queries' ``t2i [b, N]`` of the global ``sim [N, N]``:
+
+- embedding models (``pairwise=False``): ``i2t = score(img_l, gather(txt))``,
+  ``t2i = score(gather(img), txt_l).T`` (``O(N·b)`` dot products each);
+- similarity models (``pairwise=True``): each device scores ALL gathered images
+  against ITS captions once, ``cols = score(gather(img), txt_l) [N, b]``;
+  ``t2i = cols.T`` and ``i2t`` = this device's rows of ``all_gather(cols, axis=1)``,
+  received by one ``all_to_all`` (row block d of every device's ``cols`` goes to device
+  d; its transpose, the reverse all_to_all, carries the gradients back). The ``N×N``
+  pairs are scored once over all devices, not twice.
+
+It computes only those queries' per-query terms and their sums ``Σ w·l``; the
 counts ``Σ w`` of queries that count are all-reduced from masks (no gradient).
 So the loss costs O(N²/D) similarity entries per device (O(N³/D) for the
 listwise ranks), not O(N²).
@@ -21,21 +31,16 @@ import optax
 from jitr import losses
 from jitr.losses import _masks
 from jitr.losses.composite import Objective, PartialSums
+from jitr.models.retrieval_model import RetrievalModel, dot_score
 from jitr.training.state import TrainState
 
 Batch = Mapping[str, jax.Array]
 # (image-side rows, caption-side rows, positives [n_img, n_txt]) -> {name: [n_img, n_txt]},
 # e.g. {"relevance": ...}; see jitr.training.graded.make_graded_fn.
 GradedFn = Callable[[Batch, Batch, jax.Array], Mapping[str, jax.Array]]
-# (image representations [Q, ...], caption representations [C, ...]) -> scores [Q, C]
-Similarity = Callable[[jax.Array, jax.Array], jax.Array]
 
 MODEL_INPUTS = ("images", "image_mask", "tokens", "lengths")
-
-
-def dot_similarity(images: jax.Array, captions: jax.Array) -> jax.Array:
-  """``s_ij = <img_i, txt_j>`` in float32: the dual encoders' score."""
-  return images.astype(jnp.float32) @ captions.astype(jnp.float32).T
+dot_similarity = dot_score  # ``s_ij = <img_i, txt_j>`` in float32 (the dual encoders' score)
 
 
 def in_batch_targets(batch: Batch) -> tuple[jax.Array, jax.Array]:
@@ -91,10 +96,50 @@ def _psum(tree, axis_name: str | None):
   return tree if axis_name is None else jax.lax.psum(tree, axis_name)
 
 
+def _merge_state(old: Mapping, new: Mapping) -> dict:
+  """``old`` with the collections in ``new`` replaced (Flax returns whole collections)."""
+  return {**old, **new}
+
+
+def query_rows(
+  model: RetrievalModel,
+  variables: Mapping,
+  images,
+  captions,
+  *,
+  train: bool,
+  rngs: Mapping[str, jax.Array] | None,
+  axis_name: str | None,
+) -> tuple[jax.Array, jax.Array, dict]:
+  """``(i2t [b, N], t2i [b, N], new_state)``: this device's query rows of the global ``sim``.
+
+  ``images, captions``: the representations of this device's ``b`` rows (device d holds
+  global rows ``d·b .. d·b + b − 1``). Embedding models score ``(img_l, gather(txt))`` and
+  ``(gather(img), txt_l)``; pairwise models score ``cols = (gather(img), txt_l) [N, b]``
+  once and take ``t2i = cols.T`` and ``i2t`` = the device's rows of ``all_gather(cols, 1)``,
+  exchanged by one ``all_to_all`` (each device receives only its ``[b, N]`` rows).
+  """
+  score = lambda img, txt: model.score(  # noqa: E731
+    variables, img, txt, train=train, rngs=rngs, axis_name=axis_name
+  )
+  if not model.pairwise:
+    i2t, state_a = score(images, _gather(captions, axis_name))
+    t2i, state_b = score(_gather(images, axis_name), captions)
+    return i2t, t2i.T, _merge_state(state_a, state_b)
+  cols, state = score(_gather(images, axis_name), captions)
+  if axis_name is None:
+    return cols, cols.T, state
+  # Row block d of every device's columns goes to device d: [b, N] in global caption
+  # order. The same rows as ``all_gather(cols, axis=1)[rows]`` with O(N·b) traffic
+  # instead of O(N²); the transpose (gradient) is the reverse all_to_all.
+  i2t = jax.lax.all_to_all(cols, axis_name, split_axis=0, concat_axis=1, tiled=True)
+  return i2t, cols.T, state
+
+
 def split_loss(
   loss_fn: Objective,
-  img: jax.Array,
-  txt: jax.Array,
+  i2t_sim: jax.Array,
+  t2i_sim: jax.Array,
   positives: jax.Array,
   where: jax.Array,
   graded: Mapping[str, tuple[jax.Array, jax.Array] | None],
@@ -103,19 +148,17 @@ def split_loss(
   key: jax.Array | None,
   step: jax.Array | int | None,
   axis_name: str | None,
-  similarity: Similarity = dot_similarity,
 ):
-  """This device's share of the objective: ``(share, (sums, i2t_sim, t2i_sim))``.
+  """This device's share of the objective: ``(share, sums)``.
 
-  ``img, txt``: this device's ``b`` rows; ``positives, where [b, N]``: its
-  queries against the global batch (the same for both directions);
-  ``graded[term] = (rows, columns.T)``, each ``[b, N]``; ``index [b]``: the
-  global indices of its queries. ``share`` has this device's numerators over
-  the global counts (psum-ed, no gradient), so ``Σ_devices share`` is the
-  objective; ``sums`` are the term sums with those global counts.
+  ``i2t_sim, t2i_sim [b, N]``: this device's image and caption query rows (see
+  :func:`query_rows`); ``positives, where [b, N]``: its queries against the global
+  batch (the same for both directions); ``graded[term] = (rows, columns.T)``, each
+  ``[b, N]``; ``index [b]``: the global indices of its queries. ``share`` has this
+  device's numerators over the global counts (psum-ed, no gradient), so
+  ``Σ_devices share`` is the objective; ``sums`` are the term sums with those
+  global counts.
   """
-  i2t_sim = similarity(img, _gather(txt, axis_name))
-  t2i_sim = similarity(_gather(img, axis_name), txt).T
   rows = {
     name: (
       _masks.QueryRows(
@@ -135,33 +178,55 @@ def split_loss(
     for name, s in sums.items()
   }
   share, _ = loss_fn.combine(counted, step=step)
-  return share, (counted, i2t_sim, t2i_sim)
+  return share, counted
+
+
+def aux_shares(
+  aux_losses: Mapping[str, jax.Array], valid: jax.Array, axis_name: str | None
+) -> dict[str, jax.Array]:
+  """Each per-row auxiliary loss's device share ``Σ_{valid rows} l / psum(#valid)``: the
+  shares sum over devices to the global mean over valid rows."""
+  count = jnp.maximum(_psum(jnp.sum(valid).astype(jnp.float32), axis_name), 1.0)
+  return {
+    name: jnp.sum(jnp.where(valid, values.astype(jnp.float32), 0.0)) / count
+    for name, values in aux_losses.items()
+  }
 
 
 def make_train_step(
   loss_fn: Objective,
   *,
+  model: RetrievalModel,
   graded_fn: GradedFn | None = None,
   axis_name: str | None = "batch",
-  similarity: Similarity = dot_similarity,
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]:
   """Builds the per-device ``train_step(state, batch) -> (state, metrics)``.
 
-  Each device embeds its rows, all-gathers both sides' representations and
-  the non-model fields of the batch (ids, validity, stored relevance data)
-  over ``axis_name``, and computes the objective's per-query terms of **its
+  Each device runs ``model.forward`` on its rows (train mode, dropout keyed per
+  device), all-gathers the representations it needs and the non-model fields of the
+  batch (ids, validity, stored relevance data) over ``axis_name``, scores its query
+  rows (:func:`query_rows`) and computes the objective's per-query terms of **its
   own** queries against the global batch (see the module docstring):
-  ``L = Σ_t w_t Σ_dir (Σ_d Σ_{q∈d} w_q·l_q) / (Σ_d Σ_{q∈d} w_q)``. The gradient
-  of the parameters is the psum over devices of each device's gradient of its
-  own share (its numerators over the global counts), which is exactly the
-  single-device gradient. ``axis_name=None`` gives the single-device step.
+  ``L = Σ_t w_t Σ_dir (Σ_d Σ_{q∈d} w_q·l_q) / (Σ_d Σ_{q∈d} w_q) + Σ_a w_a·mean(aux_a)``
+  with ``w_a = model.aux_weights[a]`` and the mean over the valid rows of the global
+  batch. The gradient of the parameters is the psum over devices of each device's
+  gradient of its own share (its numerators over the global counts), which is
+  exactly the single-device gradient. The model's mutated collections (running
+  BatchNorm statistics, synchronised over ``axis_name`` by the model) are
+  ``pmean``-ed and stored in ``state.model_state``. ``axis_name=None`` gives the
+  single-device step.
 
-  ``state.apply_fn(params, batch, rngs) -> (img, txt)``, the representations
-  of the device's rows; ``similarity(img, txt) -> [Q, C]`` scores them
-  (default: float32 dot product). A similarity model plugs in there: each
-  device scores all gathered images against its own captions and its own
-  images against all gathered captions.
+  Metrics: ``loss`` (the total), ``loss/<term>`` of each objective term,
+  ``loss/<aux>`` (unweighted mean) of each auxiliary loss, ``grad_norm`` and, with a
+  ``relevance`` graded input, the exact ``ndcg_i2t`` / ``ndcg_t2i`` of the batch.
   """
+
+  clash = sorted(set(model.aux_weights) & set(loss_fn.terms))
+  if clash:
+    raise ValueError(
+      f"make_train_step: objective terms {clash} have the names of the model's auxiliary "
+      "losses (both would be logged as loss/<name>); rename the terms in config.loss"
+    )
 
   def train_step(state: TrainState, batch: Batch):
     rng, loss_key, dropout_key = jax.random.split(state.rng, 3)
@@ -171,6 +236,7 @@ def make_train_step(
     start = 0 if axis_name is None else jax.lax.axis_index(axis_name) * rows_here
     index = start + jnp.arange(rows_here)
     positives, where = query_targets(local, shared)
+    valid = local.get("valid", jnp.ones((rows_here,), bool))
     graded = {}
     if graded_fn is not None:  # only this device's query rows: O(N²/D), never [N, N]
       mine = {**local, "pair_index": index}
@@ -185,13 +251,30 @@ def make_train_step(
       dropout_key = jax.random.fold_in(dropout_key, jax.lax.axis_index(axis_name))
       # Differentiate each device's own share: per-device gradients, summed below.
       params = jax.lax.pcast(params, axis_name, to="varying")
+    forward_key, score_key = dropout_key, jax.random.fold_in(dropout_key, 1)
 
     def compute(params):
-      img, txt = state.apply_fn(params, batch, {"dropout": dropout_key})
-      return split_loss(
+      out, model_state = model.forward(
+        {"params": params, **state.model_state},
+        batch,
+        train=True,
+        rngs={"dropout": forward_key},
+        axis_name=axis_name,
+      )
+      model_state = _merge_state(state.model_state, model_state)
+      i2t_sim, t2i_sim, score_state = query_rows(
+        model,
+        {"params": params, **model_state},
+        out.images,
+        out.captions,
+        train=True,
+        rngs={"dropout": score_key},
+        axis_name=axis_name,
+      )
+      share, counted = split_loss(
         loss_fn,
-        img,
-        txt,
+        i2t_sim,
+        t2i_sim,
         positives,
         where,
         term_graded,
@@ -199,11 +282,18 @@ def make_train_step(
         key=loss_key,
         step=state.step,
         axis_name=axis_name,
-        similarity=similarity,
       )
+      aux = aux_shares(out.aux_losses, valid, axis_name)
+      share = share + sum(model.aux_weights[name] * value for name, value in aux.items())
+      new_state = _merge_state(model_state, score_state)
+      return share, (counted, aux, i2t_sim, t2i_sim, new_state)
 
-    (_, (counted, i2t_sim, t2i_sim)), grads = jax.value_and_grad(compute, has_aux=True)(params)
+    (_, (counted, aux, i2t_sim, t2i_sim, new_state)), grads = jax.value_and_grad(
+      compute, has_aux=True
+    )(params)
     grads = _psum(grads, axis_name)
+    if axis_name is not None:  # identical on every device (the models sync their statistics)
+      new_state = jax.lax.pmean(new_state, axis_name)
     total_sums = {
       name: PartialSums(
         _psum(s.image_to_text, axis_name),
@@ -214,9 +304,12 @@ def make_train_step(
       for name, s in counted.items()
     }
     total, parts = loss_fn.combine(total_sums, step=state.step)
+    aux_means = _psum(aux, axis_name)
+    total = total + sum(model.aux_weights[name] * value for name, value in aux_means.items())
     metrics = {
       "loss": total,
       **{f"loss/{k}": v for k, v in parts.items()},
+      **{f"loss/{k}": v for k, v in aux_means.items()},
       "grad_norm": optax.tree.norm(grads),
     }
     if "relevance" in graded:  # the real NDCG of this device's queries, averaged globally
@@ -228,6 +321,7 @@ def make_train_step(
           exact_ndcg_sums(jax.lax.stop_gradient(sim), rel, positives, where), axis_name
         )
         metrics[name] = value / jnp.maximum(count, 1.0)
-    return state.apply_gradients(grads).replace(rng=rng), metrics
+    state = state.apply_gradients(grads).replace(rng=rng, model_state=new_state)
+    return state, metrics
 
   return train_step

@@ -33,7 +33,7 @@ def _untrained_and_trained(config, workdir):
   checkpoints = Checkpoints(workdir)
   best = checkpoints.restore(initial, which="best")
   checkpoints.close()
-  return evaluator("train", initial.params), evaluator("train", best.params)
+  return evaluator("train", initial.variables), evaluator("train", best.variables)
 
 
 @pytest.mark.slow

@@ -61,7 +61,9 @@ def train(dp, batches, rows: slice):
 
 def make_parallel(training, tiny, backend: str):
   """Every loss of the registry summed (``tiny.EVERY_LOSS``), on all the job's devices."""
-  step = training.make_train_step(tiny.EVERY_LOSS_FN, graded_fn=tiny.graded_inputs_fn)
+  step = training.make_train_step(
+    tiny.EVERY_LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_inputs_fn
+  )
   return training.DataParallel(step, backend=backend)
 
 

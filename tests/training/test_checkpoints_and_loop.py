@@ -20,7 +20,8 @@ def _epoch_batches(epoch):
 
 def _run(workdir, *, stop_after=None, evaluate=None):
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:2],
   )
   seen = []
   stop = (lambda: len(seen) >= stop_after) if stop_after else (lambda: False)
@@ -73,7 +74,8 @@ def test_sigterm_requests_a_stop():
 
 def test_short_epoch_is_an_error(tmp_path):
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:2],
   )
   with pytest.raises(ValueError, match="expected steps_per_epoch = 5"):
     fit(
@@ -102,7 +104,8 @@ def test_fit_learns_the_batches_it_sees():
   margin, and caption -> image R@1 rises well above the untrained model's."""
   batches = [tiny.make_batch(seed=i) for i in range(3)]
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:2],
   )
   start = tiny.make_state(optax.adam(1e-2))
   before = _caption_to_image_r_at_1(start.params, batches)  # before fit donates the buffers
@@ -124,7 +127,8 @@ def test_fit_learns_the_batches_it_sees():
 
 def test_prefetching_does_not_change_the_result():
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:2]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:2],
   )
   results = []
   for prefetch in (0, 1, 3):

@@ -32,7 +32,9 @@ TIMEOUT_S = 300  # the whole two-process run, including start-up and compilation
 
 
 def one_step():
-  return training.make_train_step(tiny.EVERY_LOSS_FN, graded_fn=tiny.graded_inputs_fn)
+  return training.make_train_step(
+    tiny.EVERY_LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_inputs_fn
+  )
 
 
 def _free_port() -> int:

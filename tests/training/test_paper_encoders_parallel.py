@@ -13,6 +13,7 @@ import pytest
 
 from jitr import training
 from jitr.models import create_dual_encoder
+from jitr.models.retrieval_model import dual_encoder_model
 from tests.training import tiny
 
 
@@ -24,18 +25,16 @@ def test_paper_encoders_on_four_devices_equal_one_device(text, pooling):
   batch = tiny.make_batch(seed=2)
   batch["images"] = np.repeat(batch["images"][:, None, :], 3, axis=1)  # 3 regions per image
   batch["image_mask"] = np.arange(3)[None, :] < np.array([3, 2] * 8)[:, None]
-  params = model.init(
-    jax.random.key(0), batch["images"], batch["tokens"], batch["lengths"], batch["image_mask"]
-  )["params"]
-
-  def apply_fn(p, b, rngs):
-    return model.apply({"params": p}, b["images"], b["tokens"], b["lengths"], b["image_mask"])
-
-  state = training.create_train_state(params, apply_fn, optax.sgd(1.0), jax.random.key(1))
-  step = training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn, axis_name=None)
+  model = dual_encoder_model(model)
+  state = training.create_train_state(
+    model.init(jax.random.key(0), batch), optax.sgd(1.0), jax.random.key(1)
+  )
+  step = training.make_train_step(
+    tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, axis_name=None
+  )
   ref_state, ref_metrics = jax.jit(step)(state, batch)
   dp = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
+    training.make_train_step(tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn),
     devices=jax.devices()[:4],
     donate=False,
   )

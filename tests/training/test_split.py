@@ -41,8 +41,8 @@ def _reference(loss_fn, state, batch):
   loss_key = jax.random.split(state.rng, 3)[1]
 
   def total(params):
-    img, txt = state.apply_fn(params, batch, {})
-    sim = img @ txt.T
+    out, _ = tiny.MODEL.forward({"params": params}, batch, train=True, rngs={})
+    sim = out.images @ out.captions.T
     return loss_fn(sim, positives=positives, where=where, graded=graded, key=loss_key, step=0)
 
   (value, parts), grads = jax.jit(jax.value_and_grad(total, has_aux=True))(state.params)
@@ -51,7 +51,9 @@ def _reference(loss_fn, state, batch):
 
 def _parallel(loss_fn, state, batch, backend):
   dp = training.DataParallel(
-    training.make_train_step(loss_fn, graded_fn=graded_fn), backend=backend, donate=False
+    training.make_train_step(loss_fn, model=tiny.MODEL, graded_fn=graded_fn),
+    backend=backend,
+    donate=False,
   )
   new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
   grads = jax.tree.map(
@@ -110,7 +112,9 @@ def test_random_negatives_do_not_depend_on_the_split():
   loss_fn = losses.objective({"sam": TERMS["sam_random"]})
   real, _ = _batch(16, 16)
   state = tiny.make_state()
-  one = jax.jit(training.make_train_step(loss_fn, graded_fn=graded_fn, axis_name=None))
+  one = jax.jit(
+    training.make_train_step(loss_fn, model=tiny.MODEL, graded_fn=graded_fn, axis_name=None)
+  )
   _, single = one(state, real)
   metrics, _ = _parallel(loss_fn, state, real, "shard_map")
   assert float(metrics["loss"]) == pytest.approx(float(single["loss"]), abs=1e-6)

@@ -9,7 +9,11 @@ from tests.training import tiny
 
 def test_steps_lower_the_loss_on_a_tiny_batch():
   state = tiny.make_state(optax.adam(1e-2))
-  step = jax.jit(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn, axis_name=None))
+  step = jax.jit(
+    training.make_train_step(
+      tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn, axis_name=None
+    )
+  )
   batch = tiny.make_batch()
   losses_seen = []
   for _ in range(8):
@@ -41,10 +45,16 @@ def test_eight_devices_equal_one_device(backend):
   assert jax.device_count() == 8, "tests/conftest.py asks XLA for 8 host devices"
   batch = tiny.make_batch(seed=3)
   state = tiny.make_state()
-  single = jax.jit(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn, axis_name=None))
+  single = jax.jit(
+    training.make_train_step(
+      tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn, axis_name=None
+    )
+  )
   ref_state, ref_metrics = single(state, batch)
   dp = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), backend=backend, donate=False
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    backend=backend,
+    donate=False,
   )
   new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
   new_state = dp.get_state(new_state)
@@ -60,7 +70,7 @@ def test_pmap_equals_shard_map_over_several_steps():
   results = {}
   for backend in ("shard_map", "pmap"):
     dp = training.DataParallel(
-      training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn),
+      training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
       backend=backend,
       devices=jax.devices()[:4],
     )
@@ -75,7 +85,9 @@ def test_pmap_equals_shard_map_over_several_steps():
 
 
 def test_batch_that_does_not_split_over_devices_is_refused():
-  dp = training.DataParallel(training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn))
+  dp = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn)
+  )
   batch = tiny.make_batch(n_images=3, captions_per_image=2)  # 6 rows on 8 devices
   with pytest.raises(ValueError, match="do not split over 8 devices"):
     dp.put_batch(batch)
@@ -93,7 +105,7 @@ def test_the_step_switches_epoch_windowed_terms_at_state_step():
     },
     steps_per_epoch=3,
   )
-  step = jax.jit(training.make_train_step(loss_fn, axis_name=None))
+  step = jax.jit(training.make_train_step(loss_fn, model=tiny.MODEL, axis_name=None))
   state = tiny.make_state(optax.sgd(0.0))  # parameters stay put: every step sees the same sim
   batch = tiny.make_batch()
   for i in range(5):

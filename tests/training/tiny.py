@@ -7,19 +7,35 @@ import numpy as np
 import optax
 
 from jitr import losses, training
+from jitr.models.retrieval_model import dual_encoder_model
+
+
+def _unit(x):
+  return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
 
 
 class TinyDualEncoder(nn.Module):
   """Dense image tower; embedding-mean + Dense text tower; both L2-normalised."""
 
-  @nn.compact
-  def __call__(self, images, tokens, lengths):
-    img = nn.Dense(8)(images)
+  def setup(self):
+    self.image_dense = nn.Dense(8)
+    self.embed = nn.Embed(20, 8)
+    self.text_dense = nn.Dense(8)
+
+  def encode_image(self, images, image_mask=None):
+    del image_mask
+    return _unit(self.image_dense(images))
+
+  def encode_text(self, tokens, lengths):
     mask = (jnp.arange(tokens.shape[1])[None, :] < lengths[:, None])[..., None]
-    words = nn.Embed(20, 8)(tokens)
-    txt = nn.Dense(8)(jnp.sum(words * mask, axis=1) / jnp.maximum(lengths[:, None], 1))
-    unit = lambda x: x / jnp.linalg.norm(x, axis=-1, keepdims=True)
-    return unit(img), unit(txt)
+    words = self.embed(tokens)
+    return _unit(self.text_dense(jnp.sum(words * mask, axis=1) / jnp.maximum(lengths[:, None], 1)))
+
+  def __call__(self, images, tokens, lengths, image_mask=None):
+    return self.encode_image(images, image_mask), self.encode_text(tokens, lengths)
+
+
+MODEL = dual_encoder_model(TinyDualEncoder())
 
 
 def make_batch(seed=0, n_images=8, captions_per_image=2):
@@ -49,15 +65,8 @@ def graded_fn(images, captions, positives):
 
 
 def make_state(tx=None, seed=0):
-  model = TinyDualEncoder()
-  batch = make_batch()
-  params = model.init(jax.random.key(seed), batch["images"], batch["tokens"], batch["lengths"])[
-    "params"
-  ]
-  apply_fn = lambda p, b, rngs: model.apply(
-    {"params": p}, b["images"], b["tokens"], b["lengths"], rngs=rngs
-  )
-  return training.create_train_state(params, apply_fn, tx or optax.sgd(1.0), jax.random.key(1))
+  variables = MODEL.init(jax.random.key(seed), make_batch())
+  return training.create_train_state(variables, tx or optax.sgd(1.0), jax.random.key(1))
 
 
 LOSS_FN = losses.objective(

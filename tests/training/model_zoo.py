@@ -1,0 +1,63 @@
+"""Tiny members of every registered network and a region batch for the model-API tests."""
+
+import jax
+import numpy as np
+
+from jitr.models import make_model
+from tests.training import tiny
+
+VOCAB = 20
+REGIONS = 3
+FEATURES = 6
+SGRAF = dict(
+  img_dim=FEATURES,
+  word_dim=8,
+  embed_dim=16,
+  sim_dim=8,
+  sgr_step=2,
+  num_region=REGIONS,
+  text_dropout=0.0,
+  sa_dropout=0.0,
+  block_size=4,
+)
+CONFIGS = {
+  "vse": dict(embed_dim=16, word_dim=8),  # no name: the registry's default
+  "sgr": dict(name="sgr", **SGRAF),
+  "saf": dict(name="saf", **SGRAF),
+  "vsrn": dict(
+    name="vsrn",
+    word_dim=8,
+    embed_dim=16,
+    gcn_layers=2,
+    feature_batch_norm=True,  # F30K's BatchNorm too: both VSRN BatchNorms are synced
+    caption_hidden_dim=8,
+    caption_word_dim=8,
+    caption_dropout=0.0,
+    caption_weight=0.5,
+  ),
+}
+
+
+def model(name, **overrides):
+  return make_model({**CONFIGS[name], **overrides}, VOCAB)
+
+
+def region_batch(seed=3, n_images=4, captions_per_image=2):
+  """``tiny.make_batch`` with ``[B, 3, 6]`` region features (some padded) and its ids."""
+  batch = tiny.make_batch(seed=seed, n_images=n_images, captions_per_image=captions_per_image)
+  rng = np.random.default_rng(seed + 100)
+  ids = batch["image_ids"]
+  regions = rng.normal(size=(n_images, REGIONS, FEATURES)).astype(np.float32)
+  counts = np.array([REGIONS, 2] * n_images)[:n_images]
+  batch["images"] = regions[ids]
+  batch["image_mask"] = (np.arange(REGIONS)[None, :] < counts[:, None])[ids]
+  return batch
+
+
+def perturbed(variables, seed=0, scale=0.1):
+  """``variables`` with every parameter moved by ``scale·N(0, 1)`` (so zero-initialised
+  BatchNorm scales, e.g. VSRN's ``Rs_GCN``, let the batch statistics matter)."""
+  leaves, tree = jax.tree.flatten(variables["params"])
+  keys = jax.random.split(jax.random.key(seed), len(leaves))
+  moved = [p + scale * jax.random.normal(k, p.shape, p.dtype) for p, k in zip(leaves, keys)]
+  return {**variables, "params": jax.tree.unflatten(tree, moved)}

@@ -1,0 +1,192 @@
+"""The one model interface through the one train step: VSE, SGR, SAF and VSRN.
+
+Every network trains on 8 devices exactly as on one (loss, metrics, gradients and
+the running BatchNorm statistics), the pairwise path scores the global batch once,
+and auxiliary losses add to the objective with their weights.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.sharding import PartitionSpec as P
+
+from jitr import losses, training
+from jitr.models import MODELS, make_model
+from jitr.models.retrieval_model import caption_targets
+from jitr.training import step as step_lib
+from tests.training import model_zoo, tiny
+
+# The split of every loss is tested in test_split.py; here the models' side matters.
+TRIPLET = losses.objective({"triplet": {"mining": "max"}})
+
+
+def _state(model, batch, tx=None):
+  variables = model_zoo.perturbed(jax.jit(model.init)(jax.random.key(0), batch))
+  return training.create_train_state(variables, tx or optax.sgd(1.0), jax.random.key(1))
+
+
+def _close(got, want, what):
+  for (path, w), g in zip(jax.tree_util.tree_leaves_with_path(want), jax.tree.leaves(got)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-5, err_msg=f"{what} {path}")
+
+
+@pytest.mark.parametrize("name", sorted(model_zoo.CONFIGS))
+def test_eight_devices_equal_one_device_for_every_network(name):
+  """shard_map and pmap over 8 devices (one pair each) = the 1-device step."""
+  model = model_zoo.model(name)
+  batch = model_zoo.region_batch()
+  batch["valid"][-2:] = False  # padded pairs (on the last two devices) count in no loss
+  state = _state(model, batch)
+  make = lambda **kw: training.make_train_step(TRIPLET, model=model, **kw)  # noqa: E731
+  ref_state, ref_metrics = jax.jit(make(axis_name=None))(state, batch)
+  assert jnp.isfinite(ref_metrics["loss"])
+  if name in ("sgr", "saf", "vsrn"):  # the step moved the running statistics
+    moved = jax.tree.map(
+      lambda a, b: float(jnp.max(jnp.abs(a - b))), ref_state.model_state, state.model_state
+    )
+    assert max(jax.tree.leaves(moved)) > 1e-4
+  if name == "vsrn":
+    _check_caption_term(model, state, batch, ref_metrics)
+  for backend in ("shard_map", "pmap"):
+    dp = training.DataParallel(make(), backend=backend, donate=False)
+    new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
+    new_state = dp.get_state(new_state)
+    assert set(metrics) == set(ref_metrics)
+    for key, want in ref_metrics.items():
+      assert float(metrics[key]) == pytest.approx(float(want), abs=1e-5), (backend, key)
+    _close(new_state.params, ref_state.params, f"{backend} params (SGD lr 1: the gradient)")
+    _close(new_state.model_state, ref_state.model_state, f"{backend} model_state")
+
+
+def test_pairwise_rows_are_the_global_sim_scored_once():
+  """Each device's i2t / t2i rows of an SGR model, gathered, are ``score`` of the whole
+  batch (and its transpose); the device scores all images against its captions only."""
+  model = model_zoo.model("sgr")
+  batch = model_zoo.region_batch(seed=4)
+  variables = model_zoo.perturbed(jax.jit(model.init)(jax.random.key(0), batch))
+  out, _ = model.forward(variables, batch, train=False)
+  want, _ = model.score(variables, out.images, out.captions, train=False)
+  assert want.shape == (8, 8)
+  mesh = jax.make_mesh((8,), ("batch",), devices=jax.devices())
+
+  def rows(variables, images, captions):
+    i2t, t2i, _ = step_lib.query_rows(
+      model, variables, images, captions, train=False, rngs=None, axis_name="batch"
+    )
+    return i2t, t2i
+
+  split = P("batch")
+  fn = jax.jit(
+    jax.shard_map(
+      rows, mesh=mesh, in_specs=(P(), split, split), out_specs=(split, split), check_vma=True
+    )
+  )
+  put = lambda x: jax.device_put(x, jax.NamedSharding(mesh, split))  # noqa: E731
+  i2t, t2i = fn(variables, jax.tree.map(put, out.images), jax.tree.map(put, out.captions))
+  np.testing.assert_allclose(np.asarray(i2t), np.asarray(want), atol=1e-6)
+  np.testing.assert_allclose(np.asarray(t2i), np.asarray(want).T, atol=1e-6)
+  i2t_one, t2i_one, _ = step_lib.query_rows(
+    model, variables, out.images, out.captions, train=False, rngs=None, axis_name=None
+  )
+  np.testing.assert_allclose(np.asarray(i2t_one), np.asarray(want), atol=1e-6)
+  np.testing.assert_allclose(np.asarray(t2i_one), np.asarray(want).T, atol=1e-6)
+
+
+def _check_caption_term(model, state, batch, metrics):
+  """loss = triplet + w · mean_b(−ll_b), with ll_b the decoder's
+  log-likelihood of the pair's caption (official targets: one padding 0 after <end>)."""
+  weight = model_zoo.CONFIGS["vsrn"]["caption_weight"]
+  assert model.aux_weights == {"caption": weight}
+  module = model.module
+
+  def log_likelihood(variables, images, mask, tokens, lengths):
+    regions, region_mask = module.apply(
+      variables, images, mask, True, method="encode_image", mutable=["batch_stats"]
+    )[0][1:]
+    targets = caption_targets(tokens, lengths)
+    return module.apply(variables, regions, region_mask, *targets, method="caption_log_likelihood")
+
+  ll = jax.jit(log_likelihood)(
+    state.variables, batch["images"], batch["image_mask"], batch["tokens"], batch["lengths"]
+  )
+  want_caption = -float(np.mean(np.asarray(ll)[:6]))
+  assert float(metrics["loss/caption"]) == pytest.approx(want_caption, rel=1e-5)
+  objective = float(metrics["loss/triplet"])
+  assert float(metrics["loss"]) == pytest.approx(objective + weight * want_caption, rel=1e-5)
+
+
+def test_vsrn_caption_weight_zero_skips_the_branch():
+  """Weight 0: no captioner parameters, no ``loss/caption``, loss = the objective, and
+  the same step as with a positive weight whose caption gradient is taken away."""
+  batch = model_zoo.region_batch(seed=6)
+  off = model_zoo.model("vsrn", caption_weight=0.0)
+  on = model_zoo.model("vsrn", caption_weight=1.0)
+  assert off.aux_weights == {}
+  variables = jax.jit(on.init)(jax.random.key(0), batch)
+  assert "caption_model" in variables["params"]
+  assert set(jax.jit(off.init)(jax.random.key(0), batch)["params"]) == {"img_enc", "txt_enc"}
+  tower = {**variables, "params": {k: variables["params"][k] for k in ("img_enc", "txt_enc")}}
+  state = training.create_train_state(tower, optax.sgd(1.0), jax.random.key(1))
+  step = training.make_train_step(tiny.LOSS_FN, model=off, graded_fn=tiny.graded_fn, axis_name=None)
+  new, metrics = jax.jit(step)(state, batch)
+  assert "loss/caption" not in metrics
+  parts = float(metrics["loss/triplet"]) + float(metrics["loss/smooth_ndcg"])
+  assert float(metrics["loss"]) == pytest.approx(parts, rel=1e-6)
+  # The same towers trained by hand on the objective alone (no caption term).
+  positives, where = training.in_batch_targets(batch)
+  graded = tiny.graded_fn(batch, batch, positives)
+  loss_key = jax.random.split(state.rng, 3)[1]
+
+  def objective(params):
+    out, _ = off.forward({**tower, "params": params}, batch, train=True, rngs={})
+    sim = out.images @ out.captions.T
+    return tiny.LOSS_FN(sim, positives=positives, where=where, graded=graded, key=loss_key, step=0)[
+      0
+    ]
+
+  grads = jax.grad(objective)(tower["params"])
+  _close(new.params, jax.tree.map(lambda p, g: p - g, tower["params"], grads), "weight-0 step")
+
+
+def test_caption_targets_append_the_official_padding_target():
+  tokens = jnp.array([[1, 5, 2, 0], [1, 2, 0, 0]])
+  padded, lengths = caption_targets(tokens, jnp.array([3, 2]))
+  np.testing.assert_array_equal(padded, [[1, 5, 2, 0, 0], [1, 2, 0, 0, 0]])
+  np.testing.assert_array_equal(lengths, [4, 3])
+
+
+def test_objective_term_named_like_an_aux_loss_is_refused():
+  clash = losses.objective({"caption": {"loss": "triplet"}})
+  with pytest.raises(ValueError, match=r"objective terms \['caption'\].*auxiliary"):
+    training.make_train_step(clash, model=model_zoo.model("vsrn"))
+
+
+def test_registry_names_and_errors():
+  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn"}
+  assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
+  assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
+  with pytest.raises(ValueError, match=r"config.model.name: expected one of \['saf', 'sgr'"):
+    make_model({"name": "scan"}, 10)
+  with pytest.raises(ValueError, match=r"config.model \(name='sgr'\).*pooling"):
+    make_model({"name": "sgr", "pooling": "max"}, 10)
+
+
+def test_checkpoint_round_trip_keeps_the_model_state(tmp_path):
+  from jitr.training.checkpoints import Checkpoints
+
+  model = model_zoo.model("saf")
+  state = _state(model, model_zoo.region_batch(), optax.adam(1e-3))
+  moved = state.replace(
+    step=state.step + 3, model_state=jax.tree.map(lambda x: x + 1.5, state.model_state)
+  )
+  checkpoints = Checkpoints(str(tmp_path))
+  checkpoints.save_latest(moved)
+  restored = checkpoints.restore(state)
+  checkpoints.close()
+  assert int(restored.step) == 3
+  assert jax.tree.structure(restored.model_state) == jax.tree.structure(state.model_state)
+  assert set(restored.model_state["batch_stats"]["sim_enc"]) == {"v_global_w", "SAF_module"}
+  _close(restored.model_state, moved.model_state, "restored model_state")
+  _close(restored.params, moved.params, "restored params")
