@@ -79,7 +79,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
       steps_per_epoch=steps_per_epoch,
       num_epochs=config.num_epochs,
       checkpoints=checkpoints,
-      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", s.params)),
+      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", wiring.variables_of(s))),
       on_step=reporter.on_step,
       on_epoch=reporter.on_epoch,
       stop=stop,
@@ -95,7 +95,7 @@ def train_and_evaluate(config, workdir: str) -> dict:
     return {}
   best = checkpoints.restore(state, which="best") or state
   checkpoints.close()
-  test = evaluate("test", best.params)
+  test = evaluate("test", wiring.variables_of(best))
   report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
   table = reporting.results_table(
     test,

@@ -182,32 +182,53 @@ def initial_state(config, vocab_size: int, train_split, steps_per_epoch: int):
   return model, training.create_train_state(params, apply_fn, tx, jax.random.key(config.seed + 1))
 
 
+def variables_of(state) -> dict:
+  """A train state's model variables: ``{"params": ..., **non-param collections}``."""
+  return {"params": state.params, **getattr(state, "model_state", {})}
+
+
+def _retrieval_model(model):
+  """``model`` if it is a ``RetrievalModel`` (has ``pairwise``), else a flax ``DualEncoder``
+  seen through that interface. Bridge until ``initial_state`` returns a ``RetrievalModel``."""
+  import types
+
+  if hasattr(model, "pairwise"):
+    return model
+  return types.SimpleNamespace(
+    pairwise=False,
+    encode_images=lambda v, x, m: model.apply(v, x, m, method="encode_image"),
+    encode_captions=lambda v, t, n: model.apply(v, t, n, method="encode_text"),
+  )
+
+
 class Evaluator:
-  """``evaluator(split, params) -> metrics``: embeds a split with both towers and
-  runs :func:`jitr.evaluation.evaluate_retrieval` (exact relevance and its
-  relevance-1 items as extended positives on jitr_shapes; COCO folds on test)."""
+  """``evaluator(split, variables) -> metrics``: the split's similarity matrix under a
+  ``RetrievalModel`` (:class:`jitr.training.score_split.SplitScorer`: each item encoded
+  once, pairs scored in ``batch_size`` x ``batch_size`` blocks; embedding models by a dot product,
+  similarity models by their ``score``) and :func:`jitr.evaluation.evaluate_retrieval`
+  (exact relevance and its relevance-1 items as extended positives on jitr_shapes; COCO
+  folds on test). ``variables`` are a state's :func:`variables_of`."""
 
   def __init__(
-    self, model, splits: dict, exact: dict | None, folds: int | None, *, batch_size: int
+    self,
+    model,
+    splits: dict,
+    exact: dict | None,
+    folds: int | None,
+    *,
+    batch_size: int,
   ):
-    import jax
+    from jitr.training.score_split import SplitScorer
 
     self.splits, self.exact, self.folds, self.batch_size = splits, exact, folds, batch_size
     self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
-    self.encode_image = jax.jit(
-      lambda p, x, m: model.apply({"params": p}, x, m, method="encode_image")
-    )
-    self.encode_text = jax.jit(
-      lambda p, t, n: model.apply({"params": p}, t, n, method="encode_text")
+    self.scorer = SplitScorer(
+      _retrieval_model(model), image_batch=batch_size, caption_batch=batch_size
     )
 
-  def similarity(self, split: str, params: Any):
-    from jitr.training.embed import embed_split
-
-    img, txt = embed_split(
-      self.encode_image, self.encode_text, params, self.splits[split], batch_size=self.batch_size
-    )
-    return img @ txt.T
+  def similarity(self, split: str, variables: Any):
+    """``sim [N_img, N_cap]`` (float32 numpy) of ``split`` under ``variables``."""
+    return self.scorer(variables, self.splits[split])
 
   def _graded_inputs(self, split: str) -> dict:
     """Exact relevance and its relevance-1 items as extended positives (jitr_shapes only)."""
@@ -231,10 +252,10 @@ class Evaluator:
       }
     return self._graded[split]
 
-  def __call__(self, split: str, params: Any, sim=None) -> dict:
+  def __call__(self, split: str, variables: Any, sim=None) -> dict:
     from jitr.evaluation.suite import evaluate_retrieval
 
-    sim = self.similarity(split, params) if sim is None else sim
+    sim = self.similarity(split, variables) if sim is None else sim
     metrics = evaluate_retrieval(
       sim,
       caption_to_image=self.splits[split].caption_image,

@@ -33,7 +33,10 @@ def _untrained_and_trained(config, workdir):
   checkpoints = Checkpoints(workdir)
   best = checkpoints.restore(initial, which="best")
   checkpoints.close()
-  return evaluator("train", initial.params), evaluator("train", best.params)
+  return (
+    evaluator("train", wiring.variables_of(initial)),
+    evaluator("train", wiring.variables_of(best)),
+  )
 
 
 @pytest.mark.slow

@@ -13,7 +13,17 @@ import pytest
 
 import jitr.evaluation
 
-MODULES = ["recall", "eccv", "ndcg", "semantic", "class_map", "positives", "checks", "folds"]
+MODULES = [
+  "recall",
+  "eccv",
+  "ndcg",
+  "semantic",
+  "class_map",
+  "positives",
+  "checks",
+  "folds",
+  "ensemble",
+]
 
 
 def _examples(mod) -> int:
