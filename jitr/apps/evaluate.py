@@ -1,13 +1,26 @@
 """``jitr-eval``: score a trained workdir's checkpoint on a split and write the report.
 
   jitr-eval --workdir=workdirs/default --split=test [--checkpoint=best|latest]
+  jitr-eval --workdir=workdirs/sgr --ensemble=workdirs/saf[,more] --split=test
 
 Reads ``config.json`` and the orbax checkpoint that ``jitr-train`` left in the
-workdir, embeds the split with both towers, computes the full metric set
+workdir, scores every image against every caption of the split (each item
+encoded once, pairs scored in blocks: :class:`jitr.training.score_split.SplitScorer`,
+for dual encoders and similarity models alike), computes the full metric set
 (:func:`jitr.evaluation.evaluate_retrieval`) and writes into
 ``<workdir>/eval_<split>/``: ``metrics.json``, ``metrics.md``, recall and NDCG
 curves over K (PNG) and, for jitr_shapes, ``queries.png``: a few image and
 caption queries with their top-5 retrieved items and each item's exact relevance.
+
+``--ensemble`` (comma-separated workdirs) scores the mean of the similarity
+matrices of ``--workdir`` and every listed workdir
+(:func:`jitr.evaluation.mean_similarity`; SGRAF = an SGR and an SAF workdir,
+VSRN's published numbers = two VSRN workdirs), each restored from its own
+config, vocabulary and checkpoint. Workdirs whose dataset, split sizes or
+caption order (the owner image of every caption) differ from ``--workdir``'s
+are refused with one line before anything is written. The report goes to
+``<workdir>/eval_<split>_ensemble/`` (the single-model ``eval_<split>/`` is left
+alone); its ``metrics.json`` lists the ``members`` (workdir and step).
 """
 
 from __future__ import annotations
