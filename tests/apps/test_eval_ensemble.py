@@ -66,9 +66,13 @@ def _member_sim(workdir: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
   member = evaluate.load_member(str(workdir))
   model, state = evaluate.restore_member(member, "best")
   test = member.splits["test"]
-  variables = {"params": state.params}
-  img = model.apply(variables, test.images, test.image_mask, method="encode_image")
-  txt = model.apply(variables, test.tokens, test.lengths, method="encode_text")
+  variables = wiring.variables_of(state)
+  if hasattr(model, "encode_images"):  # a RetrievalModel
+    img = model.encode_images(variables, test.images, test.image_mask)
+    txt = model.encode_captions(variables, test.tokens, test.lengths)
+  else:  # the flax DualEncoder itself
+    img = model.apply(variables, test.images, test.image_mask, method="encode_image")
+    txt = model.apply(variables, test.tokens, test.lengths, method="encode_text")
   return np.asarray(img) @ np.asarray(txt).T, test.caption_image
 
 
