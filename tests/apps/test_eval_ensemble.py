@@ -161,3 +161,33 @@ def test_readme_ensemble_command_scores_the_mean_similarity(workdirs, tmp_path):
   assert any(
     abs(single[k] - expected[k]) > 1e-6 for k in ("full/rsum", "full/i2t/R@1", "full/t2i/R@1")
   )
+
+
+@pytest.mark.slow
+def test_sgr_and_saf_workdirs_ensemble_to_sgraf(tmp_path):
+  """SGRAF = jitr-eval of an SGR workdir with an SAF workdir: the metrics of
+  ``sgraf_similarity`` of the two models' whole-split ``score``."""
+  pytest.importorskip("jitr.models.registry", reason="needs the RetrievalModel registry (issue 12)")
+  for name in ("sgr", "saf"):
+    config = tiny_config(0)
+    config.model = ml_collections.ConfigDict(
+      dict(name=name, img_dim=128, word_dim=8, embed_dim=16, sim_dim=8, sgr_step=2, num_region=3)
+    )
+    make_workdir(tmp_path / name, config)
+  metrics = evaluate.evaluate_workdir(
+    str(tmp_path / "sgr"), split="test", ensemble=[str(tmp_path / "saf")]
+  )
+  sims = []
+  for name in ("sgr", "saf"):
+    member = evaluate.load_member(str(tmp_path / name))
+    model, state = evaluate.restore_member(member, "best")
+    test, variables = member.splits["test"], wiring.variables_of(state)
+    images = model.encode_images(variables, test.images, test.image_mask)
+    captions = model.encode_captions(variables, test.tokens, test.lengths)
+    sims.append(np.asarray(model.score(variables, images, captions)[0]))
+  assert np.abs(sims[0] - sims[1]).max() > 0.01
+  expected = evaluate_retrieval(
+    np.asarray(sgraf_similarity(*sims)), caption_to_image=test.caption_image
+  )
+  for key in ("full/rsum", "full/i2t/R@5", "full/t2i/R@5", "full/t2i/meanr"):
+    assert metrics[key] == pytest.approx(expected[key], abs=1e-6), key
