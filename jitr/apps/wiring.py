@@ -176,27 +176,31 @@ def initial_state(config, vocab_size: int, train_split, steps_per_epoch: int):
 
 
 class Evaluator:
-  """``evaluator(split, variables) -> metrics``: embeds a split with both towers and
-  runs :func:`jitr.evaluation.evaluate_retrieval` (exact relevance and its
-  relevance-1 items as extended positives on jitr_shapes; COCO folds on test)."""
+  """``evaluator(split, variables) -> metrics``: the split's similarity matrix under a
+  ``RetrievalModel`` (:class:`jitr.training.score_split.SplitScorer`: each item encoded
+  once, pairs scored in ``batch_size`` x ``batch_size`` blocks; embedding models by a dot product,
+  similarity models by their ``score``) and :func:`jitr.evaluation.evaluate_retrieval`
+  (exact relevance and its relevance-1 items as extended positives on jitr_shapes; COCO
+  folds on test). ``variables``: a state's ``state.variables``."""
 
   def __init__(
-    self, model, splits: dict, exact: dict | None, folds: int | None, *, batch_size: int
+    self,
+    model,
+    splits: dict,
+    exact: dict | None,
+    folds: int | None,
+    *,
+    batch_size: int,
   ):
-    import jax
+    from jitr.training.score_split import SplitScorer
 
     self.splits, self.exact, self.folds, self.batch_size = splits, exact, folds, batch_size
     self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
-    self.encode_image = jax.jit(model.encode_images)
-    self.encode_text = jax.jit(model.encode_captions)
+    self.scorer = SplitScorer(model, image_batch=batch_size, caption_batch=batch_size)
 
   def similarity(self, split: str, variables: Any):
-    from jitr.training.embed import embed_split
-
-    img, txt = embed_split(
-      self.encode_image, self.encode_text, variables, self.splits[split], batch_size=self.batch_size
-    )
-    return img @ txt.T
+    """``sim [N_img, N_cap]`` (float32 numpy) of ``split`` under ``variables``."""
+    return self.scorer(variables, self.splits[split])
 
   def _graded_inputs(self, split: str) -> dict:
     """Exact relevance and its relevance-1 items as extended positives (jitr_shapes only)."""

@@ -9,6 +9,7 @@ per direction and returns a flat ``{name: float}`` dict.
 from jitr.evaluation.class_map import as_multihot, class_map
 from jitr.evaluation.coco import coco_recalls
 from jitr.evaluation.eccv import extended_metrics
+from jitr.evaluation.ensemble import mean_similarity
 from jitr.evaluation.folds import contiguous_folds
 from jitr.evaluation.ndcg import ndcg_at_k
 from jitr.evaluation.positives import (
@@ -46,6 +47,7 @@ __all__ = [
   "extended_metrics",
   "mean_rank",
   "mean_recall",
+  "mean_similarity",
   "median_rank",
   "ndcg_at_k",
   "positives_from_id_dicts",

@@ -1,14 +1,54 @@
-"""Embedding a whole split with the dual encoder's two towers, in batches."""
+"""Encoding every item of a split in fixed-size batches (one compilation per encoder)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jitr.data import pairs
+
+
+def encode_in_batches(
+  encode: Callable[..., Any],
+  variables: Any,
+  arrays: Sequence[np.ndarray],
+  *,
+  batch_size: int,
+) -> Any:
+  """``encode(variables, *arrays[lo:lo + batch_size])`` over all rows, concatenated (rows
+  first) into one pytree of device arrays ``[N, ...]``.
+
+  ``encode`` is jitted by the caller; the last batch is padded to ``batch_size`` by
+  repeating its last row (its outputs are dropped), so it compiles once.
+  """
+  if batch_size < 1:
+    raise ValueError(f"encode_in_batches: batch_size must be >= 1, got {batch_size}")
+  n = len(arrays[0])
+  out = []
+  for lo in range(0, n, batch_size):
+    chunk = [a[lo : lo + batch_size] for a in arrays]
+    pad = batch_size - len(chunk[0])
+    if pad:
+      chunk = [np.concatenate([c, np.repeat(c[-1:], pad, axis=0)]) for c in chunk]
+    rows = batch_size - pad
+    out.append(jax.tree.map(lambda x, rows=rows: x[:rows], encode(variables, *chunk)))
+  return jax.tree.map(lambda *xs: jnp.concatenate(xs), *out)
+
+
+def image_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
+  """``(images, image_mask)``; an all-valid mask when the split has none."""
+  mask = split.image_mask
+  return split.images, mask if mask is not None else np.ones(split.images.shape[:2], bool)
+
+
+def caption_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
+  """``(tokens [:, :max length], lengths)``: padding columns no caption uses are cut."""
+  width = max(int(split.lengths.max()), 1)
+  return split.tokens[:, :width], split.lengths
 
 
 def embed_split(
@@ -22,22 +62,8 @@ def embed_split(
   """``(images [N_img, E], captions [N_cap, E])`` embeddings of every item.
 
   ``encode_image(params, images, image_mask)`` and ``encode_text(params,
-  tokens, lengths)`` are jitted by the caller; the last batch is padded to
-  ``batch_size`` so they compile once.
+  tokens, lengths)`` are jitted by the caller (see :func:`encode_in_batches`).
   """
-
-  def run(fn, arrays, n):
-    out = []
-    for lo in range(0, n, batch_size):
-      chunk = [a[lo : lo + batch_size] for a in arrays]
-      pad = batch_size - len(chunk[0])
-      if pad:
-        chunk = [np.concatenate([c, np.repeat(c[-1:], pad, axis=0)]) for c in chunk]
-      out.append(np.asarray(fn(params, *chunk))[: batch_size - pad])
-    return np.concatenate(out)
-
-  mask = split.image_mask if split.image_mask is not None else np.ones(split.images.shape[:2], bool)
-  images = run(encode_image, (split.images, mask), split.num_images)
-  width = int(split.lengths.max())
-  captions = run(encode_text, (split.tokens[:, :width], split.lengths), split.num_captions)
-  return images, captions
+  images = encode_in_batches(encode_image, params, image_inputs(split), batch_size=batch_size)
+  captions = encode_in_batches(encode_text, params, caption_inputs(split), batch_size=batch_size)
+  return np.asarray(images), np.asarray(captions)

@@ -23,6 +23,7 @@ MODULES = [
   "checks",
   "folds",
   "relevance_quality",
+  "ensemble",
 ]
 
 

@@ -1,0 +1,188 @@
+"""jitr-eval with several workdirs: the mean of the members' similarity matrices."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import ml_collections
+import numpy as np
+import pytest
+
+from configs import default
+from jitr.apps import evaluate, wiring
+from jitr.data import pairs
+from jitr.evaluation import evaluate_retrieval, mean_similarity
+from jitr.evaluation.report import write_text_atomic
+from jitr.models import sgraf_similarity
+from jitr.training.checkpoints import Checkpoints
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def tiny_config(seed: int) -> ml_collections.ConfigDict:
+  config = default.get_config()
+  config.shapes_config = "tiny"  # 40 / 10 / 10 images, 5 captions each
+  config.graded = ml_collections.ConfigDict({"relevance": "oracle"})
+  config.model.embed_dim = 16
+  config.model.word_dim = 8
+  config.batch_size = 40
+  config.eval_batch_size = 8  # divides neither 10 images nor 50 captions
+  config.seed = seed
+  return config
+
+
+def make_workdir(workdir: pathlib.Path, config) -> None:
+  """What jitr-train leaves for jitr-eval: config.json, vocab.json and a best checkpoint
+  (here the initial state of ``config.seed``: no training)."""
+  workdir.mkdir(parents=True)
+  splits, vocab, _, _, _ = wiring.load_data(config, wiring.data_dir(config, str(workdir)))
+  vocab.save(str(workdir / "vocab.json"))
+  write_text_atomic(str(workdir / "config.json"), config.to_json_best_effort(indent=2))
+  steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
+  _, state = wiring.initial_state(config, len(vocab), splits["train"], steps)
+  checkpoints = Checkpoints(str(workdir))
+  checkpoints.save_best(state, {"rsum": 0.0})
+  checkpoints.close()
+
+
+@pytest.fixture(scope="module")
+def workdirs(tmp_path_factory):
+  root = tmp_path_factory.mktemp("ensemble")
+  for name, seed in (("a", 0), ("b", 1)):
+    make_workdir(root / name, tiny_config(seed))
+  return root
+
+
+def _snapshot(folder: pathlib.Path) -> dict:
+  return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _member_sim(workdir: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
+  """The test split's ``img @ txt.T`` from the flax towers run on the whole split at once
+  (independent of score_split's batching), and the split's caption owners."""
+  member = evaluate.load_member(str(workdir))
+  model, state = evaluate.restore_member(member, "best")
+  test = member.splits["test"]
+  variables = state.variables
+  img = model.encode_images(variables, test.images, test.image_mask)
+  txt = model.encode_captions(variables, test.tokens, test.lengths)
+  return np.asarray(img) @ np.asarray(txt).T, test.caption_image
+
+
+def test_mean_similarity_of_two_is_sgraf_mean():
+  rng = np.random.default_rng(0)
+  a, b = rng.normal(size=(2, 3, 7)).astype(np.float32)
+  np.testing.assert_array_equal(mean_similarity([a, b]), np.asarray(sgraf_similarity(a, b)))
+  np.testing.assert_allclose(mean_similarity([a, b, a]), (2 * a + b) / 3, rtol=1e-6)
+  with pytest.raises(ValueError, match="one shape"):
+    mean_similarity([a, b[:, :6]])
+
+
+def test_caption_order_mismatch_is_named():
+  config = ml_collections.ConfigDict({"dataset": "f30k_precomp"})
+
+  def member(owner):
+    split = pairs.RetrievalSplit(
+      images=np.zeros((3, 2, 4), np.float32),
+      tokens=np.ones((6, 2), np.int32),
+      lengths=np.full(6, 2, np.int32),
+      caption_image=np.asarray(owner),
+    )
+    return evaluate.Member("w", config, "", {"test": split}, None, None, None)
+
+  same = evaluate.split_mismatch(member([0, 0, 1, 1, 2, 2]), member([0, 0, 1, 1, 2, 2]), "test")
+  assert same is None
+  reason = evaluate.split_mismatch(member([0, 0, 1, 1, 2, 2]), member([0, 1, 0, 1, 2, 2]), "test")
+  assert reason == "test split caption order differs: caption 1 belongs to image 1, not 0"
+
+
+def _write_precomp(root: pathlib.Path) -> None:
+  """A fake f30k_precomp folder whose test split has tiny shapes' sizes (10 x 50)."""
+  folder = root / "f30k_precomp"
+  folder.mkdir(parents=True)
+  rng = np.random.default_rng(0)
+  words = ["a", "dog", "cat", "runs", "red", "on", "grass"]
+  for split in ("train", "dev", "test"):
+    np.save(folder / f"{split}_ims.npy", rng.normal(size=(10, 36, 2048)).astype(np.float32))
+    caps = [" ".join(rng.choice(words, size=4)) for _ in range(50)]
+    (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
+
+
+def test_mismatched_workdirs_are_refused_and_left_untouched(tmp_path):
+  """Refused from the configs and data alone (no checkpoint is opened), nothing written."""
+  _write_precomp(tmp_path / "data")
+  first, other = tmp_path / "shapes_run", tmp_path / "precomp_run"
+  precomp = tiny_config(0)
+  precomp.dataset = "f30k_precomp"
+  precomp.precomp_root = str(tmp_path / "data")
+  for workdir, config in ((first, tiny_config(0)), (other, precomp)):
+    workdir.mkdir()
+    write_text_atomic(str(workdir / "config.json"), config.to_json_best_effort(indent=2))
+  before = {w: _snapshot(w) for w in (first, other)}
+  with pytest.raises(ValueError) as err:
+    evaluate.evaluate_workdir(str(first), split="test", ensemble=[str(other)])
+  assert str(err.value) == (
+    f"--ensemble: {other} does not match {first}: dataset 'f30k_precomp' != 'jitr_shapes'"
+  )
+  assert {w: _snapshot(w) for w in (first, other)} == before
+
+
+def _jitr_eval(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+  exe = shutil.which("jitr-eval") or str(pathlib.Path(sys.executable).with_name("jitr-eval"))
+  env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's jitr
+  return subprocess.run([exe, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_readme_ensemble_command_scores_the_mean_similarity(workdirs, tmp_path):
+  a, b = workdirs / "a", workdirs / "b"
+  out = _jitr_eval(f"--workdir={a}", f"--ensemble={b}", "--split=test", cwd=tmp_path)
+  assert out.returncode == 0, out.stderr[-3000:]
+  report = a / "eval_test_ensemble"
+  with open(report / "metrics.json") as f:
+    written = json.load(f)
+  assert [m["workdir"] for m in written["members"]] == [str(a), str(b)]
+  assert [m["step"] for m in written["members"]] == [0, 0]
+  assert not (a / "eval_test").exists()  # the single-model report is not touched
+  assert (report / "queries.png").stat().st_size > 0
+  (sim_a, owner), (sim_b, _) = _member_sim(a), _member_sim(b)
+  assert np.abs(sim_a - sim_b).max() > 0.05  # two different models
+  expected = evaluate_retrieval(mean_similarity([sim_a, sim_b]), caption_to_image=owner)
+  for key in ("full/rsum", "full/i2t/R@1", "full/t2i/R@5"):
+    assert written[key] == pytest.approx(expected[key], abs=1e-6), key
+  single = evaluate_retrieval(sim_a, caption_to_image=owner)
+  assert any(
+    abs(single[k] - expected[k]) > 1e-6 for k in ("full/rsum", "full/i2t/R@1", "full/t2i/R@1")
+  )
+
+
+@pytest.mark.slow
+def test_sgr_and_saf_workdirs_ensemble_to_sgraf(tmp_path):
+  """SGRAF = jitr-eval of an SGR workdir with an SAF workdir: the metrics of
+  ``sgraf_similarity`` of the two models' whole-split ``score``."""
+  for name in ("sgr", "saf"):
+    config = tiny_config(0)
+    config.model = ml_collections.ConfigDict(
+      dict(name=name, img_dim=128, word_dim=8, embed_dim=16, sim_dim=8, sgr_step=2, num_region=3)
+    )
+    make_workdir(tmp_path / name, config)
+  metrics = evaluate.evaluate_workdir(
+    str(tmp_path / "sgr"), split="test", ensemble=[str(tmp_path / "saf")]
+  )
+  sims = []
+  for name in ("sgr", "saf"):
+    member = evaluate.load_member(str(tmp_path / name))
+    model, state = evaluate.restore_member(member, "best")
+    test, variables = member.splits["test"], state.variables
+    images = model.encode_images(variables, test.images, test.image_mask)
+    captions = model.encode_captions(variables, test.tokens, test.lengths)
+    sims.append(np.asarray(model.score(variables, images, captions)[0]))
+  assert np.abs(sims[0] - sims[1]).max() > 0.01
+  expected = evaluate_retrieval(
+    np.asarray(sgraf_similarity(*sims)), caption_to_image=test.caption_image
+  )
+  for key in ("full/rsum", "full/i2t/R@5", "full/t2i/R@5", "full/t2i/meanr"):
+    assert metrics[key] == pytest.approx(expected[key], abs=1e-6), key
