@@ -54,3 +54,54 @@ def test_default_is_triplet_plus_smooth_ndcg_on_sentence_relevance():
   assert (
     set(c.loss) == {"warmup", "triplet", "smooth_ndcg"} and c.graded.relevance == "vectors:sentence"
   )
+
+
+@pytest.mark.parametrize(
+  ("spec", "lr", "decay", "epochs", "batch"),
+  [
+    ("f30k,sgr,triplet", 2e-4, (30,), 40, 128),
+    ("f30k,saf,sndcg", 2e-4, (20,), 30, 128),
+    ("coco,sgr,sam", 2e-4, (10,), 20, 128),
+    ("coco,saf,cmal2r", 2e-4, (10,), 20, 128),
+    ("f30k,sgr,lseh", 4e-4, (20,), 40, 84),  # the LSEH repository's SGRAF settings
+    ("f30k,vsrn,triplet", 2e-4, (10, 20), 30, 128),
+    ("coco,vsrn,sndcg", 2e-4, (15,), 30, 128),
+  ],
+)
+def test_paper_similarity_and_vsrn_settings(spec, lr, decay, epochs, batch):
+  """The official schedules (SGRAF opts.py/README, LSEH's SGRAF_LSEH, VSRN README) and a
+  model the registry builds; max-violation from the first step (no warm-up)."""
+  from jitr.models import make_model
+
+  c = paper.get_config(spec)
+  assert (c.optimizer.name, c.optimizer.learning_rate, c.optimizer.grad_clip) == ("adam", lr, 2.0)
+  assert (tuple(c.optimizer.decay_epochs), c.num_epochs, c.batch_size) == (decay, epochs, batch)
+  assert "warmup" not in c.loss and all("from_epoch" not in t for t in c.loss.values())
+  model = make_model(c.model.to_dict(), vocab_size=50)
+  data, name, _ = spec.split(",")
+  assert model.pairwise == (name in ("sgr", "saf"))
+  if name == "vsrn":
+    assert (model.module.embed_dim, model.module.feature_batch_norm) == (2048, data == "f30k")
+    assert model.aux_weights == {"caption": 1.0}
+  else:
+    assert (model.module.module, model.module.embed_dim, model.module.sim_dim) == (
+      name.upper(),
+      1024,
+      256,
+    )
+  if spec.endswith("lseh"):
+    assert c.loss.lseh.margin == 0.185
+
+
+@pytest.mark.parametrize("model_name", ["vse", "sgr", "saf", "vsrn"])
+def test_shapes_rows_take_a_model(model_name):
+  from jitr.models import make_model
+
+  c = shapes.get_config(f"sndcg,{model_name}")
+  assert set(c.loss) == set(shapes.get_config("sndcg").loss)
+  model = make_model(c.model.to_dict(), vocab_size=50)
+  assert model.pairwise == (model_name in ("sgr", "saf"))
+  if model_name == "vse":
+    assert c.model.to_dict() == default.get_config().model.to_dict()
+  with pytest.raises(ValueError, match="MODEL"):
+    shapes.get_config("sndcg,vsepp")
