@@ -32,3 +32,28 @@ def test_paper_config_loads_through_the_console_script(where, tmp_path):
   assert out.returncode != 0
   assert "ModuleNotFoundError" not in out.stderr, out.stderr[-2000:]
   assert "precomp_root" in out.stderr, out.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+  ("config", "override", "stops_at"),
+  [
+    ("configs/paper.py:coco,sgr,lseh", "--config.seed=1", "precomp_root"),
+    ("configs/paper.py:f30k,vsrn,sndcg", "--config.seed=1", "precomp_root"),
+    # a zero count stops the run at the up-front checks, after the config loaded
+    ("configs/shapes.py:sndcg,sgr", "--config.batch_size=0", "batch_size"),
+  ],
+)
+def test_network_configs_load_through_the_console_script(config, override, stops_at, tmp_path):
+  """README's `NAME,MODEL` / `DATA,MODEL,LOSS` forms for SGR/SAF/VSRN parse through the
+  console script from another directory (README's training commands, with a check that
+  fails before any data is built)."""
+  out = _jitr_train(
+    f"--config={REPO / config}",
+    f"--workdir={tmp_path / 'run'}",
+    override,
+    cwd=tmp_path,
+  )
+  assert out.returncode == 1, out.stderr[-2000:]
+  assert out.stderr.strip().startswith("jitr-train: error:"), out.stderr[-2000:]
+  assert stops_at in out.stderr, out.stderr[-2000:]
+  assert not (tmp_path / "run").exists()
