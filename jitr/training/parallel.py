@@ -26,7 +26,7 @@ class DataParallel:
 
   Usage::
 
-    dp = DataParallel(make_train_step(loss_fn), backend="shard_map")
+    dp = DataParallel(make_train_step(loss_fn, model=model), backend="shard_map")
     state = dp.put_state(state)
     state, metrics = dp(state, dp.put_batch(host_batch))
     host_state = dp.get_state(state)

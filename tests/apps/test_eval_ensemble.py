@@ -18,6 +18,7 @@ from jitr.evaluation import evaluate_retrieval, mean_similarity
 from jitr.evaluation.report import write_text_atomic
 from jitr.models import sgraf_similarity
 from jitr.training.checkpoints import Checkpoints
+from tests.file_fixtures import snapshot, write_precomp
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -54,10 +55,6 @@ def workdirs(tmp_path_factory):
   for name, seed in (("a", 0), ("b", 1)):
     make_workdir(root / name, tiny_config(seed))
   return root
-
-
-def _snapshot(folder: pathlib.Path) -> dict:
-  return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def _member_sim(workdir: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
@@ -99,21 +96,9 @@ def test_caption_order_mismatch_is_named():
   assert reason == "test split caption order differs: caption 1 belongs to image 1, not 0"
 
 
-def _write_precomp(root: pathlib.Path) -> None:
-  """A fake f30k_precomp folder whose test split has tiny shapes' sizes (10 x 50)."""
-  folder = root / "f30k_precomp"
-  folder.mkdir(parents=True)
-  rng = np.random.default_rng(0)
-  words = ["a", "dog", "cat", "runs", "red", "on", "grass"]
-  for split in ("train", "dev", "test"):
-    np.save(folder / f"{split}_ims.npy", rng.normal(size=(10, 36, 2048)).astype(np.float32))
-    caps = [" ".join(rng.choice(words, size=4)) for _ in range(50)]
-    (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
-
-
 def test_mismatched_workdirs_are_refused_and_left_untouched(tmp_path):
   """Refused from the configs and data alone (no checkpoint is opened), nothing written."""
-  _write_precomp(tmp_path / "data")
+  write_precomp(tmp_path / "data", 10, n_eval=10)
   first, other = tmp_path / "shapes_run", tmp_path / "precomp_run"
   precomp = tiny_config(0)
   precomp.dataset = "f30k_precomp"
@@ -121,13 +106,13 @@ def test_mismatched_workdirs_are_refused_and_left_untouched(tmp_path):
   for workdir, config in ((first, tiny_config(0)), (other, precomp)):
     workdir.mkdir()
     write_text_atomic(str(workdir / "config.json"), config.to_json_best_effort(indent=2))
-  before = {w: _snapshot(w) for w in (first, other)}
+  before = {w: snapshot(w) for w in (first, other)}
   with pytest.raises(ValueError) as err:
     evaluate.evaluate_workdir(str(first), split="test", ensemble=[str(other)])
   assert str(err.value) == (
     f"--ensemble: {other} does not match {first}: dataset 'f30k_precomp' != 'jitr_shapes'"
   )
-  assert {w: _snapshot(w) for w in (first, other)} == before
+  assert {w: snapshot(w) for w in (first, other)} == before
 
 
 def _jitr_eval(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:

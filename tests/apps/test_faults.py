@@ -8,7 +8,6 @@ tests/relevance/test_records.py (flipped bytes in a shard), tests/data/test_prec
 """
 
 import errno
-import hashlib
 import json
 import os
 import pathlib
@@ -26,35 +25,15 @@ from configs import default
 from jitr import fileio
 from jitr.apps import run_checks, train
 from jitr.training.finite import NonFiniteTrainingError
+from tests.file_fixtures import snapshot, write_precomp
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _snapshot(root) -> dict[str, str]:
-  """``{relative path: sha256}`` of every file under ``root``."""
-  out = {}
-  for path in sorted(pathlib.Path(root).rglob("*")):
-    if path.is_file():
-      out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
-  return out
-
-
 def _unchanged(before: dict[str, str], root) -> bool:
   """Every file of ``before`` still exists with the same bytes (new files may appear)."""
-  after = _snapshot(root)
+  after = snapshot(root)
   return all(after.get(name) == digest for name, digest in before.items())
-
-
-def _write_precomp(root, n_images=20):
-  folder = root / "f30k_precomp"
-  folder.mkdir(parents=True)
-  rng = np.random.default_rng(0)
-  words = ["a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat"]
-  for split, n in (("train", n_images), ("dev", 4), ("test", 4)):
-    np.save(folder / f"{split}_ims.npy", rng.normal(size=(n, 36, 2048)).astype(np.float32))
-    caps = [" ".join(rng.choice(words, size=rng.integers(3, 8))) for _ in range(5 * n)]
-    (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
-  return folder
 
 
 def _precomp_config(root) -> ml_collections.ConfigDict:
@@ -84,7 +63,7 @@ def _finished_workdir(workdir, config) -> dict[str, str]:
   step = workdir / "checkpoints" / "latest" / "6"
   step.mkdir(parents=True)
   (step / "_CHECKPOINT_METADATA").write_bytes(b'{"step": 6}')
-  return _snapshot(workdir)
+  return snapshot(workdir)
 
 
 def _jitr_train(*args: str, **kwargs) -> subprocess.Popen:
@@ -102,11 +81,11 @@ def _last_line(text: str) -> str:
 
 # ---------------------------------------------------------------- non-finite data and training
 def test_nan_feature_in_a_precomp_folder_is_refused_before_anything_is_written(tmp_path):
-  folder = _write_precomp(tmp_path / "data")
+  folder = write_precomp(tmp_path / "data")
   feats = np.load(folder / "train_ims.npy")
   feats[7, 3, 11] = np.nan
   np.save(folder / "train_ims.npy", feats)
-  before = _snapshot(tmp_path)
+  before = snapshot(tmp_path)
   proc = _jitr_train(
     f"--config={REPO / 'configs' / 'default.py'}",
     f"--workdir={tmp_path / 'run'}",
@@ -122,13 +101,13 @@ def test_nan_feature_in_a_precomp_folder_is_refused_before_anything_is_written(t
     "expected finite values (1 non-finite in rows 0..19)"
   )
   assert "Traceback" not in err
-  assert _snapshot(tmp_path) == before  # nothing written: no workdir, no cache
+  assert snapshot(tmp_path) == before  # nothing written: no workdir, no cache
   assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow  # 30 s; the loop's own test (tests/training/test_finite.py) is fast
 def test_nan_learning_rate_stops_the_run_before_any_checkpoint(tmp_path):
-  _write_precomp(tmp_path / "data")
+  write_precomp(tmp_path / "data")
   config = _precomp_config(tmp_path / "data")
   config.optimizer.learning_rate = float("nan")
   with pytest.raises(NonFiniteTrainingError) as err:
@@ -144,7 +123,7 @@ def test_nan_learning_rate_stops_the_run_before_any_checkpoint(tmp_path):
 
 # ---------------------------------------------------------------- nothing written before valid
 def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_path):
-  _write_precomp(tmp_path / "data")
+  write_precomp(tmp_path / "data")
   workdir = tmp_path / "run"
   before = _finished_workdir(workdir, _precomp_config(tmp_path / "data"))
   config = _precomp_config(tmp_path / "data")
@@ -156,25 +135,25 @@ def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_
     f"workdir {workdir} was trained with model.embed_dim=16 (this config: 32); "
     'optimizer.name="adam" (this config: "sgd"); use a new --workdir or delete it'
   )
-  assert _snapshot(workdir) == before
+  assert snapshot(workdir) == before
 
 
 def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_keeps_config_json(tmp_path):
-  _write_precomp(tmp_path / "data")
+  write_precomp(tmp_path / "data")
   config = _precomp_config(tmp_path / "data")
   before = _finished_workdir(tmp_path / "run", config)
   config.num_epochs = 3
   config.optimizer.learning_rate = 1e-4
   run_checks.check_workdir(config, str(tmp_path / "run"))  # not a shaping field: accepted
   assert not run_checks.write_config_once(config, str(tmp_path / "run"))
-  assert _snapshot(tmp_path / "run") == before
+  assert snapshot(tmp_path / "run") == before
 
 
 def test_batch_larger_than_the_data_is_refused_before_the_workdir_is_written(tmp_path):
-  _write_precomp(tmp_path / "data")
+  write_precomp(tmp_path / "data")
   config = _precomp_config(tmp_path / "data")
   config.batch_size = 128  # the train split has 100 captions
-  before = _snapshot(tmp_path)
+  before = snapshot(tmp_path)
   with pytest.raises(ValueError, match=r"^batch_size 128 is larger than the split's 100 captions"):
     train.train_and_evaluate(config, str(tmp_path / "run"))
   assert not (tmp_path / "run").exists()
@@ -293,7 +272,7 @@ def test_main_exits_with_the_preempted_status_when_stopped(monkeypatch):
 
 @pytest.mark.slow
 def test_sigterm_saves_exits_75_and_a_rerun_resumes(tmp_path):
-  _write_precomp(tmp_path / "data", n_images=40)
+  write_precomp(tmp_path / "data", n_images=40)
   args = [
     f"--config={REPO / 'configs' / 'default.py'}",
     f"--workdir={tmp_path / 'run'}",
@@ -381,17 +360,17 @@ def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
   size no longer counts as complete, so the next run's data loading rewrites it."""
   from jitr.apps import wiring
 
-  _write_precomp(tmp_path / "data")
+  write_precomp(tmp_path / "data")
   config = _precomp_config(tmp_path / "data")
   config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
   config.estimators.lsa.k = 4
   first = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
   (records,) = (tmp_path / "data" / "cache" / "relevance").rglob("relevance.json")
-  before = _snapshot(records.parent)
+  before = snapshot(records.parent)
   (shard,) = records.parent.glob("*.tfrecord")
   data = bytearray(shard.read_bytes())
   data[len(data) // 3] ^= 0x55
   shard.write_bytes(bytes(data))
   again = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
   np.testing.assert_array_equal(again, first)
-  assert _snapshot(records.parent) == before  # the shard is back, byte for byte
+  assert snapshot(records.parent) == before  # the shard is back, byte for byte

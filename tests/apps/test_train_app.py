@@ -4,7 +4,6 @@ import json
 import os
 
 import ml_collections
-import numpy as np
 import pytest
 from ml_collections import config_flags  # noqa: F401  (absl flags of the app are defined on import)
 
@@ -12,6 +11,7 @@ from configs import default
 from jitr.apps import evaluate, train, wiring
 from jitr.data import pairs
 from jitr.training.checkpoints import Checkpoints
+from tests.file_fixtures import write_precomp
 
 
 def _scalar_steps(logdir):
@@ -86,20 +86,9 @@ def test_bad_config_is_refused(tmp_path):
     train.train_and_evaluate(config, str(tmp_path))
 
 
-def _write_precomp(root, n_images):
-  folder = root / "f30k_precomp"
-  folder.mkdir(parents=True)
-  rng = np.random.default_rng(0)
-  words = ["a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat"]
-  for split, n in (("train", n_images), ("dev", 10), ("test", 10)):
-    np.save(folder / f"{split}_ims.npy", rng.normal(size=(n, 36, 2048)).astype(np.float32))
-    caps = [" ".join(rng.choice(words, size=rng.integers(3, 8))) for _ in range(5 * n)]
-    (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
-
-
 @pytest.mark.slow
 def test_precomp_folder_trains_end_to_end(tmp_path):
-  _write_precomp(tmp_path / "data", 20)
+  write_precomp(tmp_path / "data", 20, n_eval=10)
   config = default.get_config()
   config.dataset = "f30k_precomp"
   config.precomp_root = str(tmp_path / "data")

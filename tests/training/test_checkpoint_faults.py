@@ -2,7 +2,6 @@
 
 import errno
 import glob
-import hashlib
 import os
 
 import jax
@@ -14,6 +13,7 @@ import pytest
 from jitr import training
 from jitr.training.checkpoints import CheckpointCorruptError, Checkpoints, DiskFullError
 from jitr.training.loop import fit
+from tests.file_fixtures import snapshot
 from tests.training import tiny
 
 STEPS_PER_EPOCH = 3
@@ -21,7 +21,8 @@ STEPS_PER_EPOCH = 3
 
 def _train(workdir, num_epochs=2):
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:1]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:1],
   )
   checkpoints = Checkpoints(workdir)
   state, _ = fit(
@@ -34,16 +35,6 @@ def _train(workdir, num_epochs=2):
   )
   checkpoints.close()
   return state
-
-
-def _snapshot(root):
-  """``{relative path: sha256}`` of every file under ``root``."""
-  out = {}
-  for path in glob.glob(os.path.join(root, "**"), recursive=True):
-    if os.path.isfile(path):
-      with open(path, "rb") as f:
-        out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-  return out
 
 
 def _damage(step_dir):
@@ -79,7 +70,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(trained, tmp_p
   run, at_3 = trained
   run = _copy(run, tmp_path / "run")
   _damage(str(run / "checkpoints" / "latest" / "6"))
-  before = _snapshot(str(run))
+  before = snapshot(str(run))
   checkpoints = Checkpoints(str(run))
   with caplog.at_level("WARNING"):
     restored = checkpoints.restore(tiny.make_state(optax.adam(1e-2)))
@@ -88,7 +79,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_one(trained, tmp_p
   for a, b in zip(jax.tree.leaves(restored.params), jax.tree.leaves(at_3.params)):
     np.testing.assert_array_equal(a, b)
   assert "restored checkpoint step 3" in caplog.text and "step 6" in caplog.text
-  assert _snapshot(str(run)) == before  # restoring wrote nothing
+  assert snapshot(str(run)) == before  # restoring wrote nothing
 
 
 def test_every_checkpoint_damaged_is_one_clear_error(trained, tmp_path):
@@ -105,7 +96,7 @@ def test_disk_full_during_a_save_says_so_and_removes_its_temporary_folder(
   trained, tmp_path, monkeypatch
 ):
   run = _copy(trained[0], tmp_path / "run")
-  before = _snapshot(str(run))
+  before = snapshot(str(run))
   checkpoints = Checkpoints(str(run))
   latest = os.fspath(checkpoints.latest.directory)
 
@@ -121,4 +112,4 @@ def test_disk_full_during_a_save_says_so_and_removes_its_temporary_folder(
     checkpoints.save_latest(state)
   checkpoints.close()
   assert sorted(os.listdir(latest)) == ["3", "6"]
-  assert _snapshot(str(run)) == before
+  assert snapshot(str(run)) == before

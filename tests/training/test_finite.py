@@ -1,7 +1,5 @@
 """Non-finite training stops the run at the first bad step, and saves nothing of it."""
 
-import glob
-import hashlib
 import os
 
 import jax
@@ -14,6 +12,7 @@ from jitr import training
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.finite import FiniteGuard, NonFiniteTrainingError
 from jitr.training.loop import fit
+from tests.file_fixtures import snapshot
 from tests.training import tiny
 
 STEPS_PER_EPOCH = 3
@@ -42,15 +41,6 @@ def test_guard_refuses_a_bad_period(every):
     FiniteGuard(every=every)
 
 
-def _snapshot(root):
-  out = {}
-  for path in glob.glob(os.path.join(root, "**"), recursive=True):
-    if os.path.isfile(path):
-      with open(path, "rb") as f:
-        out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-  return out
-
-
 def _batches(epoch, *, nan_at=None):
   for i in range(STEPS_PER_EPOCH):
     batch = tiny.make_batch(seed=100 * epoch + i)
@@ -61,7 +51,8 @@ def _batches(epoch, *, nan_at=None):
 
 def _fit(workdir, epoch_batches, *, num_epochs, every=2):
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:1]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:1],
   )
   checkpoints = Checkpoints(workdir)
   try:
@@ -82,19 +73,20 @@ def _fit(workdir, epoch_batches, *, num_epochs, every=2):
 def test_a_nan_batch_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
   run = str(tmp_path / "run")
   _fit(run, _batches, num_epochs=1)  # a good first epoch: checkpoint at step 3
-  before = _snapshot(run)
+  before = snapshot(run)
   # Epoch 1's first batch (step 4) holds a NaN feature; checked at step 4 (every 2 steps).
   with pytest.raises(NonFiniteTrainingError) as err:
     _fit(run, lambda e: _batches(e, nan_at=(1, 0)), num_epochs=2)
   assert str(err.value).startswith("step 4: loss is nan (loss=nan, grad_norm=nan); ")
   assert "the latest checkpoint is still step 3" in str(err.value)
-  assert _snapshot(run) == before  # neither latest nor best saved the NaN state
+  assert snapshot(run) == before  # neither latest nor best saved the NaN state
 
 
 def test_a_nan_learning_rate_is_caught_before_the_first_save(tmp_path):
   """Checked at the epoch's end (step 3) although the period (100) was not reached."""
   parallel = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, graded_fn=tiny.graded_fn), devices=jax.devices()[:1]
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
+    devices=jax.devices()[:1],
   )
   checkpoints = Checkpoints(str(tmp_path))
   with pytest.raises(
