@@ -295,3 +295,61 @@ def bench_eval(args, runners, make_split_batch) -> None:
     ratio = f"{ref / s:.2f}×" if ref else "–"
     print(f"| {name} | {s:.1f} | {n_img * n_cap / s:.0f} | {ratio} |")
   sys.stdout.flush()
+
+
+# ----------------------------------------------------------------------------- profile
+
+
+def _median_s(fn, n: int) -> float:
+  ts = []
+  for _ in range(n):
+    t0 = time.perf_counter()
+    fn()
+    ts.append(time.perf_counter() - t0)
+  return sorted(ts)[len(ts) // 2]
+
+
+def _jitr_pieces(r: JitrRunner):
+  """``(forward, forward + backward)`` of ``Σ sim + Σ aux`` (train mode), jitted."""
+  m, key = r.model, jax.random.key(2)
+
+  def total(params, variables, batch):
+    variables = {**variables, "params": params}
+    rngs = {"dropout": key}
+    out, _ = m.forward(variables, batch, train=True, rngs=rngs, axis_name=None)
+    if m.pairwise:
+      sim, _ = m.score(variables, out.images, out.captions, train=True, rngs=rngs, axis_name=None)
+    else:
+      sim = out.images @ out.captions.T
+    return sim.sum() + sum(a.sum() for a in out.aux_losses.values())
+
+  fwd, grad = jax.jit(total), jax.jit(jax.grad(total))
+  v = r.variables()
+  run_f = lambda: jax.block_until_ready(fwd(v["params"], v, r.batch))
+  run_g = lambda: jax.block_until_ready(grad(v["params"], v, r.batch))
+  run_f(), run_g()  # compile
+  return run_f, run_g
+
+
+def _torch_pieces(r: TorchRunner):
+  def run_f():
+    with torch.no_grad():
+      return float(r.loss())
+
+  def run_g():
+    r.parts.zero_grad(set_to_none=True)
+    r.loss().backward()
+
+  return run_f, run_g
+
+
+def profile(runners, n: int = 2) -> None:
+  """Forward-only vs forward + backward (no optimizer) of each implementation."""
+  print(f"\n### Where the time goes (ms, median of {n}; train mode, no optimizer)\n")
+  print("| implementation | forward | forward + backward | whole step (table above) |")
+  print("|---|---:|---:|---:|")
+  for r in runners:
+    run_f, run_g = _jitr_pieces(r) if isinstance(r, JitrRunner) else _torch_pieces(r)
+    f, g = _median_s(run_f, n), _median_s(run_g, n)
+    print(f"| {LABELS[r.kind]} | {1e3 * f:.0f} | {1e3 * g:.0f} | |")
+  sys.stdout.flush()

@@ -487,6 +487,8 @@ def main_models() -> None:
   print("\n| implementation | peak memory of the step |\n|---|---|")
   for r in runners:
     print(f"| {LABELS[r.kind]} | {r.memory} |")
+  if ARGS.profile:
+    bench_models.profile(runners)
   if ARGS.eval and ARGS.model in ("sgr", "saf"):
 
     def split_batch(n_img: int, n_cap: int) -> dict[str, np.ndarray]:
