@@ -323,6 +323,7 @@ def time_interleaved(runners, *, warmup: int, rounds: int, steps: int) -> dict[s
         t0, c0 = time.perf_counter(), time.process_time()
         r.sync(r.run())
         times[r.kind].append((time.perf_counter() - t0, time.process_time() - c0))
+        print(f"  {r.kind}: {times[r.kind][-1][0]:.2f}s", file=sys.stderr, flush=True)
   return times
 
 
