@@ -54,10 +54,21 @@ def _parse_args(argv=None):
   p = argparse.ArgumentParser(
     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
   )
+  p.add_argument(
+    "--model",
+    default="vsepp",
+    choices=("vsepp", "sgr", "saf", "vsrn"),
+    help="vsepp: the three-way VSE++† bench below; sgr / saf / vsrn: jitr vs PyTorch "
+    "(scripts/bench_models.py)",
+  )
+  p.add_argument(
+    "--tiny", action="store_true", help="tiny sizes (a smoke run: batch 8, 5 regions x 16)"
+  )
   p.add_argument("--batch", type=int, default=128)
   p.add_argument("--regions", type=int, default=36)
   p.add_argument("--feature_dim", type=int, default=2048)
-  p.add_argument("--embed_dim", type=int, default=1024)
+  p.add_argument("--embed_dim", type=int, default=0, help="0: 1024 (VSE++, SGR, SAF), 2048 (VSRN)")
+  p.add_argument("--sim_dim", type=int, default=256, help="SGR / SAF similarity vectors")
   p.add_argument("--word_dim", type=int, default=300)
   p.add_argument("--vocab", type=int, default=10000)
   p.add_argument("--length", type=int, default=12, help="caption length of the fixed-length batch")
@@ -75,14 +86,42 @@ def _parse_args(argv=None):
     help="torch intra-op threads (0: all cores; XLA's CPU client always uses all cores)",
   )
   p.add_argument("--warmup", type=int, default=1, help="untimed steps after the compiling one")
-  p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
-  p.add_argument("--steps", type=int, default=3, help="timed steps per implementation per round")
   p.add_argument(
-    "--only", default="jitr,flax,torch", help="comma list of jitr, jitr_unrolled, flax, torch"
+    "--rounds", type=int, default=0, help="interleaved timing rounds (0: 3 VSE++, 2 others)"
   )
+  p.add_argument(
+    "--steps",
+    type=int,
+    default=0,
+    help="timed steps per implementation per round (0: 3 VSE++, 2 others)",
+  )
+  p.add_argument(
+    "--only",
+    default="",
+    help="comma list of jitr, jitr_unrolled, flax, torch (default: jitr,flax,torch for "
+    "VSE++, jitr,torch for the others)",
+  )
+  p.add_argument(
+    "--eval",
+    action="store_true",
+    help="sgr / saf: also time evaluation scoring (pairs/s) on eval_images x eval_captions",
+  )
+  p.add_argument("--eval_images", type=int, default=100)
+  p.add_argument("--eval_captions", type=int, default=500)
+  p.add_argument("--eval_block", type=int, default=100, help="jitr score_split block size")
   p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")
-  return p.parse_args(argv)
+  args = p.parse_args(argv)
+  vsepp = args.model == "vsepp"
+  args.embed_dim = args.embed_dim or (2048 if args.model == "vsrn" else 1024)
+  args.rounds = args.rounds or (3 if vsepp else 2)
+  args.steps = args.steps or (3 if vsepp else 2)
+  args.only = args.only or ("jitr,flax,torch" if vsepp else "jitr,torch")
+  if args.tiny:
+    args.batch, args.regions, args.feature_dim, args.vocab = 8, 5, 16, 50
+    args.embed_dim, args.word_dim, args.length, args.min_length = 16, 8, 6, 3
+    args.eval_images, args.eval_captions, args.eval_block = 4, 8, 4
+  return args
 
 
 ARGS = _parse_args()
@@ -284,6 +323,7 @@ def time_interleaved(runners, *, warmup: int, rounds: int, steps: int) -> dict[s
         t0, c0 = time.perf_counter(), time.process_time()
         r.sync(r.run())
         times[r.kind].append((time.perf_counter() - t0, time.process_time() - c0))
+        print(f"  {r.kind}: {times[r.kind][-1][0]:.2f}s", file=sys.stderr, flush=True)
   return times
 
 
@@ -292,7 +332,7 @@ def print_table(title: str, times: dict[str, list[tuple[float, float]]]) -> None
   other processes on a shared machine, but counts busy-waiting threads."""
   med = {k: statistics.median(w for w, _ in v) for k, v in times.items()}
   cpu = {k: statistics.median(c for _, c in v) for k, v in times.items()}
-  ref = med.get("torch")
+  ref = next((m for k, m in med.items() if k.startswith("torch")), None)
   n = len(next(iter(times.values())))
   print(f"\n### {title}\n")
   print(
@@ -420,7 +460,56 @@ def set_batch(runners, batch: dict[str, np.ndarray]) -> None:
       r.lengths = torch.from_numpy(batch["lengths"]).long()
 
 
+def main_models() -> None:
+  """``--model=sgr|saf|vsrn``: jitr vs the PyTorch reference, interleaved, + peak memory."""
+  import bench_models
+
+  LABELS.update(bench_models.LABELS)
+  start = time.perf_counter()
+  torch.set_num_threads(_threads)
+  kinds = [k.strip() for k in ARGS.only.split(",") if k.strip()]
+  if not kinds or set(kinds) - {"jitr", "torch"}:
+    raise SystemExit(f"--only for --model={ARGS.model}: expected some of jitr, torch")
+  print(
+    f"{ARGS.model.upper()} train step: batch {ARGS.batch}, {ARGS.regions}×{ARGS.feature_dim} "
+    f"regions, sizes {bench_models.sizes(ARGS)}, vocab {ARGS.vocab}, captions "
+    f"{ARGS.min_length or ARGS.length}–{ARGS.length} tokens, Adam {bench_models.LR} + clip "
+    f"{CLIP}, triplet max-violation margin {MARGIN}; jax {jax.__version__} "
+    f"({jax.default_backend()}, {os.cpu_count()} cores), torch {torch.__version__} "
+    f"({torch.get_num_threads()} threads); OMP_WAIT_POLICY="
+    f"{os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
+    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+  )
+  rng = np.random.default_rng(0)
+  batch = trim(make_batch(rng, min_length=ARGS.min_length or ARGS.length, max_length=ARGS.length))
+  runners = bench_models.build_runners(ARGS, batch, kinds)
+  times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
+  print_table(f"{ARGS.model.upper()} train step (T = {batch['tokens'].shape[1]})", times)
+  print("\n| implementation | peak memory of the step |\n|---|---|")
+  for r in runners:
+    print(f"| {LABELS[r.kind]} | {r.memory} |")
+  if ARGS.profile:
+    bench_models.profile(runners)
+  if ARGS.eval and ARGS.model in ("sgr", "saf"):
+
+    def split_batch(n_img: int, n_cap: int) -> dict[str, np.ndarray]:
+      images = rng.standard_normal((n_img, ARGS.regions, ARGS.feature_dim)).astype(np.float32)
+      lengths = rng.integers(ARGS.min_length or ARGS.length, ARGS.length + 1, n_cap)
+      t = np.arange(ARGS.length)[None, :]
+      tokens = rng.integers(1, ARGS.vocab, (n_cap, ARGS.length)) * (t < lengths[:, None])
+      return {"images": images, "tokens": tokens.astype(np.int32), "lengths": lengths}
+
+    bench_models.bench_eval(ARGS, runners, split_batch)
+  print(
+    f"\n(total {time.perf_counter() - start:.0f}s; load average now "
+    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    + ")"
+  )
+
+
 def main() -> None:
+  if ARGS.model != "vsepp":
+    return main_models()
   start = time.perf_counter()
   torch.set_num_threads(_threads)
   kinds = [k.strip() for k in ARGS.only.split(",") if k.strip()]

@@ -9,13 +9,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from sgraf_reference import flat_state_dict, torch_model  # noqa: E402
+
 from jitr.models.sgraf import SGRAF  # noqa: E402
 from jitr.models.sgraf_convert import (  # noqa: E402
   config_from_state_dict,
   load_official_checkpoint,
   params_from_state_dict,
 )
-from tests.models.test_sgraf import flat_state_dict, torch_model  # noqa: E402
 
 
 def _save_official(path, parts, **extra):

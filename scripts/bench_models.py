@@ -1,0 +1,355 @@
+"""SGR / SAF / VSRN runners for ``scripts/bench_train.py --model=sgr|saf|vsrn``.
+
+Each runner has ``kind``, ``run()`` (one train step, returns the loss unsynchronised),
+``sync(out) -> float`` and ``memory`` (a text: peak memory and how it was measured).
+
+* ``jitr``: ``make_model(config)`` (the registry) + ``make_train_step(axis_name=None)`` +
+  ``make_optimizer`` (Adam 2e-4, global-norm clip 2) + the max-violation triplet
+  (margin 0.2, both directions), ``jax.jit(donate_argnums=0)``. Memory: XLA's
+  ``memory_analysis()`` of the compiled step, temp + argument bytes.
+* ``torch``: the PyTorch references of the parity tests (``tests/models/sgraf_reference.py``,
+  ``tests/models/vsrn_reference.py``, written from the official code's equations; SGRAF's
+  ``EncoderSimilarity`` loops over the captions in Python as the official one does, so
+  autograd keeps every caption's activations) at the official sizes, in train mode
+  (dropout on), plus what training adds: the same loss (VSRN: + the caption NLL, mean
+  over the batch), ``clip_grad_norm_(2)``, ``torch.optim.Adam(2e-4)``. Memory: the
+  process's ``ru_maxrss`` growth over its first two steps, measured before any JAX
+  step runs (so JAX's buffers do not hide it); the parameters, Adam state and batch
+  allocated before are not in it.
+
+``bench_eval`` times evaluation scoring (pairs/s): jitr's ``score_split`` against the
+official ``shard_attn_scores`` style (``torch.no_grad``, eval mode, shards of 100 images
+× 100 captions, each scored by the per-caption loop).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+import torch
+
+_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, _ROOT)
+sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
+
+import jax  # noqa: E402
+import sgraf_reference  # noqa: E402
+import vsrn_reference  # noqa: E402
+
+from jitr import losses, training  # noqa: E402
+from jitr.data import pairs  # noqa: E402
+from jitr.models.registry import make_model  # noqa: E402
+from jitr.training.score_split import SplitScorer  # noqa: E402
+
+MARGIN = 0.2
+LR = 2e-4
+CLIP = 2.0
+DROPOUT = 0.4  # SGRAF's text and self-attention dropout
+CAPTION_DROPOUT = 0.2  # VSRN's captioning branch
+OPTIMIZER = {"name": "adam", "learning_rate": LR, "grad_clip": CLIP}
+OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
+
+LABELS = {
+  "jitr_sgr": "jitr SGR (`make_model` + `make_train_step`)",
+  "torch_sgr": "PyTorch SGR, official per-caption loop",
+  "jitr_saf": "jitr SAF (`make_model` + `make_train_step`)",
+  "torch_saf": "PyTorch SAF, official per-caption loop",
+  "jitr_vsrn": "jitr VSRN (`make_model` + `make_train_step`)",
+  "torch_vsrn": "PyTorch VSRN (same model)",
+}
+
+
+def sizes(args) -> dict[str, int]:
+  """The model sizes: official (embed 1024 / sim 256 for SGRAF, 2048 for VSRN) or tiny."""
+  if args.tiny:
+    return dict(embed=16, sim=8, word=8, caption_hidden=8, caption_word=8)
+  embed = args.embed_dim or (2048 if args.model == "vsrn" else 1024)
+  return dict(embed=embed, sim=args.sim_dim, word=args.word_dim, caption_hidden=512,
+              caption_word=300)  # fmt: skip
+
+
+def jitr_config(args) -> dict:
+  s = sizes(args)
+  if args.model == "vsrn":
+    return dict(
+      name="vsrn",
+      embed_dim=s["embed"],
+      word_dim=s["word"],
+      caption_hidden_dim=s["caption_hidden"],
+      caption_word_dim=s["caption_word"],
+      caption_dropout=CAPTION_DROPOUT,
+      dataset="coco",
+    )
+  return dict(
+    name=args.model,
+    img_dim=args.feature_dim,
+    word_dim=s["word"],
+    embed_dim=s["embed"],
+    sim_dim=s["sim"],
+    num_region=args.regions,
+    text_dropout=DROPOUT,
+    sa_dropout=DROPOUT,
+  )
+
+
+def _maxrss_bytes() -> int:
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+def _gib(n: float) -> str:
+  return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+# ----------------------------------------------------------------------------- JAX
+
+
+class JitrRunner:
+  def __init__(self, args, batch: dict[str, np.ndarray]):
+    self.kind = f"jitr_{args.model}"
+    self.model = make_model(jitr_config(args), args.vocab)
+    tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
+    self.batch = jax.device_put(batch)
+    variables = jax.jit(self.model.init)(jax.random.key(0), self.batch)
+    self.state = training.create_train_state(variables, tx, jax.random.key(1))
+    step = training.make_train_step(losses.objective(OBJECTIVE), model=self.model, axis_name=None)
+    t0 = time.perf_counter()
+    self.step = jax.jit(step, donate_argnums=(0,)).lower(self.state, self.batch).compile()
+    self.compile_s = time.perf_counter() - t0
+    m = self.step.memory_analysis()
+    self.memory = (
+      f"{_gib(m.temp_size_in_bytes + m.argument_size_in_bytes)} "
+      f"(XLA memory_analysis: temp {_gib(m.temp_size_in_bytes)} + "
+      f"arguments {_gib(m.argument_size_in_bytes)})"
+    )
+
+  def run(self):
+    self.state, metrics = self.step(self.state, self.batch)
+    return metrics["loss"]
+
+  def sync(self, out) -> float:
+    return float(jax.block_until_ready(out))
+
+  def variables(self) -> dict:
+    return {"params": self.state.params, **self.state.model_state}
+
+
+# ----------------------------------------------------------------------------- PyTorch
+
+
+def torch_triplet(sim: torch.Tensor) -> torch.Tensor:
+  """VSE++ max-violation (LMH), both directions, mean over queries (as jitr)."""
+  d = sim.diag()
+  eye = torch.eye(sim.shape[0], dtype=torch.bool)
+  neg = sim.masked_fill(eye, float("-inf"))
+  i2t = torch.relu(MARGIN + neg.max(dim=1).values - d)
+  t2i = torch.relu(MARGIN + neg.max(dim=0).values - d)
+  return i2t.mean() + t2i.mean()
+
+
+def torch_sgraf_parts(args) -> torch.nn.ModuleList:
+  """``[img_enc, txt_enc, sim_enc]`` of the reference at the bench's sizes."""
+  s = sizes(args)
+  sgraf_reference.DIMS.update(
+    img_dim=args.feature_dim,
+    word_dim=s["word"],
+    embed_dim=s["embed"],
+    sim_dim=s["sim"],
+    num_region=args.regions,
+  )
+  sgraf_reference.VOCAB = args.vocab
+  torch.manual_seed(0)
+  ref = sgraf_reference
+  module = args.model.upper()
+  return torch.nn.ModuleList(
+    [ref.TImage(), ref.TText(DROPOUT), ref.TSimilarity(module, 3, DROPOUT)]
+  )
+
+
+def torch_vsrn_parts(args) -> torch.nn.ModuleList:
+  """``[img_enc, txt_enc, caption_model]`` of the reference (COCO options)."""
+  s = sizes(args)
+  vsrn_reference.DIMS.update(
+    img_dim=args.feature_dim,
+    word_dim=s["word"],
+    embed_dim=s["embed"],
+    caption_hidden_dim=s["caption_hidden"],
+    caption_word_dim=s["caption_word"],
+  )
+  vsrn_reference.VOCAB = args.vocab
+  torch.manual_seed(0)
+  ref = vsrn_reference
+  return torch.nn.ModuleList(
+    [ref.TImage(f30k=False), ref.TText(), ref.TS2VTAttModel(CAPTION_DROPOUT)]
+  )
+
+
+class TorchRunner:
+  def __init__(self, args, batch: dict[str, np.ndarray]):
+    self.kind = f"torch_{args.model}"
+    self.vsrn = args.model == "vsrn"
+    self.parts = torch_vsrn_parts(args) if self.vsrn else torch_sgraf_parts(args)
+    self.parts.train()
+    self.opt = torch.optim.Adam(self.parts.parameters(), lr=LR)
+    self.images = torch.from_numpy(batch["images"])
+    self.tokens = torch.from_numpy(batch["tokens"]).long()
+    self.lengths = [int(n) for n in batch["lengths"]]
+    t = self.tokens.shape[1]
+    self.mask = (torch.arange(t)[None] < torch.tensor(self.lengths)[:, None]).float()
+    before = _maxrss_bytes()
+    for _ in range(2):
+      self.sync(self.run())
+    self.memory = f"{_gib(_maxrss_bytes() - before)} (ru_maxrss growth over 2 steps)"
+
+  def loss(self) -> torch.Tensor:
+    img_enc, txt_enc, third = self.parts
+    if self.vsrn:
+      img, regions = img_enc(self.images)
+      txt = txt_enc(self.tokens, self.lengths)
+      logprobs = third(regions, self.tokens)
+      nll = vsrn_reference.language_model_nll(logprobs, self.tokens[:, 1:], self.mask[:, 1:])
+      return torch_triplet(img @ txt.T) + nll.mean()
+    img = img_enc(self.images)
+    cap = txt_enc(self.tokens, self.lengths)
+    return torch_triplet(third(img, cap, self.lengths))  # sim [n_image, n_caption]
+
+  def run(self) -> torch.Tensor:
+    self.opt.zero_grad(set_to_none=True)
+    loss = self.loss()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(self.parts.parameters(), CLIP)
+    self.opt.step()
+    return loss
+
+  def sync(self, out) -> float:
+    return float(out.detach())
+
+
+def build_runners(args, batch: dict[str, np.ndarray], kinds: list[str]) -> list:
+  """PyTorch first (its memory is read before JAX allocates anything), then jitr."""
+  runners = []
+  if "torch" in kinds:
+    t0 = time.perf_counter()
+    runners.append(TorchRunner(args, batch))
+    print(f"  built torch + 2 steps in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+  if "jitr" in kinds:
+    runners.insert(0, JitrRunner(args, batch))
+    print(f"  compiled jitr in {runners[0].compile_s:.1f}s", file=sys.stderr)
+  return runners
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def _torch_shard_scores(parts, images, tokens, lengths, shard: int) -> np.ndarray:
+  """The official ``shard_attn_scores``: eval mode, no_grad, ``shard x shard`` blocks."""
+  parts.eval()
+  img_enc, txt_enc, sim_enc = parts
+  with torch.no_grad():
+    img = img_enc(torch.from_numpy(images))
+    cap = txt_enc(torch.from_numpy(tokens).long(), [int(n) for n in lengths])
+    sims = np.zeros((len(images), len(tokens)), np.float32)
+    for i in range(0, len(images), shard):
+      for c in range(0, len(tokens), shard):
+        lens = [int(n) for n in lengths[c : c + shard]]
+        sims[i : i + shard, c : c + shard] = sim_enc(
+          img[i : i + shard], cap[c : c + shard], lens
+        ).numpy()
+  parts.train()
+  return sims
+
+
+def bench_eval(args, runners, make_split_batch) -> None:
+  """pairs/s of jitr's ``score_split`` and of the official-style torch scoring."""
+  n_img, n_cap = args.eval_images, args.eval_captions
+  data = make_split_batch(n_img, n_cap)
+  split = pairs.RetrievalSplit(
+    images=data["images"],
+    tokens=data["tokens"],
+    lengths=data["lengths"],
+    caption_image=np.arange(n_cap, dtype=np.int32) % n_img,
+  )
+  print(f"\n### Evaluation scoring, {n_img} images × {n_cap} captions ({n_img * n_cap} pairs)\n")
+  print("| implementation | seconds | pairs/s | PyTorch time / this |")
+  print("|---|---:|---:|---:|")
+  rows = []
+  for r in runners:
+    if isinstance(r, JitrRunner):
+      scorer = SplitScorer(r.model, image_batch=args.eval_block, caption_batch=args.eval_block)
+      scorer(r.variables(), split)  # compiles
+      t0 = time.perf_counter()
+      scorer(r.variables(), split)
+      rows.append(
+        (f"jitr `score_split` (`SplitScorer`, blocks of {args.eval_block}², 2nd call)", t0)
+      )
+    else:
+      t0 = time.perf_counter()
+      _torch_shard_scores(r.parts, data["images"], data["tokens"], data["lengths"], 100)
+      rows.append(("PyTorch `shard_attn_scores` style (shards of 100², per-caption loop)", t0))
+    rows[-1] = (rows[-1][0], time.perf_counter() - rows[-1][1])
+  ref = next((s for name, s in rows if name.startswith("PyTorch")), None)
+  for name, s in rows:
+    ratio = f"{ref / s:.2f}×" if ref else "–"
+    print(f"| {name} | {s:.1f} | {n_img * n_cap / s:.0f} | {ratio} |")
+  sys.stdout.flush()
+
+
+# ----------------------------------------------------------------------------- profile
+
+
+def _median_s(fn, n: int) -> float:
+  ts = []
+  for _ in range(n):
+    t0 = time.perf_counter()
+    fn()
+    ts.append(time.perf_counter() - t0)
+  return sorted(ts)[len(ts) // 2]
+
+
+def _jitr_pieces(r: JitrRunner):
+  """``(forward, forward + backward)`` of ``Σ sim + Σ aux`` (train mode), jitted."""
+  m, key = r.model, jax.random.key(2)
+
+  def total(params, variables, batch):
+    variables = {**variables, "params": params}
+    rngs = {"dropout": key}
+    out, _ = m.forward(variables, batch, train=True, rngs=rngs, axis_name=None)
+    if m.pairwise:
+      sim, _ = m.score(variables, out.images, out.captions, train=True, rngs=rngs, axis_name=None)
+    else:
+      sim = out.images @ out.captions.T
+    return sim.sum() + sum(a.sum() for a in out.aux_losses.values())
+
+  fwd, grad = jax.jit(total), jax.jit(jax.grad(total))
+  v = r.variables()
+  run_f = lambda: jax.block_until_ready(fwd(v["params"], v, r.batch))
+  run_g = lambda: jax.block_until_ready(grad(v["params"], v, r.batch))
+  run_f(), run_g()  # compile
+  return run_f, run_g
+
+
+def _torch_pieces(r: TorchRunner):
+  def run_f():
+    with torch.no_grad():
+      return float(r.loss())
+
+  def run_g():
+    r.parts.zero_grad(set_to_none=True)
+    r.loss().backward()
+
+  return run_f, run_g
+
+
+def profile(runners, n: int = 2) -> None:
+  """Forward-only vs forward + backward (no optimizer) of each implementation."""
+  print(f"\n### Where the time goes (ms, median of {n}; train mode, no optimizer)\n")
+  print("| implementation | forward | forward + backward | whole step (table above) |")
+  print("|---|---:|---:|---:|")
+  for r in runners:
+    run_f, run_g = _jitr_pieces(r) if isinstance(r, JitrRunner) else _torch_pieces(r)
+    f, g = _median_s(run_f, n), _median_s(run_g, n)
+    print(f"| {LABELS[r.kind]} | {1e3 * f:.0f} | {1e3 * g:.0f} | |")
+  sys.stdout.flush()

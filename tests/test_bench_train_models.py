@@ -1,0 +1,38 @@
+"""Smoke: ``scripts/bench_train.py --model=sgr|saf|vsrn --tiny`` runs one tiny step of
+jitr and of the PyTorch reference in a subprocess and prints both rows of each table."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["sgr", "saf", "vsrn"])
+def test_bench_train_model_runs_one_tiny_step(model):
+  args = ["--model", model, "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
+  if model != "vsrn":
+    args.append("--eval")
+  env = {**os.environ, "PYTHONPATH": ROOT}
+  out = subprocess.run(
+    [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
+    capture_output=True,
+    text=True,
+    env=env,
+    timeout=300,
+  )
+  assert out.returncode == 0, out.stderr[-3000:]
+  name = model.upper()
+  for row in (f"| jitr {name} (", f"| PyTorch {name}"):
+    lines = [line for line in out.stdout.splitlines() if line.startswith(row)]
+    assert len(lines) == 2, (row, out.stdout)  # the time table and the memory table
+  assert "XLA memory_analysis" in out.stdout and "ru_maxrss growth" in out.stdout
+  if model != "vsrn":
+    assert "(32 pairs)" in out.stdout
+    for row in ("| jitr `score_split`", "| PyTorch `shard_attn_scores`"):
+      assert sum(line.startswith(row) for line in out.stdout.splitlines()) == 1, out.stdout
