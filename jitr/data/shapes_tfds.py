@@ -173,7 +173,11 @@ def load_split(
       f"(expected {b.data_dir}); run jitr.data.shapes_tfds.build(data_dir, ...)"
     )
   decoders = None if images else {"image": tfds.decode.SkipDecoding()}
-  data = tfds.as_numpy(b.as_dataset(split=split, batch_size=-1, decoders=decoders))
+  tf = import_tf()
+  try:
+    data = tfds.as_numpy(b.as_dataset(split=split, batch_size=-1, decoders=decoders))
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as err:
+    raise ValueError(_corrupt_split_message(b, split, err)) from None
   order = np.argsort(data["image_id"], kind="stable")
   out: dict[str, Any] = {}
   for key, value in data.items():
@@ -185,6 +189,30 @@ def load_split(
     else:
       out[key] = value
   return out
+
+
+def corrupt_files(paths: list[str]) -> list[str]:
+  """The TFRecord files among ``paths`` whose records fail their CRC (or end early)."""
+  tf = import_tf()
+  bad = []
+  for path in paths:
+    try:
+      for _ in tf.data.TFRecordDataset(path):
+        pass
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
+      bad.append(path)
+  return bad
+
+
+def _corrupt_split_message(b: tfds.core.DatasetBuilder, split: str, err: Exception) -> str:
+  """Names the corrupt file(s) of a split and how to rebuild them."""
+  paths = [str(p) for p in b.info.splits[split].filepaths]
+  bad = corrupt_files(paths) or paths
+  detail = str(getattr(err, "message", err)).splitlines()[0]
+  return (
+    f"{', '.join(bad)}: corrupt TFRecord file of jitr_shapes/{b.builder_config.name} "
+    f"split {split!r} ({detail}); delete {b.data_dir} and run again to rebuild it"
+  )
 
 
 def split_relevance(

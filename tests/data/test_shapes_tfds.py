@@ -102,3 +102,24 @@ def test_build_says_what_it_generates_without_unknown_sizes(tmp_path, capsys, ca
   printed = capsys.readouterr().out + caplog.text
   assert "Unknown size" not in printed
   assert "Generating jitr_shapes/one (1 / 1 / 1 images)" in caplog.text
+
+
+def test_corrupt_split_file_is_named_with_the_fix(data_dir, tmp_path):
+  """Flipped bytes in one record file (same size): one error naming that file and how to
+  rebuild, no DataLossError traceback from TensorFlow."""
+  import shutil
+
+  copy = tmp_path / "tfds"
+  shutil.copytree(data_dir, copy)
+  b = shapes_tfds.builder(str(copy), "tiny")
+  path = str(b.info.splits["test"].filepaths[0])
+  raw = bytearray(open(path, "rb").read())
+  raw[len(raw) // 2] ^= 0xFF
+  open(path, "wb").write(bytes(raw))
+  assert shapes_tfds.corrupt_files([str(p) for p in b.info.splits["train"].filepaths]) == []
+  with pytest.raises(ValueError) as err:
+    shapes_tfds.load_split("test", data_dir=str(copy), config="tiny", images=False)
+  message = str(err.value)
+  assert message.startswith(f"{path}: corrupt TFRecord file of jitr_shapes/tiny split 'test'")
+  assert message.endswith(f"delete {b.data_dir} and run again to rebuild it")
+  assert shapes_tfds.load_split("val", data_dir=str(copy), config="tiny", images=False)
