@@ -13,6 +13,7 @@ training and evaluation; holds no logic of its own beyond that wiring.
 from __future__ import annotations
 
 import os
+import sys
 
 from absl import app, flags, logging
 from ml_collections import config_flags
@@ -118,13 +119,29 @@ def train_and_evaluate(config, workdir: str) -> dict:
   return test
 
 
+def loaded_config():
+  """``--config``'s ConfigDict; a file that does not load is one ``ValueError`` line
+  (ml_collections' message spans several lines; its last names the cause)."""
+  config = _CONFIG.value
+  try:  # a file that failed to load leaves a placeholder that raises on first use
+    config.get("seed")
+    return config
+  except Exception as err:
+    cause = [line.strip() for line in str(err).splitlines() if line.strip()]
+    given = [a for a in sys.argv[1:] if a.startswith("--config=")]
+    raise ValueError(
+      f"{given[-1] if given else '--config'}: could not load the config file: "
+      f"{cause[-1] if cause else type(err).__name__}"
+    ) from None
+
+
 def main(argv) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   from jitr.training import distributed, reporting
 
   reporting.quiet_library_info_logs()
-  config = _CONFIG.value
+  config = loaded_config()
   distributed.initialize(
     config.distributed.coordinator_address or None,
     config.distributed.num_processes,

@@ -374,3 +374,16 @@ def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
   again = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
   np.testing.assert_array_equal(again, first)
   assert snapshot(records.parent) == before  # the shard is back, byte for byte
+
+
+def test_missing_config_file_is_one_line(tmp_path):
+  proc = _jitr_train(
+    f"--config={tmp_path / 'nope.py'}:abc", f"--workdir={tmp_path / 'run'}", cwd=tmp_path
+  )
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 1, err[-2000:]
+  assert err.strip() == (
+    f"jitr-train: error: --config={tmp_path / 'nope.py'}:abc: could not load the config file: "
+    f"[Errno 2] No such file or directory: '{tmp_path / 'nope.py'}'"
+  )
+  assert os.listdir(tmp_path) == []
