@@ -50,6 +50,56 @@ def _check_format(header: Mapping[str, Any], path: str) -> None:
     )
 
 
+# field path -> (expected types, what to say); checked before any field is used
+_FIELDS = {
+  ("dataset",): (dict, "an object"),
+  ("dataset", "fingerprint"): (str, "a string"),
+  ("dataset", "num_images"): (int, "an integer"),
+  ("dataset", "num_captions"): (int, "an integer"),
+  ("dataset", "captions_per_image"): (int, "an integer"),
+  ("contents",): (dict, "an object"),
+  ("num_shards",): (int, "an integer"),
+  ("shards",): (list, "a list"),
+}
+_SHARD_FIELDS = {
+  "file": (str, "a string"),
+  "bytes": (int, "an integer"),
+  "sha256": (str, "a string"),
+}
+
+
+def _is(value: Any, kind: type) -> bool:
+  return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _check_fields(header: Mapping[str, Any], path: str) -> None:
+  """Every field the readers use exists with its type: one error naming the field."""
+  for keys, (kind, what) in _FIELDS.items():
+    value = header
+    for key in keys:
+      value = value.get(key) if isinstance(value, dict) else None
+    if not _is(value, kind):
+      raise RelevanceRecordsError(
+        f"{path}: field {'.'.join(keys)!r} is {value!r}, expected {what} (a damaged header: "
+        "delete the folder and re-run jitr-precompute)"
+      )
+  if len(header["shards"]) != header["num_shards"]:
+    raise RelevanceRecordsError(
+      f"{path}: field 'shards' has {len(header['shards'])} entries, 'num_shards' is "
+      f"{header['num_shards']}"
+    )
+  for s, entry in enumerate(header["shards"]):
+    if not entry:
+      continue  # an incomplete shard: _check_shards says so
+    for key, (kind, what) in _SHARD_FIELDS.items():
+      value = entry.get(key) if isinstance(entry, dict) else None
+      if not _is(value, kind):
+        raise RelevanceRecordsError(
+          f"{path}: field 'shards[{s}].{key}' is {value!r}, expected {what} (a damaged "
+          "header: delete the folder and re-run jitr-precompute)"
+        )
+
+
 def _check_fingerprint(header: Mapping[str, Any], path: str, expected: str) -> None:
   have = header["dataset"]["fingerprint"]
   if have != expected:
@@ -98,6 +148,7 @@ def load_header(
   path = os.path.join(directory, records.HEADER_NAME)
   header = _read_json(path)
   _check_format(header, path)
+  _check_fields(header, path)
   if expected_fingerprint is not None:
     _check_fingerprint(header, path, expected_fingerprint)
   _check_shards(header, directory, path, verify_checksums)

@@ -191,6 +191,40 @@ def test_mismatched_fingerprint_and_schema_are_refused(small_caps_file, small_ca
     load_header(out)
 
 
+@pytest.mark.parametrize(
+  ("damage", "message"),
+  [
+    (
+      lambda h: h["dataset"].pop("fingerprint"),
+      "field 'dataset.fingerprint' is None, expected a string",
+    ),
+    (lambda h: h.update(dataset=[1, 2]), "field 'dataset' is [1, 2], expected an object"),
+    (lambda h: h.update(num_shards="3"), "field 'num_shards' is '3', expected an integer"),
+    (lambda h: h["shards"].pop(), "field 'shards' has 2 entries, 'num_shards' is 3"),
+    (
+      lambda h: h["shards"][1].update(bytes=True),
+      "field 'shards[1].bytes' is True, expected an integer",
+    ),
+    (lambda h: h["shards"].__setitem__(0, 7), "field 'shards[0].file' is None, expected a string"),
+  ],
+)
+def test_malformed_header_fields_are_named(small_caps_file, tmp_path, damage, message):
+  """A header damaged by hand: one error naming the field (never a KeyError/TypeError from
+  building the message)."""
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  path = os.path.join(out, "relevance.json")
+  with open(path) as f:
+    header = json.load(f)
+  damage(header)
+  with open(path, "w") as f:
+    json.dump(header, f)
+  with pytest.raises(RelevanceRecordsError) as err:
+    load_header(out, expected_fingerprint=cs.fingerprint())
+  assert str(err.value).startswith(f"{path}: {message}")
+
+
 def test_truncated_shard_is_refused_then_rewritten(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
