@@ -17,7 +17,8 @@ pairs of every validation and test pass, each over the caption's word slots, so 
 are narrow (embed 64, sim 16), cut captions at 32 tokens (0.3% of jitr_shapes' captions
 are longer, up to 46) and train 2 epochs (the warm-up epoch, then the loss). Measured on
 the shared 2-core machine under load 5-8 (the run got under one core): a ``triplet,sgr``
-step took about 21 s at embed 256 / sim 64 / 48 words and about 4.5 s at the sizes here.
+step took about 21 s at embed 256 / sim 64 / 48 words and about 4.5 s at the sizes here
+(2.3-2.5 s with the machine otherwise idle: about 40 minutes a row, still above target).
 VSRN, a dual encoder, trains the 4 epochs of the VSE rows.
 """
 
