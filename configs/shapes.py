@@ -10,7 +10,16 @@ one-epoch sum-of-hinges warm-up (``default.with_warmup``).
 MODEL: ``vse`` (default: configs/default.py's region encoder + GRU), ``sgr`` / ``saf``
 (SGRAF's similarity models) or ``vsrn`` (VSRN with its captioning loss), each at
 jitr_shapes' scale (3 regions of 128 features, a 135-word vocabulary): smaller widths
-than the papers', the same structure.
+than the papers', the same structure (SGR: 3 reasoning steps; VSRN: region GCN + GRU +
+captioning decoder). Sizing (issue target: one row in about 15 minutes on 2 CPU cores):
+SGR and SAF score all 128 × 128 (image, caption) pairs of a batch and the 1,000 × 5,000
+pairs of every validation and test pass, each over the caption's word slots, so they
+are narrow (embed 64, sim 16), cut captions at 32 tokens (0.3% of jitr_shapes' captions
+are longer, up to 46) and train 2 epochs (the warm-up epoch, then the loss). Measured on
+the shared 2-core machine under load 5-8 (the run got under one core): a ``triplet,sgr``
+step took about 21 s at embed 256 / sim 64 / 48 words and about 4.5 s at the sizes here
+(2.3-2.5 s with the machine otherwise idle: about 40 minutes a row, still above target).
+VSRN, a dual encoder, trains the 4 epochs of the VSE rows.
 """
 
 import pathlib
@@ -26,12 +35,15 @@ from configs import default  # noqa: E402
 
 VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle")
 
-SGRAF_SHAPES = dict(word_dim=128, embed_dim=256, sim_dim=64, sgr_step=3, num_region=3)
-# MODEL -> (config.model, num_epochs); "vse" keeps configs/default.py's
+SGRAF_SHAPES = dict(word_dim=128, embed_dim=64, sim_dim=16, sgr_step=3, num_region=3)
+# SGR / SAF: 2 epochs (warm-up, then the loss); captions cut at 32 tokens (0.3% of
+# jitr_shapes' captions are longer, up to 46): the pair cost grows with (words + 1)².
+SGRAF_TRAINING = {"num_epochs": 2, "max_caption_len": 32}
+# MODEL -> (config.model, other config fields); "vse" keeps configs/default.py's
 MODELS = {
-  "vse": (None, None),
-  "sgr": ({"name": "sgr", **SGRAF_SHAPES}, 4),
-  "saf": ({"name": "saf", **SGRAF_SHAPES}, 4),
+  "vse": (None, {}),
+  "sgr": ({"name": "sgr", **SGRAF_SHAPES}, SGRAF_TRAINING),
+  "saf": ({"name": "saf", **SGRAF_SHAPES}, SGRAF_TRAINING),
   "vsrn": (
     {
       "name": "vsrn",
@@ -43,7 +55,7 @@ MODELS = {
       "caption_word_dim": 128,
       "caption_weight": 1.0,
     },
-    4,
+    {"num_epochs": 4},
   ),
 }
 
@@ -56,10 +68,11 @@ def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
   if model not in MODELS:
     raise ValueError(f"configs/shapes.py: unknown MODEL {model!r}; expected one of {tuple(MODELS)}")
   c = _loss_config(name)
-  model_config, epochs = MODELS[model]
+  model_config, fields = MODELS[model]
   if model_config is not None:
     c.model = ml_collections.ConfigDict(model_config)
-    c.num_epochs = epochs
+  for field, value in fields.items():
+    c[field] = value
   return c
 
 
