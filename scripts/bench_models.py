@@ -39,19 +39,15 @@ sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
 import jax  # noqa: E402
 import sgraf_reference  # noqa: E402
 import vsrn_reference  # noqa: E402
+from bench_recipe import CLIP, LR, OBJECTIVE, OPTIMIZER, torch_triplet  # noqa: E402
 
 from jitr import losses, training  # noqa: E402
 from jitr.data import pairs  # noqa: E402
 from jitr.models.registry import make_model  # noqa: E402
 from jitr.training.score_split import SplitScorer  # noqa: E402
 
-MARGIN = 0.2
-LR = 2e-4
-CLIP = 2.0
 DROPOUT = 0.4  # SGRAF's text and self-attention dropout
 CAPTION_DROPOUT = 0.2  # VSRN's captioning branch
-OPTIMIZER = {"name": "adam", "learning_rate": LR, "grad_clip": CLIP}
-OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
 
 LABELS = {
   "jitr_sgr": "jitr SGR (`make_model` + `make_train_step`)",
@@ -138,16 +134,6 @@ class JitrRunner:
 
 
 # ----------------------------------------------------------------------------- PyTorch
-
-
-def torch_triplet(sim: torch.Tensor) -> torch.Tensor:
-  """VSE++ max-violation (LMH), both directions, mean over queries (as jitr)."""
-  d = sim.diag()
-  eye = torch.eye(sim.shape[0], dtype=torch.bool)
-  neg = sim.masked_fill(eye, float("-inf"))
-  i2t = torch.relu(MARGIN + neg.max(dim=1).values - d)
-  t2i = torch.relu(MARGIN + neg.max(dim=0).values - d)
-  return i2t.mean() + t2i.mean()
 
 
 def torch_sgraf_parts(args) -> torch.nn.ModuleList:

@@ -135,16 +135,11 @@ import jax.numpy as jnp  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_recipe import CLIP, LR, MARGIN, OBJECTIVE, OPTIMIZER, torch_triplet  # noqa: E402
+
 from jitr import losses, models, training  # noqa: E402
 from jitr.data.vocab import bucket_length  # noqa: E402
 from jitr.models.retrieval_model import dual_encoder_model  # noqa: E402
-
-MARGIN = 0.2
-LR = 2e-4
-CLIP = 2.0
-OPTIMIZER = {"name": "adam", "learning_rate": LR, "grad_clip": CLIP}
-OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
-
 
 # ----------------------------------------------------------------------------- data
 
@@ -264,16 +259,6 @@ class TorchVSE(torch.nn.Module):
 
   def forward(self, images, tokens, lengths):
     return self.encode_image(images), self.encode_text(tokens, lengths)
-
-
-def torch_triplet(sim: torch.Tensor) -> torch.Tensor:
-  """VSE++ max-violation (LMH), both directions, mean over queries (as jitr)."""
-  d = sim.diag()
-  eye = torch.eye(sim.shape[0], dtype=torch.bool)
-  neg = sim.masked_fill(eye, float("-inf"))
-  i2t = torch.relu(MARGIN + neg.max(dim=1).values - d)
-  t2i = torch.relu(MARGIN + neg.max(dim=0).values - d)
-  return i2t.mean() + t2i.mean()
 
 
 class TorchRunner:
@@ -473,7 +458,7 @@ def main_models() -> None:
   print(
     f"{ARGS.model.upper()} train step: batch {ARGS.batch}, {ARGS.regions}×{ARGS.feature_dim} "
     f"regions, sizes {bench_models.sizes(ARGS)}, vocab {ARGS.vocab}, captions "
-    f"{ARGS.min_length or ARGS.length}–{ARGS.length} tokens, Adam {bench_models.LR} + clip "
+    f"{ARGS.min_length or ARGS.length}–{ARGS.length} tokens, Adam {LR} + clip "
     f"{CLIP}, triplet max-violation margin {MARGIN}; jax {jax.__version__} "
     f"({jax.default_backend()}, {os.cpu_count()} cores), torch {torch.__version__} "
     f"({torch.get_num_threads()} threads); OMP_WAIT_POLICY="
