@@ -34,6 +34,7 @@ from typing import Any
 from absl import app, flags, logging
 
 from jitr.apps._cli import run_reporting_bad_input, workdir_flag
+from jitr.apps.run_checks import CONFIG_NAME, read_workdir_config
 
 _WORKDIR = workdir_flag("A jitr-train workdir (config.json + checkpoints/).")
 _SPLIT = flags.DEFINE_enum("split", "test", ["val", "test"], "Split to evaluate.")
@@ -110,11 +111,12 @@ def load_member(workdir: str) -> Member:
   from jitr.apps import wiring
 
   workdir = os.path.abspath(workdir)
-  config_path = os.path.join(workdir, "config.json")
-  if not os.path.isfile(config_path):
-    raise FileNotFoundError(f"{config_path}: no config.json; is {workdir!r} a jitr-train workdir?")
-  with open(config_path) as f:
-    config = ml_collections.ConfigDict(json.load(f))
+  saved = read_workdir_config(workdir)  # names the file and line of a damaged config.json
+  if saved is None:
+    raise FileNotFoundError(
+      f"{os.path.join(workdir, CONFIG_NAME)}: no config.json; is {workdir!r} a jitr-train workdir?"
+    )
+  config = ml_collections.ConfigDict(saved)
   data_dir = wiring.data_dir(config, workdir)
   splits, vocab, exact, _, folds = wiring.load_data(config, data_dir)
   return Member(workdir, config, data_dir, splits, vocab, exact, folds)

@@ -171,3 +171,13 @@ def test_sgr_and_saf_workdirs_ensemble_to_sgraf(tmp_path):
   )
   for key in ("full/rsum", "full/i2t/R@5", "full/t2i/R@5", "full/t2i/meanr"):
     assert metrics[key] == pytest.approx(expected[key], abs=1e-6), key
+
+
+def test_damaged_workdir_config_is_named_with_its_line(tmp_path):
+  """jitr-eval reads a workdir's config.json through the same checked reader as jitr-train."""
+  (tmp_path / "config.json").write_text('{"seed": 0,\n  "dataset": }\n')
+  with pytest.raises(ValueError) as err:
+    evaluate.evaluate_workdir(str(tmp_path), split="test")
+  assert str(err.value).startswith(f"{tmp_path / 'config.json'}:2: not valid JSON")
+  with pytest.raises(FileNotFoundError, match="no config.json"):
+    evaluate.evaluate_workdir(str(tmp_path / "missing"), split="test")
