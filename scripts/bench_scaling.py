@@ -64,7 +64,7 @@ def _compile(n: int, block_size: int | None) -> dict:
   from jax.sharding import NamedSharding
   from jax.sharding import PartitionSpec as P
 
-  from jitr import losses
+  from jitr import losses, models
   from jitr.training import step as step_lib
 
   devices = jax.devices()
@@ -87,8 +87,8 @@ def _compile(n: int, block_size: int | None) -> dict:
     graded = loss_fn.graded_inputs({"relevance": (rel_rows, rel_cols)})
 
     def share(img, txt):
-      i2t = step_lib.dot_similarity(img, jax.lax.all_gather(txt, "batch", tiled=True))
-      t2i = step_lib.dot_similarity(jax.lax.all_gather(img, "batch", tiled=True), txt).T
+      i2t = models.similarity(img, jax.lax.all_gather(txt, "batch", tiled=True))
+      t2i = models.similarity(jax.lax.all_gather(img, "batch", tiled=True), txt).T
       return step_lib.split_loss(
         loss_fn,
         i2t,

@@ -34,6 +34,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jitr.models.dual_encoder import similarity
+
 Batch = Mapping[str, jax.Array]
 Variables = Mapping[str, Any]
 
@@ -71,14 +73,10 @@ def split_variables(variables: Variables) -> tuple[Any, dict]:
   return variables["params"], {k: v for k, v in variables.items() if k != "params"}
 
 
-def dot_score(images: jax.Array, captions: jax.Array) -> jax.Array:
-  """``s_ij = <img_i, txt_j>`` in float32: the dual encoders' score."""
-  return images.astype(jnp.float32) @ captions.astype(jnp.float32).T
-
-
 def _dot_score(variables, images, captions, *, train=False, rngs=None, axis_name=None):
+  """The dual encoders' score: ``s_ij = <img_i, txt_j>`` in float32 (no variables)."""
   del variables, train, rngs, axis_name
-  return dot_score(images, captions), {}
+  return similarity(images, captions), {}
 
 
 def dual_encoder_model(module: nn.Module) -> RetrievalModel:

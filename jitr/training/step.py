@@ -31,7 +31,7 @@ import optax
 from jitr import losses
 from jitr.losses import _masks
 from jitr.losses.composite import Objective, PartialSums
-from jitr.models.retrieval_model import RetrievalModel, dot_score
+from jitr.models.retrieval_model import RetrievalModel
 from jitr.training.state import TrainState
 
 Batch = Mapping[str, jax.Array]
@@ -40,7 +40,6 @@ Batch = Mapping[str, jax.Array]
 GradedFn = Callable[[Batch, Batch, jax.Array], Mapping[str, jax.Array]]
 
 MODEL_INPUTS = ("images", "image_mask", "tokens", "lengths")
-dot_similarity = dot_score  # ``s_ij = <img_i, txt_j>`` in float32 (the dual encoders' score)
 
 
 def in_batch_targets(batch: Batch) -> tuple[jax.Array, jax.Array]:
