@@ -49,21 +49,3 @@ def caption_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]
   """``(tokens [:, :max length], lengths)``: padding columns no caption uses are cut."""
   width = max(int(split.lengths.max()), 1)
   return split.tokens[:, :width], split.lengths
-
-
-def embed_split(
-  encode_image: Callable[..., jax.Array],
-  encode_text: Callable[..., jax.Array],
-  params: Any,
-  split: pairs.RetrievalSplit,
-  *,
-  batch_size: int = 500,
-) -> tuple[np.ndarray, np.ndarray]:
-  """``(images [N_img, E], captions [N_cap, E])`` embeddings of every item.
-
-  ``encode_image(params, images, image_mask)`` and ``encode_text(params,
-  tokens, lengths)`` are jitted by the caller (see :func:`encode_in_batches`).
-  """
-  images = encode_in_batches(encode_image, params, image_inputs(split), batch_size=batch_size)
-  captions = encode_in_batches(encode_text, params, caption_inputs(split), batch_size=batch_size)
-  return np.asarray(images), np.asarray(captions)

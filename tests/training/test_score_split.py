@@ -1,6 +1,6 @@
 """score_split: blocked, streamed scoring of a whole split equals scoring it at once."""
 
-import types
+import dataclasses
 
 import jax
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 
 from jitr.data import pairs
 from jitr.models import SGRAF, create_dual_encoder
-from jitr.training.embed import embed_split
+from jitr.models.retrieval_model import dual_encoder_model, sgraf_model
 from jitr.training.score_split import SplitScorer, block_starts, score_split
 
 N_IMG, PER_IMAGE, REGIONS, FEATURES, WIDTH, VOCAB = 7, 3, 5, 6, 8, 20
@@ -35,27 +35,14 @@ def tiny_split(seed=0) -> pairs.RetrievalSplit:
   )
 
 
-def sgraf_adapter(module, calls):
-  """A pairwise RetrievalModel over a flax SGRAF (``calls`` counts traces of ``score``)."""
+def counting_score(model, calls):
+  """``model`` whose ``score`` appends to ``calls`` each time it is traced (or run)."""
 
-  def score(variables, images, captions, *, train, rngs, axis_name):
+  def score(*args, **kwargs):
     calls.append(1)
-    return module.apply(variables, *images, *captions, train, method="score"), {}
+    return model.score(*args, **kwargs)
 
-  return types.SimpleNamespace(
-    pairwise=True,
-    encode_images=lambda v, x, m: module.apply(v, x, m, method="encode_image"),
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
-    score=score,
-  )
-
-
-def dual_adapter(module):
-  return types.SimpleNamespace(
-    pairwise=False,
-    encode_images=lambda v, x, m: module.apply(v, x, m, method="encode_image"),
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
-  )
+  return dataclasses.replace(model, score=score)
 
 
 def random_variables(shapes, seed=1):
@@ -123,7 +110,7 @@ def test_pairwise_blocks_equal_the_whole_split_at_once(
   module, variables, whole = results[module_name]
   assert whole.shape == (N_IMG, N_IMG * PER_IMAGE) and np.std(whole) > 1e-3
   sim = score_split(
-    sgraf_adapter(module, []),
+    sgraf_model(module),
     variables,
     split,
     image_batch=image_batch,
@@ -138,7 +125,7 @@ def test_scorer_compiles_its_block_scorer_once(sgraf):
   split, results = sgraf
   module, variables, whole = results["SGR"]
   calls = []
-  scorer = SplitScorer(sgraf_adapter(module, calls), image_batch=3, caption_batch=4)
+  scorer = SplitScorer(counting_score(sgraf_model(module), calls), image_batch=3, caption_batch=4)
   first = scorer(variables, split)  # 3 x 6 blocks
   again = scorer(variables, split)
   assert len(calls) == 1
@@ -157,25 +144,22 @@ def dual():
   enc_txt = jax.jit(lambda v, t, n: module.apply(v, t, n, method="encode_text"))
   img = np.asarray(enc_img(variables, split.images, split.image_mask))
   txt = np.asarray(enc_txt(variables, split.tokens, split.lengths))
-  return split, module, variables, (enc_img, enc_txt), (img, txt)
+  return split, module, variables, (img, txt)
 
 
 @pytest.mark.parametrize("image_batch,caption_batch", [(7, 21), (3, 4), (16, 50)])
 def test_embedding_model_is_the_dot_product_of_its_towers(dual, image_batch, caption_batch):
-  split, module, variables, _, (img, txt) = dual
+  split, module, variables, (img, txt) = dual
   sim = score_split(
-    dual_adapter(module), variables, split, image_batch=image_batch, caption_batch=caption_batch
+    dual_encoder_model(module),
+    variables,
+    split,
+    image_batch=image_batch,
+    caption_batch=caption_batch,
   )
   np.testing.assert_allclose(sim, img @ txt.T, atol=1e-5, rtol=0)
 
 
-def test_embed_split_gives_each_tower_s_embeddings(dual):
-  split, _, variables, (enc_img, enc_txt), (img, txt) = dual
-  e_img, e_txt = embed_split(enc_img, enc_txt, variables, split, batch_size=4)
-  np.testing.assert_allclose(e_img, img, atol=1e-6)
-  np.testing.assert_allclose(e_txt, txt, atol=1e-6)
-
-
 def test_bad_block_size_is_refused():
   with pytest.raises(ValueError, match="caption_batch must be >= 1"):
-    SplitScorer(dual_adapter(None), image_batch=2, caption_batch=0)
+    SplitScorer(dual_encoder_model(None), image_batch=2, caption_batch=0)
