@@ -3,6 +3,7 @@ ranks by the annotated positives then index order, and the command prints and wr
 
 import json
 import math
+import pathlib
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +86,7 @@ def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
   out = tmp_path / "quality.json"
   done = subprocess.run(
     [
-      sys.executable, "-c", "from jitr.apps.relevance_quality import run; run()",
+      str(pathlib.Path(sys.executable).with_name("jitr-relevance-quality")),  # the console script
       f"--data_dir={data_dir}", "--shapes_config=tiny", "--splits=val",
       "--estimators=oracle,constant", "--calibration=none", "--calibration=minmax,power:2",
       f"--output={out}",
@@ -104,7 +105,7 @@ def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
   ]  # fmt: skip
   bad = subprocess.run(
     [
-      sys.executable, "-c", "from jitr.apps.relevance_quality import run; run()",
+      str(pathlib.Path(sys.executable).with_name("jitr-relevance-quality")),  # the console script
       f"--data_dir={data_dir}", "--calibration=sharpen",
     ],
     cwd=tmp_path, capture_output=True, text=True, timeout=600,

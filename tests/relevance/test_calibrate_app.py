@@ -1,6 +1,7 @@
 """jitr-relevance-calibrate: the table it writes is the isotonic fit of the judged pairs."""
 
 import json
+import pathlib
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ def test_writes_the_isotonic_fit_of_the_protocol_pairs(tmp_path):
   judgments = tmp_path / "CrowdFlowerAnnotations.txt"
   judgments.write_text("".join(f"{i}\t{c}\t{y}\t1\t1\n" for i, c, y in JUDGED))
   done = subprocess.run(
-    [sys.executable, "-c", "from jitr.apps.calibrate import run; run()", f"--captions={token}",
+    [str(pathlib.Path(sys.executable).with_name("jitr-relevance-calibrate")), f"--captions={token}",
      f"--judgments={judgments}", "--estimators=cider", f"--output_dir={tmp_path / 'out'}"],
     cwd=tmp_path, capture_output=True, text=True, timeout=300,
     env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
