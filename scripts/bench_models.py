@@ -68,7 +68,10 @@ def sizes(args) -> dict[str, int]:
               caption_word=300)  # fmt: skip
 
 
-def jitr_config(args) -> dict:
+def jitr_config(args, variant: str = "") -> dict:
+  """The registry config of the bench's network; ``variant`` (SGR / SAF) is
+  ``REMAT:LENGTH_BUCKETS`` (e.g. ``full:1``: the whole block recomputed, every caption
+  at the padded length), empty for the model's defaults."""
   s = sizes(args)
   if args.model == "vsrn":
     return dict(
@@ -89,7 +92,16 @@ def jitr_config(args) -> dict:
     num_region=args.regions,
     text_dropout=DROPOUT,
     sa_dropout=DROPOUT,
+    **parse_variant(variant),
   )
+
+
+def parse_variant(variant: str) -> dict:
+  """``"dots:4"`` -> ``{"remat": "dots", "length_buckets": 4}``; ``""`` -> ``{}``."""
+  if not variant:
+    return {}
+  remat, _, buckets = variant.partition(":")
+  return {"remat": remat, "length_buckets": int(buckets or 1)}
 
 
 def _maxrss_bytes() -> int:
@@ -104,9 +116,14 @@ def _gib(n: float) -> str:
 
 
 class JitrRunner:
-  def __init__(self, args, batch: dict[str, np.ndarray]):
-    self.kind = f"jitr_{args.model}"
-    self.model = make_model(jitr_config(args), args.vocab)
+  def __init__(self, args, batch: dict[str, np.ndarray], variant: str = ""):
+    self.kind = f"jitr_{args.model}" + (f"[{variant}]" if variant else "")
+    if variant:
+      v = parse_variant(variant)
+      LABELS[self.kind] = (
+        f"jitr {args.model.upper()}, remat `{v['remat']}`, {v['length_buckets']} length bucket(s)"
+      )
+    self.model = make_model(jitr_config(args, variant), args.vocab)
     tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
     self.batch = jax.device_put(batch)
     variables = jax.jit(self.model.init)(jax.random.key(0), self.batch)
@@ -222,8 +239,10 @@ def build_runners(args, batch: dict[str, np.ndarray], kinds: list[str]) -> list:
     runners.append(TorchRunner(args, batch))
     print(f"  built torch + 2 steps in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
   if "jitr" in kinds:
-    runners.insert(0, JitrRunner(args, batch))
-    print(f"  compiled jitr in {runners[0].compile_s:.1f}s", file=sys.stderr)
+    variants = [v for v in getattr(args, "variants", "").split(",") if v] or [""]
+    for i, variant in enumerate(variants):
+      runners.insert(i, JitrRunner(args, batch, variant))
+      print(f"  compiled jitr {variant} in {runners[i].compile_s:.1f}s", file=sys.stderr)
   return runners
 
 
@@ -268,9 +287,9 @@ def bench_eval(args, runners, make_split_batch) -> None:
       scorer(r.variables(), split)  # compiles
       t0 = time.perf_counter()
       scorer(r.variables(), split)
-      rows.append(
-        (f"jitr `score_split` (`SplitScorer`, blocks of {args.eval_block}², 2nd call)", t0)
-      )
+      variant = r.kind.partition("[")[2].rstrip("]")
+      name = f"jitr `score_split` (`SplitScorer`, blocks of {args.eval_block}², 2nd call)"
+      rows.append((name + (f", {variant}" if variant else ""), t0))
     else:
       t0 = time.perf_counter()
       _torch_shard_scores(r.parts, data["images"], data["tokens"], data["lengths"], 100)

@@ -109,6 +109,12 @@ def _parse_args(argv=None):
   p.add_argument("--eval_images", type=int, default=100)
   p.add_argument("--eval_captions", type=int, default=500)
   p.add_argument("--eval_block", type=int, default=100, help="jitr score_split block size")
+  p.add_argument(
+    "--variants",
+    default="",
+    help="sgr / saf: comma list of jitr variants REMAT:LENGTH_BUCKETS timed side by side, "
+    "e.g. full:1,dots:4 (REMAT full / dots / none; default: the model's defaults)",
+  )
   p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")
   args = p.parse_args(argv)
@@ -468,6 +474,7 @@ def main_models() -> None:
   rng = np.random.default_rng(0)
   batch = trim(make_batch(rng, min_length=ARGS.min_length or ARGS.length, max_length=ARGS.length))
   runners = bench_models.build_runners(ARGS, batch, kinds)
+  LABELS.update(bench_models.LABELS)  # the --variants' labels
   times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
   print_table(f"{ARGS.model.upper()} train step (T = {batch['tokens'].shape[1]})", times)
   print("\n| implementation | peak memory of the step |\n|---|---|")

@@ -280,6 +280,8 @@ class SGRAFSimilarity(nn.Module):
   smooth: float = 9.0
   dropout: float = 0.4
   block_size: int = 16
+  remat: str = "full"
+  length_buckets: int = 4
   momentum: float = 0.1
   eps: float = 1e-5
   axis_name: str | None = None
@@ -326,6 +328,8 @@ class SGRAFSimilarity(nn.Module):
       train=train,
       eps=self.eps,
       block_size=self.block_size,
+      remat=self.remat,
+      n_length_buckets=self.length_buckets,
     )
     if moments is not None and not self.is_initializing():
       if self.axis_name is not None:
@@ -354,6 +358,10 @@ class SGRAF(nn.Module):
   text_dropout: float = 0.4
   sa_dropout: float = 0.4
   block_size: int = 16
+  remat: str = "full"
+  """``"dots"`` / ``"full"`` / ``"none"``: see :func:`jitr.models.sgraf_head.score_all_pairs`."""
+  length_buckets: int = 4
+  """Caption blocks are cut to one of this many lengths (1: always the padded length)."""
   axis_name: str | None = None
   """The data-parallel axis the captions are split over (see :class:`SGRAFSimilarity`)."""
 
@@ -371,6 +379,8 @@ class SGRAF(nn.Module):
       self.smooth,
       self.sa_dropout,
       self.block_size,
+      self.remat,
+      self.length_buckets,
       axis_name=self.axis_name,
     )
 
