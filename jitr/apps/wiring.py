@@ -64,8 +64,10 @@ def stored_relevance(
 
   captions = caption_set(caption_list, per_image, dataset)
   vectors, topk, aggregates = {}, {}, {}
-  for graded in dict(config.graded).values():
-    source = parse_source(graded)
+  leaves = [
+    leaf for graded in dict(config.graded).values() for leaf in parse_source(graded).leaves()
+  ]
+  for source in leaves:
     stored = {"vectors": vectors, "topk": topk}.get(source.stored)
     if stored is None or source.estimator in stored:
       continue
@@ -84,6 +86,22 @@ def stored_relevance(
     else:
       topk[source.estimator] = (table.topk_indices, table.topk_scores)
   return vectors, topk, aggregates
+
+
+def with_teachers(
+  config, splits: dict, vocab, caption_list, per_image: int, dataset: str, data_dir
+):
+  """``splits`` with the train split's ``teacher`` embeddings of every ``teacher:WORKDIR``
+  source of ``config.graded`` (:mod:`jitr.apps.teacher_relevance`; none: unchanged)."""
+  import dataclasses
+
+  from jitr.apps.teacher_relevance import stored_teachers, teacher_workdirs
+
+  if not teacher_workdirs(dict(config.graded)):
+    return splits
+  captions = caption_set(caption_list, per_image, dataset)
+  teachers = stored_teachers(config, splits["train"], vocab, captions, data_dir)
+  return {**splits, "train": dataclasses.replace(splits["train"], teacher=teachers)}
 
 
 def load_shapes(config, data_dir: str):
@@ -110,6 +128,8 @@ def load_shapes(config, data_dir: str):
     )
     for s, a in arrays.items()
   }
+  dataset = f"jitr_shapes/{config.shapes_config}/train"
+  splits = with_teachers(config, splits, vocab, arrays["train"]["captions"], 5, dataset, data_dir)
   exact = {
     s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config)
     for s in ("val", "test")
@@ -145,6 +165,15 @@ def load_precomp(config, data_dir: str):
       vectors=vectors if name == "train" else {},
       topk=topk if name == "train" else {},
     )
+  splits = with_teachers(
+    config,
+    splits,
+    vocab,
+    raw["train"].captions,
+    raw["train"].captions_per_image,
+    f"{config.dataset}/train",
+    data_dir,
+  )
   folds = config.eval_folds or None
   return splits, vocab, None, aggregates, folds
 
