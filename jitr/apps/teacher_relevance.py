@@ -109,14 +109,17 @@ def _restore(workdir: str, teacher: dict, vocab, train_split, which: str):
   from jitr.training.step import MODEL_INPUTS
   from jitr.training.teacher import TeacherError
 
-  # A state shaped like the teacher's (as jitr-train's wiring.initial_state builds it).
+  # The shapes of a state like the teacher's (as jitr-train's wiring.initial_state builds
+  # it), traced, not computed: the checkpoint provides every value.
   model = make_model(teacher.get("model") or {}, len(vocab))
   first = pairs.make_batch(train_split, np.arange(min(2, train_split.num_captions)))
-  variables = jax.jit(model.init)(
-    jax.random.key(0), {k: first[k] for k in MODEL_INPUTS if k in first}
-  )
+  inputs = {k: first[k] for k in MODEL_INPUTS if k in first}
   tx = training.make_optimizer(dict(teacher.get("optimizer") or {}), steps_per_epoch=1)
-  like = training.create_train_state(variables, tx, jax.random.key(1))
+  like = jax.eval_shape(
+    lambda: training.create_train_state(
+      model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
+    )
+  ).replace(rng=jax.random.key(1))
   checkpoints = Checkpoints(os.path.abspath(workdir))
   try:
     state = checkpoints.restore(like, which=which)

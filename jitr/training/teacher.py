@@ -28,6 +28,7 @@ import numpy as np
 from jitr.data import pairs
 from jitr.data.vocab import Vocab
 from jitr.models import MODELS, make_model
+from jitr.models.registry import DEFAULT_MODEL
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
 # Config fields that name the data a run trains on (jitr_shapes: its size config too).
@@ -59,13 +60,12 @@ def check_teacher_config(
       f"teacher:{workdir} was trained on {_dataset(teacher)}, this run trains on "
       f"{_dataset(config)}; a teacher must be trained on the same data"
     )
-  model_config = dict(teacher.get("model") or {})
-  name = model_config.get("name", "vse")
-  try:
-    pairwise = make_model(model_config, vocab_size).pairwise
-  except ValueError as err:
-    raise TeacherError(f"teacher:{workdir}: {err}") from None
-  if pairwise:
+  name = dict(teacher.get("model") or {}).get("name", DEFAULT_MODEL)
+  if name not in MODELS:
+    raise TeacherError(
+      f"teacher:{workdir}: config.model.name is {name!r}, expected one of {sorted(MODELS)}"
+    )
+  if make_model({"name": name}, vocab_size).pairwise:  # the kind, from the default network
     raise TeacherError(
       f"teacher needs a dual encoder ({', '.join(dual_encoder_names())}), {workdir} trains {name}"
     )
