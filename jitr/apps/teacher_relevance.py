@@ -44,6 +44,27 @@ def teacher_workdirs(graded: dict) -> list[str]:
   return out
 
 
+def with_absolute_teachers(graded: dict) -> dict:
+  """``config.graded`` with every teacher workdir made absolute (against the current
+  directory), so the ``config.json`` of a run names its teacher wherever it is read."""
+  from jitr.training.graded import CombinedSource, GradedSource, parse_source
+
+  def absolute(leaf: GradedSource) -> GradedSource:
+    if leaf.stored != "teacher":
+      return leaf
+    return leaf._replace(estimator=os.path.abspath(leaf.estimator))
+
+  out = {}
+  for name, source in graded.items():
+    parsed = parse_source(source)
+    if isinstance(parsed, CombinedSource):
+      parsed = parsed._replace(parts=tuple(absolute(p) for p in parsed.parts))
+    else:
+      parsed = absolute(parsed)
+    out[name] = parsed.spec()
+  return out
+
+
 def teacher_identity(
   workdir: str, which: str, step: int, model: dict, captions: CaptionSet
 ) -> dict[str, Any]:

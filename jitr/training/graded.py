@@ -144,6 +144,10 @@ class GradedSource(NamedTuple):
     """The plain sources it reads: itself."""
     return (self,)
 
+  def spec(self) -> str:
+    """The source as written: ``parse_source(src.spec()) == src``."""
+    return self.kind if self.estimator is None else f"{self.kind}:{self.estimator}"
+
 
 class CombinedSource(NamedTuple):
   """A parsed combination: its combiner (a key of :data:`COMBINERS`) and its parts."""
@@ -154,6 +158,10 @@ class CombinedSource(NamedTuple):
   def leaves(self) -> tuple[GradedSource, ...]:
     """The plain sources it reads: its parts."""
     return self.parts
+
+  def spec(self) -> str:
+    """The source as written: ``parse_source(src.spec()) == src``."""
+    return f"{self.kind}:" + PART_SEPARATOR.join(p.spec() for p in self.parts)
 
 
 def _source_forms() -> list[str]:

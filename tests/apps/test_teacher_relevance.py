@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from configs import default
-from jitr.apps import train, wiring
+from jitr.apps import teacher_relevance, train, wiring
 from jitr.data import pairs
 from jitr.data.vocab import Vocab
 from jitr.evaluation.report import write_text_atomic
@@ -206,6 +206,16 @@ def test_bad_teachers_are_one_line_errors(shapes, tmp_path):
     f"has {len(words)}; word 4 is {words[4]!r} there, {words[5]!r} here): "
     "trained on other captions"
   )
+
+
+def test_teacher_workdirs_are_made_absolute(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  graded = {"relevance": "hmean:vectors:sentence|teacher:runs/vse", "other": "teacher:/abs/x"}
+  assert teacher_relevance.teacher_workdirs(graded) == ["runs/vse", "/abs/x"]
+  assert teacher_relevance.with_absolute_teachers(graded) == {
+    "relevance": f"hmean:vectors:sentence|teacher:{tmp_path / 'runs' / 'vse'}",
+    "other": "teacher:/abs/x",
+  }
 
 
 def test_jitr_train_refuses_a_bad_teacher_before_writing(shapes, tmp_path):

@@ -121,6 +121,8 @@ def test_sources_parse_in_one_place():
     "hmean", (GradedSource("vectors", "sentence"), GradedSource("teacher", "/w/x:1"))
   )
   assert both.leaves() == both.parts and parse_source("oracle").leaves() == (("oracle", None),)
+  for spec in ("oracle", "vectors:lsa", "teacher:/w/x:1", "mean:oracle|topk:cider|teacher:a"):
+    assert parse_source(spec).spec() == spec
   for bad in ("cider", "vectors:", "bm25:x", "oracle:x", "", "teacher:", "hmean:oracle"):
     with pytest.raises(ValueError, match="graded source"):
       parse_source(bad)
