@@ -132,10 +132,13 @@ def _restore(workdir: str, teacher: dict, vocab, train_split, which: str):
 
   # The shapes of a state like the teacher's (as jitr-train's wiring.initial_state builds
   # it), traced, not computed: the checkpoint provides every value.
-  model = make_model(teacher.get("model") or {}, len(vocab))
+  try:
+    model = make_model(teacher.get("model") or {}, len(vocab))
+    tx = training.make_optimizer(dict(teacher.get("optimizer") or {}), steps_per_epoch=1)
+  except (KeyError, ValueError) as err:
+    raise TeacherError(f"teacher:{workdir}: its config.json: {err}") from None
   first = pairs.make_batch(train_split, np.arange(min(2, train_split.num_captions)))
   inputs = {k: first[k] for k in MODEL_INPUTS if k in first}
-  tx = training.make_optimizer(dict(teacher.get("optimizer") or {}), steps_per_epoch=1)
   like = jax.eval_shape(
     lambda: training.create_train_state(
       model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
