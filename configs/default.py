@@ -42,8 +42,14 @@ def get_config() -> ml_collections.ConfigDict:
   # Graded inputs of the losses (objective term "input", default "relevance") and
   # where they come from (jitr.training.graded): "vectors:sentence" (RSC from
   # Sentence-Transformers vectors), "vectors:lsa", "cosine:lsa" (LSEH's S),
-  # "topk:cider" (raw CIDEr-D, SAM's φ) or "oracle" (jitr_shapes' exact relevance).
-  # Estimators' TFRecords are precomputed under <data_dir>/relevance on first use.
+  # "topk:cider" (raw CIDEr-D, SAM's φ), "oracle" (jitr_shapes' exact relevance) or
+  # "teacher:WORKDIR" (image-aware: (1 + cos(img_i, cap_j))/2 of a jitr-train workdir's
+  # dual encoder, vse or vsrn, trained on the same data; WORKDIR is everything after
+  # the first ':'). "hmean:A|B" / "mean:A|B" combine two or more of them elementwise
+  # (harmonic mean 2ab/(a+b), RefCLIP-S style; arithmetic mean), positives 1, e.g.
+  # "hmean:vectors:sentence|teacher:workdirs/triplet" (quote it in a shell: '|').
+  # Estimators' TFRecords and teachers' embeddings are precomputed under
+  # <data_dir>/relevance on first use (a teacher's per checkpoint step).
   c.graded = ml_collections.ConfigDict({"relevance": "vectors:sentence"})
   # Keyword arguments of each estimator (jitr.relevance.make_estimator).
   c.estimators = ml_collections.ConfigDict(

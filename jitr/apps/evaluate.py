@@ -118,7 +118,7 @@ def load_member(workdir: str) -> Member:
     )
   config = ml_collections.ConfigDict(saved)
   data_dir = wiring.data_dir(config, workdir)
-  splits, vocab, exact, _, folds = wiring.load_data(config, data_dir)
+  splits, vocab, exact, _, folds = wiring.load_data(config, data_dir, teachers=False)
   return Member(workdir, config, data_dir, splits, vocab, exact, folds)
 
 

@@ -31,8 +31,11 @@ flags.mark_flags_as_required(["config", "workdir"])
 
 def train_and_evaluate(config, workdir: str) -> dict:
   """Trains per ``config`` in ``workdir``; returns the test metrics of the best checkpoint."""
+  import ml_collections
+
   from jitr import losses, training
   from jitr.apps import run_checks, wiring
+  from jitr.apps.teacher_relevance import with_absolute_teachers
   from jitr.data import pairs
   from jitr.evaluation import report
   from jitr.training import distributed, reporting
@@ -43,6 +46,10 @@ def train_and_evaluate(config, workdir: str) -> dict:
   from jitr.training.train_config import check_train_config
 
   check_train_config(config)
+  # Teacher workdirs made absolute, so config.json names them from any directory (the
+  # caller's config stays as it was).
+  config = config.copy_and_resolve_references()
+  config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
   workdir = os.path.abspath(workdir)
   run_checks.check_workdir(config, workdir)  # before anything is written
   data_dir = wiring.data_dir(config, workdir)

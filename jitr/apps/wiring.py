@@ -64,8 +64,10 @@ def stored_relevance(
 
   captions = caption_set(caption_list, per_image, dataset)
   vectors, topk, aggregates = {}, {}, {}
-  for graded in dict(config.graded).values():
-    source = parse_source(graded)
+  leaves = [
+    leaf for graded in dict(config.graded).values() for leaf in parse_source(graded).leaves()
+  ]
+  for source in leaves:
     stored = {"vectors": vectors, "topk": topk}.get(source.stored)
     if stored is None or source.estimator in stored:
       continue
@@ -86,7 +88,23 @@ def stored_relevance(
   return vectors, topk, aggregates
 
 
-def load_shapes(config, data_dir: str):
+def with_teachers(
+  config, splits: dict, vocab, caption_list, per_image: int, dataset: str, data_dir
+):
+  """``splits`` with the train split's ``teacher`` embeddings of every ``teacher:WORKDIR``
+  source of ``config.graded`` (:mod:`jitr.apps.teacher_relevance`; none: unchanged)."""
+  import dataclasses
+
+  from jitr.apps.teacher_relevance import stored_teachers, teacher_workdirs
+
+  if not teacher_workdirs(dict(config.graded)):
+    return splits
+  captions = caption_set(caption_list, per_image, dataset)
+  teachers = stored_teachers(config, splits["train"], vocab, captions, data_dir)
+  return {**splits, "train": dataclasses.replace(splits["train"], teacher=teachers)}
+
+
+def load_shapes(config, data_dir: str, *, teachers: bool = True):
   """``(splits, vocab, exact relevance of val/test, eval folds)`` of jitr_shapes."""
   from jitr.data import shapes_split, shapes_tfds
   from jitr.data import vocab as vocab_lib
@@ -110,6 +128,9 @@ def load_shapes(config, data_dir: str):
     )
     for s, a in arrays.items()
   }
+  if teachers:
+    dataset = f"jitr_shapes/{config.shapes_config}/train"
+    splits = with_teachers(config, splits, vocab, arrays["train"]["captions"], 5, dataset, data_dir)
   exact = {
     s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config)
     for s in ("val", "test")
@@ -117,7 +138,7 @@ def load_shapes(config, data_dir: str):
   return splits, vocab, exact, aggregates, None
 
 
-def load_precomp(config, data_dir: str):
+def load_precomp(config, data_dir: str, *, teachers: bool = True):
   """The same for a ``*_precomp`` folder: train / dev (validation) / ``config.test_split``."""
   from jitr.data import pairs, precomp
 
@@ -145,14 +166,26 @@ def load_precomp(config, data_dir: str):
       vectors=vectors if name == "train" else {},
       topk=topk if name == "train" else {},
     )
+  if teachers:
+    splits = with_teachers(
+      config,
+      splits,
+      vocab,
+      raw["train"].captions,
+      raw["train"].captions_per_image,
+      f"{config.dataset}/train",
+      data_dir,
+    )
   folds = config.eval_folds or None
   return splits, vocab, None, aggregates, folds
 
 
-def load_data(config, data_dir_: str):
+def load_data(config, data_dir_: str, *, teachers: bool = True):
   """``(splits, vocab, exact relevance or None, vectors' aggregates, eval folds)`` of
-  ``config.dataset`` (the aggregates go to ``make_graded_fn``)."""
-  return (load_shapes if config.dataset == "jitr_shapes" else load_precomp)(config, data_dir_)
+  ``config.dataset`` (the aggregates go to ``make_graded_fn``). ``teachers=False`` leaves
+  out the ``teacher:`` embeddings (only training reads them; evaluation needs no teacher)."""
+  load = load_shapes if config.dataset == "jitr_shapes" else load_precomp
+  return load(config, data_dir_, teachers=teachers)
 
 
 def initial_state(config, vocab_size: int, train_split, steps_per_epoch: int):

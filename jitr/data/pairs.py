@@ -28,8 +28,9 @@ class RetrievalSplit:
   each caption; an image's captions are ``image_captions[i]``), the stored
   relevance data of named estimators — ``vectors[name]`` ``[N_cap, D]``
   (unit-norm caption vectors of a cosine estimator) and ``topk[name]`` ``(indices
-  [N_img, K], scores [N_img, K])`` (an image's K best captions) — and an
-  optional exact-relevance ``oracle``."""
+  [N_img, K], scores [N_img, K])`` (an image's K best captions) — the
+  embeddings of teacher dual encoders, ``teacher[workdir]`` ``(images [N_img, D],
+  captions [N_cap, D])``, and an optional exact-relevance ``oracle``."""
 
   images: np.ndarray
   tokens: np.ndarray
@@ -39,6 +40,7 @@ class RetrievalSplit:
   vectors: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
   topk: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
   oracle: OracleFn | None = None
+  teacher: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
     n_cap = len(self.caption_image)
@@ -58,6 +60,12 @@ class RetrievalSplit:
         raise ValueError(
           f"RetrievalSplit.topk[{name!r}]: expected indices and scores [{len(self.images)}, K], "
           f"got {idx.shape} and {val.shape}"
+        )
+    for name, (img, cap) in self.teacher.items():
+      if img.ndim != 2 or cap.ndim != 2 or len(img) != len(self.images) or len(cap) != n_cap:
+        raise ValueError(
+          f"RetrievalSplit.teacher[{name!r}]: expected image and caption embeddings "
+          f"[{len(self.images)}, D] and [{n_cap}, D], got {img.shape} and {cap.shape}"
         )
     if n_cap and (self.caption_image.min() < 0 or self.caption_image.max() >= len(self.images)):
       raise ValueError(f"RetrievalSplit.caption_image: indices must lie in [0, {len(self.images)})")
@@ -94,7 +102,9 @@ def make_batch(
   Stored relevance data goes in as ``vectors/{name}/captions`` ``[B, D]``,
   ``vectors/{name}/references`` ``[B, R, D]`` (the vectors of each row's image's
   own captions), ``topk/{name}/indices`` / ``scores`` ``[B, K]`` and
-  ``caption_indices`` ``[B]``; the exact relevance as ``oracle_relevance`` rows.
+  ``caption_indices`` ``[B]``, a teacher's ``teacher/{workdir}/images`` (each row's
+  image's embedding) and ``teacher/{workdir}/captions`` ``[B, D]``; the exact relevance
+  as ``oracle_relevance`` rows.
   """
   images = split.caption_image[captions]
   width = vocab_lib.bucket_length(split.lengths[captions], buckets)
@@ -114,6 +124,9 @@ def make_batch(
   for name, (indices, scores) in split.topk.items():
     batch[f"topk/{name}/indices"] = indices[images].astype(np.int32)
     batch[f"topk/{name}/scores"] = scores[images].astype(np.float32)
+  for name, (image_vectors, caption_vectors) in split.teacher.items():
+    batch[f"teacher/{name}/images"] = image_vectors[images]
+    batch[f"teacher/{name}/captions"] = caption_vectors[captions]
   if split.oracle is not None:
     batch["oracle_relevance"] = split.oracle(images, captions).astype(np.float32)
   return batch

@@ -16,8 +16,11 @@ from jitr.losses.lseh import semantic_hard_negatives
 from jitr.losses.normalize import l2_normalize, l2_normalize_additive
 from jitr.losses.ranks import approx_ranks, exact_ranks
 from jitr.losses.relevance import (
+  arithmetic_mean_relevance,
+  harmonic_mean_relevance,
   reference_cosine,
   relevance_from_embeddings,
+  relevance_from_pair_embeddings,
   relevance_from_topk,
   topk_score_matrix,
 )
@@ -29,8 +32,10 @@ __all__ = [
   "LOSSES",
   "adaptive_listwise",
   "approx_ranks",
+  "arithmetic_mean_relevance",
   "calibrate",
   "exact_ranks",
+  "harmonic_mean_relevance",
   "l2_normalize",
   "l2_normalize_additive",
   "ndcg",
@@ -40,6 +45,7 @@ __all__ = [
   "rank_adaptive_margins",
   "reference_cosine",
   "relevance_from_embeddings",
+  "relevance_from_pair_embeddings",
   "relevance_from_topk",
   "semantic_hard_negatives",
   "semantic_margin_triplet",

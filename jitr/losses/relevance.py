@@ -8,7 +8,13 @@ Two kinds of stored data (see :mod:`jitr.relevance.records`) become an
   with ``aggregate`` -- :func:`reference_cosine` (the raw cosine, LSEH's S) and
   :func:`relevance_from_embeddings` (RSC: ``(1 + agg_k cos) / 2``, positives 1);
 * top-K lists of any estimator: :func:`topk_score_matrix` (the raw scores, SAM's
-  phi) and :func:`relevance_from_topk` (``clip(score / scale, 0, 1)``, positives 1).
+  phi) and :func:`relevance_from_topk` (``clip(score / scale, 0, 1)``, positives 1);
+* a teacher dual encoder's image and caption embeddings:
+  :func:`relevance_from_pair_embeddings` (``(1 + cos(e_i, t_j)) / 2``, positives 1).
+
+Several relevance matrices combine elementwise by :func:`harmonic_mean_relevance`
+(``2ab/(a+b)``, as RefCLIP-S combines its image and reference scores) or
+:func:`arithmetic_mean_relevance`.
 """
 
 from __future__ import annotations
@@ -164,3 +170,69 @@ def relevance_from_topk(
   """
   scores = topk_score_matrix(topk_indices, topk_scores, caption_indices)
   return _with_positives(jnp.clip(scores / scale, 0.0, 1.0), positives)
+
+
+def relevance_from_pair_embeddings(
+  image_embeddings: jax.Array,
+  caption_embeddings: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+) -> jax.Array:
+  """``r(V_i, T_j) = (1 + cos(e_i, t_j))/2``, positives set to 1: a dual encoder's
+  image-caption similarity (the teacher relevance) mapped to [0, 1].
+
+  Args:
+    image_embeddings: ``[N_img, D]`` image embeddings e (normalised here).
+    caption_embeddings: ``[N_txt, D]`` caption embeddings t (normalised here).
+    positives: optional bool ``[N_img, N_txt]``; those pairs get relevance 1.
+
+  Returns:
+    ``[N_img, N_txt]`` relevance in [0, 1].
+
+  >>> import jax.numpy as jnp
+  >>> img = jnp.array([[1.0, 0.0]])
+  >>> caps = jnp.array([[1.0, 1.0], [0.0, 2.0], [-3.0, 0.0]])
+  >>> [round(float(r), 4) for r in relevance_from_pair_embeddings(img, caps)[0]]
+  [0.8536, 0.5, 0.0]
+  """
+  chex.assert_rank([image_embeddings, caption_embeddings], 2)
+  chex.assert_axis_dimension(caption_embeddings, 1, image_embeddings.shape[1])
+  cosine = jnp.einsum(
+    "id,jd->ij",
+    l2_normalize(image_embeddings.astype(jnp.float32)),
+    l2_normalize(caption_embeddings.astype(jnp.float32)),
+  )
+  return _with_positives(jnp.clip((1.0 + cosine) / 2.0, 0.0, 1.0), positives)
+
+
+def harmonic_mean_relevance(*relevances: jax.Array) -> jax.Array:
+  """``n / Σ_k 1/r_k`` elementwise (``2ab/(a+b)`` for two, RefCLIP-S's combination),
+  0 where any ``r_k`` is 0; every input in [0, 1], so the result is too.
+
+  >>> import jax.numpy as jnp
+  >>> out = harmonic_mean_relevance(jnp.array([0.5, 1.0, 0.0]), jnp.array([1.0, 1.0, 0.7]))
+  >>> [round(float(r), 4) for r in out]  # 2 * 0.5 * 1 / 1.5
+  [0.6667, 1.0, 0.0]
+  """
+  stacked = _stack_relevances(relevances)
+  safe = jnp.where(stacked > 0, stacked, 1.0)
+  mean = stacked.shape[0] / jnp.sum(1.0 / safe, axis=0)
+  return jnp.where(jnp.all(stacked > 0, axis=0), mean, 0.0)
+
+
+def arithmetic_mean_relevance(*relevances: jax.Array) -> jax.Array:
+  """``Σ_k r_k / n`` elementwise.
+
+  >>> import jax.numpy as jnp
+  >>> out = arithmetic_mean_relevance(jnp.array([0.5, 0.0]), jnp.array([1.0, 0.7]))
+  >>> [round(float(r), 4) for r in out]
+  [0.75, 0.35]
+  """
+  return jnp.mean(_stack_relevances(relevances), axis=0)
+
+
+def _stack_relevances(relevances) -> jax.Array:
+  if len(relevances) < 2:
+    raise ValueError(f"combining relevance: expected at least 2 matrices, got {len(relevances)}")
+  chex.assert_equal_shape(relevances)
+  return jnp.stack([jnp.asarray(r, jnp.float32) for r in relevances])

@@ -9,7 +9,19 @@ source, resolved through the registry :data:`SOURCES` (parsed by
 * ``"cosine:NAME"`` -- the raw ``agg_k cos(ref_ik, cap_j)`` in [-1, 1] (LSEH's S);
 * ``"topk:NAME"`` -- raw scores of an estimator's top-K lists (CIDEr-D for SAM's
   phi), 0 for captions outside an image's list; positives keep their score;
-* ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1.
+* ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1;
+* ``"teacher:WORKDIR"`` -- image-aware relevance ``(1 + cos(e_i, t_j))/2`` from the
+  l2-normalised image and caption embeddings of a trained dual encoder (a
+  ``jitr-train`` workdir of ``vse`` or ``vsrn``), precomputed once per checkpoint
+  (:mod:`jitr.training.teacher`), positives 1. ``WORKDIR`` is everything after the
+  first ``:``.
+
+A *combination* ``"COMBINER:SOURCE|SOURCE[|...]"`` combines two or more of the above
+elementwise through :data:`COMBINERS` -- ``hmean`` (harmonic mean ``2ab/(a+b)``, as
+RefCLIP-S combines its image and reference scores) or ``mean`` -- e.g.
+``"hmean:vectors:sentence|teacher:workdirs/vse"``; positives stay 1. The parts are
+split on ``|`` (so a teacher workdir inside a combination may not contain ``|``) and
+may not be combinations themselves.
 
 Every builder is rectangular: ``graded_fn(images, captions, positives)`` builds
 the ``[n_img, n_txt]`` matrix of one batch's image-side rows against another's
@@ -49,7 +61,8 @@ class SourceKind:
 
   Attributes:
     stored: what the estimator's records hold for it: ``"vectors"``, ``"topk"``,
-      or ``None`` (no estimator: the oracle).
+      ``"teacher"`` (a teacher workdir's embeddings), or ``None`` (no estimator: the
+      oracle).
     build: the in-batch matrix from the batch's stored data.
   """
 
@@ -86,41 +99,124 @@ def _oracle(images, captions, positives, estimator, aggregate):
   return jnp.where(positives, 1.0, rows)
 
 
+def teacher_keys(workdir: str) -> tuple[str, str]:
+  """The batch keys of a teacher's rows: ``teacher/<workdir>/images`` ``[B, D]`` (the
+  embedding of each row's image) and ``teacher/<workdir>/captions`` ``[B, D]``."""
+  return f"teacher/{workdir}/images", f"teacher/{workdir}/captions"
+
+
+def _teacher(images, captions, positives, estimator, aggregate):
+  image_key, caption_key = teacher_keys(estimator)
+  return rel.relevance_from_pair_embeddings(
+    images[image_key], captions[caption_key], positives=positives
+  )
+
+
 SOURCES: Mapping[str, SourceKind] = {
   "vectors": SourceKind("vectors", _rsc),
   "cosine": SourceKind("vectors", _cosine),
   "topk": SourceKind("topk", _topk),
   "oracle": SourceKind(None, _oracle),
+  "teacher": SourceKind("teacher", _teacher),
 }
+
+# Elementwise combinations of two or more relevance matrices ("hmean:A|B").
+COMBINERS: Mapping[str, Callable[..., jax.Array]] = {
+  "hmean": rel.harmonic_mean_relevance,
+  "mean": rel.arithmetic_mean_relevance,
+}
+PART_SEPARATOR = "|"
 
 
 class GradedSource(NamedTuple):
-  """A parsed source: its kind (a key of :data:`SOURCES`) and the estimator it reads."""
+  """A parsed plain source: its kind (a key of :data:`SOURCES`) and the estimator it
+  reads (for a teacher: its workdir)."""
 
   kind: str
   estimator: str | None
 
   @property
   def stored(self) -> str | None:
-    """``"vectors"``, ``"topk"`` or ``None``: what the estimator's records must hold."""
+    """``"vectors"``, ``"topk"``, ``"teacher"`` or ``None``: what must be stored for it."""
     return SOURCES[self.kind].stored
 
+  def leaves(self) -> tuple[GradedSource, ...]:
+    """The plain sources it reads: itself."""
+    return (self,)
 
-def parse_source(source: str) -> GradedSource:
-  """``"vectors:sentence"`` -> ``("vectors", "sentence")``; ``"oracle"`` -> ``("oracle", None)``.
+  def spec(self) -> str:
+    """The source as written: ``parse_source(src.spec()) == src``."""
+    return self.kind if self.estimator is None else f"{self.kind}:{self.estimator}"
 
-  >>> parse_source("topk:cider"), parse_source("topk:cider").stored
-  (GradedSource(kind='topk', estimator='cider'), 'topk')
-  """
-  kind, colon, name = str(source).partition(":")
+
+class CombinedSource(NamedTuple):
+  """A parsed combination: its combiner (a key of :data:`COMBINERS`) and its parts."""
+
+  kind: str
+  parts: tuple[GradedSource, ...]
+
+  def leaves(self) -> tuple[GradedSource, ...]:
+    """The plain sources it reads: its parts."""
+    return self.parts
+
+  def spec(self) -> str:
+    """The source as written: ``parse_source(src.spec()) == src``."""
+    return f"{self.kind}:" + PART_SEPARATOR.join(p.spec() for p in self.parts)
+
+
+def _source_forms() -> list[str]:
+  forms = [k if s.stored is None else f"{k}:NAME" for k, s in SOURCES.items()]
+  return forms + [f"{k}:SOURCE|SOURCE" for k in COMBINERS]
+
+
+def _parse_plain(source: str, whole: str) -> GradedSource:
+  kind, colon, name = source.partition(":")
   entry = SOURCES.get(kind)
   reads_estimator = entry is not None and entry.stored is not None
   if entry is None or (reads_estimator and not name) or (not reads_estimator and colon):
-    forms = [k if s.stored is None else f"{k}:NAME" for k, s in SOURCES.items()]
     raise ValueError(
-      f"graded source {source!r}: expected one of {forms} (e.g. 'vectors:sentence', 'topk:cider')"
+      f"graded source {whole!r}: expected one of {_source_forms()} (e.g. 'vectors:sentence', "
+      "'topk:cider', 'teacher:workdirs/vse', 'hmean:vectors:sentence|teacher:workdirs/vse')"
     )
   return GradedSource(kind, name or None)
+
+
+def parse_source(source: str) -> GradedSource | CombinedSource:
+  """``"vectors:sentence"`` -> ``("vectors", "sentence")``; ``"oracle"`` -> ``("oracle", None)``;
+  ``"hmean:A|B"`` -> ``CombinedSource("hmean", (parse(A), parse(B)))``.
+
+  >>> parse_source("topk:cider"), parse_source("topk:cider").stored
+  (GradedSource(kind='topk', estimator='cider'), 'topk')
+  >>> [p.kind for p in parse_source("hmean:vectors:sentence|teacher:runs/vse:1").parts]
+  ['vectors', 'teacher']
+  """
+  whole = str(source)
+  kind, _, rest = whole.partition(":")
+  if kind not in COMBINERS:
+    return _parse_plain(whole, whole)
+  parts = tuple(_parse_plain(p, whole) for p in rest.split(PART_SEPARATOR))
+  if len(parts) < 2:
+    raise ValueError(
+      f"graded source {whole!r}: {kind} combines two or more sources separated by "
+      f"{PART_SEPARATOR!r}, e.g. '{kind}:vectors:sentence|teacher:workdirs/vse'"
+    )
+  return CombinedSource(kind, parts)
+
+
+def _build(
+  src: GradedSource | CombinedSource, aggregates: Mapping[str, str]
+) -> Callable[..., jax.Array]:
+  """``build(images, captions, positives) -> [n_img, n_txt]`` of one parsed source."""
+  if isinstance(src, CombinedSource):
+    parts = [_build(p, aggregates) for p in src.parts]
+    combine = COMBINERS[src.kind]
+    return lambda images, captions, positives: jnp.where(
+      positives, 1.0, combine(*(part(images, captions, positives) for part in parts))
+    )
+  build, aggregate = SOURCES[src.kind].build, aggregates.get(src.estimator)
+  return lambda images, captions, positives: build(
+    images, captions, positives, src.estimator, aggregate
+  )
 
 
 def make_graded_fn(
@@ -143,20 +239,17 @@ def make_graded_fn(
   """
   aggregates = dict(aggregates or {})
   parsed = {name: parse_source(source) for name, source in dict(spec).items()}
-  for name, src in parsed.items():
-    if src.stored == "vectors" and aggregates.get(src.estimator) not in rel.AGGREGATES:
-      raise ValueError(
-        f"graded input {name!r} ({src.kind}:{src.estimator}): aggregates[{src.estimator!r}] is "
-        f"{aggregates.get(src.estimator)!r}, expected one of {rel.AGGREGATES} "
-        "(the records header's params.aggregate)"
-      )
+  for name, whole in parsed.items():
+    for src in whole.leaves():
+      if src.stored == "vectors" and aggregates.get(src.estimator) not in rel.AGGREGATES:
+        raise ValueError(
+          f"graded input {name!r} ({src.kind}:{src.estimator}): aggregates[{src.estimator!r}] "
+          f"is {aggregates.get(src.estimator)!r}, expected one of {rel.AGGREGATES} "
+          "(the records header's params.aggregate)"
+        )
+  builders = {name: _build(src, aggregates) for name, src in parsed.items()}
 
   def graded_fn(images, captions, positives):
-    return {
-      name: SOURCES[src.kind].build(
-        images, captions, positives, src.estimator, aggregates.get(src.estimator)
-      )
-      for name, src in parsed.items()
-    }
+    return {name: build(images, captions, positives) for name, build in builders.items()}
 
   return graded_fn

@@ -54,13 +54,13 @@ def check_train_config(config: Any) -> None:
     raise ValueError(
       f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
     )
-  if "oracle" in dict(config.graded).values() and config.dataset != "jitr_shapes":
-    raise ValueError("config.graded: 'oracle' relevance exists only for jitr_shapes")
   for name, source in dict(config.graded).items():
     try:
-      parse_source(source)
+      leaves = parse_source(source).leaves()
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
+    if config.dataset != "jitr_shapes" and any(leaf.kind == "oracle" for leaf in leaves):
+      raise ValueError("config.graded: 'oracle' relevance exists only for jitr_shapes")
   if config.get("calibration"):  # a bad chain or table fails here, before any data is built
     from jitr.losses import objective
 

@@ -5,7 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitr.training.graded import SOURCES, GradedSource, make_graded_fn, parse_source
+from jitr.training.graded import (
+  COMBINERS,
+  SOURCES,
+  CombinedSource,
+  GradedSource,
+  make_graded_fn,
+  parse_source,
+)
 
 # Captions c0=(1,0), c1=(0,1), c2=(-1,0); references: image 0 {(1,0),(0,1)}, image 1
 # {(0,1),(0,2)} (not unit: cosines normalise), image 2 {(-1,0),(1,0)}.
@@ -16,6 +23,15 @@ REFS = np.array([[[1, 0], [0, 1]], [[0, 1], [0, 2]], [[-1, 0], [1, 0]]], np.floa
 MAX_COS = [[1, 1, 0], [0, 1, 0], [1, 0, 1]]
 MEAN_COS = [[0.5, 0.5, -0.5], [0, 1, 0], [0, 0, 0]]
 POSITIVES = np.eye(3, dtype=bool)
+# A teacher's embeddings (not unit: the relevance normalises): images e0=(1,0), e1=(0,3),
+# e2=(1,1); captions t0=(1,0), t1=(0,1), t2=(-1,0). cos(e_i, t_j):
+# e0 -> [1, 0, -1]; e1 -> [0, 1, 0]; e2 -> [s, s, -s] with s = 1/sqrt(2).
+TEACHER = "runs/vse:2"  # a workdir may hold ':' and '/'
+TEACHER_IMAGES = np.array([[1.0, 0.0], [0.0, 3.0], [1.0, 1.0]], np.float32)
+TEACHER_CAPTIONS = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], np.float32)
+S = 0.5**0.5
+# (1 + cos)/2 with the diagonal (positives) 1
+TEACHER_RELEVANCE = [[1, 0.5, 0], [0.5, 1, 0.5], [(1 + S) / 2, (1 + S) / 2, 1]]
 
 
 def _batch():
@@ -28,6 +44,8 @@ def _batch():
     "topk/cider/scores": jnp.array([[6.0, 2.0], [5.0, 9.0], [4.0, 3.0]]),
     "caption_indices": jnp.array([7, 8, 9]),
     "oracle_relevance": jnp.array([[0.2, 0.4, 0.6], [0.1, 0.3, 0.5], [0.0, 0.9, 0.8]]),
+    f"teacher/{TEACHER}/images": jnp.asarray(TEACHER_IMAGES),
+    f"teacher/{TEACHER}/captions": jnp.asarray(TEACHER_CAPTIONS),
   }
 
 
@@ -62,7 +80,14 @@ def _rows(batch, picked):
 def test_rectangular_blocks_are_the_rows_and_columns_of_the_in_batch_matrix():
   """A device's images against all captions, and all images against its captions, are
   exactly the rows and columns of the full matrix (every source, the oracle included)."""
-  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"}
+  spec = {
+    "r": "vectors:lsa",
+    "s": "cosine:lsa",
+    "c": "topk:cider",
+    "o": "oracle",
+    "t": f"teacher:{TEACHER}",
+    "h": f"hmean:vectors:lsa|teacher:{TEACHER}|oracle",
+  }
   fn = make_graded_fn(spec, aggregates={"lsa": "max"})
   batch, mine = _batch(), [2, 0]
   every = {**batch, "pair_index": jnp.arange(3)}
@@ -87,7 +112,49 @@ def test_sources_parse_in_one_place():
   assert parse_source("vectors:sentence").stored == "vectors"
   assert parse_source("cosine:lsa").stored == "vectors"
   assert parse_source("oracle") == ("oracle", None) and parse_source("oracle").stored is None
-  assert sorted(SOURCES) == ["cosine", "oracle", "topk", "vectors"]
-  for bad in ("cider", "vectors:", "bm25:x", "oracle:x", ""):
+  assert sorted(SOURCES) == ["cosine", "oracle", "teacher", "topk", "vectors"]
+  assert sorted(COMBINERS) == ["hmean", "mean"]
+  assert parse_source("teacher:/a/b:c") == GradedSource("teacher", "/a/b:c")
+  assert parse_source("teacher:/a/b").stored == "teacher"
+  both = parse_source("hmean:vectors:sentence|teacher:/w/x:1")
+  assert both == CombinedSource(
+    "hmean", (GradedSource("vectors", "sentence"), GradedSource("teacher", "/w/x:1"))
+  )
+  assert both.leaves() == both.parts and parse_source("oracle").leaves() == (("oracle", None),)
+  for spec in ("oracle", "vectors:lsa", "teacher:/w/x:1", "mean:oracle|topk:cider|teacher:a"):
+    assert parse_source(spec).spec() == spec
+  for bad in ("cider", "vectors:", "bm25:x", "oracle:x", "", "teacher:", "hmean:oracle"):
     with pytest.raises(ValueError, match="graded source"):
       parse_source(bad)
+  for bad in ("hmean:oracle|", "mean:oracle|bm25:x", "hmean:oracle|hmean:oracle|oracle"):
+    with pytest.raises(ValueError, match="graded source"):  # no empty, unknown or nested parts
+      parse_source(bad)
+
+
+def test_teacher_relevance_by_hand():
+  out = make_graded_fn({"t": f"teacher:{TEACHER}"})(_batch(), _batch(), jnp.asarray(POSITIVES))
+  np.testing.assert_allclose(out["t"], TEACHER_RELEVANCE, atol=1e-6)
+
+
+def test_harmonic_and_arithmetic_mean_by_hand():
+  """hmean(a, b) = 2ab/(a+b) of the lsa RSC and the teacher relevance; positives stay 1."""
+  spec = {
+    "h": f"hmean:vectors:lsa|teacher:{TEACHER}",
+    "m": f"mean:vectors:lsa|teacher:{TEACHER}",
+  }
+  out = make_graded_fn(spec, aggregates={"lsa": "max"})(_batch(), _batch(), jnp.asarray(POSITIVES))
+  # RSC (max) [[1, 1, .5], [.5, 1, .5], [1, .5, 1]] with the teacher's [[1, .5, 0], ...]:
+  # (0,1): 2*1*.5/1.5 = 2/3; (0,2): a zero -> 0; (1,0), (1,2): .5; (2,0): 2t/(1+t),
+  # (2,1): 2*.5*t/(.5+t) with t = (1 + s)/2.
+  t = (1 + S) / 2
+  hmean = [[1, 2 / 3, 0], [0.5, 1, 0.5], [2 * t / (1 + t), t / (0.5 + t), 1]]
+  np.testing.assert_allclose(out["h"], hmean, atol=1e-6)
+  mean = [[1, 0.75, 0.25], [0.5, 1, 0.5], [(1 + t) / 2, (0.5 + t) / 2, 1]]
+  np.testing.assert_allclose(out["m"], mean, atol=1e-6)
+  for values in out.values():
+    assert np.all((np.asarray(values) >= 0) & (np.asarray(values) <= 1))
+
+
+def test_a_combination_checks_the_aggregates_of_its_parts():
+  with pytest.raises(ValueError, match=r"aggregates\['lsa'\] is None"):
+    make_graded_fn({"h": f"hmean:vectors:lsa|teacher:{TEACHER}"})

@@ -1,0 +1,208 @@
+"""Wiring of ``teacher:WORKDIR`` relevance: a trained dual encoder's embeddings, stored once.
+
+For every teacher a run's ``config.graded`` names (also inside a combination such as
+``hmean:vectors:sentence|teacher:workdirs/vse``), :func:`stored_teachers`
+
+1. checks the teacher workdir (it exists, its ``config.json`` trains a dual encoder on
+   this run's dataset, its ``vocab.json`` is this run's vocabulary, it has a checkpoint)
+   -- each failure one :class:`~jitr.training.teacher.TeacherError` line;
+2. reuses the embeddings stored under
+   ``<data_dir>/relevance/<dataset slug>/teacher-<sha>`` (:func:`teacher_dir`: keyed by
+   the teacher's absolute path, checkpoint (best, else latest) and step, and the
+   training captions' fingerprint, so a newer checkpoint or other captions are
+   recomputed) when they are intact (:mod:`jitr.relevance.embedding_store`);
+3. otherwise restores the checkpoint, encodes the training split
+   (:func:`jitr.training.teacher.split_embeddings`) and stores ``images [N_img, D]`` and
+   ``captions [N_cap, D]``.
+
+The result, ``{workdir as written: (images, captions)}``, becomes the training split's
+``teacher`` (the batches' ``teacher/<workdir>/images`` / ``captions`` rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+from absl import logging
+
+from jitr.relevance.captions_io import CaptionSet
+
+
+def teacher_workdirs(graded: dict) -> list[str]:
+  """The teacher workdirs (as written) of ``config.graded``'s sources, first seen first."""
+  from jitr.training.graded import parse_source
+
+  out: list[str] = []
+  for source in graded.values():
+    for leaf in parse_source(source).leaves():
+      if leaf.stored == "teacher" and leaf.estimator not in out:
+        out.append(leaf.estimator)
+  return out
+
+
+def with_absolute_teachers(graded: dict) -> dict:
+  """``config.graded`` with every teacher workdir made absolute (against the current
+  directory), so the ``config.json`` of a run names its teacher wherever it is read."""
+  from jitr.training.graded import CombinedSource, GradedSource, parse_source
+
+  def absolute(leaf: GradedSource) -> GradedSource:
+    if leaf.stored != "teacher":
+      return leaf
+    return leaf._replace(estimator=os.path.abspath(leaf.estimator))
+
+  out = {}
+  for name, source in graded.items():
+    parsed = parse_source(source)
+    if isinstance(parsed, CombinedSource):
+      parsed = parsed._replace(parts=tuple(absolute(p) for p in parsed.parts))
+    else:
+      parsed = absolute(parsed)
+    out[name] = parsed.spec()
+  return out
+
+
+def teacher_identity(
+  workdir: str, which: str, step: int, model: dict, captions: CaptionSet
+) -> dict[str, Any]:
+  """What the stored embeddings were computed from (the store's identity)."""
+  return {
+    "teacher": os.path.abspath(workdir),
+    "checkpoint": which,
+    "step": int(step),
+    "model": model,
+    "dataset": {
+      "source": captions.source,
+      "fingerprint": captions.fingerprint(),
+      "num_images": captions.num_images,
+      "num_captions": captions.num_captions,
+    },
+  }
+
+
+def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
+  """``<data_dir>/relevance/<dataset slug>/teacher-<sha>``, ``sha`` the first 10 hex digits
+  of the sha256 of ``identity`` (teacher path, checkpoint and step, captions' fingerprint)."""
+  digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:10]
+  source = identity["dataset"]["source"]
+  slug = re.sub(r"[^A-Za-z0-9._-]+", "-", source).strip("-.") or "dataset"
+  return os.path.join(data_dir, "relevance", slug, f"teacher-{digest}")
+
+
+def _teacher_config(workdir: str) -> dict[str, Any]:
+  from jitr.apps.run_checks import CONFIG_NAME, read_workdir_config
+  from jitr.training.teacher import TeacherError
+
+  path = os.path.abspath(workdir)
+  if not os.path.isdir(path):
+    raise TeacherError(f"teacher:{workdir}: no such workdir ({path})")
+  saved = read_workdir_config(path)
+  if saved is None:
+    raise TeacherError(
+      f"teacher:{workdir}: no {CONFIG_NAME} in {path}; expected a jitr-train workdir"
+    )
+  return saved
+
+
+def _teacher_vocab(workdir: str):
+  from jitr.data.vocab import Vocab
+  from jitr.training.teacher import TeacherError
+
+  path = os.path.join(os.path.abspath(workdir), "vocab.json")
+  try:
+    return Vocab.load(path)
+  except (OSError, ValueError) as err:
+    raise TeacherError(f"teacher:{workdir}: {err}") from None
+
+
+def _restore(workdir: str, teacher: dict, vocab, train_split, which: str):
+  """``(model, variables, step)`` of the teacher's ``which`` checkpoint."""
+  import jax
+  import numpy as np
+
+  from jitr import training
+  from jitr.data import pairs
+  from jitr.models import make_model
+  from jitr.training.checkpoints import Checkpoints
+  from jitr.training.step import MODEL_INPUTS
+  from jitr.training.teacher import TeacherError
+
+  # The shapes of a state like the teacher's (as jitr-train's wiring.initial_state builds
+  # it), traced, not computed: the checkpoint provides every value.
+  try:
+    model = make_model(teacher.get("model") or {}, len(vocab))
+    tx = training.make_optimizer(dict(teacher.get("optimizer") or {}), steps_per_epoch=1)
+  except (KeyError, ValueError) as err:
+    raise TeacherError(f"teacher:{workdir}: its config.json: {err}") from None
+  first = pairs.make_batch(train_split, np.arange(min(2, train_split.num_captions)))
+  inputs = {k: first[k] for k in MODEL_INPUTS if k in first}
+  like = jax.eval_shape(
+    lambda: training.create_train_state(
+      model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
+    )
+  ).replace(rng=jax.random.key(1))
+  checkpoints = Checkpoints(os.path.abspath(workdir))
+  try:
+    state = checkpoints.restore(like, which=which)
+  finally:
+    checkpoints.close()
+  if state is None:
+    raise TeacherError(f"teacher:{workdir}: no {which} checkpoint could be restored")
+  return model, state.variables, int(state.step)
+
+
+def teacher_embeddings(
+  workdir: str, config, train_split, vocab, captions: CaptionSet, data_dir: str
+) -> tuple[Any, Any]:
+  """``(images [N_img, D], captions [N_cap, D])`` of one teacher (see the module docstring).
+
+  Raises:
+    TeacherError: a workdir that cannot teach this run (one line naming it and why).
+  """
+  from jitr.relevance.embedding_store import (
+    EmbeddingsCorruptError,
+    read_embeddings,
+    write_embeddings,
+  )
+  from jitr.training.teacher import (
+    check_teacher_config,
+    check_teacher_vocab,
+    saved_checkpoint,
+    split_embeddings,
+  )
+
+  teacher = _teacher_config(workdir)
+  check_teacher_config(workdir, teacher, config.to_dict(), len(vocab))
+  check_teacher_vocab(workdir, _teacher_vocab(workdir), vocab)
+  which, step = saved_checkpoint(workdir)
+  identity = teacher_identity(workdir, which, step, teacher.get("model") or {}, captions)
+  out = teacher_dir(data_dir, identity)
+  try:
+    stored = read_embeddings(out, identity)
+  except EmbeddingsCorruptError as err:
+    logging.warning("teacher embeddings are damaged, recomputing them: %s", err)
+    stored = None
+  if stored is not None:
+    logging.info("teacher %s: embeddings of step %d reused from %s", workdir, step, out)
+    return stored["images"], stored["captions"]
+  model, variables, restored = _restore(workdir, teacher, vocab, train_split, which)
+  if restored != step:  # a damaged newest checkpoint: an older one was restored
+    identity = teacher_identity(workdir, which, restored, teacher.get("model") or {}, captions)
+    out = teacher_dir(data_dir, identity)
+  images, caption_vectors = split_embeddings(
+    model, variables, train_split, batch_size=config.eval_batch_size
+  )
+  write_embeddings(out, {"images": images, "captions": caption_vectors}, identity)
+  logging.info("teacher %s: embeddings of %s step %d stored in %s", workdir, which, restored, out)
+  return images, caption_vectors
+
+
+def stored_teachers(config, train_split, vocab, captions: CaptionSet, data_dir: str) -> dict:
+  """``{workdir as written: (images, captions)}`` of every teacher ``config.graded`` names."""
+  return {
+    workdir: teacher_embeddings(workdir, config, train_split, vocab, captions, data_dir)
+    for workdir in teacher_workdirs(dict(config.graded))
+  }

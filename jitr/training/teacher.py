@@ -1,0 +1,130 @@
+"""A teacher for image-aware relevance: a trained dual encoder's embeddings of a split.
+
+``teacher:WORKDIR`` relevance (:mod:`jitr.training.graded`) is
+``(1 + cos(e_i, t_j)) / 2`` of a ``jitr-train`` workdir's l2-normalised image and
+caption embeddings. This module holds its pieces that need the models:
+
+* :func:`check_teacher_config` -- the teacher is a dual encoder (``pairwise`` False:
+  ``vse``, ``vsrn``) trained on the same dataset;
+* :func:`check_teacher_vocab` -- with the same vocabulary (so the split's tokens mean
+  the same words to it);
+* :func:`saved_checkpoint` -- which checkpoint it is read from (best, else latest) and
+  its step, found without opening it (the key of the stored embeddings);
+* :func:`split_embeddings` -- the l2-normalised embeddings of every image and caption.
+
+Reading the workdir's files, restoring the checkpoint and storing the embeddings is
+the apps' wiring (:mod:`jitr.apps.teacher_relevance`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from jitr.data import pairs
+from jitr.data.vocab import Vocab
+from jitr.models import MODELS, make_model
+from jitr.models.registry import DEFAULT_MODEL
+from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
+
+# Config fields that name the data a run trains on (jitr_shapes: its size config too).
+DATASET_FIELDS = ("dataset", "shapes_config")
+
+
+class TeacherError(ValueError):
+  """A teacher workdir that cannot teach this run (one line naming it and why)."""
+
+
+def _dataset(config: Mapping[str, Any]) -> str:
+  if config.get("dataset") == "jitr_shapes":
+    return f"jitr_shapes/{config.get('shapes_config')}"
+  return str(config.get("dataset"))
+
+
+def dual_encoder_names() -> list[str]:
+  """The registered networks whose ``RetrievalModel.pairwise`` is False (``vse``, ``vsrn``)."""
+  return [name for name in MODELS if not make_model({"name": name}, 8).pairwise]
+
+
+def check_teacher_config(
+  workdir: str, teacher: Mapping[str, Any], config: Mapping[str, Any], vocab_size: int
+) -> None:
+  """Raises :class:`TeacherError` unless the teacher's ``config.json`` (``teacher``) trains
+  a dual encoder on this run's (``config``) dataset."""
+  if _dataset(teacher) != _dataset(config):
+    raise TeacherError(
+      f"teacher:{workdir} was trained on {_dataset(teacher)}, this run trains on "
+      f"{_dataset(config)}; a teacher must be trained on the same data"
+    )
+  name = dict(teacher.get("model") or {}).get("name", DEFAULT_MODEL)
+  if name not in MODELS:
+    raise TeacherError(
+      f"teacher:{workdir}: config.model.name is {name!r}, expected one of {sorted(MODELS)}"
+    )
+  if make_model({"name": name}, vocab_size).pairwise:  # the kind, from the default network
+    raise TeacherError(
+      f"teacher needs a dual encoder ({', '.join(dual_encoder_names())}), {workdir} trains {name}"
+    )
+
+
+def check_teacher_vocab(workdir: str, teacher: Vocab, vocab: Vocab) -> None:
+  """Raises :class:`TeacherError` when the teacher's vocabulary is not this run's."""
+  if teacher == vocab:
+    return
+  first = next(
+    (i for i, (a, b) in enumerate(zip(teacher.words, vocab.words, strict=False)) if a != b),
+    min(len(teacher), len(vocab)),
+  )
+  word = lambda v: repr(v.words[first]) if first < len(v) else "(none)"  # noqa: E731
+  raise TeacherError(
+    f"teacher:{workdir} was trained with another vocabulary ({len(teacher)} words, this run "
+    f"has {len(vocab)}; word {first} is {word(teacher)} there, {word(vocab)} here): "
+    "trained on other captions"
+  )
+
+
+def _steps(folder: str) -> list[int]:
+  if not os.path.isdir(folder):
+    return []
+  return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+
+
+def saved_checkpoint(workdir: str) -> tuple[str, int]:
+  """``("best", step)`` of the workdir's best checkpoint, else ``("latest", step)``.
+
+  Raises:
+    TeacherError: the workdir has no checkpoint.
+  """
+  root = os.path.join(os.path.abspath(workdir), "checkpoints")
+  for which in ("best", "latest"):
+    steps = _steps(os.path.join(root, which))
+    if steps:
+      return which, steps[-1]
+  raise TeacherError(
+    f"teacher:{workdir}: no checkpoint in {root} (expected best/ or latest/ of jitr-train)"
+  )
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+  x = np.asarray(x, np.float32)
+  return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def split_embeddings(
+  model: Any, variables: Any, split: pairs.RetrievalSplit, *, batch_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+  """``(images [N_img, D], captions [N_cap, D])``: every item of ``split`` encoded by a dual
+  encoder (``model.pairwise`` False) in eval mode, rows l2-normalised, float32 numpy."""
+  if model.pairwise:
+    raise TeacherError("split_embeddings: a similarity model (pairwise) has no embeddings")
+  images = encode_in_batches(
+    jax.jit(model.encode_images), variables, image_inputs(split), batch_size=batch_size
+  )
+  captions = encode_in_batches(
+    jax.jit(model.encode_captions), variables, caption_inputs(split), batch_size=batch_size
+  )
+  return _unit_rows(jax.device_get(images)), _unit_rows(jax.device_get(captions))

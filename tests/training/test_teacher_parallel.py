@@ -1,0 +1,47 @@
+"""A train step on teacher relevance combined with RSC: 8 devices = 1 device."""
+
+import jax
+import numpy as np
+import pytest
+
+from jitr import training
+from jitr.training.graded import make_graded_fn
+from tests.training import tiny
+
+TEACHER = "/runs/vse"
+
+
+def _batch():
+  """tiny's batch with stored RSC vectors and a teacher's image / caption embeddings per row."""
+  batch = tiny.make_batch(seed=5)
+  rng = np.random.default_rng(7)
+  ids = batch["image_ids"]
+  batch["vectors/x/references"] = batch.pop("reference_vectors")
+  batch["vectors/x/captions"] = batch.pop("caption_vectors")
+  batch[f"teacher/{TEACHER}/images"] = rng.normal(size=(8, 4)).astype(np.float32)[ids]
+  batch[f"teacher/{TEACHER}/captions"] = rng.normal(size=(len(ids), 4)).astype(np.float32)
+  return batch
+
+
+def test_eight_devices_equal_one_device_on_hmean_teacher_relevance():
+  assert jax.device_count() == 8, "tests/conftest.py asks XLA for 8 host devices"
+  graded_fn = make_graded_fn(
+    {"relevance": f"hmean:vectors:x|teacher:{TEACHER}"}, aggregates={"x": "max"}
+  )
+  batch, state = _batch(), tiny.make_state()
+  single = jax.jit(
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=graded_fn, axis_name=None)
+  )
+  ref_state, ref_metrics = single(state, batch)
+  dp = training.DataParallel(
+    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=graded_fn),
+    backend="shard_map",
+    donate=False,
+  )
+  new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
+  for name in ("loss", "loss/smooth_ndcg", "ndcg_i2t", "ndcg_t2i"):
+    assert float(metrics[name]) == pytest.approx(float(ref_metrics[name]), abs=1e-5), name
+  for want, got in zip(
+    jax.tree.leaves(ref_state.params), jax.tree.leaves(dp.get_state(new_state).params)
+  ):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
