@@ -16,8 +16,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 @pytest.mark.parametrize("model", ["sgr", "vsrn"])  # saf runs the same code as sgr
 def test_bench_train_model_runs_one_tiny_step(model):
   args = ["--model", model, "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
-  if model != "vsrn":
-    args.append("--eval")
+  if model != "vsrn":  # two jitr variants side by side, lengths drawn from jitr_shapes
+    args += ["--eval", "--variants", "full:1,full:4", "--shapes_lengths"]
   env = {**os.environ, "PYTHONPATH": ROOT}
   out = subprocess.run(
     [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
@@ -28,11 +28,17 @@ def test_bench_train_model_runs_one_tiny_step(model):
   )
   assert out.returncode == 0, out.stderr[-3000:]
   name = model.upper()
-  for row in (f"| jitr {name} (", f"| PyTorch {name}"):
+  jitr_rows = (
+    [f"| jitr {name} ("]
+    if model == "vsrn"
+    else [f"| jitr {name}, remat `full`, {n} length bucket(s) |" for n in (1, 4)]
+  )
+  for row in (*jitr_rows, f"| PyTorch {name}"):
     lines = [line for line in out.stdout.splitlines() if line.startswith(row)]
     assert len(lines) == 2, (row, out.stdout)  # the time table and the memory table
   assert "XLA memory_analysis" in out.stdout and "ru_maxrss growth" in out.stdout
   if model != "vsrn":
     assert "(32 pairs)" in out.stdout
-    for row in ("| jitr `score_split`", "| PyTorch `shard_attn_scores`"):
-      assert sum(line.startswith(row) for line in out.stdout.splitlines()) == 1, out.stdout
+    assert "jitr_shapes' lengths cut at 6" in out.stdout
+    for row, count in (("| jitr `score_split`", 2), ("| PyTorch `shard_attn_scores`", 1)):
+      assert sum(line.startswith(row) for line in out.stdout.splitlines()) == count, out.stdout
