@@ -69,7 +69,10 @@ def _finished_workdir(workdir, config) -> dict[str, str]:
 def _jitr_train(*args: str, **kwargs) -> subprocess.Popen:
   exe = shutil.which("jitr-train") or str(pathlib.Path(sys.executable).with_name("jitr-train"))
   env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
-  env.pop("XLA_FLAGS", None)  # one CPU device: batches of any size
+  # One CPU device (batches of any size); the suite's other XLA flags stay.
+  env["XLA_FLAGS"] = " ".join(
+    f for f in env.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f
+  )
   return subprocess.Popen(
     [exe, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
   )

@@ -1,6 +1,7 @@
 """Faults of checkpoints: a damaged latest checkpoint, a disk that fills up during a save."""
 
 import errno
+import functools
 import glob
 import os
 
@@ -19,15 +20,20 @@ from tests.training import tiny
 STEPS_PER_EPOCH = 3
 
 
-def _train(workdir, num_epochs=2):
-  parallel = training.DataParallel(
+@functools.cache
+def _parallel():
+  """One single-device step for every run here (compiled once)."""
+  return training.DataParallel(
     training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
     devices=jax.devices()[:1],
   )
+
+
+def _train(workdir, num_epochs=2):
   checkpoints = Checkpoints(workdir)
   state, _ = fit(
     tiny.make_state(optax.adam(1e-2)),
-    parallel=parallel,
+    parallel=_parallel(),
     epoch_batches=lambda e: (tiny.make_batch(seed=100 * e + i) for i in range(STEPS_PER_EPOCH)),
     steps_per_epoch=STEPS_PER_EPOCH,
     num_epochs=num_epochs,

@@ -27,7 +27,7 @@ def test_paper_encoders_on_four_devices_equal_one_device(text, pooling):
   batch["image_mask"] = np.arange(3)[None, :] < np.array([3, 2] * 8)[:, None]
   model = dual_encoder_model(model)
   state = training.create_train_state(
-    model.init(jax.random.key(0), batch), optax.sgd(1.0), jax.random.key(1)
+    jax.jit(model.init)(jax.random.key(0), batch), optax.sgd(1.0), jax.random.key(1)
   )
   step = training.make_train_step(
     tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, axis_name=None

@@ -49,12 +49,19 @@ def _reference(loss_fn, state, batch):
   return value, parts, grads
 
 
-def _parallel(loss_fn, state, batch, backend):
-  dp = training.DataParallel(
+@functools.cache
+def _data_parallel(loss_fn, backend):
+  """One ``DataParallel`` step per objective and backend: batches of one row count share
+  its compilation."""
+  return training.DataParallel(
     training.make_train_step(loss_fn, model=tiny.MODEL, graded_fn=graded_fn),
     backend=backend,
     donate=False,
   )
+
+
+def _parallel(loss_fn, state, batch, backend):
+  dp = _data_parallel(loss_fn, backend)
   new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
   grads = jax.tree.map(
     lambda a, b: np.asarray(a) - np.asarray(b), state.params, dp.get_state(new_state).params
@@ -100,8 +107,10 @@ def _sum_reference(n_pairs):
 
 
 @pytest.mark.parametrize("backend", ["shard_map", "pmap"])
-@pytest.mark.parametrize("n_pairs, rows", [(16, 16), (21, 24)])
+@pytest.mark.parametrize("n_pairs, rows", [(16, 16), (13, 16)])
 def test_sum_of_every_loss_on_eight_devices_equals_one_device(backend, n_pairs, rows):
+  """Unpadded, and 3 padding rows (the last device all padding, the one before half): one
+  compiled step of 16 rows per backend serves both."""
   _assert_same(
     SUM_FN, n_pairs, rows, backend, list(TERMS), reference=lambda *_: _sum_reference(n_pairs)
   )
