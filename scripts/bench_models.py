@@ -70,8 +70,8 @@ def sizes(args) -> dict[str, int]:
 
 def jitr_config(args, variant: str = "") -> dict:
   """The registry config of the bench's network; ``variant`` (SGR / SAF) is
-  ``REMAT:LENGTH_BUCKETS`` (e.g. ``full:1``: the whole block recomputed, every caption
-  at the padded length), empty for the model's defaults."""
+  ``REMAT:LENGTH_BUCKETS[:BLOCK_SIZE]`` (e.g. ``full:1``: the whole block recomputed,
+  every caption at the padded length), empty for the model's defaults."""
   s = sizes(args)
   if args.model == "vsrn":
     return dict(
@@ -97,11 +97,15 @@ def jitr_config(args, variant: str = "") -> dict:
 
 
 def parse_variant(variant: str) -> dict:
-  """``"dots:4"`` -> ``{"remat": "dots", "length_buckets": 4}``; ``""`` -> ``{}``."""
+  """``"REMAT:BUCKETS[:BLOCK]"``, e.g. ``"dots:4:16"`` -> ``{"remat": "dots",
+  "length_buckets": 4, "block_size": 16}``; ``""`` -> ``{}`` (the model's defaults)."""
   if not variant:
     return {}
-  remat, _, buckets = variant.partition(":")
-  return {"remat": remat, "length_buckets": int(buckets or 1)}
+  remat, buckets, *block = variant.split(":")
+  config = {"remat": remat, "length_buckets": int(buckets)}
+  if block:
+    config["block_size"] = int(block[0])
+  return config
 
 
 def _maxrss_bytes() -> int:
@@ -120,8 +124,10 @@ class JitrRunner:
     self.kind = f"jitr_{args.model}" + (f"[{variant}]" if variant else "")
     if variant:
       v = parse_variant(variant)
+      block = f", blocks of {v['block_size']}" if "block_size" in v else ""
       LABELS[self.kind] = (
-        f"jitr {args.model.upper()}, remat `{v['remat']}`, {v['length_buckets']} length bucket(s)"
+        f"jitr {args.model.upper()}, remat `{v['remat']}`, {v['length_buckets']} length "
+        f"bucket(s){block}"
       )
     self.model = make_model(jitr_config(args, variant), args.vocab)
     tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)

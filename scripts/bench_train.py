@@ -118,8 +118,8 @@ def _parse_args(argv=None):
   p.add_argument(
     "--variants",
     default="",
-    help="sgr / saf: comma list of jitr variants REMAT:LENGTH_BUCKETS timed side by side, "
-    "e.g. full:1,dots:4 (REMAT full / dots / none; default: the model's defaults)",
+    help="sgr / saf: comma list of jitr variants REMAT:LENGTH_BUCKETS[:BLOCK_SIZE] timed side "
+    "by side, e.g. full:1,full:8:8 (REMAT full / dots / none; default: the model's defaults)",
   )
   p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")

@@ -190,7 +190,7 @@ def score_all_pairs(
   eps: float,
   block_size: int,
   remat: str = "full",
-  n_length_buckets: int = 4,
+  n_length_buckets: int = 8,
 ) -> tuple[jax.Array, CaptionMoments | None]:
   """``sim [I, N]`` for all images against all ``N`` captions, ``block_size`` captions at
   a time (``lax.map`` over blocks).
