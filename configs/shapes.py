@@ -3,7 +3,10 @@
 NAME: ``triplet`` (VSE++ LMH), ``sndcg`` (triplet + Smooth-NDCG, sentence
 relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
 ``lseh`` (TF-IDF+SVD hard negatives), ``oracle`` (triplet + Smooth-NDCG on the
-exact relevance). scripts/shapes_table.py runs them all and prints the table.
+exact relevance), ``hmean`` (triplet + Smooth-NDCG on the harmonic mean of sentence
+RSC and the image-aware relevance of a teacher: the ``triplet`` row's workdir,
+``workdirs/shapes/triplet`` unless ``--config.graded.relevance`` names another, see
+``teacher_relevance``). scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
 
@@ -33,7 +36,16 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from configs import default  # noqa: E402
 
-VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle")
+VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle", "hmean")
+# variant -> the variant whose (vse) run is its teacher, trained on the same seed first
+TEACHERS = {"hmean": "triplet"}
+DEFAULT_TEACHER = "workdirs/shapes/triplet"
+
+
+def teacher_relevance(teacher_workdir: str) -> str:
+  """The ``hmean`` row's graded relevance: ``hmean(sentence RSC, teacher:WORKDIR)``."""
+  return f"hmean:vectors:sentence|teacher:{teacher_workdir}"
+
 
 SGRAF_SHAPES = dict(word_dim=128, embed_dim=64, sim_dim=16, sgr_step=3, num_region=3)
 # SGR / SAF: 2 epochs (warm-up, then the loss); captions cut at 32 tokens (0.3% of
@@ -116,4 +128,6 @@ def _loss_config(name: str) -> ml_collections.ConfigDict:
     c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
   elif name == "oracle":
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
+  elif name == "hmean":
+    c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(DEFAULT_TEACHER)})
   return c
