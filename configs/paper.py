@@ -146,9 +146,9 @@ MODELS = {
 }
 
 
-# shapes' rows but the oracle (jitr_shapes only) and hmean (its teacher is a shapes run:
-# give any LOSS a teacher with --config.graded.relevance='hmean:vectors:sentence|teacher:W')
-LOSSES = tuple(v for v in shapes.VARIANTS if v not in ("oracle", "hmean"))
+# shapes' rows but the oracle (jitr_shapes only) and the teacher-taught ones (their
+# teacher is a shapes run; give a teacher with --config.graded.relevance='teacher:W')
+LOSSES = tuple(v for v in shapes.VARIANTS if v != "oracle" and v not in shapes.TEACHER_SOURCES)
 
 
 def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:

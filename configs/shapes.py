@@ -6,7 +6,8 @@ relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
 exact relevance), ``hmean`` (triplet + Smooth-NDCG on the harmonic mean of sentence
 RSC and the image-aware relevance of a teacher: the ``triplet`` row's workdir,
 ``workdirs/shapes/triplet`` unless ``--config.graded.relevance`` names another, see
-``teacher_relevance``). scripts/shapes_table.py runs them all and prints the table.
+``teacher_relevance``), ``teacher`` (the same on the teacher's relevance alone).
+scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
 
@@ -36,15 +37,20 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from configs import default  # noqa: E402
 
-VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle", "hmean")
-# variant -> the variant whose (vse) run is its teacher, trained on the same seed first
-TEACHERS = {"hmean": "triplet"}
+VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle", "hmean", "teacher")
+# variant -> its graded relevance, "{}" standing for the teacher's workdir: the vse
+# triplet run of the same seed, trained first (DEFAULT_TEACHER unless given)
+TEACHER_SOURCES = {
+  "hmean": "hmean:vectors:sentence|teacher:{}",
+  "teacher": "teacher:{}",
+}
 DEFAULT_TEACHER = "workdirs/shapes/triplet"
 
 
-def teacher_relevance(teacher_workdir: str) -> str:
-  """The ``hmean`` row's graded relevance: ``hmean(sentence RSC, teacher:WORKDIR)``."""
-  return f"hmean:vectors:sentence|teacher:{teacher_workdir}"
+def teacher_relevance(name: str, teacher_workdir: str = DEFAULT_TEACHER) -> str:
+  """The graded relevance of a teacher-taught row (``TEACHER_SOURCES``), e.g.
+  ``hmean`` -> ``hmean(sentence RSC, teacher:WORKDIR)``."""
+  return TEACHER_SOURCES[name].format(teacher_workdir)
 
 
 SGRAF_SHAPES = dict(word_dim=128, embed_dim=64, sim_dim=16, sgr_step=3, num_region=3)
@@ -128,6 +134,6 @@ def _loss_config(name: str) -> ml_collections.ConfigDict:
     c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
   elif name == "oracle":
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
-  elif name == "hmean":
-    c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(DEFAULT_TEACHER)})
+  elif name in TEACHER_SOURCES:
+    c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(name)})
   return c

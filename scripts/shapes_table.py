@@ -9,7 +9,7 @@ exact relevance: one value per row for one seed, ``mean ± std`` over seeds
 (sample std) for several, and then each row's difference from the first row with
 ``*`` where it exceeds the seed-to-seed spread (``|Δmean| > std_a + std_b``).
 
-A ``hmean`` row's teacher is the ``vse`` ``triplet`` run of the same seed, trained
+A ``hmean`` or ``teacher`` row's teacher is the ``vse`` ``triplet`` run of the same seed, trained
 first (added to the runs if not asked for). With ``--jobs=J > 1`` seed 0's rows run
 one at a time (they build the dataset and each estimator's relevance records,
 shared by every seed), then the other seeds' rows up to J at once.
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from configs.shapes import MODELS, TEACHERS, VARIANTS, teacher_relevance  # noqa: E402
+from configs.shapes import MODELS, TEACHER_SOURCES, VARIANTS, teacher_relevance  # noqa: E402
 from jitr.training.reporting import RESULT_KEYS  # noqa: E402
 
 LABELS = {
@@ -44,6 +44,7 @@ LABELS = {
   "lseh": "LSEH (TF-IDF+SVD hard negatives)",
   "oracle": "triplet + Smooth-NDCG (oracle relevance)",
   "hmean": "triplet + Smooth-NDCG (hmean of sentence RSC and the triplet teacher)",
+  "teacher": "triplet + Smooth-NDCG (the triplet teacher's relevance)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: README's original rows)
 MODEL_LABELS = {"vse": "", "sgr": "SGR: ", "saf": "SAF: ", "vsrn": "VSRN: "}
@@ -67,9 +68,8 @@ class Run:
     return self.name if self.model == "vse" else f"{self.name},{self.model}"
 
   def teacher(self) -> Run | None:
-    """The run whose checkpoint teaches this one (``TEACHERS``), or None."""
-    name = TEACHERS.get(self.name)
-    return None if name is None else Run(name, "vse", self.seed)
+    """The run whose checkpoint teaches this one (the ``vse`` triplet of its seed), or None."""
+    return Run("triplet", "vse", self.seed) if self.name in TEACHER_SOURCES else None
 
 
 def plan(variants: Sequence[str], models: Sequence[str], seeds: int) -> list[Run]:
@@ -117,9 +117,7 @@ def format_tables(rows: Sequence[tuple[str, list[dict], list[float]]]) -> str:
     "|---|" + "---|" * (len(names) + 1 + several),
   ]
   for (label, per_seed, seconds), stat in zip(rows, stats):
-    cells = [
-      f"{mean:.2f} ± {std:.2f}" if several else f"{mean:.2f}" for mean, std in stat.values()
-    ]
+    cells = [f"{mean:.2f} ± {std:.2f}" if several else f"{mean:.2f}" for mean, std in stat.values()]
     took = f"{sum(seconds) / len(seconds):.0f}" if seconds else ""
     seeds = f"{len(per_seed)} | " if several else ""
     lines.append(f"| {label} | {seeds}" + " | ".join(cells) + f" | {took} |")
@@ -149,7 +147,7 @@ def command(run: Run, root: str, data_dir: str, overrides: Sequence[str]) -> lis
   ]
   teacher = run.teacher()
   if teacher is not None:
-    cmd.append(f"--config.graded.relevance={teacher_relevance(teacher.workdir(root))}")
+    cmd.append(f"--config.graded.relevance={teacher_relevance(run.name, teacher.workdir(root))}")
   return cmd + [f"--{o}" for o in overrides]
 
 
@@ -215,7 +213,9 @@ def main() -> None:
   models, variants = args.models.split(","), args.variants.split(",")
   unknown = [m for m in models if m not in MODELS] + [v for v in variants if v not in VARIANTS]
   if unknown:
-    parser.error(f"unknown {unknown}; expected --models of {list(MODELS)}, --variants of {VARIANTS}")
+    parser.error(
+      f"unknown {unknown}; expected --models of {list(MODELS)}, --variants of {VARIANTS}"
+    )
   if args.seeds < 1 or args.jobs < 1:
     parser.error("--seeds and --jobs must be at least 1")
   os.makedirs(args.root, exist_ok=True)
