@@ -6,7 +6,9 @@ relevance = configs/default.py), ``cmal2r``, ``sam`` (CIDEr-D margins),
 exact relevance), ``hmean`` (triplet + Smooth-NDCG on the harmonic mean of sentence
 RSC and the image-aware relevance of a teacher: the ``triplet`` row's workdir,
 ``workdirs/shapes/triplet`` unless ``--config.graded.relevance`` names another, see
-``teacher_relevance``), ``teacher`` (the same on the teacher's relevance alone).
+``teacher_relevance``), ``teacher`` (the same on the teacher's relevance alone),
+``calibrated`` (``sndcg`` with its sentence relevance calibrated by the CrowdFlower
+isotonic map, ``isotonic:crowdflower-sentence``).
 scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
@@ -37,7 +39,17 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from configs import default  # noqa: E402
 
-VARIANTS = ("triplet", "sndcg", "cmal2r", "sam", "lseh", "oracle", "hmean", "teacher")
+VARIANTS = (
+  "triplet",
+  "sndcg",
+  "cmal2r",
+  "sam",
+  "lseh",
+  "oracle",
+  "hmean",
+  "teacher",
+  "calibrated",
+)
 # variant -> its graded relevance, "{}" standing for the teacher's workdir: the vse
 # triplet run of the same seed, trained first (DEFAULT_TEACHER unless given)
 TEACHER_SOURCES = {
@@ -134,6 +146,8 @@ def _loss_config(name: str) -> ml_collections.ConfigDict:
     c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
   elif name == "oracle":
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
+  elif name == "calibrated":
+    c.calibration.relevance = "isotonic:crowdflower-sentence"
   elif name in TEACHER_SOURCES:
     c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(name)})
   return c

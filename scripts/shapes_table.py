@@ -45,6 +45,7 @@ LABELS = {
   "oracle": "triplet + Smooth-NDCG (oracle relevance)",
   "hmean": "triplet + Smooth-NDCG (hmean of sentence RSC and the triplet teacher)",
   "teacher": "triplet + Smooth-NDCG (the triplet teacher's relevance)",
+  "calibrated": "triplet + Smooth-NDCG (sentence RSC, CrowdFlower isotonic calibration)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: README's original rows)
 MODEL_LABELS = {"vse": "", "sgr": "SGR: ", "saf": "SAF: ", "vsrn": "VSRN: "}
