@@ -14,8 +14,9 @@ Each runner has ``kind``, ``run()`` (one train step, returns the loss unsynchron
   (dropout on), plus what training adds: the same loss (VSRN: + the caption NLL, mean
   over the batch), ``clip_grad_norm_(2)``, ``torch.optim.Adam(2e-4)``. Memory: the
   process's ``ru_maxrss`` growth over its first two steps, measured before any JAX
-  step runs (so JAX's buffers do not hide it); the parameters, Adam state and batch
-  allocated before are not in it.
+  step runs (so JAX's buffers do not hide it; the parameters, Adam state and batch
+  allocated before are not in it); with ``--torch_device=cuda``,
+  ``torch.cuda.max_memory_allocated`` over those steps (all of it).
 
 ``bench_eval`` times evaluation scoring (pairs/s): jitr's ``score_split`` against the
 official ``shard_attn_scores`` style (``torch.no_grad``, eval mode, shards of 100 images
@@ -25,7 +26,6 @@ official ``shard_attn_scores`` style (``torch.no_grad``, eval mode, shards of 10
 from __future__ import annotations
 
 import os
-import resource
 import sys
 import time
 
@@ -39,7 +39,15 @@ sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
 import jax  # noqa: E402
 import sgraf_reference  # noqa: E402
 import vsrn_reference  # noqa: E402
-from bench_recipe import CLIP, LR, OBJECTIVE, OPTIMIZER, torch_triplet  # noqa: E402
+from bench_recipe import (  # noqa: E402
+  CLIP,
+  LR,
+  OBJECTIVE,
+  OPTIMIZER,
+  gib,
+  torch_peak_memory,
+  torch_triplet,
+)
 
 from jitr import losses, training  # noqa: E402
 from jitr.data import pairs  # noqa: E402
@@ -108,14 +116,6 @@ def parse_variant(variant: str) -> dict:
   return config
 
 
-def _maxrss_bytes() -> int:
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-
-
-def _gib(n: float) -> str:
-  return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
-
-
 # ----------------------------------------------------------------------------- JAX
 
 
@@ -140,9 +140,9 @@ class JitrRunner:
     self.compile_s = time.perf_counter() - t0
     m = self.step.memory_analysis()
     self.memory = (
-      f"{_gib(m.temp_size_in_bytes + m.argument_size_in_bytes)} "
-      f"(XLA memory_analysis: temp {_gib(m.temp_size_in_bytes)} + "
-      f"arguments {_gib(m.argument_size_in_bytes)})"
+      f"{gib(m.temp_size_in_bytes + m.argument_size_in_bytes)} "
+      f"(XLA memory_analysis: temp {gib(m.temp_size_in_bytes)} + "
+      f"arguments {gib(m.argument_size_in_bytes)})"
     )
 
   def run(self):
@@ -201,17 +201,16 @@ class TorchRunner:
     self.kind = f"torch_{args.model}"
     self.vsrn = args.model == "vsrn"
     self.parts = torch_vsrn_parts(args) if self.vsrn else torch_sgraf_parts(args)
-    self.parts.train()
+    self.device = torch.device(args.torch_device)
+    self.parts.to(self.device).train()
     self.opt = torch.optim.Adam(self.parts.parameters(), lr=LR)
-    self.images = torch.from_numpy(batch["images"])
-    self.tokens = torch.from_numpy(batch["tokens"]).long()
-    self.lengths = [int(n) for n in batch["lengths"]]
+    self.images = torch.from_numpy(batch["images"]).to(self.device)
+    self.tokens = torch.from_numpy(batch["tokens"]).long().to(self.device)
+    self.lengths = [int(n) for n in batch["lengths"]]  # host ints, as packing wants
     t = self.tokens.shape[1]
-    self.mask = (torch.arange(t)[None] < torch.tensor(self.lengths)[:, None]).float()
-    before = _maxrss_bytes()
-    for _ in range(2):
-      self.sync(self.run())
-    self.memory = f"{_gib(_maxrss_bytes() - before)} (ru_maxrss growth over 2 steps)"
+    lengths = torch.tensor(self.lengths, device=self.device)
+    self.mask = (torch.arange(t, device=self.device)[None] < lengths[:, None]).float()
+    self.memory = torch_peak_memory(self.device, lambda: [self.sync(self.run()) for _ in range(2)])
 
   def loss(self) -> torch.Tensor:
     img_enc, txt_enc, third = self.parts
@@ -259,16 +258,17 @@ def _torch_shard_scores(parts, images, tokens, lengths, shard: int) -> np.ndarra
   """The official ``shard_attn_scores``: eval mode, no_grad, ``shard x shard`` blocks."""
   parts.eval()
   img_enc, txt_enc, sim_enc = parts
+  device = next(parts.parameters()).device
   with torch.no_grad():
-    img = img_enc(torch.from_numpy(images))
-    cap = txt_enc(torch.from_numpy(tokens).long(), [int(n) for n in lengths])
+    img = img_enc(torch.from_numpy(images).to(device))
+    cap = txt_enc(torch.from_numpy(tokens).long().to(device), [int(n) for n in lengths])
     sims = np.zeros((len(images), len(tokens)), np.float32)
     for i in range(0, len(images), shard):
       for c in range(0, len(tokens), shard):
         lens = [int(n) for n in lengths[c : c + shard]]
-        sims[i : i + shard, c : c + shard] = sim_enc(
-          img[i : i + shard], cap[c : c + shard], lens
-        ).numpy()
+        sims[i : i + shard, c : c + shard] = (
+          sim_enc(img[i : i + shard], cap[c : c + shard], lens).cpu().numpy()
+        )
   parts.train()
   return sims
 

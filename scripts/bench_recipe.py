@@ -17,8 +17,43 @@ def torch_triplet(sim: torch.Tensor) -> torch.Tensor:
   """VSE++ max-violation (LMH), both directions, mean over queries (as jitr):
   ``mean_i [α + max_{j≠i} s_ij − s_ii]_+ + mean_j [α + max_{i≠j} s_ij − s_jj]_+``."""
   d = sim.diag()
-  eye = torch.eye(sim.shape[0], dtype=torch.bool)
+  eye = torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device)
   neg = sim.masked_fill(eye, float("-inf"))
   i2t = torch.relu(MARGIN + neg.max(dim=1).values - d)
   t2i = torch.relu(MARGIN + neg.max(dim=0).values - d)
   return i2t.mean() + t2i.mean()
+
+
+def gib(n: float) -> str:
+  """Bytes as ``1.93 GiB`` (or ``711 MiB`` under one GiB)."""
+  return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def set_matmul_precision(precision: str) -> None:
+  """One float32 matrix-product precision for both frameworks (they differ by default on
+  GPU: JAX lets XLA use TF32, PyTorch does not): ``highest`` is true float32 in both,
+  ``tf32`` lets both use the TF32 tensor-core path. No effect on CPU."""
+  import jax
+
+  jax_name = {"highest": "highest", "tf32": "tensorfloat32"}[precision]
+  jax.config.update("jax_default_matmul_precision", jax_name)
+  torch.set_float32_matmul_precision({"highest": "highest", "tf32": "high"}[precision])
+  torch.backends.cudnn.allow_tf32 = precision == "tf32"
+
+
+def torch_peak_memory(device: torch.device, run_twice) -> str:
+  """Peak memory of two PyTorch steps: on CUDA ``max_memory_allocated`` (everything the
+  caching allocator handed out: parameters, Adam state, batch and activations); on CPU
+  the process's ``ru_maxrss`` growth (what was allocated before is not in it)."""
+  import resource
+
+  if device.type == "cuda":
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    run_twice()
+    peak = torch.cuda.max_memory_allocated(device)
+    return f"{gib(peak)} (torch.cuda.max_memory_allocated over 2 steps)"
+  before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  run_twice()
+  grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024  # KiB on Linux
+  return f"{gib(grown)} (ru_maxrss growth over 2 steps)"

@@ -121,6 +121,19 @@ def _parse_args(argv=None):
     help="sgr / saf: comma list of jitr variants REMAT:LENGTH_BUCKETS[:BLOCK_SIZE] timed side "
     "by side, e.g. full:1,full:8:8 (REMAT full / dots / none; default: the model's defaults)",
   )
+  p.add_argument(
+    "--torch_device",
+    default="cpu",
+    help="where PyTorch runs: cpu, or cuda to compare on a GPU (JAX runs on its default "
+    "backend, which is the GPU when jax has CUDA)",
+  )
+  p.add_argument(
+    "--precision",
+    default="highest",
+    choices=("highest", "tf32"),
+    help="float32 matrix products in both frameworks: highest (true float32) or tf32 "
+    "(tensor cores; JAX's own GPU default, not PyTorch's)",
+  )
   p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")
   args = p.parse_args(argv)
@@ -147,11 +160,22 @@ import jax.numpy as jnp  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_recipe import CLIP, LR, MARGIN, OBJECTIVE, OPTIMIZER, torch_triplet  # noqa: E402
+from bench_recipe import (  # noqa: E402
+  CLIP,
+  LR,
+  MARGIN,
+  OBJECTIVE,
+  OPTIMIZER,
+  set_matmul_precision,
+  torch_triplet,
+)
 
 from jitr import losses, models, training  # noqa: E402
 from jitr.data.vocab import bucket_length  # noqa: E402
 from jitr.models.retrieval_model import dual_encoder_model  # noqa: E402
+
+set_matmul_precision(ARGS.precision)
+TORCH_DEVICE = torch.device(ARGS.torch_device)
 
 # ----------------------------------------------------------------------------- data
 
@@ -294,10 +318,13 @@ class TorchRunner:
 
   def __init__(self, batch: dict[str, np.ndarray]):
     torch.manual_seed(0)
-    self.model = TorchVSE()
+    self.model = TorchVSE().to(TORCH_DEVICE)
     self.opt = torch.optim.Adam(self.model.parameters(), lr=LR)
-    self.images = torch.from_numpy(batch["images"])
-    self.tokens = torch.from_numpy(batch["tokens"]).long()
+    self.set_batch(batch)
+
+  def set_batch(self, batch: dict[str, np.ndarray]) -> None:
+    self.images = torch.from_numpy(batch["images"]).to(TORCH_DEVICE)
+    self.tokens = torch.from_numpy(batch["tokens"]).long().to(TORCH_DEVICE)
     self.lengths = torch.from_numpy(batch["lengths"]).long()  # CPU lengths, as pack wants
 
   def run(self) -> torch.Tensor:
@@ -468,9 +495,20 @@ def set_batch(runners, batch: dict[str, np.ndarray]) -> None:
     if isinstance(r, JaxRunner):
       r.batch = jax.device_put(jax_batch)
     else:
-      r.images = torch.from_numpy(batch["images"])
-      r.tokens = torch.from_numpy(batch["tokens"]).long()
-      r.lengths = torch.from_numpy(batch["lengths"]).long()
+      r.set_batch(batch)
+
+
+def environment_line() -> str:
+  """Versions, devices, threads, precision, the relevant environment and the load."""
+  torch_on = torch.cuda.get_device_name(TORCH_DEVICE) if TORCH_DEVICE.type == "cuda" else "cpu"
+  return (
+    f"jax {jax.__version__} ({jax.default_backend()}: {jax.devices()[0].device_kind}, "
+    f"{os.cpu_count()} cores), torch {torch.__version__} ({torch_on}, "
+    f"{torch.get_num_threads()} threads); float32 matmul precision {ARGS.precision}; "
+    f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, "
+    f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
+    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+  )
 
 
 def main_models() -> None:
@@ -491,12 +529,8 @@ def main_models() -> None:
       if ARGS.shapes_lengths
       else f"{ARGS.min_length or ARGS.length}–{ARGS.length} tokens"
     )
-    + f", Adam {LR} + clip "
-    f"{CLIP}, triplet max-violation margin {MARGIN}; jax {jax.__version__} "
-    f"({jax.default_backend()}, {os.cpu_count()} cores), torch {torch.__version__} "
-    f"({torch.get_num_threads()} threads); OMP_WAIT_POLICY="
-    f"{os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
-    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    + f", Adam {LR} + clip {CLIP}, triplet max-violation margin {MARGIN}; "
+    + environment_line()
   )
   rng = np.random.default_rng(0)
   batch = trim(make_batch(rng, min_length=ARGS.min_length or ARGS.length, max_length=ARGS.length))
@@ -538,11 +572,7 @@ def main() -> None:
   print(
     f"VSE++† train step: batch {ARGS.batch}, {ARGS.regions}×{ARGS.feature_dim} regions, "
     f"embed {ARGS.embed_dim}, word {ARGS.word_dim}, vocab {ARGS.vocab}, Adam + clip {CLIP}; "
-    f"jax {jax.__version__} ({jax.default_backend()}, {os.cpu_count()} cores), "
-    f"torch {torch.__version__} ({torch.get_num_threads()} threads); "
-    f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, "
-    f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')!r}; load average "
-    + " ".join(f"{x:.1f}" for x in os.getloadavg())
+    + environment_line()
   )
   rng = np.random.default_rng(0)
   fixed = make_batch(rng, min_length=ARGS.length, max_length=ARGS.length)

@@ -2,6 +2,7 @@
 jitr and of the PyTorch reference in a subprocess and prints both rows of each table."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -18,6 +19,8 @@ def test_bench_train_model_runs_one_tiny_step(model):
   args = ["--model", model, "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
   if model != "vsrn":  # two jitr variants side by side, lengths drawn from jitr_shapes
     args += ["--eval", "--variants", "full:1,full:4", "--shapes_lengths"]
+  else:  # the GPU comparison's flags, on the CPU
+    args += ["--torch_device", "cpu", "--precision", "tf32"]
   env = {**os.environ, "PYTHONPATH": ROOT}
   out = subprocess.run(
     [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
@@ -37,6 +40,10 @@ def test_bench_train_model_runs_one_tiny_step(model):
     lines = [line for line in out.stdout.splitlines() if line.startswith(row)]
     assert len(lines) == 2, (row, out.stdout)  # the time table and the memory table
   assert "XLA memory_analysis" in out.stdout and "ru_maxrss growth" in out.stdout
+  precision = "tf32" if model == "vsrn" else "highest"
+  assert re.search(
+    rf"torch \S+ \(cpu, \d+ threads\); float32 matmul precision {precision};", out.stdout
+  )
   if model != "vsrn":
     assert "(32 pairs)" in out.stdout
     assert "jitr_shapes' lengths cut at 6" in out.stdout

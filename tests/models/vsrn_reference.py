@@ -75,7 +75,11 @@ class TText(tnn.Module):
     x = self.embed(tokens)
     packed = tnn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     out, _ = tnn.utils.rnn.pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
-    idx = (torch.as_tensor(lengths) - 1).view(-1, 1, 1).expand(x.size(0), 1, out.size(2))
+    idx = (
+      (torch.as_tensor(lengths, device=out.device) - 1)
+      .view(-1, 1, 1)
+      .expand(x.size(0), 1, out.size(2))
+    )
     return t_l2norm(torch.gather(out, 1, idx).squeeze(1))
 
 
