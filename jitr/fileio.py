@@ -31,6 +31,7 @@ __all__ = [
   "TEMP_MARKER",
   "atomic_path",
   "host_tag",
+  "read_json",
   "read_utf8_lines",
   "temp_name",
   "write_bytes_atomic",
@@ -182,3 +183,22 @@ def read_utf8_lines(path: PathLike) -> list[str]:
         f"at column {err.start + 1}); expected UTF-8 text"
       ) from None
   return lines
+
+
+def read_json(path: PathLike, *, error: type[Exception] = ValueError, hint: str = "") -> Any:
+  """The JSON value in a UTF-8 file; one line naming the file when it cannot be read:
+  ``PATH:LINE: not valid JSON (MESSAGE, column C)HINT`` or ``PATH: not UTF-8 (byte offset
+  N); expected JSONHINT``, raised as ``error`` (``hint`` says what to do, e.g. ``"; delete
+  the folder and re-run"``). The caller checks the value's shape and whether the file
+  exists.
+  """
+  path = os.fspath(path)
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except UnicodeDecodeError as err:
+    raise error(f"{path}: not UTF-8 (byte offset {err.start}); expected JSON{hint}") from None
+  except json.JSONDecodeError as err:
+    raise error(
+      f"{path}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}){hint}"
+    ) from None

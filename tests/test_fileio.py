@@ -77,3 +77,24 @@ def test_docstring_example_runs():
 
   result = doctest.testmod(fileio, verbose=False)
   assert result.attempted > 0 and result.failed == 0
+
+
+class _Broken(ValueError):
+  pass
+
+
+def test_read_json_names_the_file_line_and_column_or_the_bad_byte(tmp_path):
+  good = tmp_path / "good.json"
+  good.write_text('{"a": [1, 2.5], "b": "é"}', encoding="utf-8")
+  assert fileio.read_json(good) == {"a": [1, 2.5], "b": "é"}
+  bad = tmp_path / "bad.json"
+  bad.write_text('{\n  "a": 1,\n  "b": \n}\n')
+  with pytest.raises(ValueError) as err:
+    fileio.read_json(bad)
+  assert str(err.value) == f"{bad}:4: not valid JSON (Expecting value, column 1)"
+  latin = tmp_path / "latin.json"
+  latin.write_bytes(b'{"a": "caf\xe9"}')
+  with pytest.raises(_Broken) as err:  # the caller's error type and hint
+    fileio.read_json(latin, error=_Broken, hint="; delete it")
+  assert str(err.value) == f"{latin}: not UTF-8 (byte offset 10); expected JSON; delete it"
+  assert latin.read_bytes() == b'{"a": "caf\xe9"}'  # reading never changes the file

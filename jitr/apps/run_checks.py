@@ -69,15 +69,7 @@ def read_workdir_config(workdir: str) -> dict[str, Any] | None:
   path = os.path.join(workdir, CONFIG_NAME)
   if not os.path.isfile(path):
     return None
-  try:
-    with open(path, encoding="utf-8") as f:
-      saved = json.load(f)
-  except UnicodeDecodeError as err:
-    raise ValueError(f"{path}: not UTF-8 (byte offset {err.start}); expected JSON") from None
-  except json.JSONDecodeError as err:
-    raise ValueError(
-      f"{path}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno})"
-    ) from None
+  saved = fileio.read_json(path)
   if not isinstance(saved, dict):
     raise ValueError(f"{path}: expected a JSON object, got {type(saved).__name__}")
   return saved

@@ -7,11 +7,11 @@ caption-list fingerprint or shard sha256 that differs from the header's.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from jitr import fileio
 from jitr.relevance import records
 
 SUPPORTED_SCHEMA_VERSIONS = (records.SCHEMA_VERSION,)
@@ -26,15 +26,7 @@ def _read_json(path: str) -> dict[str, Any]:
     raise RelevanceRecordsError(
       f"{path}: no relevance header (expected the output of jitr-precompute)"
     )
-  try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except json.JSONDecodeError as err:
-    raise RelevanceRecordsError(f"{path}: not valid JSON ({err})") from err
-  except UnicodeDecodeError as err:
-    raise RelevanceRecordsError(
-      f"{path}: not UTF-8 (byte {err.object[err.start]:#04x} at offset {err.start})"
-    ) from None
+  return fileio.read_json(path, error=RelevanceRecordsError)
 
 
 def _check_format(header: Mapping[str, Any], path: str) -> None:

@@ -10,12 +10,13 @@ a common length, plus their lengths.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from jitr import fileio
 
 PAD, START, END, UNK = "<pad>", "<start>", "<end>", "<unk>"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, START, END, UNK)
@@ -94,9 +95,7 @@ class Vocab:
 
   def save(self, path: str | os.PathLike) -> None:
     """Writes ``{"words": [...]}`` as JSON atomically (temp file + rename)."""
-    from jitr.fileio import write_json_atomic  # pylint: disable=g-import-not-at-top
-
-    write_json_atomic(
+    fileio.write_json_atomic(
       path, {"words": list(self.words)}, indent=None, sort_keys=False, ensure_ascii=False
     )
 
@@ -107,11 +106,7 @@ class Vocab:
     path = os.fspath(path)
     if not os.path.isfile(path):
       raise FileNotFoundError(f"Vocab.load: no vocabulary file at {path!r}")
-    try:
-      with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f"Vocab.load: {path!r} is not valid JSON: {e}") from None
+    data = fileio.read_json(path)
     words = data.get("words") if isinstance(data, dict) else None
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
       raise ValueError(f'Vocab.load: {path!r} must hold {{"words": [str, ...]}}')

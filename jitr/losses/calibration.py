@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +54,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jitr import fileio
 
 TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration_tables")
 
@@ -112,11 +113,7 @@ def load_table(name: str) -> IsotonicTable:
       f"isotonic:{name}: table file {path} not found "
       f"(shipped tables: {shipped_tables()}; or a path to a .json file)"
     )
-  try:
-    with open(path, encoding="utf-8") as f:
-      data = json.load(f)
-  except json.JSONDecodeError as err:
-    raise CalibrationError(f"{path}: not valid JSON ({err})") from None
+  data = fileio.read_json(path, error=CalibrationError)
   if not isinstance(data, dict) or "x" not in data or "y" not in data:
     raise CalibrationError(f"{path}: expected a JSON object with 'x' and 'y' lists")
   check_table(data["x"], data["y"], path)

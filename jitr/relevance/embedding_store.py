@@ -76,11 +76,7 @@ def _read_header(out_dir: str) -> dict[str, Any] | None:
   path = os.path.join(out_dir, HEADER_NAME)
   if not os.path.exists(path):
     return None
-  try:
-    with open(path, encoding="utf-8") as f:
-      header = json.load(f)
-  except (UnicodeDecodeError, json.JSONDecodeError) as err:
-    raise EmbeddingsCorruptError(f"{path}: not valid JSON ({err})") from None
+  header = fileio.read_json(path, error=EmbeddingsCorruptError)
   if not isinstance(header, dict) or header.get("format") != FORMAT:
     got = header.get("format") if isinstance(header, dict) else type(header).__name__
     raise EmbeddingsCorruptError(f"{path}: field 'format' is {got!r}, expected {FORMAT!r}")

@@ -212,17 +212,12 @@ def read_header_file(out_dir: str) -> dict[str, Any] | None:
   path = os.path.join(out_dir, HEADER_NAME)
   if not os.path.exists(path):
     return None
-  try:
-    with open(path, encoding="utf-8") as f:
-      header = json.load(f)
-  except json.JSONDecodeError as err:
-    raise RecordsCorruptError(
-      f"{path}: not valid JSON ({err}); delete the directory and re-run"
-    ) from err
+  header = fileio.read_json(
+    path, error=RecordsCorruptError, hint="; delete the directory and re-run"
+  )
   if not isinstance(header, dict) or header.get("format") != FORMAT:
-    raise RecordsMismatchError(
-      f"{path}: field 'format' is {header.get('format')!r}, expected {FORMAT!r}"
-    )
+    got = header.get("format") if isinstance(header, dict) else type(header).__name__
+    raise RecordsMismatchError(f"{path}: field 'format' is {got!r}, expected {FORMAT!r}")
   return header
 
 

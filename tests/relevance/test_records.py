@@ -479,3 +479,30 @@ def test_a_late_stale_header_write_is_corrected_by_its_writer(
   assert records.publish_header(out, identity) == header
   assert len(scans) == 3  # stale scan + write, re-scan differs, write + re-scan agrees
   assert folder_bytes(out) == complete
+
+
+@pytest.mark.parametrize(
+  ("text", "error", "message"),
+  [
+    ("[1, 2]\n", RecordsMismatchError, "relevance.json: field 'format' is 'list', expected "),
+    (
+      '{"format":\n',
+      records.RecordsCorruptError,
+      "relevance.json:2: not valid JSON (Expecting value, column 1); delete the directory",
+    ),
+  ],
+)
+def test_a_damaged_header_stops_the_writer_with_one_line(
+  small_caps_file, tmp_path, text, error, message
+):
+  """A re-run over a folder whose header is not a JSON object (or not JSON) names the
+  file, and touches nothing."""
+  cs = read_precomp_captions(str(small_caps_file))
+  out = tmp_path / "rel"
+  out.mkdir()
+  (out / "relevance.json").write_text(text)
+  with pytest.raises(error) as err:
+    write_relevance_records(str(out), cs, CiderEstimator(), top_k=5, log=quiet)
+  assert message in str(err.value)
+  assert sorted(os.listdir(out)) == ["relevance.json"]
+  assert (out / "relevance.json").read_text() == text
