@@ -135,6 +135,12 @@ def _parse_args(argv=None):
     "(tensor cores; JAX's own GPU default, not PyTorch's)",
   )
   p.add_argument("--profile", action="store_true", help="also time forward / backward pieces")
+  p.add_argument(
+    "--memory_only",
+    action="store_true",
+    help="sgr / saf / vsrn: compile jitr's step for each --variants entry and print its XLA "
+    "memory analysis (no PyTorch, no timing)",
+  )
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax is imported)")
   args = p.parse_args(argv)
   vsepp = args.model == "vsepp"
@@ -498,6 +504,13 @@ def set_batch(runners, batch: dict[str, np.ndarray]) -> None:
       r.set_batch(batch)
 
 
+def print_memory(runners) -> None:
+  print("\n| implementation | peak memory of the step |\n|---|---|")
+  for r in runners:
+    print(f"| {LABELS[r.kind]} | {r.memory} |")
+  sys.stdout.flush()
+
+
 def environment_line() -> str:
   """Versions, devices, threads, precision, the relevant environment and the load."""
   torch_on = torch.cuda.get_device_name(TORCH_DEVICE) if TORCH_DEVICE.type == "cuda" else "cpu"
@@ -534,13 +547,13 @@ def main_models() -> None:
   )
   rng = np.random.default_rng(0)
   batch = trim(make_batch(rng, min_length=ARGS.min_length or ARGS.length, max_length=ARGS.length))
-  runners = bench_models.build_runners(ARGS, batch, kinds)
+  runners = bench_models.build_runners(ARGS, batch, ["jitr"] if ARGS.memory_only else kinds)
   LABELS.update(bench_models.LABELS)  # the --variants' labels
+  if ARGS.memory_only:
+    return print_memory(runners)
   times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
   print_table(f"{ARGS.model.upper()} train step (T = {batch['tokens'].shape[1]})", times)
-  print("\n| implementation | peak memory of the step |\n|---|---|")
-  for r in runners:
-    print(f"| {LABELS[r.kind]} | {r.memory} |")
+  print_memory(runners)
   if ARGS.profile:
     bench_models.profile(runners)
   if ARGS.eval and ARGS.model in ("sgr", "saf"):

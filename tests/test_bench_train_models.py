@@ -49,3 +49,22 @@ def test_bench_train_model_runs_one_tiny_step(model):
     assert "jitr_shapes' lengths cut at 6" in out.stdout
     for row, count in (("| jitr `score_split`", 2), ("| PyTorch `shard_attn_scores`", 1)):
       assert sum(line.startswith(row) for line in out.stdout.splitlines()) == count, out.stdout
+
+
+@pytest.mark.slow
+def test_bench_train_memory_only_compiles_each_variant_and_prints_its_memory():
+  args = ["--model", "saf", "--tiny", "--memory_only", "--variants", "full:8:8,none:8:8"]
+  out = subprocess.run(
+    [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
+    capture_output=True,
+    text=True,
+    env={**os.environ, "PYTHONPATH": ROOT},
+    timeout=300,
+  )
+  assert out.returncode == 0, out.stderr[-3000:]
+  rows = [line for line in out.stdout.splitlines() if line.startswith("| jitr SAF")]
+  assert [row.split(" | ")[0] for row in rows] == [
+    f"| jitr SAF, remat `{remat}`, 8 length bucket(s), blocks of 8" for remat in ("full", "none")
+  ]
+  assert all("(XLA memory_analysis: temp " in row for row in rows)
+  assert "PyTorch" not in out.stdout and "ms/step" not in out.stdout  # nothing timed
