@@ -18,22 +18,44 @@ COLUMNS = (
 PERCENT = {"tau_b/i2t", "tau_b/t2i", "NDCG@10/i2t", "NDCG@10/t2i", "mAP@R/i2t", "mAP@R/t2i"}
 
 
-def estimated_relevance(name: str, captions, exact, *, estimator_kwargs=None):
-  """``[N_img, N_cap]`` relevance of estimator ``name`` fitted on ``captions`` (a CaptionSet),
-  positives 1; ``oracle`` is ``exact`` itself, ``constant`` 0.5 everywhere."""
+def estimated_relevance(name: str, captions, exact, *, estimator_kwargs=None, teacher=None):
+  """``[N_img, N_cap]`` relevance of estimator ``name`` over ``captions`` (a CaptionSet),
+  positives 1, and the positives mask:
+
+  * ``oracle``: ``exact`` itself; ``constant``: 0.5 everywhere;
+  * a registry name (``sentence``, ``lsa``, ``cider``): fitted on ``captions``,
+    ``clip(score / relevance_scale, 0, 1)``, with ``estimator_kwargs[name]``;
+  * ``teacher:WORKDIR``: ``(1 + cos(e_i, t_j))/2`` of the embeddings ``teacher(WORKDIR)``
+    returns (``losses.relevance_from_pair_embeddings``);
+  * ``hmean:A|B[|...]`` / ``mean:A|B[|...]``: the harmonic / arithmetic mean of the parts'
+    relevance, each part any of the above (``jitr.training.graded.COMBINERS``, as
+    training combines graded sources).
+  """
   import numpy as np
 
+  from jitr import losses
   from jitr.relevance.registry import make_estimator
+  from jitr.training.graded import COMBINERS, PART_SEPARATOR
 
   n_img, n_cap = len(captions.image_ids), len(captions.captions)
   owner = np.repeat(np.arange(n_img), np.diff(captions.image_offsets))
   positives = owner[None, :] == np.arange(n_img)[:, None]
-  if name == "oracle":
+  kind, _, rest = name.partition(":")
+  if kind in COMBINERS and rest:
+    kw = dict(estimator_kwargs=estimator_kwargs, teacher=teacher)
+    parts = [estimated_relevance(p, captions, exact, **kw)[0] for p in rest.split(PART_SEPARATOR)]
+    rel = np.asarray(COMBINERS[kind](*parts))
+  elif kind == "teacher" and rest:
+    if teacher is None:
+      raise ValueError(f"{name}: no teacher embeddings given (estimated_relevance(teacher=...))")
+    rel = np.asarray(losses.relevance_from_pair_embeddings(*teacher(rest)))
+  elif name == "oracle":
     rel = np.asarray(exact, np.float32)
   elif name == "constant":
     rel = np.full((n_img, n_cap), 0.5, np.float32)
   else:
-    estimator = make_estimator(name, **dict(estimator_kwargs or {})).fit(captions)
+    kwargs = dict((estimator_kwargs or {}).get(name, {}))
+    estimator = make_estimator(name, **kwargs).fit(captions)
     scores = estimator.image_scores(np.arange(n_img))
     rel = np.clip(np.asarray(scores, np.float64) / estimator.relevance_scale, 0.0, 1.0)
   return np.where(positives, 1.0, rel).astype(np.float32), positives

@@ -5,7 +5,10 @@
 For each split (val, test) of jitr_shapes (built under ``--data_dir`` if absent),
 each estimator (``oracle``: the exact relevance; ``constant``: 0.5 everywhere;
 ``sentence``, ``lsa``, ``cider``: fitted on the split's own captions as training
-fits them on train's) and each calibration chain (jitr.losses.calibration), the
+fits them on train's; ``teacher:WORKDIR``: ``(1 + cos)/2`` of a trained dual
+encoder's embeddings of the split's images and captions; ``hmean:A|B`` /
+``mean:A|B``: the harmonic / arithmetic mean of such estimators, as the graded
+sources of training combine them) and each calibration chain (jitr.losses.calibration), the
 estimator's in-split relevance is what training builds: ``clip(score / scale, 0,
 1)`` over image i's reference captions (RSC: ``(1 + max_k cos)/2``; CIDEr-D / 10
 over all captions rather than a top-K list), annotated positives 1. Image queries
@@ -23,6 +26,8 @@ Prints one markdown table and writes the rows as JSON (``--output``).
 
 from __future__ import annotations
 
+import os
+
 from absl import app, flags, logging
 
 from jitr.apps._cli import run_reporting_bad_input
@@ -39,7 +44,10 @@ _DATA_DIR = flags.DEFINE_string("data_dir", None, "TFDS data dir holding (or to 
 _SHAPES_CONFIG = flags.DEFINE_string("shapes_config", "default", "jitr_shapes config (or tiny).")
 _SPLITS = flags.DEFINE_list("splits", ["val", "test"], "Splits to score.")
 _ESTIMATORS = flags.DEFINE_list(
-  "estimators", ["oracle", "sentence", "lsa", "cider"], "oracle, constant or registry names."
+  "estimators",
+  ["oracle", "sentence", "lsa", "cider"],
+  "oracle, constant, registry names (sentence, lsa, cider), teacher:WORKDIR (a trained dual "
+  "encoder) and combinations hmean:A|B / mean:A|B of these.",
 )
 _CALIBRATIONS = flags.DEFINE_multi_string(
   "calibration", DEFAULT_CALIBRATIONS, "Calibration chains (repeat the flag for several)."
@@ -49,14 +57,23 @@ _LSA_K = flags.DEFINE_integer("lsa_k", 64, "lsa: SVD components (configs/default
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the rows as JSON to this file.")
 
 
-def _estimator_kwargs(name: str) -> dict:
-  if name == "sentence":
-    return {"show_progress": False} | ({"model": _MODEL.value} if _MODEL.value else {})
-  return {"lsa": {"k": _LSA_K.value}}.get(name, {})
+def _estimator_kwargs() -> dict[str, dict]:
+  """The registry estimators' settings, by name."""
+  sentence = {"show_progress": False} | ({"model": _MODEL.value} if _MODEL.value else {})
+  return {"sentence": sentence, "lsa": {"k": _LSA_K.value}}
+
+
+def _teacher_workdirs(names: list[str]) -> list[str]:
+  """The ``teacher:WORKDIR`` workdirs the estimators name (alone or inside a combination)."""
+  from jitr.training.graded import PART_SEPARATOR
+
+  parts = [p for n in names for p in n.partition(":")[2].split(PART_SEPARATOR)] + names
+  return list(dict.fromkeys(p.partition(":")[2] for p in parts if p.startswith("teacher:")))
 
 
 def _main() -> None:
   from jitr.apps.quality import estimated_relevance, format_table, quality_rows
+  from jitr.apps.teacher_relevance import shapes_split_embeddings
   from jitr.apps.wiring import caption_set
   from jitr.data import shapes_tfds
   from jitr.fileio import write_json_atomic
@@ -65,11 +82,15 @@ def _main() -> None:
   for spec in _CALIBRATIONS.value:  # bad chains fail before anything is computed
     parse_calibration(spec)
   shapes_tfds.build(_DATA_DIR.value, _SHAPES_CONFIG.value)
+  teachers = _teacher_workdirs(_ESTIMATORS.value)
   rows = []
   for split in _SPLITS.value:
     data = shapes_tfds.load_split(
-      split, data_dir=_DATA_DIR.value, config=_SHAPES_CONFIG.value, images=False
+      split, data_dir=_DATA_DIR.value, config=_SHAPES_CONFIG.value, images=bool(teachers)
     )
+    embeddings = {  # each teacher encodes the split once, whatever the estimators reuse it
+      w: shapes_split_embeddings(w, data, _SHAPES_CONFIG.value) for w in teachers
+    }
     exact = shapes_tfds.split_relevance(
       split, data_dir=_DATA_DIR.value, config=_SHAPES_CONFIG.value
     )
@@ -77,14 +98,19 @@ def _main() -> None:
     for name in _ESTIMATORS.value:
       logging.info("%s: %s", split, name)
       estimated, positives = estimated_relevance(
-        name, captions, exact, estimator_kwargs=_estimator_kwargs(name)
+        name, captions, exact, estimator_kwargs=_estimator_kwargs(), teacher=embeddings.get
       )
       for row in quality_rows(estimated, exact, positives, _CALIBRATIONS.value, log=logging.info):
         rows.append({"split": split, "estimator": name, **row})
   table = format_table(rows)
   print(table)
   if _OUTPUT.value:
-    meta = {"shapes_config": _SHAPES_CONFIG.value, "lsa_k": _LSA_K.value, "model": _MODEL.value}
+    meta = {
+      "shapes_config": _SHAPES_CONFIG.value,
+      "lsa_k": _LSA_K.value,
+      "model": _MODEL.value,
+      "teachers": {w: os.path.abspath(w) for w in teachers},
+    }
     write_json_atomic(_OUTPUT.value, {"settings": meta, "rows": rows})
 
 

@@ -206,3 +206,30 @@ def stored_teachers(config, train_split, vocab, captions: CaptionSet, data_dir: 
     workdir: teacher_embeddings(workdir, config, train_split, vocab, captions, data_dir)
     for workdir in teacher_workdirs(dict(config.graded))
   }
+
+
+def shapes_split_embeddings(
+  workdir: str, arrays: dict, shapes_config: str, *, batch_size: int = 500
+) -> tuple[Any, Any]:
+  """``(images [N_img, D], captions [N_cap, D])``: the teacher's l2-normalised embeddings
+  of any jitr_shapes split (``arrays`` of ``shapes_tfds.load_split(..., images=True)``),
+  its captions tokenised with the teacher's own vocabulary; not stored (for measuring
+  the teacher's relevance on val / test, which training never encodes).
+
+  Raises:
+    TeacherError: the workdir is not a dual encoder trained on ``jitr_shapes/shapes_config``
+      or has no checkpoint (one line naming it and why).
+  """
+  from jitr.data import shapes_split
+  from jitr.training.teacher import check_teacher_config, saved_checkpoint, split_embeddings
+
+  teacher = _teacher_config(workdir)
+  vocab = _teacher_vocab(workdir)
+  dataset = {"dataset": "jitr_shapes", "shapes_config": shapes_config}
+  check_teacher_config(workdir, teacher, dataset, len(vocab))
+  split = shapes_split.retrieval_split(
+    arrays, vocab, max_len=int(teacher.get("max_caption_len", 48))
+  )
+  which, _ = saved_checkpoint(workdir)
+  model, variables, _ = _restore(workdir, teacher, vocab, split, which)
+  return split_embeddings(model, variables, split, batch_size=batch_size)

@@ -68,7 +68,7 @@ def test_constant_estimate_ties_rank_in_index_order(tiny_val):
 
 def test_order_keeping_chains_keep_tau_and_ranking(tiny_val):
   _, captions, exact = tiny_val
-  est, positives = estimated_relevance("lsa", captions, exact, estimator_kwargs={"k": 16})
+  est, positives = estimated_relevance("lsa", captions, exact, estimator_kwargs={"lsa": {"k": 16}})
   none, squared = quality_rows(est, exact, positives, ["none", "power:2"], log=lambda _: None)
   fresh = kendalltau(np.ravel(est**2), exact.ravel(), variant="b").statistic
   assert squared["tau_b/i2t"] == pytest.approx(fresh)  # the shortcut is exact
@@ -113,3 +113,94 @@ def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
   )  # fmt: skip
   assert bad.returncode == 1
   assert "jitr-relevance-quality: error: calibration 'sharpen': unknown transform" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def teacher(tiny_val, tmp_path_factory):
+  """A saved (untrained) tiny vse teacher on the same data: ``(workdir, model, state)``."""
+  from tests.apps.test_teacher_relevance import make_teacher, tiny_config
+
+  data_dir, _, _ = tiny_val
+  workdir = tmp_path_factory.mktemp("teacher") / "vse"
+  model, state, _ = make_teacher(workdir, tiny_config(data_dir))
+  return workdir, model, state
+
+
+def _unit(x):
+  x = np.asarray(x, np.float64)
+  return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_teacher_and_combinations_by_hand(tiny_val, teacher):
+  """teacher:W is (1 + cos)/2 of the teacher's embeddings of the val split (its captions
+  tokenised with the teacher's vocabulary), positives 1; hmean / mean combine by hand."""
+  from jitr.apps.teacher_relevance import shapes_split_embeddings
+  from jitr.data import shapes_split, shapes_tfds
+  from jitr.data.vocab import Vocab
+
+  data_dir, captions, exact = tiny_val
+  workdir, model, state = teacher
+  arrays = shapes_tfds.load_split("val", data_dir=data_dir, config="tiny", images=True)
+  images, caps = shapes_split_embeddings(str(workdir), arrays, "tiny", batch_size=7)
+  split = shapes_split.retrieval_split(arrays, Vocab.load(str(workdir / "vocab.json")))
+  direct_img = _unit(model.encode_images(state.variables, split.images, split.image_mask))
+  direct_cap = _unit(model.encode_captions(state.variables, split.tokens, split.lengths))
+  np.testing.assert_allclose(images, direct_img, atol=1e-5)
+  np.testing.assert_allclose(caps, direct_cap, atol=1e-5)
+
+  spec = f"teacher:{workdir}"
+  lookup = {str(workdir): (images, caps)}.get
+  est, positives = estimated_relevance(spec, captions, exact, teacher=lookup)
+  want = np.where(positives, 1.0, (1.0 + direct_img @ direct_cap.T) / 2)
+  np.testing.assert_allclose(est, want, atol=1e-5)
+  assert positives.sum() == 50 and est.min() >= 0 and est.max() <= 1
+
+  hmean, _ = estimated_relevance(f"hmean:constant|{spec}", captions, exact, teacher=lookup)
+  np.testing.assert_allclose(hmean, np.where(positives, 1.0, want / (0.5 + want)), atol=1e-5)
+  mean, _ = estimated_relevance("mean:oracle|constant", captions, exact)
+  np.testing.assert_allclose(mean, np.where(positives, 1.0, (exact + 0.5) / 2), atol=1e-6)
+
+
+def test_command_scores_a_teacher_and_refuses_a_missing_one(tiny_val, teacher, tmp_path):
+  data_dir, captions, exact = tiny_val
+  workdir, model, state = teacher
+  spec = f"teacher:{workdir}"
+  script = str(pathlib.Path(sys.executable).with_name("jitr-relevance-quality"))
+  out = tmp_path / "quality.json"
+  done = subprocess.run(
+    [
+      script, f"--data_dir={data_dir}", "--shapes_config=tiny", "--splits=val",
+      f"--estimators={spec},hmean:constant|{spec}", "--calibration=none", f"--output={out}",
+    ],
+    cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  written = json.loads(out.read_text())
+  assert written["settings"]["teachers"] == {str(workdir): str(workdir)}
+  assert [r["estimator"] for r in written["rows"]] == [spec, f"hmean:constant|{spec}"]
+  # the same numbers as scoring the teacher's direct embeddings in this process
+  from jitr.data import shapes_split, shapes_tfds
+  from jitr.data.vocab import Vocab
+
+  arrays = shapes_tfds.load_split("val", data_dir=data_dir, config="tiny", images=True)
+  split = shapes_split.retrieval_split(arrays, Vocab.load(str(workdir / "vocab.json")))
+  img = model.encode_images(state.variables, split.images, split.image_mask)
+  cap = model.encode_captions(state.variables, split.tokens, split.lengths)
+  est, positives = estimated_relevance(spec, captions, exact, teacher=lambda _: (img, cap))
+  (want,) = quality_rows(est, exact, positives, ["none"], log=lambda _: None)
+  got = written["rows"][0]
+  for key, value in want.items():
+    assert got[key] == pytest.approx(value, abs=1e-4), key
+  assert f"| val | {spec} | `none` |" in done.stdout
+
+  missing = tmp_path / "nowhere"
+  bad = subprocess.run(
+    [script, f"--data_dir={data_dir}", "--shapes_config=tiny", f"--estimators=teacher:{missing}"],
+    cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+  )  # fmt: skip
+  assert bad.returncode == 1
+  assert bad.stderr.strip().splitlines()[-1] == (
+    f"jitr-relevance-quality: error: teacher:{missing}: no such workdir ({missing})"
+  )
