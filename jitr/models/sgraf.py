@@ -264,9 +264,10 @@ class SGRAFSimilarity(nn.Module):
   The globals are computed once per image / caption; the pairs are scored
   ``block_size`` captions at a time against all images, in length buckets, rematerialised
   in the backward pass (:func:`jitr.models.sgraf_head.score_all_pairs`). XLA
-  ``memory_analysis`` of a jitted SGR score + grad, 128 images x 128 captions, 36 regions,
-  8-16 words, dims 1024 / 256 (CPU): temporaries 0.96 GiB at the defaults (blocks of 8,
-  8 length buckets), 1.35 GiB at blocks of 16, 6.96 GiB storing every activation.
+  ``memory_analysis`` of the whole jitted SGR train step, 128 images x 128 captions, 36
+  regions, 8-16 words, dims 1024 / 256 (CPU, ``scripts/bench_train.py --memory_only``):
+  1.23 GiB at the defaults (blocks of 8, 8 length buckets), 1.61 GiB at blocks of 16,
+  28.28 GiB storing every activation (``remat="none"``).
   With captions split over devices, give each device all (gathered) images and
   its own captions: VisualSA's statistics are over all images and SAF's are per
   caption over all images, so only SAF's running-statistic update (sequential
