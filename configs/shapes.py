@@ -24,8 +24,10 @@ are narrow (embed 64, sim 16), cut captions at 32 tokens (0.3% of jitr_shapes' c
 are longer, up to 46) and train 2 epochs (the warm-up epoch, then the loss). Measured on
 the shared 2-core machine under load 5-8 (the run got under one core): a ``triplet,sgr``
 step took about 21 s at embed 256 / sim 64 / 48 words and about 4.5 s at the sizes here
-(2.3-2.5 s with the machine otherwise idle: about 40 minutes a row, still above target).
-VSRN, a dual encoder, trains the 4 epochs of the VSE rows.
+(2.3-2.5 s with the machine otherwise idle: about 40 minutes a row). Since the
+length-bucketed pair scoring (jitr.models.sgraf_head), a whole row takes 10-13 minutes
+for SGR and 5-7 for SAF on the shared cores (load 2-5), within the target.
+VSRN, a dual encoder, trains the 4 epochs of the VSE rows (6-9 minutes a row).
 """
 
 import pathlib
