@@ -37,6 +37,13 @@ Usage::
     OMP_WAIT_POLICY=passive python scripts/bench_train.py
     python scripts/bench_train.py --profile --min_length 0
     python scripts/bench_train.py --only jitr,jitr_unrolled,torch --rounds 5 --steps 4
+    python scripts/bench_train.py --model=sgr --torch_device=cuda   # both on a GPU
+    python scripts/bench_train.py --model=sgr --memory_only --variants=full:8:8,none:8:8
+
+On a GPU, ``--torch_device=cuda`` puts PyTorch there too (JAX takes the GPU by itself
+when its CUDA plugin is installed) and ``--precision`` sets one float32 matmul
+precision for both (``highest``: true float32, PyTorch's default; JAX's own default
+there lets XLA use TF32).
 """
 
 from __future__ import annotations
