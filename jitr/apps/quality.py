@@ -101,7 +101,8 @@ def format_table(rows: list[dict]) -> str:
   head = ["split", "estimator", "calibration"] + [title for _, title in COLUMNS]
   lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(COLUMNS)]
   for r in rows:
-    cells = [r["split"], r["estimator"], f"`{r['calibration']}`"]
+    estimator = r["estimator"].replace("|", "\\|")  # a combination's parts, not a new cell
+    cells = [r["split"], estimator, f"`{r['calibration']}`"]
     for key, _ in COLUMNS:
       v = r[key]
       cells.append(f"{100 * v:.1f}" if key in PERCENT else f"{v:.3f}")

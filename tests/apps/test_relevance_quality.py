@@ -193,6 +193,7 @@ def test_command_scores_a_teacher_and_refuses_a_missing_one(tiny_val, teacher, t
   for key, value in want.items():
     assert got[key] == pytest.approx(value, abs=1e-4), key
   assert f"| val | {spec} | `none` |" in done.stdout
+  assert f"| val | hmean:constant\\|{spec} | `none` |" in done.stdout  # the | escaped
 
   missing = tmp_path / "nowhere"
   bad = subprocess.run(
