@@ -13,6 +13,19 @@ pytest.importorskip("torch")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
+def _run_bench(args: list[str]) -> subprocess.CompletedProcess:
+  """``scripts/bench_train.py ARGS`` in a subprocess; asserts it exits 0."""
+  out = subprocess.run(
+    [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
+    capture_output=True,
+    text=True,
+    env={**os.environ, "PYTHONPATH": ROOT},
+    timeout=300,
+  )
+  assert out.returncode == 0, out.stderr[-3000:]
+  return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["sgr", "vsrn"])  # saf runs the same code as sgr
 def test_bench_train_model_runs_one_tiny_step(model):
@@ -21,15 +34,7 @@ def test_bench_train_model_runs_one_tiny_step(model):
     args += ["--eval", "--variants", "full:1,full:4", "--shapes_lengths"]
   else:  # the GPU comparison's flags, on the CPU
     args += ["--torch_device", "cpu", "--precision", "tf32"]
-  env = {**os.environ, "PYTHONPATH": ROOT}
-  out = subprocess.run(
-    [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
-    capture_output=True,
-    text=True,
-    env=env,
-    timeout=300,
-  )
-  assert out.returncode == 0, out.stderr[-3000:]
+  out = _run_bench(args)
   name = model.upper()
   jitr_rows = (
     [f"| jitr {name} ("]
@@ -53,15 +58,7 @@ def test_bench_train_model_runs_one_tiny_step(model):
 
 @pytest.mark.slow
 def test_bench_train_memory_only_compiles_each_variant_and_prints_its_memory():
-  args = ["--model", "saf", "--tiny", "--memory_only", "--variants", "full:8:8,none:8:8"]
-  out = subprocess.run(
-    [sys.executable, os.path.join(ROOT, "scripts", "bench_train.py"), *args],
-    capture_output=True,
-    text=True,
-    env={**os.environ, "PYTHONPATH": ROOT},
-    timeout=300,
-  )
-  assert out.returncode == 0, out.stderr[-3000:]
+  out = _run_bench(["--model", "saf", "--tiny", "--memory_only", "--variants", "full:8:8,none:8:8"])
   rows = [line for line in out.stdout.splitlines() if line.startswith("| jitr SAF")]
   assert [row.split(" | ")[0] for row in rows] == [
     f"| jitr SAF, remat `{remat}`, 8 length bucket(s), blocks of 8" for remat in ("full", "none")
