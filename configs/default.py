@@ -57,6 +57,7 @@ def get_config() -> ml_collections.ConfigDict:
       "sentence": {"model": "all-MiniLM-L6-v2"},
       "lsa": {"k": 64},  # LSEH's 400 needs a richer vocabulary than jitr_shapes' 135 words
       "cider": {},
+      "tokens": {"codebook_size": 256},  # token coverage (coverage:tokens)
     }
   )
   c.top_k = 100  # length of the top-K lists of "topk:" sources

@@ -8,7 +8,10 @@ RSC and the image-aware relevance of a teacher: the ``triplet`` row's workdir,
 ``workdirs/shapes/triplet`` unless ``--config.graded.relevance`` names another, see
 ``teacher_relevance``), ``teacher`` (the same on the teacher's relevance alone),
 ``calibrated`` (``sndcg`` with its sentence relevance calibrated by the CrowdFlower
-isotonic map, ``isotonic:crowdflower-sentence``).
+isotonic map, ``isotonic:crowdflower-sentence``), ``coverage`` (``sndcg`` on token
+coverage, ``coverage:tokens``: how much of each caption the image's references state,
+:mod:`jitr.relevance.token_coverage`), ``coverage_hmean`` (on the harmonic mean of
+token coverage and the teacher's relevance).
 scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
@@ -51,12 +54,15 @@ VARIANTS = (
   "hmean",
   "teacher",
   "calibrated",
+  "coverage",
+  "coverage_hmean",
 )
 # variant -> its graded relevance, "{}" standing for the teacher's workdir: the vse
 # triplet run of the same seed, trained first (DEFAULT_TEACHER unless given)
 TEACHER_SOURCES = {
   "hmean": "hmean:vectors:sentence|teacher:{}",
   "teacher": "teacher:{}",
+  "coverage_hmean": "hmean:coverage:tokens|teacher:{}",
 }
 DEFAULT_TEACHER = "workdirs/shapes/triplet"
 
@@ -150,6 +156,8 @@ def _loss_config(name: str) -> ml_collections.ConfigDict:
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
   elif name == "calibrated":
     c.calibration.relevance = "isotonic:crowdflower-sentence"
+  elif name == "coverage":
+    c.graded = ml_collections.ConfigDict({"relevance": "coverage:tokens"})
   elif name in TEACHER_SOURCES:
     c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(name)})
   return c

@@ -46,6 +46,8 @@ LABELS = {
   "hmean": "triplet + Smooth-NDCG (hmean of sentence RSC and the triplet teacher)",
   "teacher": "triplet + Smooth-NDCG (the triplet teacher's relevance)",
   "calibrated": "triplet + Smooth-NDCG (sentence RSC, CrowdFlower isotonic calibration)",
+  "coverage": "triplet + Smooth-NDCG (token coverage)",
+  "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: README's original rows)
 MODEL_LABELS = {"vse": "", "sgr": "SGR: ", "saf": "SAF: ", "vsrn": "VSRN: "}

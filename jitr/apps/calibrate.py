@@ -72,7 +72,7 @@ def _main() -> None:
     }.get(name, {})
     estimator = make_estimator(name, **kwargs)
     logging.info("scoring %d judged pairs with %s", len(protocol.candidates), name)
-    if estimator.is_cosine:
+    if estimator.stores_vectors:  # fitted on the corpus (cosine: LSA's vocabulary; tokens: idf)
       estimator.fit(captions)
     scores = estimator.pair_scores(protocol.candidates, protocol.reference_sets)
     x = np.clip(np.asarray(scores, np.float64) / estimator.relevance_scale, 0.0, 1.0)

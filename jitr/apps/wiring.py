@@ -48,6 +48,23 @@ def caption_set(caption_list, per_image: int, dataset: str):
   )
 
 
+# graded source kind -> the relevance kind its estimator's stored vectors must have
+VECTOR_KINDS = {"vectors": "cosine", "cosine": "cosine", "coverage": "coverage"}
+
+
+def check_vectors_kind(source, relevance_kind: str) -> None:
+  """Refuse a vectors source whose estimator stores the other kind of vectors, e.g.
+  ``vectors:tokens`` (RSC over coverage profiles) or ``coverage:sentence``."""
+  wanted = VECTOR_KINDS.get(source.kind)
+  if wanted is not None and relevance_kind != wanted:
+    right = [k for k, v in VECTOR_KINDS.items() if v == relevance_kind]
+    raise ValueError(
+      f"graded source {source.spec()!r}: {source.kind}: reads {wanted} vectors, but the "
+      f"{source.estimator} estimator's are {relevance_kind}"
+      + (f"; use {right[-1]}:{source.estimator}" if right else "")
+    )
+
+
 def stored_relevance(
   caption_list, per_image: int, dataset: str, config, data_dir: str
 ) -> tuple[dict, dict, dict]:
@@ -74,6 +91,7 @@ def stored_relevance(
     estimator = make_estimator(
       source.estimator, **dict(config.estimators.get(source.estimator, {}))
     )
+    check_vectors_kind(source, estimator.relevance_kind)
     top_k = config.top_k if source.stored == "topk" else None
     out = relevance_records_dir(data_dir, dataset, estimator, top_k=top_k)
     write_relevance_records(

@@ -21,6 +21,7 @@ from jitr.losses.relevance import (
   reference_cosine,
   relevance_from_embeddings,
   relevance_from_pair_embeddings,
+  relevance_from_token_coverage,
   relevance_from_topk,
   topk_score_matrix,
 )
@@ -46,6 +47,7 @@ __all__ = [
   "reference_cosine",
   "relevance_from_embeddings",
   "relevance_from_pair_embeddings",
+  "relevance_from_token_coverage",
   "relevance_from_topk",
   "semantic_hard_negatives",
   "semantic_margin_triplet",

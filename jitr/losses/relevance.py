@@ -10,7 +10,9 @@ Two kinds of stored data (see :mod:`jitr.relevance.records`) become an
 * top-K lists of any estimator: :func:`topk_score_matrix` (the raw scores, SAM's
   phi) and :func:`relevance_from_topk` (``clip(score / scale, 0, 1)``, positives 1);
 * a teacher dual encoder's image and caption embeddings:
-  :func:`relevance_from_pair_embeddings` (``(1 + cos(e_i, t_j)) / 2``, positives 1).
+  :func:`relevance_from_pair_embeddings` (``(1 + cos(e_i, t_j)) / 2``, positives 1);
+* token-coverage profiles (the ``tokens`` estimator): how much of each caption the
+  image's references cover, :func:`relevance_from_token_coverage`, positives 1.
 
 Several relevance matrices combine elementwise by :func:`harmonic_mean_relevance`
 (``2ab/(a+b)``, as RefCLIP-S combines its image and reference scores) or
@@ -203,6 +205,44 @@ def relevance_from_pair_embeddings(
     l2_normalize(caption_embeddings.astype(jnp.float32)),
   )
   return _with_positives(jnp.clip((1.0 + cosine) / 2.0, 0.0, 1.0), positives)
+
+
+def relevance_from_token_coverage(
+  reference_profiles: jax.Array,
+  caption_profiles: jax.Array,
+  *,
+  positives: jax.Array | None = None,
+) -> jax.Array:
+  """``r(V_i, T_j) = clip(Σ_c h_j[c] · max_k m(T_i^k)[c], 0, 1)``, positives set to 1.
+
+  Each stored vector is ``[m ; h]`` (``jitr.relevance.token_coverage``): ``m[c]`` the
+  best cosine between codebook entry ``c`` and any token of the caption, ``h[c]`` the
+  caption's idf-weighted share of tokens nearest to entry ``c`` (``Σ_c h[c] = 1``). So
+  ``r`` is the idf-weighted mean, over the caption's tokens, of how well the image's
+  references cover each token (a BERTScore precision through the codebook): a
+  partial caption whose every token the references state scores about 1.
+
+  Args:
+    reference_profiles: ``[N_img, K, 2C]`` vectors of each image's K references.
+    caption_profiles: ``[N_txt, 2C]`` vectors of the batch's captions.
+    positives: optional bool ``[N_img, N_txt]``; those pairs get relevance 1.
+
+  Returns:
+    ``[N_img, N_txt]`` relevance in [0, 1].
+
+  >>> import jax.numpy as jnp
+  >>> refs = jnp.array([[[0.9, 0.1, 1.0, 0.0], [0.2, 0.8, 0.0, 1.0]]])  # m ; h of 2 refs
+  >>> caps = jnp.array([[1.0, 0.3, 0.5, 0.5], [0.1, 0.2, 0.0, 1.0]])
+  >>> [round(float(r), 4) for r in relevance_from_token_coverage(refs, caps)[0]]
+  [0.85, 0.8]
+  """
+  chex.assert_rank([reference_profiles, caption_profiles], [3, 2])
+  chex.assert_axis_dimension(caption_profiles, 1, reference_profiles.shape[2])
+  codes = reference_profiles.shape[2] // 2
+  image_cover = jnp.max(reference_profiles[..., :codes].astype(jnp.float32), axis=1)
+  shares = caption_profiles[:, codes:].astype(jnp.float32)
+  coverage = jnp.einsum("ic,jc->ij", image_cover, shares)
+  return _with_positives(jnp.clip(coverage, 0.0, 1.0), positives)
 
 
 def harmonic_mean_relevance(*relevances: jax.Array) -> jax.Array:

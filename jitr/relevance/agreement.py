@@ -225,7 +225,8 @@ def score_protocol(
   ``sentence (mean)``, ``sentence (smooth max)`` (log-mean-exp, T = 0.05); the
   same three for ``lsa``; with several
   estimators, rank-mean ensembles of their default rows (``a + b``).
-  LSA is fitted on ``captions`` (the whole caption corpus).
+  ``tokens`` -> ``tokens (coverage)`` (:mod:`jitr.relevance.token_coverage`). LSA and
+  tokens are fitted on ``captions`` (the whole caption corpus).
   """
   from jitr.relevance.registry import make_estimator
 
@@ -250,8 +251,14 @@ def score_protocol(
           protocol.candidates, protocol.reference_sets, aggregate=agg
         )
       defaults[name] = out[f"{name} (max)"]
+    elif name == "tokens":  # token coverage: idf and codebook fitted on the caption corpus
+      kwargs = {"model": sentence_model} if sentence_model else {}
+      est = make_estimator("tokens", **kwargs).fit(captions)
+      out["tokens (coverage)"] = defaults["tokens"] = est.pair_scores(
+        protocol.candidates, protocol.reference_sets
+      )
     else:
-      raise ValueError(f"unknown estimator {name!r} (expected sentence, cider or lsa)")
+      raise ValueError(f"unknown estimator {name!r} (expected sentence, cider, lsa or tokens)")
   names = list(defaults)
   if len(names) >= 2:
     for a in range(len(names)):

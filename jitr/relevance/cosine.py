@@ -76,6 +76,8 @@ class CosineEstimator(RelevanceEstimator):
   """Base of the cosine estimators; subclasses implement :meth:`embed`."""
 
   is_cosine = True
+  stores_vectors = True
+  relevance_kind = "cosine"
   relevance_scale = 1.0
 
   def __init__(self, aggregate: str = "max") -> None:

@@ -77,6 +77,10 @@ class RelevanceEstimator(abc.ABC):
   name: ClassVar[str]
   is_cosine: ClassVar[bool]
   relevance_scale: ClassVar[float]
+  # per-caption vectors to store (cosine estimators, token coverage), and what their
+  # relevance is: "cosine" (RSC), "coverage" (token coverage) or "score" (top-K lists)
+  stores_vectors: ClassVar[bool] = False
+  relevance_kind: ClassVar[str] = "score"
 
   def __init__(self) -> None:
     self._captions: CaptionSet | None = None
@@ -114,10 +118,8 @@ class RelevanceEstimator(abc.ABC):
     """Score of ``candidates[p]`` against the references ``reference_sets[p]`` (raw texts)."""
 
   def caption_vectors(self, caption_indices: np.ndarray) -> np.ndarray:
-    """``[n, D]`` float32 unit-norm vectors of the given captions (cosine estimators only)."""
-    raise NotImplementedError(
-      f"the {self.name} estimator has no per-caption vectors (it is not a cosine)"
-    )
+    """``[n, D]`` float32 vectors of the given captions (``stores_vectors`` estimators only)."""
+    raise NotImplementedError(f"the {self.name} estimator has no per-caption vectors")
 
   def image_scores(self, images: np.ndarray) -> np.ndarray:
     """``[len(images), N_cap]`` scores of every caption for the given images."""

@@ -27,7 +27,7 @@ key                    type     value
 ``estimator``, ``model``, ``params`` (estimator hyper-parameters), ``dataset``
 (``source``, ``fingerprint`` = sha256 of the caption list, ``num_images``,
 ``num_captions``, ``captions_per_image``), ``contents`` (``vectors``, ``dim``,
-``top_k``), ``relevance`` (``kind`` = ``cosine`` or ``score``, ``scale``:
+``top_k``), ``relevance`` (``kind`` = ``cosine``, ``coverage`` or ``score``, ``scale``:
 relevance = ``clip(score / scale, 0, 1)``), ``fit_sha256`` (digest of the fitted
 estimator, :func:`fit_digest`), ``images_per_shard``, ``num_shards`` and
 ``shards``: per shard ``null`` until it is complete, then ``{file, images:
@@ -180,7 +180,7 @@ def make_header(
     },
     "contents": {"vectors": bool(vectors), "dim": dim if vectors else None, "top_k": top_k},
     "relevance": {
-      "kind": "cosine" if estimator.is_cosine else "score",
+      "kind": estimator.relevance_kind,
       "scale": float(estimator.relevance_scale),
     },
     "images_per_shard": images_per_shard,
@@ -198,7 +198,7 @@ def fit_digest(estimator: RelevanceEstimator, captions: CaptionSet) -> str:
   non-deterministic fit) get different digests and are refused, since their
   shards would not match.
   """
-  if estimator.is_cosine:
+  if estimator.stores_vectors:
     n = captions.num_captions
     probe = estimator.caption_vectors(np.unique(np.linspace(0, n - 1, min(16, n)).astype(np.int64)))
   else:
@@ -415,6 +415,16 @@ def shard_is_complete(out_dir: str, entry: dict[str, Any] | None) -> bool:
   return cached_file_sha256(path) == entry.get("sha256")
 
 
+def is_complete_set(out_dir: str, header: dict[str, Any], contents: dict[str, Any]) -> bool:
+  """Whether ``header`` stores ``contents`` (vectors / top-K; the dimension aside) and
+  every one of its shards is complete: a finished set that a later run only reads,
+  without the estimator's fit (minutes for the ``tokens`` estimator)."""
+  have = header.get("contents") or {}
+  same = all(have.get(k) == contents.get(k) for k in ("vectors", "top_k"))
+  shards = header.get("shards") or []
+  return same and bool(shards) and all(shard_is_complete(out_dir, e) for e in shards)
+
+
 def complete_entry(out_dir: str, index: int, identity: dict[str, Any]) -> dict[str, Any] | None:
   """Shard ``index``'s header entry if its manifest and file are complete, else ``None``.
 
@@ -495,7 +505,7 @@ def write_relevance_records(
     captions: the dataset's captions.
     estimator: an unfitted estimator (fitted here after the cheap checks) or,
       with ``fit=False``, one already fitted on ``captions``.
-    vectors: store per-caption vectors; default: ``estimator.is_cosine``.
+    vectors: store per-caption vectors; default: ``estimator.stores_vectors``.
     top_k: store the K best captions per image (default: 100 for non-cosine estimators).
     images_per_shard: images per TFRecord shard.
     num_workers: how many workers share the shards (``N >= 1``).
@@ -516,10 +526,10 @@ def write_relevance_records(
     raise ValueError(f"images_per_shard={images_per_shard!r}: expected a whole number >= 1")
   if images_per_shard < 1:
     raise ValueError(f"images_per_shard={images_per_shard}: expected a whole number >= 1")
-  vectors = estimator.is_cosine if vectors is None else vectors
-  if top_k is None and not estimator.is_cosine:
+  vectors = estimator.stores_vectors if vectors is None else vectors
+  if top_k is None and not estimator.stores_vectors:
     top_k = 100
-  if vectors and not estimator.is_cosine:
+  if vectors and not estimator.stores_vectors:
     raise ValueError(
       f"the {estimator.name} estimator has no per-caption vectors; pass --top_k instead"
     )
@@ -538,6 +548,9 @@ def write_relevance_records(
   if existing is not None:
     keys = tuple(k for k in _IDENTITY_KEYS if k != "contents")
     check_compatible(existing, wanted, header_path, keys)
+    if is_complete_set(out_dir, existing, wanted["contents"]):
+      log(f"{out_dir}: every shard complete, reused without fitting the estimator")
+      return existing
   remove_stale_tmp_files(out_dir, log)
 
   # 2. fit, then the full identity (vector dimension, fit digest) and the header

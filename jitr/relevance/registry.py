@@ -6,7 +6,7 @@ nothing heavy at import time (torch, scikit-learn load on first use), so
 listing them here costs little.
 
 >>> sorted(ESTIMATORS)
-['cider', 'lsa', 'sentence']
+['cider', 'lsa', 'sentence', 'tokens']
 >>> make_estimator("lsa", k=8).params()["k"]
 8
 """
@@ -20,9 +20,10 @@ from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.lsa import LsaEstimator
 from jitr.relevance.sentence import SentenceEstimator
+from jitr.relevance.token_coverage import TokenCoverageEstimator
 
 ESTIMATORS: Mapping[str, type[RelevanceEstimator]] = {
-  cls.name: cls for cls in (SentenceEstimator, CiderEstimator, LsaEstimator)
+  cls.name: cls for cls in (SentenceEstimator, CiderEstimator, LsaEstimator, TokenCoverageEstimator)
 }
 
 
@@ -35,7 +36,7 @@ def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
   >>> make_estimator("bm25")
   Traceback (most recent call last):
   ...
-  ValueError: unknown estimator 'bm25' (expected one of ['cider', 'lsa', 'sentence'])
+  ValueError: unknown estimator 'bm25' (expected one of ['cider', 'lsa', 'sentence', 'tokens'])
   """
   if name not in ESTIMATORS:
     raise ValueError(f"unknown estimator {name!r} (expected one of {sorted(ESTIMATORS)})")

@@ -7,6 +7,10 @@ source, resolved through the registry :data:`SOURCES` (parsed by
 * ``"vectors:NAME"`` -- RSC relevance ``(1 + agg_k cos(ref_ik, cap_j))/2`` from the
   caption vectors of a cosine estimator (``sentence``, ``lsa``), positives 1;
 * ``"cosine:NAME"`` -- the raw ``agg_k cos(ref_ik, cap_j)`` in [-1, 1] (LSEH's S);
+* ``"coverage:NAME"`` -- token coverage ``clip(Σ_c h_j[c] · max_k m_ik[c], 0, 1)`` from
+  the stored ``[m ; h]`` vectors of a coverage estimator (``tokens``,
+  :mod:`jitr.relevance.token_coverage`): how much of caption j the image's
+  references state, positives 1;
 * ``"topk:NAME"`` -- raw scores of an estimator's top-K lists (CIDEr-D for SAM's
   phi), 0 for captions outside an image's list; positives keep their score;
 * ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1;
@@ -84,6 +88,11 @@ def _cosine(images, captions, positives, estimator, aggregate):
   return rel.reference_cosine(refs, caps, aggregate=aggregate)
 
 
+def _coverage(images, captions, positives, estimator, aggregate):
+  refs, caps = _references(images, captions, estimator)
+  return rel.relevance_from_token_coverage(refs, caps, positives=positives)
+
+
 def _topk(images, captions, positives, estimator, aggregate):
   return rel.topk_score_matrix(
     images[f"topk/{estimator}/indices"],
@@ -115,6 +124,7 @@ def _teacher(images, captions, positives, estimator, aggregate):
 SOURCES: Mapping[str, SourceKind] = {
   "vectors": SourceKind("vectors", _rsc),
   "cosine": SourceKind("vectors", _cosine),
+  "coverage": SourceKind("vectors", _coverage),
   "topk": SourceKind("topk", _topk),
   "oracle": SourceKind(None, _oracle),
   "teacher": SourceKind("teacher", _teacher),
@@ -176,7 +186,8 @@ def _parse_plain(source: str, whole: str) -> GradedSource:
   if entry is None or (reads_estimator and not name) or (not reads_estimator and colon):
     raise ValueError(
       f"graded source {whole!r}: expected one of {_source_forms()} (e.g. 'vectors:sentence', "
-      "'topk:cider', 'teacher:workdirs/vse', 'hmean:vectors:sentence|teacher:workdirs/vse')"
+      "'topk:cider', 'coverage:tokens', 'teacher:workdirs/vse', "
+      "'hmean:vectors:sentence|teacher:workdirs/vse')"
     )
   return GradedSource(kind, name or None)
 

@@ -387,7 +387,7 @@ def test_two_workers_write_the_bytes_of_one_process(small_caps_file, tmp_path):
     split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=3, worker_index=2,
     log=lines.append,
   )  # fmt: skip
-  assert lines == ["worker 2 of 3: 1 of 3 shards", "shard 3/3: complete, skipped"]
+  assert lines == [f"{split}: every shard complete, reused without fitting the estimator"]
   assert folder_bytes(split) == folder_bytes(one)
 
 
@@ -506,3 +506,26 @@ def test_a_damaged_header_stops_the_writer_with_one_line(
   assert message in str(err.value)
   assert sorted(os.listdir(out)) == ["relevance.json"]
   assert (out / "relevance.json").read_text() == text
+
+
+def test_a_complete_set_is_reused_without_fitting(small_caps_file, tmp_path, monkeypatch):
+  """A later run only reads a finished set: no fit (minutes for the tokens estimator), no
+  write; an incomplete set, or one storing other contents, still fits and writes."""
+  cs = read_precomp_captions(str(small_caps_file))
+  out = str(tmp_path / "rel")
+  first = write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  before = folder_bytes(out)
+
+  def no_fit(self, captions):
+    raise AssertionError("fitted a complete set")
+
+  monkeypatch.setattr(CiderEstimator, "fit", no_fit)
+  lines = []
+  again = write_relevance_records(
+    out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append
+  )
+  assert again == first and folder_bytes(out) == before
+  assert lines == [f"{out}: every shard complete, reused without fitting the estimator"]
+  os.remove(os.path.join(out, first["shards"][1]["file"]))  # damaged: the fit is needed again
+  with pytest.raises(AssertionError, match="fitted a complete set"):
+    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)

@@ -112,7 +112,8 @@ def test_sources_parse_in_one_place():
   assert parse_source("vectors:sentence").stored == "vectors"
   assert parse_source("cosine:lsa").stored == "vectors"
   assert parse_source("oracle") == ("oracle", None) and parse_source("oracle").stored is None
-  assert sorted(SOURCES) == ["cosine", "oracle", "teacher", "topk", "vectors"]
+  assert sorted(SOURCES) == ["cosine", "coverage", "oracle", "teacher", "topk", "vectors"]
+  assert parse_source("coverage:tokens").stored == "vectors"
   assert sorted(COMBINERS) == ["hmean", "mean"]
   assert parse_source("teacher:/a/b:c") == GradedSource("teacher", "/a/b:c")
   assert parse_source("teacher:/a/b").stored == "teacher"
@@ -158,3 +159,20 @@ def test_harmonic_and_arithmetic_mean_by_hand():
 def test_a_combination_checks_the_aggregates_of_its_parts():
   with pytest.raises(ValueError, match=r"aggregates\['lsa'\] is None"):
     make_graded_fn({"h": f"hmean:vectors:lsa|teacher:{TEACHER}"})
+
+
+def test_token_coverage_relevance_by_hand():
+  """coverage:tokens reads [m ; h] vectors (C = 2): cover_i = max over image i's references
+  of m; r_ij = clip(h_j . cover_i, 0, 1); positives 1. References: image 0 m (1, 0.2) and
+  (0.3, 0.4) -> cover (1, 0.4); image 1 m (0.1, 0.9) twice -> (0.1, 0.9). Captions' h:
+  (1, 0), (0.5, 0.5)."""
+  refs = np.array(
+    [[[1, 0.2, 1, 0], [0.3, 0.4, 0, 1]], [[0.1, 0.9, 0, 1], [0.1, 0.9, 0, 1]]], np.float32
+  )
+  caps = np.array([[0.7, 0.7, 1, 0], [0.2, 0.6, 0.5, 0.5]], np.float32)
+  batch = {"vectors/tokens/references": jnp.asarray(refs), "vectors/tokens/captions": caps}
+  positives = jnp.array([[False, False], [False, True]])
+  out = make_graded_fn({"r": "coverage:tokens"}, aggregates={"tokens": "max"})(
+    batch, batch, positives
+  )
+  np.testing.assert_allclose(out["r"], [[1.0, 0.7], [0.1, 1.0]], atol=1e-6)
