@@ -117,7 +117,7 @@ def run_one(impl: str, n: int, repeats: int, budget_gb: float) -> dict:
   estimate_gb = (
     analysis.temp_size_in_bytes + analysis.argument_size_in_bytes + analysis.output_size_in_bytes
   ) / 2**30
-  if estimate_gb > budget_gb:
+  if impl == "naive" and estimate_gb > budget_gb:  # the budget is the naive version's
     return {"impl": impl, "n": n, "skipped": f"needs ~{estimate_gb:.1f} GB (XLA estimate)"}
   t_fwd = _time(fwd, (sim, relevance), repeats)
   t_fwd_bwd = _time(fwd_bwd, (sim, relevance), repeats)
@@ -131,11 +131,29 @@ def run_one(impl: str, n: int, repeats: int, budget_gb: float) -> dict:
   }
 
 
+def _run_impl(impl: str, n: int, args) -> dict:
+  """One (implementation, N) in its own process: its result, or ``{"failed": why}`` (the
+  error's last line, e.g. XLA's out-of-memory at compile time, or the time limit)."""
+  cmd = [sys.executable, __file__, "--one", impl, str(n), "--repeats", str(args.repeats)]
+  cmd += ["--naive_budget_gb", str(args.naive_budget_gb)]
+  try:
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
+  except subprocess.TimeoutExpired:
+    return {"failed": f"over --timeout_s={args.timeout_s:g} s (compile included)"}
+  if out.returncode != 0:
+    lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()] or ["no output"]
+    return {"failed": lines[-1][:160].replace("|", "/")}
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--sizes", default="128,256,512,1024")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--naive_budget_gb", type=float, default=8.0)
+  parser.add_argument(
+    "--timeout_s", type=float, default=None, help="limit of each (implementation, N) process"
+  )
   parser.add_argument("--one", nargs=2, metavar=("IMPL", "N"), help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.one:
@@ -174,28 +192,15 @@ def main() -> None:
   print(header)
   print("|---" * (header.count("|") - 1) + "|")
   for n in (int(x) for x in args.sizes.split(",")):
-    results = {}
-    for impl in ("jitr", "naive"):
-      out = subprocess.run(
-        [
-          sys.executable,
-          __file__,
-          "--one",
-          impl,
-          str(n),
-          "--repeats",
-          str(args.repeats),
-          "--naive_budget_gb",
-          str(args.naive_budget_gb),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-      )
-      results[impl] = json.loads(out.stdout.strip().splitlines()[-1])
+    results = {impl: _run_impl(impl, n, args) for impl in ("jitr", "naive")}
     j, v = results["jitr"], results["naive"]
     pairs = 2 * n**3  # sigmoid pairs of one forward rank pass, both directions
-    if "skipped" in v:
+    if "failed" in j:
+      print(f"| {n} | jitr failed: {j['failed']} | – | – | – | – | – | – | – |", flush=True)
+      continue
+    if "failed" in v:
+      naive_cols = f"failed: {v['failed']} | – | –"
+    elif "skipped" in v:
       naive_cols = f"skipped: {v['skipped']} | – | –"
     else:
       naive_cols = (
