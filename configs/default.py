@@ -42,6 +42,8 @@ def get_config() -> ml_collections.ConfigDict:
   # Graded inputs of the losses (objective term "input", default "relevance") and
   # where they come from (jitr.training.graded): "vectors:sentence" (RSC from
   # Sentence-Transformers vectors), "vectors:lsa", "cosine:lsa" (LSEH's S),
+  # "coverage:tokens" (token coverage: how much of the caption the image's references
+  # state, an idf-weighted BERTScore precision through a codebook of word pieces),
   # "topk:cider" (raw CIDEr-D, SAM's φ), "oracle" (jitr_shapes' exact relevance) or
   # "teacher:WORKDIR" (image-aware: (1 + cos(img_i, cap_j))/2 of a jitr-train workdir's
   # dual encoder, vse or vsrn, trained on the same data; WORKDIR is everything after

@@ -10,8 +10,9 @@ RSC and the image-aware relevance of a teacher: the ``triplet`` row's workdir,
 ``calibrated`` (``sndcg`` with its sentence relevance calibrated by the CrowdFlower
 isotonic map, ``isotonic:crowdflower-sentence``), ``coverage`` (``sndcg`` on token
 coverage, ``coverage:tokens``: how much of each caption the image's references state,
-:mod:`jitr.relevance.token_coverage`), ``coverage_hmean`` (on the harmonic mean of
-token coverage and the teacher's relevance).
+:mod:`jitr.relevance.token_coverage`), ``coverage_minmax`` (the same calibrated
+per query by ``minmax,power:2``), ``coverage_hmean`` (on the harmonic mean of token
+coverage and the teacher's relevance).
 scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
@@ -55,6 +56,7 @@ VARIANTS = (
   "teacher",
   "calibrated",
   "coverage",
+  "coverage_minmax",
   "coverage_hmean",
 )
 # variant -> its graded relevance, "{}" standing for the teacher's workdir: the vse
@@ -156,8 +158,10 @@ def _loss_config(name: str) -> ml_collections.ConfigDict:
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
   elif name == "calibrated":
     c.calibration.relevance = "isotonic:crowdflower-sentence"
-  elif name == "coverage":
+  elif name in ("coverage", "coverage_minmax"):
     c.graded = ml_collections.ConfigDict({"relevance": "coverage:tokens"})
+    if name == "coverage_minmax":  # per-query contrast: min -> 0, then squared
+      c.calibration.relevance = "minmax,power:2"
   elif name in TEACHER_SOURCES:
     c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(name)})
   return c

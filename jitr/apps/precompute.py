@@ -28,7 +28,7 @@ _CAPS_PER_IMAGE = flags.DEFINE_integer(
   "captions_per_image", 5, "Lines per image of a precomp caption file.", lower_bound=1
 )
 _ESTIMATOR = flags.DEFINE_enum(
-  "estimator", None, ["sentence", "cider", "lsa"], "Relevance estimator."
+  "estimator", None, ["sentence", "cider", "lsa", "tokens"], "Relevance estimator."
 )
 _OUT = flags.DEFINE_string(
   "out", None, "Output directory (header relevance.json + TFRecord shards)."
@@ -36,13 +36,13 @@ _OUT = flags.DEFINE_string(
 _TOP_K = flags.DEFINE_integer(
   "top_k",
   None,
-  "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa).",
+  "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa/tokens).",
   lower_bound=1,
 )
 _VECTORS = flags.DEFINE_bool(
   "vectors",
   None,
-  "Store per-caption vectors (default: yes for sentence/lsa, impossible for cider).",
+  "Store per-caption vectors (default: yes for sentence/lsa/tokens, impossible for cider).",
 )
 _IMAGES_PER_SHARD = flags.DEFINE_integer(
   "images_per_shard", 1024, "Images per TFRecord shard.", lower_bound=1
@@ -54,12 +54,17 @@ _WORKER_INDEX = flags.DEFINE_integer(
   "worker_index", 0, "This process's index in [0, num_workers): it writes shards s % N == i."
 )
 _MODEL = flags.DEFINE_string(
-  "model", "all-MiniLM-L6-v2", "sentence: Sentence-Transformers model name or local path."
+  "model",
+  "all-MiniLM-L6-v2",
+  "sentence/tokens: Sentence-Transformers model name or local path.",
 )
 _BATCH_SIZE = flags.DEFINE_integer(
-  "batch_size", 256, "sentence: captions per forward pass.", lower_bound=1
+  "batch_size", 256, "sentence/tokens: captions per forward pass.", lower_bound=1
 )
-_DEVICE = flags.DEFINE_string("device", "cpu", "sentence: torch device.")
+_DEVICE = flags.DEFINE_string("device", "cpu", "sentence/tokens: torch device.")
+_CODEBOOK_SIZE = flags.DEFINE_integer(
+  "codebook_size", 256, "tokens: codebook entries (each caption stores 2x this).", lower_bound=1
+)
 _AGGREGATE = flags.DEFINE_enum(
   "aggregate", "max", ["max", "mean"], "sentence/lsa: aggregation over an image's references."
 )
@@ -67,7 +72,7 @@ _LSA_K = flags.DEFINE_integer("lsa_k", 400, "lsa: SVD components.", lower_bound=
 _LSA_N_ITER = flags.DEFINE_integer(
   "lsa_n_iter", 100, "lsa: randomized SVD iterations.", lower_bound=1
 )
-_SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state.")
+_SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state; tokens: the codebook's draw.")
 
 
 def estimator_kwargs(name: str) -> dict:
@@ -85,6 +90,14 @@ def estimator_kwargs(name: str) -> dict:
       "n_iter": _LSA_N_ITER.value,
       "seed": _SEED.value,
       "aggregate": _AGGREGATE.value,
+    }
+  if name == "tokens":
+    return {
+      "model": _MODEL.value,
+      "batch_size": _BATCH_SIZE.value,
+      "device": _DEVICE.value,
+      "codebook_size": _CODEBOOK_SIZE.value,
+      "seed": _SEED.value,
     }
   return {}
 

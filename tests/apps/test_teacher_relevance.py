@@ -235,7 +235,8 @@ def _jitr_train(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tmp_path):
   """README's command: one epoch (5 steps) of triplet + Smooth-NDCG on
-  hmean:vectors:lsa|teacher:<workdir>, from another directory."""
+  hmean:vectors:lsa|coverage:tokens|teacher:<workdir> (the teacher's and token coverage's
+  README commands in one run), from another directory."""
   root, workdir, _, _, _ = shapes
   common = [
     f"--config={REPO / 'configs' / 'default.py'}",
@@ -251,11 +252,12 @@ def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tm
   done = _jitr_train(
     *common,
     f"--workdir={tmp_path / 'student'}",
-    f"--config.graded.relevance=hmean:vectors:lsa|teacher:{workdir}",
+    f"--config.graded.relevance=hmean:vectors:lsa|coverage:tokens|teacher:{workdir}",
+    "--config.estimators.tokens.codebook_size=32",
     cwd=tmp_path,
   )
   assert done.returncode == 0, done.stderr[-3000:]
   metrics = json.loads((tmp_path / "student" / "metrics.json").read_text())
   assert 0 < metrics["full/rsum"] <= 600
   saved = json.loads((tmp_path / "student" / "config.json").read_text())
-  assert saved["graded"]["relevance"] == f"hmean:vectors:lsa|teacher:{workdir}"
+  assert saved["graded"]["relevance"] == f"hmean:vectors:lsa|coverage:tokens|teacher:{workdir}"

