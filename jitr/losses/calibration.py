@@ -12,6 +12,10 @@ annotated ``positives`` and valid entries ``where``:
 * ``power:p`` -- ``r' = r^p`` (``p > 0``; a temperature ``T`` is ``power:1/T``);
   ``p > 1`` pushes the weakly relevant towards 0;
 * ``floor:t`` -- ``r' = r if r >= t else 0`` (``0 <= t <= 1``);
+* ``range:lo:hi`` -- ``r' = lo + (hi - lo) r`` (``0 <= lo < hi <= 1``): the values squeezed
+  into ``[lo, hi]``, positives still 1. The opposite of ``minmax``: it gives exact
+  relevance the narrow, raised scale of the estimators (RSC, token coverage) to tell
+  the scale's effect on training from the ranking's;
 * ``isotonic:TABLE`` -- a monotone map fitted to human judgments
   (:mod:`jitr.relevance.isotonic`, ``jitr-relevance-calibrate``), applied by linear
   interpolation between its knots ``(x_k, y_k)`` and constant beyond the ends
@@ -141,6 +145,24 @@ def floor(rows: jax.Array, threshold: float) -> jax.Array:
   return jnp.where(rows >= threshold, rows, 0.0)
 
 
+def squeeze(rows: jax.Array, bounds: tuple[float, float]) -> jax.Array:
+  """``lo + (hi - lo) r``."""
+  lo, hi = bounds
+  return lo + (hi - lo) * rows
+
+
+def _bounds(name: str, arg: str | None) -> tuple[float, float]:
+  try:
+    lo, hi = (float(v) for v in (arg or "").split(":"))
+  except ValueError:
+    lo = hi = math.nan
+  if not 0.0 <= lo < hi <= 1.0:
+    raise CalibrationError(
+      f"calibration {name}:{arg}: expected {name}:LO:HI with 0 <= LO < HI <= 1"
+    )
+  return lo, hi
+
+
 def isotonic(rows: jax.Array, table: IsotonicTable) -> jax.Array:
   """The table's map by linear interpolation (``jnp.interp``; constant beyond the ends)."""
   xp = jnp.asarray(table.x, rows.dtype)
@@ -199,6 +221,7 @@ TRANSFORMS: Mapping[str, TransformKind] = {
     lambda n, a: _number(n, a, 0.0, 1.0, open_low=False), lambda r, w, t: floor(r, t)
   ),
   "isotonic": TransformKind(_table_argument, lambda r, w, table: isotonic(r, table)),
+  "range": TransformKind(_bounds, lambda r, w, bounds: squeeze(r, bounds)),
 }
 
 
@@ -255,7 +278,8 @@ def parse_calibration(spec: str | Sequence[str] | Calibration | None) -> Calibra
   Traceback (most recent call last):
   ...
   jitr.losses.calibration.CalibrationError: calibration 'sharpen': unknown transform 'sharpen' \
-(expected a comma-separated chain of ['floor:T', 'isotonic:TABLE', 'minmax', 'power:P'])
+(expected a comma-separated chain of ['floor:T', 'isotonic:TABLE', 'minmax', 'power:P', \
+'range:LO:HI'])
   """
   if isinstance(spec, Calibration):
     return spec
@@ -269,7 +293,7 @@ def parse_calibration(spec: str | Sequence[str] | Calibration | None) -> Calibra
   for part in parts:
     name, colon, arg = part.partition(":")
     if name not in TRANSFORMS:
-      forms = ["floor:T", "isotonic:TABLE", "minmax", "power:P"]
+      forms = ["floor:T", "isotonic:TABLE", "minmax", "power:P", "range:LO:HI"]
       raise CalibrationError(
         f"calibration {part!r}: unknown transform {name!r} "
         f"(expected a comma-separated chain of {forms})"

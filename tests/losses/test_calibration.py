@@ -70,7 +70,15 @@ def test_isotonic_interpolates_the_table_and_is_flat_beyond_its_ends(toy_table):
 
 @pytest.mark.parametrize(
   "spec",
-  ["minmax", "power:3", "power:0.3", "floor:0.5", "minmax,floor:0.3,power:2", "TOY"],
+  [
+    "minmax",
+    "power:3",
+    "power:0.3",
+    "floor:0.5",
+    "minmax,floor:0.3,power:2",
+    "TOY",
+    "range:0.5:0.7",
+  ],
 )
 def test_monotone_positives_one_range_and_padding(spec, toy_table):
   spec = spec.replace("TOY", f"isotonic:{toy_table}")
@@ -106,6 +114,8 @@ def test_shipped_crowdflower_sentence_table():
     ("floor:1.5", "expected floor:NUMBER with NUMBER in [0.0, 1.0]"),
     ("minmax:3", "minmax takes no argument"),
     ("isotonic", "expected isotonic:TABLE"),
+    ("range:0.7:0.5", "expected range:LO:HI with 0 <= LO < HI <= 1"),
+    ("range:0.5", "expected range:LO:HI"),
     ("isotonic:no-such-table", "no-such-table.json not found"),
   ],
 )
@@ -200,3 +210,11 @@ def test_train_config_check_names_a_bad_calibration():
   config.calibration.relevance = "floor:2"
   with pytest.raises(ValueError, match=r"calibration.relevance: calibration floor:2: expected"):
     check_train_config(config)
+
+
+def test_range_squeezes_the_values_and_keeps_positives():
+  r = np.array([[1.0, 0.0, 0.5, 1.0]], np.float32)
+  pos = np.array([[True, False, False, False]])
+  out = np.asarray(calibrate(r, positives=pos, spec="range:0.5:0.7"))
+  np.testing.assert_allclose(out, [[1.0, 0.5, 0.6, 0.7]], atol=1e-6)  # an unannotated 1 -> 0.7
+  assert not parse_calibration("range:0.5:0.7").strict  # maps [0, 1] onto [lo, hi], not itself
