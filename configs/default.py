@@ -67,7 +67,8 @@ def get_config() -> ml_collections.ConfigDict:
   # a chain applied left to right per query (image queries per row, caption queries per
   # column), positives kept at 1, values in [0, 1]: "minmax" (per-query min-max),
   # "power:P" (r^P), "floor:T" (r < T -> 0), "isotonic:crowdflower-sentence" (the map
-  # from RSC to the fraction of CrowdFlower "yes", fitted by jitr-relevance-calibrate);
+  # from RSC to the fraction of CrowdFlower "yes", fitted by jitr-relevance-calibrate),
+  # "range:LO:HI" (LO + (HI - LO) r);
   # e.g. --config.calibration.relevance=minmax,power:2. "" = none.
   c.calibration = ml_collections.ConfigDict({"relevance": ""})
 
