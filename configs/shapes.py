@@ -10,9 +10,9 @@ RSC and the image-aware relevance of a teacher: the ``triplet`` row's workdir,
 ``calibrated`` (``sndcg`` with its sentence relevance calibrated by the CrowdFlower
 isotonic map, ``isotonic:crowdflower-sentence``), ``coverage`` (``sndcg`` on token
 coverage, ``coverage:tokens``: how much of each caption the image's references state,
-:mod:`jitr.relevance.token_coverage`), ``coverage_minmax`` (the same calibrated
-per query by ``minmax,power:2``), ``coverage_hmean`` (on the harmonic mean of token
-coverage and the teacher's relevance).
+:mod:`jitr.relevance.token_coverage`), ``coverage_minmax`` / ``coverage_sharp`` (the
+same calibrated per query by ``minmax,power:2`` / ``minmax,power:8``), ``coverage_hmean``
+(on the harmonic mean of token coverage and the teacher's relevance).
 scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
@@ -57,6 +57,7 @@ VARIANTS = (
   "calibrated",
   "coverage",
   "coverage_minmax",
+  "coverage_sharp",
   "coverage_hmean",
 )
 # variant -> its graded relevance, "{}" standing for the teacher's workdir: the vse
@@ -74,6 +75,14 @@ def teacher_relevance(name: str, teacher_workdir: str = DEFAULT_TEACHER) -> str:
   ``hmean`` -> ``hmean(sentence RSC, teacher:WORKDIR)``."""
   return TEACHER_SOURCES[name].format(teacher_workdir)
 
+
+# token-coverage rows -> their calibration: per query, the least relevant candidate to 0,
+# then a power that widens the gap between likely and unlikely matches
+COVERAGE_CALIBRATIONS = {
+  "coverage": "",
+  "coverage_minmax": "minmax,power:2",
+  "coverage_sharp": "minmax,power:8",
+}
 
 SGRAF_SHAPES = dict(word_dim=128, embed_dim=64, sim_dim=16, sgr_step=3, num_region=3)
 # SGR / SAF: 2 epochs (warm-up, then the loss); captions cut at 32 tokens (0.3% of
@@ -158,10 +167,9 @@ def _loss_config(name: str) -> ml_collections.ConfigDict:
     c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
   elif name == "calibrated":
     c.calibration.relevance = "isotonic:crowdflower-sentence"
-  elif name in ("coverage", "coverage_minmax"):
+  elif name in COVERAGE_CALIBRATIONS:
     c.graded = ml_collections.ConfigDict({"relevance": "coverage:tokens"})
-    if name == "coverage_minmax":  # per-query contrast: min -> 0, then squared
-      c.calibration.relevance = "minmax,power:2"
+    c.calibration.relevance = COVERAGE_CALIBRATIONS[name]
   elif name in TEACHER_SOURCES:
     c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(name)})
   return c

@@ -48,6 +48,7 @@ LABELS = {
   "calibrated": "triplet + Smooth-NDCG (sentence RSC, CrowdFlower isotonic calibration)",
   "coverage": "triplet + Smooth-NDCG (token coverage)",
   "coverage_minmax": "triplet + Smooth-NDCG (token coverage, per-query minmax then squared)",
+  "coverage_sharp": "triplet + Smooth-NDCG (token coverage, per-query minmax then power 8)",
   "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: README's original rows)
