@@ -77,27 +77,17 @@ _SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state; tokens: the code
 
 def estimator_kwargs(name: str) -> dict:
   """The estimator's keyword arguments from the flags."""
+  model = {"model": _MODEL.value, "batch_size": _BATCH_SIZE.value, "device": _DEVICE.value}
   if name == "sentence":
-    return {
-      "model": _MODEL.value,
-      "batch_size": _BATCH_SIZE.value,
-      "device": _DEVICE.value,
-      "aggregate": _AGGREGATE.value,
-    }
+    return {**model, "aggregate": _AGGREGATE.value}
+  if name == "tokens":
+    return {**model, "codebook_size": _CODEBOOK_SIZE.value, "seed": _SEED.value}
   if name == "lsa":
     return {
       "k": _LSA_K.value,
       "n_iter": _LSA_N_ITER.value,
       "seed": _SEED.value,
       "aggregate": _AGGREGATE.value,
-    }
-  if name == "tokens":
-    return {
-      "model": _MODEL.value,
-      "batch_size": _BATCH_SIZE.value,
-      "device": _DEVICE.value,
-      "codebook_size": _CODEBOOK_SIZE.value,
-      "seed": _SEED.value,
     }
   return {}
 
