@@ -254,6 +254,7 @@ def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tm
     f"--workdir={tmp_path / 'student'}",
     f"--config.graded.relevance=hmean:vectors:lsa|coverage:tokens|teacher:{workdir}",
     "--config.estimators.tokens.codebook_size=32",
+    "--config.calibration.relevance=minmax,power:8",  # token coverage's README form
     cwd=tmp_path,
   )
   assert done.returncode == 0, done.stderr[-3000:]
@@ -261,3 +262,4 @@ def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tm
   assert 0 < metrics["full/rsum"] <= 600
   saved = json.loads((tmp_path / "student" / "config.json").read_text())
   assert saved["graded"]["relevance"] == f"hmean:vectors:lsa|coverage:tokens|teacher:{workdir}"
+  assert saved["calibration"]["relevance"] == "minmax,power:8"
