@@ -33,7 +33,7 @@ class CiderEstimator(RelevanceEstimator):
   """
 
   name = "cider"
-  is_cosine = False
+  relevance_kind = "score"
   relevance_scale = 10.0
 
   def __init__(self, n: int = 4, sigma: float = 6.0) -> None:

@@ -75,8 +75,6 @@ def aggregate_cosines(
 class CosineEstimator(RelevanceEstimator):
   """Base of the cosine estimators; subclasses implement :meth:`embed`."""
 
-  is_cosine = True
-  stores_vectors = True
   relevance_kind = "cosine"
   relevance_scale = 1.0
 

@@ -6,8 +6,11 @@ with its reference captions). It then gives
 * ``image_score_blocks`` -- the score of *every* caption of the dataset for
   blocks of images (``[B, N_cap]``), from which :meth:`top_k` keeps the K best
   per image (sparse relevance lists, for any estimator);
-* ``caption_vectors`` -- unit-norm per-caption vectors, for estimators whose
-  relevance is a cosine (``is_cosine``): ``r(V_i, T_j) = (1 + max_k cos(v(T_i^k), v(T_j))) / 2``;
+* ``caption_vectors`` -- per-caption vectors, for estimators that store them
+  (:attr:`~RelevanceEstimator.stores_vectors`): unit-norm for those whose relevance is
+  a cosine (``relevance_kind == "cosine"``):
+  ``r(V_i, T_j) = (1 + max_k cos(v(T_i^k), v(T_j))) / 2``; token-coverage profiles for
+  ``"coverage"`` (:mod:`jitr.relevance.token_coverage`);
 * ``pair_scores`` -- the score of free-text candidates against free-text
   reference sets (used to measure agreement with human judgments).
 
@@ -27,6 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from jitr.relevance.captions_io import CaptionSet
+
+VECTOR_KINDS = ("cosine", "coverage")  # relevance kinds read from per-caption vectors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,12 +80,15 @@ class RelevanceEstimator(abc.ABC):
   """Base class of the relevance estimators (see the module docstring)."""
 
   name: ClassVar[str]
-  is_cosine: ClassVar[bool]
   relevance_scale: ClassVar[float]
-  # per-caption vectors to store (cosine estimators, token coverage), and what their
-  # relevance is: "cosine" (RSC), "coverage" (token coverage) or "score" (top-K lists)
-  stores_vectors: ClassVar[bool] = False
-  relevance_kind: ClassVar[str] = "score"
+  # what the relevance is: "cosine" (RSC) or "coverage" (token coverage), both of
+  # per-caption vectors, or "score" (image-caption scores, stored as top-K lists)
+  relevance_kind: ClassVar[str]
+
+  @property
+  def stores_vectors(self) -> bool:
+    """Whether the estimator has per-caption vectors to store (``caption_vectors``)."""
+    return self.relevance_kind in VECTOR_KINDS
 
   def __init__(self) -> None:
     self._captions: CaptionSet | None = None

@@ -506,7 +506,7 @@ def write_relevance_records(
     estimator: an unfitted estimator (fitted here after the cheap checks) or,
       with ``fit=False``, one already fitted on ``captions``.
     vectors: store per-caption vectors; default: ``estimator.stores_vectors``.
-    top_k: store the K best captions per image (default: 100 for non-cosine estimators).
+    top_k: store the K best captions per image (default: 100 for estimators without vectors).
     images_per_shard: images per TFRecord shard.
     num_workers: how many workers share the shards (``N >= 1``).
     worker_index: this worker's index in ``[0, N)``.

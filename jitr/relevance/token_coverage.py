@@ -103,8 +103,6 @@ class TokenCoverageEstimator(RelevanceEstimator):
   """
 
   name = "tokens"
-  is_cosine = False
-  stores_vectors = True
   relevance_kind = "coverage"
   relevance_scale = 1.0
 
