@@ -48,23 +48,6 @@ def caption_set(caption_list, per_image: int, dataset: str):
   )
 
 
-# graded source kind -> the relevance kind its estimator's stored vectors must have
-VECTOR_KINDS = {"vectors": "cosine", "cosine": "cosine", "coverage": "coverage"}
-
-
-def check_vectors_kind(source, relevance_kind: str) -> None:
-  """Refuse a vectors source whose estimator stores the other kind of vectors, e.g.
-  ``vectors:tokens`` (RSC over coverage profiles) or ``coverage:sentence``."""
-  wanted = VECTOR_KINDS.get(source.kind)
-  if wanted is not None and relevance_kind != wanted:
-    right = [k for k, v in VECTOR_KINDS.items() if v == relevance_kind]
-    raise ValueError(
-      f"graded source {source.spec()!r}: {source.kind}: reads {wanted} vectors, but the "
-      f"{source.estimator} estimator's are {relevance_kind}"
-      + (f"; use {right[-1]}:{source.estimator}" if right else "")
-    )
-
-
 def stored_relevance(
   caption_list, per_image: int, dataset: str, config, data_dir: str
 ) -> tuple[dict, dict, dict]:
@@ -77,7 +60,7 @@ def stored_relevance(
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.records import write_relevance_records
   from jitr.relevance.registry import make_estimator
-  from jitr.training.graded import parse_source
+  from jitr.training.graded import check_vectors_kind, parse_source
 
   captions = caption_set(caption_list, per_image, dataset)
   vectors, topk, aggregates = {}, {}, {}

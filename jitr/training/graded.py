@@ -68,10 +68,14 @@ class SourceKind:
       ``"teacher"`` (a teacher workdir's embeddings), or ``None`` (no estimator: the
       oracle).
     build: the in-batch matrix from the batch's stored data.
+    vectors_kind: for ``stored == "vectors"``, the relevance kind the estimator's
+      vectors must have (its records header's ``relevance.kind``): ``"cosine"`` or
+      ``"coverage"``.
   """
 
   stored: str | None
   build: Builder
+  vectors_kind: str | None = None
 
 
 def _references(images, captions, estimator):
@@ -122,9 +126,9 @@ def _teacher(images, captions, positives, estimator, aggregate):
 
 
 SOURCES: Mapping[str, SourceKind] = {
-  "vectors": SourceKind("vectors", _rsc),
-  "cosine": SourceKind("vectors", _cosine),
-  "coverage": SourceKind("vectors", _coverage),
+  "vectors": SourceKind("vectors", _rsc, "cosine"),
+  "cosine": SourceKind("vectors", _cosine, "cosine"),
+  "coverage": SourceKind("vectors", _coverage, "coverage"),
   "topk": SourceKind("topk", _topk),
   "oracle": SourceKind(None, _oracle),
   "teacher": SourceKind("teacher", _teacher),
@@ -172,6 +176,20 @@ class CombinedSource(NamedTuple):
   def spec(self) -> str:
     """The source as written: ``parse_source(src.spec()) == src``."""
     return f"{self.kind}:" + PART_SEPARATOR.join(p.spec() for p in self.parts)
+
+
+def check_vectors_kind(source: GradedSource, relevance_kind: str) -> None:
+  """Refuse a vectors source whose estimator stores the other kind of vectors
+  (``relevance_kind``), e.g. ``vectors:tokens`` (RSC over coverage profiles) or
+  ``coverage:sentence``."""
+  wanted = SOURCES[source.kind].vectors_kind
+  if wanted is not None and relevance_kind != wanted:
+    right = [k for k, s in SOURCES.items() if s.vectors_kind == relevance_kind]
+    raise ValueError(
+      f"graded source {source.spec()!r}: {source.kind}: reads {wanted} vectors, but the "
+      f"{source.estimator} estimator's are {relevance_kind}"
+      + (f"; use {right[-1]}:{source.estimator}" if right else "")
+    )
 
 
 def _source_forms() -> list[str]:

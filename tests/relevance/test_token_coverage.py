@@ -167,8 +167,7 @@ def test_partial_captions_are_covered_and_the_records_round_trip(sentence_model,
 
 
 def test_vectors_sources_refuse_the_other_kind_of_vectors():
-  from jitr.apps.wiring import check_vectors_kind
-  from jitr.training.graded import parse_source
+  from jitr.training.graded import check_vectors_kind, parse_source
 
   check_vectors_kind(parse_source("coverage:tokens"), "coverage")
   check_vectors_kind(parse_source("vectors:sentence"), "cosine")
