@@ -172,11 +172,10 @@ class TokenCoverageEstimator(RelevanceEstimator):
     )
     tokenizer = model.tokenizer
     special = set(tokenizer.all_special_ids)
+    all_ids = tokenizer(unique, truncation=True, max_length=model.max_seq_length)["input_ids"]
     ids_u, vecs_u = [], []
-    for text, emb in zip(unique, encoded):
-      ids = np.asarray(
-        tokenizer(text, truncation=True, max_length=model.max_seq_length)["input_ids"], np.int64
-      )
+    for text, text_ids, emb in zip(unique, all_ids, encoded):
+      ids = np.asarray(text_ids, np.int64)
       vecs = np.asarray(emb.detach().cpu().numpy() if hasattr(emb, "detach") else emb, np.float32)
       if len(ids) != len(vecs):
         raise RuntimeError(
