@@ -6,10 +6,13 @@
    relative difference of the values, and jitr on a list of arbitrary pairs;
 2. the time to score every Flickr8k image x caption pair with CIDEr-D, keeping
    the top-100 captions per image (target: <= 10 minutes on 2 cores);
-3. Sentence-Transformers (all-MiniLM-L6-v2) captions embedded per second.
+3. Sentence-Transformers (all-MiniLM-L6-v2) captions embedded per second;
+4. the token-coverage fit (``tokens``) on the first N captions, each in its own process:
+   holding every token vector (one model pass) vs streaming (at most ``max_fit_tokens``
+   held, two passes): fit seconds and the peak memory the fit adds.
 
   .venv/bin/python scripts/bench_relevance.py [--grid_images=200 --grid_captions=1000] \
-      [--skip_full] [--sentence_captions=2000]
+      [--skip_full] [--sentence_captions=2000] [--tokens_captions=8000 --tokens_max_fit=20000]
 """
 
 from __future__ import annotations
@@ -148,6 +151,70 @@ def bench_sentence(cs, n: int, batch_size: int) -> list[tuple[str, str, str]]:
   ]
 
 
+def tokens_fit_child(flickr8k: str, n: int, max_fit_tokens: int) -> None:
+  """Fit ``tokens`` on the first n captions; print JSON: seconds, the tokens, the peak RSS
+  (MiB) before and after the fit (the model loaded and warm before)."""
+  import json
+  import resource
+
+  from jitr.relevance.captions_io import CaptionSet
+  from jitr.relevance.token_coverage import TokenCoverageEstimator
+
+  cs = read_flickr8k_tokens(os.path.join(flickr8k, "Flickr8k.token.txt"))
+  images = int(np.searchsorted(cs.image_offsets, n, side="right")) - 1
+  n = int(cs.image_offsets[images])
+  sub = CaptionSet(
+    source=cs.source,
+    image_ids=cs.image_ids[:images],
+    caption_ids=cs.caption_ids[:n],
+    captions=cs.captions[:n],
+    image_offsets=cs.image_offsets[: images + 1],
+  )
+  est = TokenCoverageEstimator(max_fit_tokens=max_fit_tokens)
+  est.tokens(list(cs.captions[-64:]))  # load + warm up
+  peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # noqa: E731
+  before = peak()
+  t0 = time.perf_counter()
+  est.fit(sub)
+  seconds = time.perf_counter() - t0
+  tokens = sum(len(i) for i in est._token_ids(list(sub.captions)))
+  print(
+    json.dumps(
+      {
+        "seconds": seconds,
+        "captions": n,
+        "tokens": tokens,
+        "before_mib": before,
+        "after_mib": peak(),
+      }
+    )
+  )
+
+
+def bench_tokens(flickr8k: str, n: int, max_fit_tokens: int) -> list[tuple[str, str, str]]:
+  import json
+  import subprocess
+
+  runs = {}
+  for label, limit in (("holding every token", 10**9), ("streamed", max_fit_tokens)):
+    cmd = [sys.executable, __file__, f"--flickr8k={flickr8k}", f"--tokens_child={n}:{limit}"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    runs[label] = json.loads(out.strip().splitlines()[-1])
+  held = runs["holding every token"]
+  rows = []
+  for label, r in runs.items():
+    added = r["after_mib"] - r["before_mib"]
+    rows.append(
+      (
+        f"tokens fit, {r['captions']:,} captions ({r['tokens']:,} tokens), {label}"
+        + ("" if r is held else f" (max_fit_tokens {max_fit_tokens:,})"),
+        f"{r['seconds']:.0f} s, +{added:,.0f} MiB peak",
+        "1×" if r is held else f"{r['seconds'] / held['seconds']:.2f}× time",
+      )
+    )
+  return rows
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(
     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -161,7 +228,14 @@ def main() -> None:
   parser.add_argument("--skip_full", action="store_true")
   parser.add_argument("--sentence_captions", type=int, default=2000)
   parser.add_argument("--batch_size", type=int, default=128)
+  parser.add_argument("--tokens_captions", type=int, default=8000, help="0: skip")
+  parser.add_argument("--tokens_max_fit", type=int, default=20000)
+  parser.add_argument("--tokens_child", default="", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.tokens_child:
+    n, limit = args.tokens_child.split(":")
+    tokens_fit_child(args.flickr8k, int(n), int(limit))
+    return
 
   cs = read_flickr8k_tokens(os.path.join(args.flickr8k, "Flickr8k.token.txt"))
   print(
@@ -172,6 +246,8 @@ def main() -> None:
     rows += bench_full(cs, args.top_k, coco_rate)
   if args.sentence_captions:
     rows += bench_sentence(cs, args.sentence_captions, args.batch_size)
+  if args.tokens_captions:
+    rows += bench_tokens(args.flickr8k, args.tokens_captions, args.tokens_max_fit)
   print("| measurement | value | ratio / target |")
   print("|---|---:|---|")
   for name, value, ratio in rows:

@@ -88,6 +88,16 @@ def coverage_scores(reference_profiles: np.ndarray, candidate_profiles: np.ndarr
   return np.clip(candidate_profiles[:, c:] @ cover, 0.0, 1.0)
 
 
+def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+  """The distinct texts (sorted) and, per text, the index of its distinct text.
+
+  >>> distinct_texts(["b", "a", "b"])
+  (['a', 'b'], array([1, 0, 1]))
+  """
+  unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
+  return [str(t) for t in unique], inverse.reshape(-1)
+
+
 class TokenCoverageEstimator(RelevanceEstimator):
   """Token-coverage relevance (see the module docstring).
 
@@ -98,6 +108,8 @@ class TokenCoverageEstimator(RelevanceEstimator):
     iterations: spherical k-means iterations at most.
     max_fit_tokens: tokens sampled to fit the codebook (all of them when fewer).
     batch_size: captions per forward pass of the model.
+    chunk_texts: distinct captions encoded per call when the fit streams over them (their
+      token vectors are held together; the values do not depend on it).
     device: torch device.
     show_progress: show the model's progress bar.
   """
@@ -114,10 +126,13 @@ class TokenCoverageEstimator(RelevanceEstimator):
     iterations: int = 25,
     max_fit_tokens: int = 200_000,
     batch_size: int = 128,
+    chunk_texts: int = 4096,
     device: str = "cpu",
     show_progress: bool = False,
   ) -> None:
     super().__init__()
+    if chunk_texts < 1:
+      raise ValueError(f"chunk_texts={chunk_texts}: expected >= 1")
     if codebook_size < 1 or max_fit_tokens < codebook_size:
       raise ValueError(
         f"codebook_size={codebook_size}, max_fit_tokens={max_fit_tokens}: expected "
@@ -129,6 +144,7 @@ class TokenCoverageEstimator(RelevanceEstimator):
     self.iterations = int(iterations)
     self.max_fit_tokens = int(max_fit_tokens)
     self.batch_size = batch_size
+    self.chunk_texts = int(chunk_texts)
     self.device = device
     self.show_progress = show_progress
     self._model = None
@@ -157,11 +173,19 @@ class TokenCoverageEstimator(RelevanceEstimator):
       self._model = load_sentence_model(self.model_name, self.device)
     return self._model
 
-  def tokens(self, texts: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Each text's word-piece ids ``[L]`` and unit contextual vectors ``[L, D]``, special
-    tokens dropped; each distinct text is encoded once."""
+  def _token_ids(self, unique: Sequence[str]) -> list[np.ndarray]:
+    """Each text's word-piece ids, special tokens dropped (the tokenizer alone: no model pass)."""
     model = self._get_model()
-    unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
+    special = set(model.tokenizer.all_special_ids)
+    all_ids = model.tokenizer(list(unique), truncation=True, max_length=model.max_seq_length)
+    return [
+      np.array([t for t in ids if t not in special], np.int64) for ids in all_ids["input_ids"]
+    ]
+
+  def _encode(self, unique: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Word-piece ids ``[L]`` and unit contextual vectors ``[L, D]`` of distinct texts,
+    special tokens dropped."""
+    model = self._get_model()
     unique = [str(t) for t in unique]
     encoded = model.encode(
       unique,
@@ -184,26 +208,83 @@ class TokenCoverageEstimator(RelevanceEstimator):
       keep = np.array([t not in special for t in ids.tolist()], bool)
       ids_u.append(ids[keep])
       vecs_u.append(unit_rows(vecs[keep]) if keep.any() else vecs[:0])
-    order = inverse.reshape(-1)
-    return [ids_u[i] for i in order], [vecs_u[i] for i in order]
+    return ids_u, vecs_u
+
+  def _encode_in_chunks(
+    self, unique: Sequence[str], which: np.ndarray
+  ) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+    """``(indices, vectors)`` of ``unique[which]``, ``chunk_texts`` texts per model pass."""
+    for lo in range(0, len(which), self.chunk_texts):
+      chunk = which[lo : lo + self.chunk_texts]
+      _, vecs = self._encode([unique[u] for u in chunk])
+      yield chunk, vecs
+
+  def tokens(self, texts: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each text's word-piece ids ``[L]`` and unit contextual vectors ``[L, D]``, special
+    tokens dropped; each distinct text is encoded once."""
+    unique, inverse = distinct_texts(texts)
+    ids_u, vecs_u = self._encode(unique)
+    return [ids_u[i] for i in inverse], [vecs_u[i] for i in inverse]
 
   def _weights(self, ids: np.ndarray) -> np.ndarray:
     return np.array([self._idf.get(t, self._unseen_idf) for t in ids.tolist()], np.float32)
 
   def fit(self, captions: CaptionSet) -> TokenCoverageEstimator:
+    """idf over the captions, the codebook from ``max_fit_tokens`` sampled tokens, then every
+    distinct caption's ``[m ; h]``. Memory holds at most ``max_fit_tokens`` token vectors:
+    when the captions have more tokens, the model runs twice (once over the captions holding
+    a sampled token, then over all of them ``chunk_texts`` at a time for the profiles)."""
     self._captions = captions
-    ids, vecs = self.tokens(captions.captions)
-    self._idf = idf_weights(ids)
-    self._unseen_idf = float(np.log(len(ids) + 1))
-    flat = np.concatenate([v for v in vecs if len(v)])
-    rng = np.random.default_rng(self.seed)
-    if len(flat) > self.max_fit_tokens:
-      flat = flat[np.sort(rng.choice(len(flat), size=self.max_fit_tokens, replace=False))]
-    self._centroids = spherical_kmeans(
-      flat, self.codebook_size, seed=self.seed, iterations=self.iterations
-    )
-    self._vectors = coverage_profiles(vecs, [self._weights(i) for i in ids], self._centroids)
+    unique, inverse = distinct_texts(captions.captions)
+    ids_u = self._token_ids(unique)
+    self._idf = idf_weights([ids_u[u] for u in inverse])
+    self._unseen_idf = float(np.log(len(inverse) + 1))
+    lengths = np.array([len(ids_u[u]) for u in inverse], np.int64)
+    total = int(lengths.sum())
+    if total <= self.max_fit_tokens:  # every token is in the sample: one model pass
+      _, vecs_u = self._encode(unique)
+      sample = np.concatenate([vecs_u[u] for u in inverse if len(vecs_u[u])])
+      self._centroids = spherical_kmeans(
+        sample, self.codebook_size, seed=self.seed, iterations=self.iterations
+      )
+      profiles = coverage_profiles(vecs_u, [self._weights(i) for i in ids_u], self._centroids)
+    else:
+      rng = np.random.default_rng(self.seed)
+      positions = np.sort(rng.choice(total, size=self.max_fit_tokens, replace=False))
+      sample = self._sampled_token_vectors(unique, inverse, lengths, positions)
+      self._centroids = spherical_kmeans(
+        sample, self.codebook_size, seed=self.seed, iterations=self.iterations
+      )
+      profiles = np.zeros((len(unique), 2 * self.codebook_size), np.float32)
+      every = np.arange(len(unique))
+      for chunk, vecs in self._encode_in_chunks(unique, every):
+        weights = [self._weights(ids_u[u]) for u in chunk]
+        profiles[chunk] = coverage_profiles(vecs, weights, self._centroids)
+    self._vectors = profiles[inverse]
     return self
+
+  def _sampled_token_vectors(
+    self, unique: Sequence[str], inverse: np.ndarray, lengths: np.ndarray, positions: np.ndarray
+  ) -> np.ndarray:
+    """``[S, D]`` vectors of the tokens at sorted ``positions`` of the captions' tokens laid
+    end to end in caption order (``lengths``: tokens per caption), encoding only the distinct
+    captions that hold one."""
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    caption = np.searchsorted(starts, positions, side="right") - 1
+    offset = positions - starts[caption]
+    owner = inverse[caption]  # the distinct text of each sampled token
+    by_owner = np.argsort(owner, kind="stable")
+    sorted_owner = owner[by_owner]
+    needed = np.unique(owner)
+    sample = None
+    for chunk, vecs in self._encode_in_chunks(unique, needed):
+      for u, v in zip(chunk, vecs):
+        lo, hi = np.searchsorted(sorted_owner, [u, u + 1])
+        rows = by_owner[lo:hi]
+        if sample is None:
+          sample = np.zeros((len(positions), v.shape[1]), np.float32)
+        sample[rows] = v[offset[rows]]
+    return sample
 
   def _fitted(self) -> tuple[np.ndarray, np.ndarray]:
     if self._vectors is None or self._centroids is None:

@@ -140,6 +140,32 @@ def test_one_entry_per_token_gives_idf_weighted_bertscore_precision(sentence_mod
   np.testing.assert_allclose(got, want, atol=2e-4)
 
 
+def test_a_streamed_fit_equals_the_fit_that_holds_every_token(sentence_model):
+  """With more tokens than ``max_fit_tokens`` the fit encodes the captions in chunks, twice,
+  holding at most the sample: the codebook and the vectors equal those of the definition
+  (every token vector in memory, the sample drawn from them laid end to end)."""
+  texts = list(SMALL_CAPTIONS[:20]) + [SMALL_CAPTIONS[3]] * 5  # an image of one repeated text
+  captions = _caption_set(texts)
+  est = _estimator(sentence_model, codebook_size=6, max_fit_tokens=40, seed=2, chunk_texts=3)
+  calls = []
+  encode = est._encode
+  est._encode = lambda unique: calls.append(len(unique)) or encode(unique)
+  est.fit(captions)
+  assert max(calls) <= 3 and len(calls) > 1
+
+  ids, vecs = est.tokens(texts)
+  idf = idf_weights(ids)
+  flat = np.concatenate([v for v in vecs if len(v)])
+  assert len(flat) > 40  # the streamed path
+  rng = np.random.default_rng(2)
+  sample = flat[np.sort(rng.choice(len(flat), size=40, replace=False))]
+  centroids = spherical_kmeans(sample, 6, seed=2, iterations=est.iterations)
+  np.testing.assert_allclose(est._centroids, centroids, atol=1e-5)
+  weights = [np.array([idf[t] for t in i.tolist()], np.float32) for i in ids]
+  want = coverage_profiles(vecs, weights, centroids)
+  np.testing.assert_allclose(est.caption_vectors(np.arange(25)), want, atol=1e-5)
+
+
 def test_partial_captions_are_covered_and_the_records_round_trip(sentence_model, tmp_path):
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.records import write_relevance_records
