@@ -32,6 +32,7 @@ __all__ = [
   "atomic_path",
   "host_tag",
   "read_json",
+  "read_json_header",
   "read_utf8_lines",
   "temp_name",
   "write_bytes_atomic",
@@ -202,3 +203,24 @@ def read_json(path: PathLike, *, error: type[Exception] = ValueError, hint: str 
     raise error(
       f"{path}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}){hint}"
     ) from None
+
+
+def read_json_header(
+  path: PathLike,
+  file_format: str,
+  *,
+  error: type[Exception] = ValueError,
+  mismatch_error: type[Exception] | None = None,
+  hint: str = "",
+) -> dict[str, Any]:
+  """A header file: a JSON object whose field ``format`` is ``file_format``. A file that is
+  not JSON raises ``error`` (:func:`read_json`); another value or format raises
+  ``mismatch_error`` (default ``error``): ``PATH: field 'format' is GOT, expected FORMAT``.
+  """
+  header = read_json(path, error=error, hint=hint)
+  if not isinstance(header, dict) or header.get("format") != file_format:
+    got = header.get("format") if isinstance(header, dict) else type(header).__name__
+    raise (mismatch_error or error)(
+      f"{os.fspath(path)}: field 'format' is {got!r}, expected {file_format!r}"
+    )
+  return header

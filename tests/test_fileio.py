@@ -98,3 +98,23 @@ def test_read_json_names_the_file_line_and_column_or_the_bad_byte(tmp_path):
     fileio.read_json(latin, error=_Broken, hint="; delete it")
   assert str(err.value) == f"{latin}: not UTF-8 (byte offset 10); expected JSON; delete it"
   assert latin.read_bytes() == b'{"a": "caf\xe9"}'  # reading never changes the file
+
+
+class _Other(ValueError):
+  pass
+
+
+def test_read_json_header_checks_the_format_field(tmp_path):
+  head = tmp_path / "h.json"
+  head.write_text('{"format": "jitr.x", "n": 1}')
+  assert fileio.read_json_header(head, "jitr.x") == {"format": "jitr.x", "n": 1}
+  with pytest.raises(_Other) as err:  # another format: the mismatch error
+    fileio.read_json_header(head, "jitr.y", error=_Broken, mismatch_error=_Other)
+  assert str(err.value) == f"{head}: field 'format' is 'jitr.x', expected 'jitr.y'"
+  head.write_text("[1, 2]")
+  with pytest.raises(_Broken) as err:  # not an object: the error when no mismatch error
+    fileio.read_json_header(head, "jitr.x", error=_Broken)
+  assert str(err.value) == f"{head}: field 'format' is 'list', expected 'jitr.x'"
+  head.write_text("{")
+  with pytest.raises(_Broken, match="not valid JSON"):  # not JSON: always the error
+    fileio.read_json_header(head, "jitr.x", error=_Broken, mismatch_error=_Other)

@@ -76,10 +76,7 @@ def _read_header(out_dir: str) -> dict[str, Any] | None:
   path = os.path.join(out_dir, HEADER_NAME)
   if not os.path.exists(path):
     return None
-  header = fileio.read_json(path, error=EmbeddingsCorruptError)
-  if not isinstance(header, dict) or header.get("format") != FORMAT:
-    got = header.get("format") if isinstance(header, dict) else type(header).__name__
-    raise EmbeddingsCorruptError(f"{path}: field 'format' is {got!r}, expected {FORMAT!r}")
+  header = fileio.read_json_header(path, FORMAT, error=EmbeddingsCorruptError)
   if header.get("schema_version") != SCHEMA_VERSION:
     raise EmbeddingsMismatchError(
       f"{path}: written with schema version {header.get('schema_version')!r}, this jitr "

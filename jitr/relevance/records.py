@@ -212,13 +212,13 @@ def read_header_file(out_dir: str) -> dict[str, Any] | None:
   path = os.path.join(out_dir, HEADER_NAME)
   if not os.path.exists(path):
     return None
-  header = fileio.read_json(
-    path, error=RecordsCorruptError, hint="; delete the directory and re-run"
+  return fileio.read_json_header(
+    path,
+    FORMAT,
+    error=RecordsCorruptError,
+    mismatch_error=RecordsMismatchError,
+    hint="; delete the directory and re-run",
   )
-  if not isinstance(header, dict) or header.get("format") != FORMAT:
-    got = header.get("format") if isinstance(header, dict) else type(header).__name__
-    raise RecordsMismatchError(f"{path}: field 'format' is {got!r}, expected {FORMAT!r}")
-  return header
 
 
 def check_compatible(
