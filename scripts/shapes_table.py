@@ -49,6 +49,7 @@ LABELS = {
   "coverage": "triplet + Smooth-NDCG (token coverage)",
   "coverage_minmax": "triplet + Smooth-NDCG (token coverage, per-query minmax then squared)",
   "coverage_sharp": "triplet + Smooth-NDCG (token coverage, per-query minmax then power 8)",
+  "coverage_sharp_w075": "triplet + 0.75 Smooth-NDCG (token coverage, minmax then power 8)",
   "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: README's original rows)

@@ -22,6 +22,17 @@ def test_shapes_variants_build_valid_objectives(name):
       assert term.get("input", "relevance") in config.graded, (name, term_name)
 
 
+def test_coverage_rows_calibrate_token_coverage_and_weigh_smooth_ndcg():
+  for name, calibration, weight in [
+    ("coverage", "", 1.0),
+    ("coverage_sharp", "minmax,power:8", 1.0),
+    ("coverage_sharp_w075", "minmax,power:8", 0.75),  # issue 14's target row
+  ]:
+    c = shapes.get_config(name)
+    assert c.graded.relevance == "coverage:tokens" and c.calibration.relevance == calibration
+    assert (c.loss.smooth_ndcg.weight, c.loss.triplet.weight) == (weight, 1.0), name
+
+
 def test_paper_settings():
   c = paper.get_config("coco,vseinf,sam")
   assert (c.dataset, c.test_split, c.eval_folds) == ("coco_precomp", "testall", 5)
