@@ -231,9 +231,10 @@ class TokenCoverageEstimator(RelevanceEstimator):
 
   def fit(self, captions: CaptionSet) -> TokenCoverageEstimator:
     """idf over the captions, the codebook from ``max_fit_tokens`` sampled tokens, then every
-    distinct caption's ``[m ; h]``. Memory holds at most ``max_fit_tokens`` token vectors:
-    when the captions have more tokens, the model runs twice (once over the captions holding
-    a sampled token, then over all of them ``chunk_texts`` at a time for the profiles)."""
+    distinct caption's ``[m ; h]``. Memory holds at most the ``max_fit_tokens`` sampled token
+    vectors and one chunk's (``chunk_texts`` captions): when the captions have more tokens
+    than the sample, the model runs twice (over the captions holding a sampled token, then
+    over all of them for the profiles)."""
     self._captions = captions
     unique, inverse = distinct_texts(captions.captions)
     ids_u = self._token_ids(unique)
