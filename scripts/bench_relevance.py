@@ -198,8 +198,10 @@ def bench_tokens(flickr8k: str, n: int, max_fit_tokens: int) -> list[tuple[str, 
   runs = {}
   for label, limit in (("holding every token", 10**9), ("streamed", max_fit_tokens)):
     cmd = [sys.executable, __file__, f"--flickr8k={flickr8k}", f"--tokens_child={n}:{limit}"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    runs[label] = json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+      raise RuntimeError(f"tokens fit ({label}) failed:\n{done.stderr[-2000:]}")
+    runs[label] = json.loads(done.stdout.strip().splitlines()[-1])
   held = runs["holding every token"]
   rows = []
   for label, r in runs.items():
