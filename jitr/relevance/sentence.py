@@ -62,6 +62,17 @@ def load_sentence_model(name_or_path: str = DEFAULT_MODEL, device: str = "cpu"):
     ) from err
 
 
+def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+  """The distinct texts (sorted) and, per text, the index of its distinct text: a model
+  encodes each distinct text once (template-like captions repeat a lot).
+
+  >>> distinct_texts(["b", "a", "b"])
+  (['a', 'b'], array([1, 0, 1]))
+  """
+  unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
+  return [str(t) for t in unique], inverse.reshape(-1)
+
+
 class SentenceEstimator(CosineEstimator):
   """Sentence-Transformers relevance (RSC).
 
@@ -113,8 +124,8 @@ class SentenceEstimator(CosineEstimator):
     occurrence (template-like captions repeat a lot)."""
     if len(texts) == 0:
       return np.zeros((0, self.dim), np.float32)
-    unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
-    return self._encode(list(unique))[inverse.reshape(-1)]
+    unique, inverse = distinct_texts(texts)
+    return self._encode(unique)[inverse]
 
   def _encode(self, texts: list[str]) -> np.ndarray:
     emb = self._get_model().encode(

@@ -31,7 +31,7 @@ import numpy as np
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.cosine import unit_rows
 from jitr.relevance.estimator import RelevanceEstimator
-from jitr.relevance.sentence import DEFAULT_MODEL, load_sentence_model
+from jitr.relevance.sentence import DEFAULT_MODEL, distinct_texts, load_sentence_model
 from jitr.relevance.spherical_kmeans import spherical_kmeans
 
 
@@ -86,16 +86,6 @@ def coverage_scores(reference_profiles: np.ndarray, candidate_profiles: np.ndarr
   c = reference_profiles.shape[1] // 2
   cover = np.max(reference_profiles[:, :c], axis=0)
   return np.clip(candidate_profiles[:, c:] @ cover, 0.0, 1.0)
-
-
-def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
-  """The distinct texts (sorted) and, per text, the index of its distinct text.
-
-  >>> distinct_texts(["b", "a", "b"])
-  (['a', 'b'], array([1, 0, 1]))
-  """
-  unique, inverse = np.unique(np.asarray(list(texts), dtype=object), return_inverse=True)
-  return [str(t) for t in unique], inverse.reshape(-1)
 
 
 class TokenCoverageEstimator(RelevanceEstimator):
@@ -173,14 +163,21 @@ class TokenCoverageEstimator(RelevanceEstimator):
       self._model = load_sentence_model(self.model_name, self.device)
     return self._model
 
-  def _token_ids(self, unique: Sequence[str]) -> list[np.ndarray]:
-    """Each text's word-piece ids, special tokens dropped (the tokenizer alone: no model pass)."""
+  def _word_pieces(self, unique: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each text's word-piece ids as the model sees them ``[L]`` (special tokens included,
+    truncated at the model's length) and which of them are not special ``[L]`` (the
+    tokenizer alone: no model pass)."""
     model = self._get_model()
     special = set(model.tokenizer.all_special_ids)
     all_ids = model.tokenizer(list(unique), truncation=True, max_length=model.max_seq_length)
     return [
-      np.array([t for t in ids if t not in special], np.int64) for ids in all_ids["input_ids"]
+      (np.asarray(ids, np.int64), np.array([t not in special for t in ids], bool))
+      for ids in all_ids["input_ids"]
     ]
+
+  def _token_ids(self, unique: Sequence[str]) -> list[np.ndarray]:
+    """Each text's word-piece ids, special tokens dropped (the tokenizer alone: no model pass)."""
+    return [ids[keep] for ids, keep in self._word_pieces(unique)]
 
   def _encode(self, unique: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Word-piece ids ``[L]`` and unit contextual vectors ``[L, D]`` of distinct texts,
@@ -194,18 +191,13 @@ class TokenCoverageEstimator(RelevanceEstimator):
       output_value="token_embeddings",
       convert_to_numpy=False,
     )
-    tokenizer = model.tokenizer
-    special = set(tokenizer.all_special_ids)
-    all_ids = tokenizer(unique, truncation=True, max_length=model.max_seq_length)["input_ids"]
     ids_u, vecs_u = [], []
-    for text, text_ids, emb in zip(unique, all_ids, encoded):
-      ids = np.asarray(text_ids, np.int64)
+    for text, (ids, keep), emb in zip(unique, self._word_pieces(unique), encoded):
       vecs = np.asarray(emb.detach().cpu().numpy() if hasattr(emb, "detach") else emb, np.float32)
       if len(ids) != len(vecs):
         raise RuntimeError(
           f"tokens: {len(ids)} word pieces but {len(vecs)} vectors for {text!r} ({self.model_name})"
         )
-      keep = np.array([t not in special for t in ids.tolist()], bool)
       ids_u.append(ids[keep])
       vecs_u.append(unit_rows(vecs[keep]) if keep.any() else vecs[:0])
     return ids_u, vecs_u

@@ -16,6 +16,7 @@ WITH_EXAMPLES = [
   "estimator",
   "isotonic",
   "registry",
+  "sentence",
   "spherical_kmeans",
   "token_coverage",
   "tokenize",
