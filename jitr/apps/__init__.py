@@ -1,1 +1,1 @@
-"""Thin absl mains wiring jitr together. Nothing imports this package."""
+"""Thin absl mains: flag parsing plus one library call each. Nothing imports this package."""

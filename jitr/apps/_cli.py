@@ -1,25 +1,120 @@
-"""What every jitr absl main shares."""
+"""What every jitr absl main shares: one-line errors, ``--workdir``, ``--config`` parsing.
+
+* :func:`run_reporting_bad_input` -- bad input exits 1 with one ``NAME: error: ...`` line.
+* :func:`parse_flags_reporting_unknown_fields` -- absl's ``flags_parser`` that turns
+  an override of a field the config does not have into "unknown field X" with the
+  valid ones, and a config file that does not compile into ``FILE:LINE: ...``.
+* :func:`loaded_config` -- a ``--config`` flag's ConfigDict, or one line saying why
+  the file did not load.
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from typing import Any
+
+from absl import flags
 
 
-def run_reporting_bad_input(name: str, body: Callable[[], None]) -> None:
-  """Runs ``body``; bad input (``ValueError``/``OSError``) exits 1 with one line.
-
-  The line reads ``NAME: error: ...``.
-  """
+def run_reporting_bad_input(name: str, body: Callable[[], Any]) -> Any:
+  """Runs ``body`` and returns its result; bad input (``ValueError``/``OSError``) exits 1
+  with one line ``NAME: error: ...``."""
   try:
-    body()
+    return body()
   except (ValueError, OSError) as err:
     raise SystemExit(f"{name}: error: {err}") from err
 
 
-def workdir_flag(help_text: str):
-  """The ``--workdir`` flag, defined once even when several apps are imported together (tests)."""
-  from absl import flags
-
+def workdir_flag(help_text: str) -> flags.FlagHolder:
+  """The ``--workdir`` flag, defined once even when several apps are imported together."""
   if "workdir" in flags.FLAGS:
     return flags.FlagHolder(flags.FLAGS, flags.FLAGS["workdir"])
   return flags.DEFINE_string("workdir", None, help_text)
+
+
+def loaded_config(holder: flags.FlagHolder):
+  """``holder``'s ConfigDict; a file that does not load is one ``ValueError`` line
+  (ml_collections' message spans several lines; its last names the cause)."""
+  config = holder.value
+  try:  # a file that failed to load leaves a placeholder that raises on first use
+    config.get("seed")
+    return config
+  except Exception as err:
+    cause = [line.strip() for line in str(err).splitlines() if line.strip()]
+    given = [a for a in sys.argv[1:] if a.startswith(f"--{holder.name}=")]
+    raise ValueError(
+      f"{given[-1] if given else '--' + holder.name}: could not load the config file: "
+      f"{cause[-1] if cause else type(err).__name__}"
+    ) from None
+
+
+def _override_paths(argv: list[str], flag: str) -> list[tuple[str, str]]:
+  """``(argument, dotted field)`` of every ``--FLAG.a.b[=value]`` in ``argv``."""
+  prefix = f"--{flag}."
+  out = []
+  for arg in argv[1:]:
+    if arg == "--":
+      break
+    if arg.startswith(prefix):
+      out.append((arg, arg[len(prefix) :].split("=", 1)[0]))
+  return out
+
+
+def unknown_field(config: Any, dotted: str) -> str | None:
+  """ "unknown field X of config.P (valid: ...)" when ``dotted`` is not a path of ``config``."""
+  node, walked = config, "config"
+  for key in dotted.split("."):
+    keys = list(node.keys()) if hasattr(node, "keys") else []
+    if key not in keys:
+      valid = ", ".join(sorted(map(str, keys))) or "none: it is a value, not a group"
+      return f"unknown field {key!r} of {walked} (valid fields: {valid})"
+    node, walked = node[key], f"{walked}.{key}"
+  return None
+
+
+def config_file_error(err: SyntaxError) -> str:
+  """``FILE:LINE: cannot load the config file (what, column C)`` of a config that does
+  not compile; a non-UTF-8 file is reported as such."""
+  what = err.msg
+  if "codec can't decode" in what:
+    what = "not UTF-8 (" + what.replace("(unicode error) ", "") + ")"
+  col = f", column {err.offset}" if err.offset else ""
+  return f"{err.filename}:{err.lineno}: cannot load the config file: {what}{col}"
+
+
+def parse_flags_reporting_unknown_fields(name: str, flag: str = "config"):
+  """An absl ``flags_parser`` for ``app.run``: parses as usual, but an override of a field
+  the config file does not define exits 1 with one line
+  ``NAME: error: --config.X=...: unknown field 'X' of config (valid fields: ...)``."""
+
+  def parse(argv: list[str]) -> list[str]:
+    try:
+      return flags.FLAGS(argv)
+    except flags.Error as err:  # absl's own: a value of the wrong type, a missing file
+      sys.stderr.write(f"{name}: error: {' '.join(str(err).split())}\n")
+      raise SystemExit(1) from None
+    except SyntaxError as err:  # the config file does not compile (or is not UTF-8)
+      sys.stderr.write(f"{name}: error: {config_file_error(err)}\n")
+      raise SystemExit(1) from None
+    except (AttributeError, KeyError) as err:
+      overrides = _override_paths(argv, flag)
+      base = [a for a in argv if not any(a == arg for arg, _ in overrides)]
+      saved_argv = sys.argv
+      try:  # ml_collections reads the overrides from sys.argv: parse the file alone
+        sys.argv = base
+        flags.FLAGS(base)
+        config = flags.FLAGS[flag].value
+      except Exception:  # the config itself does not load: report the original error
+        config = None
+      finally:
+        sys.argv = saved_argv
+      for arg, dotted in overrides:
+        problem = unknown_field(config, dotted) if config is not None else None
+        if problem:
+          sys.stderr.write(f"{name}: error: {arg}: {problem}\n")
+          raise SystemExit(1) from None
+      sys.stderr.write(f"{name}: error: {type(err).__name__}: {err}\n")
+      raise SystemExit(1) from None
+
+  return parse

@@ -73,9 +73,9 @@ def _teacher_workdirs(names: list[str]) -> list[str]:
 
 def _main() -> None:
   from jitr.apps.quality import estimated_relevance, format_table, quality_rows
-  from jitr.apps.teacher_relevance import shapes_split_embeddings
-  from jitr.apps.wiring import caption_set
   from jitr.data import shapes_tfds
+  from jitr.experiment.stored_relevance import caption_set
+  from jitr.experiment.teachers import shapes_split_embeddings
   from jitr.fileio import write_json_atomic
   from jitr.losses.calibration import parse_calibration
 

@@ -13,7 +13,7 @@ caption embeddings. This module holds its pieces that need the models:
 * :func:`split_embeddings` -- the l2-normalised embeddings of every image and caption.
 
 Reading the workdir's files, restoring the checkpoint and storing the embeddings is
-the apps' wiring (:mod:`jitr.apps.teacher_relevance`).
+the experiment's (:mod:`jitr.experiment.teachers`).
 """
 
 from __future__ import annotations
@@ -26,13 +26,11 @@ import jax
 import numpy as np
 
 from jitr.data import pairs
+from jitr.data.datasets import DATASETS
 from jitr.data.vocab import Vocab
 from jitr.models import MODELS, make_model
 from jitr.models.registry import DEFAULT_MODEL
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
-
-# Config fields that name the data a run trains on (jitr_shapes: its size config too).
-DATASET_FIELDS = ("dataset", "shapes_config")
 
 
 class TeacherError(ValueError):
@@ -40,9 +38,8 @@ class TeacherError(ValueError):
 
 
 def _dataset(config: Mapping[str, Any]) -> str:
-  if config.get("dataset") == "jitr_shapes":
-    return f"jitr_shapes/{config.get('shapes_config')}"
-  return str(config.get("dataset"))
+  name = str(config.get("dataset"))
+  return DATASETS[name].data_name(config) if name in DATASETS else name
 
 
 def dual_encoder_names() -> list[str]:

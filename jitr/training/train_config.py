@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jitr.data.datasets import DATASETS, dataset_info
 from jitr.training.graded import parse_source
-
-DATASETS = ("jitr_shapes", "f30k_precomp", "coco_precomp")
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
 COUNTS: dict[str, int] = {
@@ -46,11 +45,8 @@ def check_train_config(config: Any) -> None:
   (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
   ``log_every_steps`` ...), a bad ``calibration`` chain."""
   check_counts(config)
-  if config.dataset not in DATASETS:
-    raise ValueError(
-      f"config.dataset: expected one of {', '.join(map(repr, DATASETS))}, got {config.dataset!r}"
-    )
-  if config.dataset != "jitr_shapes" and not config.precomp_root:
+  dataset = dataset_info(config.dataset)
+  if dataset.kind == "precomp" and not config.precomp_root:
     raise ValueError(
       f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
     )
@@ -59,8 +55,12 @@ def check_train_config(config: Any) -> None:
       leaves = parse_source(source).leaves()
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
-    if config.dataset != "jitr_shapes" and any(leaf.kind == "oracle" for leaf in leaves):
-      raise ValueError("config.graded: 'oracle' relevance exists only for jitr_shapes")
+    if not dataset.exact_relevance and any(leaf.kind == "oracle" for leaf in leaves):
+      raise ValueError(
+        f"config.graded.{name}: 'oracle' relevance needs a dataset with exact relevance "
+        f"({', '.join(d.name for d in DATASETS.values() if d.exact_relevance)}), "
+        f"not {config.dataset}"
+      )
   if config.get("calibration"):  # a bad chain or table fails here, before any data is built
     from jitr.losses import objective
 

@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from configs import default
-from jitr import fileio
-from jitr.apps import run_checks, train
+from jitr import experiment, fileio
+from jitr.apps import _cli, train
+from jitr.experiment import workdir as workdir_lib
 from jitr.training.finite import NonFiniteTrainingError
 from tests.file_fixtures import snapshot, write_precomp
 
@@ -57,7 +58,7 @@ def _precomp_config(root) -> ml_collections.ConfigDict:
 def _finished_workdir(workdir, config) -> dict[str, str]:
   """A workdir as a finished run leaves it (its config.json, vocabulary, checkpoint files,
   metrics); returns its snapshot."""
-  run_checks.write_config_once(config, str(workdir))
+  workdir_lib.write_config_once(config, str(workdir))
   fileio.write_json_atomic(workdir / "vocab.json", {"words": ["<pad>", "a"]})
   fileio.write_json_atomic(workdir / "metrics.json", {"full/rsum": 300.0})
   step = workdir / "checkpoints" / "latest" / "6"
@@ -114,7 +115,7 @@ def test_nan_learning_rate_stops_the_run_before_any_checkpoint(tmp_path):
   config = _precomp_config(tmp_path / "data")
   config.optimizer.learning_rate = float("nan")
   with pytest.raises(NonFiniteTrainingError) as err:
-    train.train_and_evaluate(config, str(tmp_path / "run"))
+    experiment.train_and_evaluate(config, str(tmp_path / "run"))
   assert str(err.value) == (
     "step 2: loss is nan (loss=nan, grad_norm=nan); training stopped without saving this "
     "state; no checkpoint was saved. Lower optimizer.learning_rate or look for NaN/Inf in "
@@ -133,7 +134,7 @@ def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_
   config.model.embed_dim = 32
   config.optimizer.name = "sgd"
   with pytest.raises(ValueError) as err:
-    train.train_and_evaluate(config, str(workdir))
+    experiment.train_and_evaluate(config, str(workdir))
   assert str(err.value) == (
     f"workdir {workdir} was trained with model.embed_dim=16 (this config: 32); "
     'optimizer.name="adam" (this config: "sgd"); use a new --workdir or delete it'
@@ -147,8 +148,8 @@ def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_keeps_config_js
   before = _finished_workdir(tmp_path / "run", config)
   config.num_epochs = 3
   config.optimizer.learning_rate = 1e-4
-  run_checks.check_workdir(config, str(tmp_path / "run"))  # not a shaping field: accepted
-  assert not run_checks.write_config_once(config, str(tmp_path / "run"))
+  workdir_lib.check_workdir(config, str(tmp_path / "run"))  # not a shaping field: accepted
+  assert not workdir_lib.write_config_once(config, str(tmp_path / "run"))
   assert snapshot(tmp_path / "run") == before
 
 
@@ -158,7 +159,7 @@ def test_batch_larger_than_the_data_is_refused_before_the_workdir_is_written(tmp
   config.batch_size = 128  # the train split has 100 captions
   before = snapshot(tmp_path)
   with pytest.raises(ValueError, match=r"^batch_size 128 is larger than the split's 100 captions"):
-    train.train_and_evaluate(config, str(tmp_path / "run"))
+    experiment.train_and_evaluate(config, str(tmp_path / "run"))
   assert not (tmp_path / "run").exists()
   assert _unchanged(before, tmp_path)
 
@@ -166,10 +167,10 @@ def test_batch_larger_than_the_data_is_refused_before_the_workdir_is_written(tmp
 def test_unreadable_config_json_of_a_workdir_names_file_and_line(tmp_path):
   (tmp_path / "config.json").write_text('{\n  "dataset": "jitr_shapes",\n  oops\n}\n')
   with pytest.raises(ValueError, match=r"config.json:3: not valid JSON \(Expecting"):
-    run_checks.check_workdir(default.get_config(), str(tmp_path))
+    workdir_lib.check_workdir(default.get_config(), str(tmp_path))
   (tmp_path / "config.json").write_bytes(b'{"dataset": "caf\xe9"}')
   with pytest.raises(ValueError, match=r"config.json: not UTF-8 \(byte offset 16\)"):
-    run_checks.check_workdir(default.get_config(), str(tmp_path))
+    workdir_lib.check_workdir(default.get_config(), str(tmp_path))
 
 
 # ---------------------------------------------------------------- one clear line for bad input
@@ -192,7 +193,7 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
   with config.ignore_type():
     config[field] = value
   with pytest.raises(ValueError) as err:
-    train.train_and_evaluate(config, str(tmp_path / "run"))
+    experiment.train_and_evaluate(config, str(tmp_path / "run"))
   assert str(err.value).startswith(message)
   assert os.listdir(tmp_path) == []
 
@@ -230,17 +231,15 @@ def test_unknown_config_field_is_one_line_naming_the_valid_ones(tmp_path):
   ],
 )
 def test_unknown_field_names_the_group_and_its_fields(dotted, problem):
-  assert run_checks.unknown_field(default.get_config(), dotted) == problem
+  assert _cli.unknown_field(default.get_config(), dotted) == problem
 
 
 def test_run_reporting_bad_input_gives_exit_1_and_one_line():
-  from jitr.apps._cli import run_reporting_bad_input
-
   def full():
     raise OSError(errno.ENOSPC, "disk full: could not write /x/metrics.json")
 
   with pytest.raises(SystemExit) as err:
-    run_reporting_bad_input("jitr-train", full)
+    _cli.run_reporting_bad_input("jitr-train", full)
   assert (
     str(err.value.code)
     == "jitr-train: error: [Errno 28] disk full: could not write /x/metrics.json"
@@ -265,7 +264,8 @@ def test_disk_full_while_writing_a_file_says_so_and_removes_the_temporary(tmp_pa
 
 # ---------------------------------------------------------------- SIGTERM: save, exit 75, resume
 def test_main_exits_with_the_preempted_status_when_stopped(monkeypatch):
-  monkeypatch.setattr(train, "train_and_evaluate", lambda config, workdir: {})
+  stopped = experiment.RunResult(finished=False, metrics={})
+  monkeypatch.setattr(experiment, "train_and_evaluate", lambda config, workdir: stopped)
   monkeypatch.setattr(train, "_CONFIG", type("C", (), {"value": default.get_config()})())
   monkeypatch.setattr(train, "_WORKDIR", type("W", (), {"value": "/nonexistent"})())
   with pytest.raises(SystemExit) as err:
@@ -331,7 +331,7 @@ def test_a_config_file_that_does_not_compile_is_named_with_its_line(tmp_path, so
   try:
     compile(source, "bad.py", "exec")
   except SyntaxError as err:
-    assert run_checks.config_file_error(err).startswith(message)
+    assert _cli.config_file_error(err).startswith(message)
   else:
     raise AssertionError("compiled")
 
@@ -361,20 +361,18 @@ def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
 def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
   """jitr-train computes its relevance records on first use; a shard corrupted at the same
   size no longer counts as complete, so the next run's data loading rewrites it."""
-  from jitr.apps import wiring
-
   write_precomp(tmp_path / "data")
   config = _precomp_config(tmp_path / "data")
   config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
   config.estimators.lsa.k = 4
-  first = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
+  first = experiment.load_data(config, config.data_dir).splits["train"].vectors["lsa"]
   (records,) = (tmp_path / "data" / "cache" / "relevance").rglob("relevance.json")
   before = snapshot(records.parent)
   (shard,) = records.parent.glob("*.tfrecord")
   data = bytearray(shard.read_bytes())
   data[len(data) // 3] ^= 0x55
   shard.write_bytes(bytes(data))
-  again = wiring.load_data(config, config.data_dir)[0]["train"].vectors["lsa"]
+  again = experiment.load_data(config, config.data_dir).splits["train"].vectors["lsa"]
   np.testing.assert_array_equal(again, first)
   assert snapshot(records.parent) == before  # the shard is back, byte for byte
 

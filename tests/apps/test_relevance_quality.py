@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from jitr.apps.quality import estimated_relevance, format_table, quality_rows
-from jitr.apps.wiring import caption_set
+from jitr.experiment.stored_relevance import caption_set
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,9 +134,9 @@ def _unit(x):
 def test_teacher_and_combinations_by_hand(tiny_val, teacher):
   """teacher:W is (1 + cos)/2 of the teacher's embeddings of the val split (its captions
   tokenised with the teacher's vocabulary), positives 1; hmean / mean combine by hand."""
-  from jitr.apps.teacher_relevance import shapes_split_embeddings
   from jitr.data import shapes_split, shapes_tfds
   from jitr.data.vocab import Vocab
+  from jitr.experiment.teachers import shapes_split_embeddings
 
   data_dir, captions, exact = tiny_val
   workdir, model, state = teacher

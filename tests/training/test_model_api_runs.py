@@ -1,4 +1,4 @@
-"""Short SGR and VSRN runs on tiny jitr_shapes through the apps' wiring and ``fit``."""
+"""Short SGR and VSRN runs on tiny jitr_shapes through jitr.experiment and ``fit``."""
 
 import jax
 import ml_collections
@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from configs import default
-from jitr import losses, training
-from jitr.apps import wiring
+from jitr import experiment, losses, training
 from jitr.data import pairs
 from jitr.training.loop import fit
 
@@ -34,9 +33,10 @@ def _config(model: dict) -> ml_collections.ConfigDict:
 
 def _run(config, data_dir, epochs):
   """Per-step metrics of ``epochs`` epochs on 2 devices, and the initial / final states."""
-  splits, vocab, _, _, _ = wiring.load_data(config, data_dir)
+  data = experiment.load_data(config, data_dir)
+  splits, vocab = data.splits, data.vocab
   steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
-  model, state = wiring.initial_state(config, len(vocab), splits["train"], steps)
+  model, state = experiment.initial_state(config, len(vocab), splits["train"], steps)
   parallel = training.DataParallel(
     training.make_train_step(losses.objective(config.loss), model=model),
     devices=jax.devices()[:2],
@@ -74,7 +74,7 @@ def test_sgr_and_vsrn_learn_on_tiny_shapes(tmp_path):
   loss = _epoch_means(seen, steps, "loss")
   assert loss[-1] < 0.5 * loss[0], loss  # measured: 15.2 -> 5.2
   assert sgr_state.model_state["batch_stats"]  # VisualSA / no SAF: running stats kept
-  evaluator = wiring.Evaluator(model, splits, None, None, batch_size=100)
+  evaluator = experiment.Evaluator(model, splits, None, None, batch_size=100)
   before, after = evaluator("train", initial.variables), evaluator("train", sgr_state.variables)
   # measured: 80.5 -> 417.5
   assert after["full/rsum"] >= before["full/rsum"] + 200, (before["full/rsum"], after["full/rsum"])
@@ -86,6 +86,6 @@ def test_sgr_and_vsrn_learn_on_tiny_shapes(tmp_path):
   )
   assert ranking[-1] < 0.7 * ranking[0], ranking
   assert caption[-1] < 0.9 * caption[0], caption
-  evaluator = wiring.Evaluator(model, splits, None, None, batch_size=100)
+  evaluator = experiment.Evaluator(model, splits, None, None, batch_size=100)
   before, after = evaluator("train", initial.variables), evaluator("train", final.variables)
   assert after["full/rsum"] >= before["full/rsum"] + 60, (before["full/rsum"], after["full/rsum"])

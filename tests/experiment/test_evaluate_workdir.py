@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 
 from configs import default
-from jitr.apps import evaluate, wiring
+from jitr import experiment
 from jitr.data import pairs
 from jitr.evaluation import evaluate_retrieval, mean_similarity
 from jitr.evaluation.report import write_text_atomic
+from jitr.experiment import evaluate
+from jitr.experiment.loaded_data import LoadedData
+from jitr.experiment.workdir import data_dir
 from jitr.models import sgraf_similarity
 from jitr.training.checkpoints import Checkpoints
 from tests.file_fixtures import snapshot, write_precomp
@@ -41,11 +44,12 @@ def make_workdir(workdir: pathlib.Path, config):
   (here the initial state of ``config.seed``: no training). Returns the model, the saved
   variables and the splits."""
   workdir.mkdir(parents=True)
-  splits, vocab, _, _, _ = wiring.load_data(config, wiring.data_dir(config, str(workdir)))
+  data = experiment.load_data(config, data_dir(config, str(workdir)))
+  splits, vocab = data.splits, data.vocab
   vocab.save(str(workdir / "vocab.json"))
   write_text_atomic(str(workdir / "config.json"), config.to_json_best_effort(indent=2))
   steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
-  model, state = wiring.initial_state(config, len(vocab), splits["train"], steps)
+  model, state = experiment.initial_state(config, len(vocab), splits["train"], steps)
   checkpoints = Checkpoints(str(workdir))
   checkpoints.save_best(state, {"rsum": 0.0})
   checkpoints.close()
@@ -65,7 +69,7 @@ def _member_sim(workdir: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
   (independent of score_split's batching), and the split's caption owners."""
   member = evaluate.load_member(str(workdir))
   model, state = evaluate.restore_member(member, "best")
-  test = member.splits["test"]
+  test = member.data.splits["test"]
   variables = state.variables
   img = jax.jit(model.encode_images)(variables, test.images, test.image_mask)
   txt = jax.jit(model.encode_captions)(variables, test.tokens, test.lengths)
@@ -91,7 +95,7 @@ def test_caption_order_mismatch_is_named():
       lengths=np.full(6, 2, np.int32),
       caption_image=np.asarray(owner),
     )
-    return evaluate.Member("w", config, "", {"test": split}, None, None, None)
+    return evaluate.Member("w", config, "", LoadedData({"test": split}, None, None, {}, None))
 
   same = evaluate.split_mismatch(member([0, 0, 1, 1, 2, 2]), member([0, 0, 1, 1, 2, 2]), "test")
   assert same is None

@@ -1,4 +1,4 @@
-"""Stored relevance of the train app: one records folder per dataset and estimator settings,
+"""Stored relevance of a training run: one records folder per dataset and estimator settings,
 and the aggregate of the records header reaching the training graded matrices."""
 
 import os
@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from jitr.apps.wiring import stored_relevance
 from jitr.data import pairs
+from jitr.experiment.stored_relevance import caption_set, stored_relevance
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
@@ -46,13 +46,17 @@ def test_datasets_and_settings_sharing_a_data_dir_get_their_own_records(tmp_path
   data_dir = str(tmp_path / "tfds")
   other = SMALL_CAPTIONS[5:] + SMALL_CAPTIONS[:5]  # another caption list (fingerprint)
   a_vec, a_topk, a_agg = stored_relevance(
-    SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(), data_dir
+    caption_set(SMALL_CAPTIONS, 5, "f30k_precomp/train"), _config(), data_dir
   )
-  b_vec, b_topk, b_agg = stored_relevance(other, 5, "jitr_shapes/tiny/train", _config(), data_dir)
+  b_vec, b_topk, b_agg = stored_relevance(
+    caption_set(other, 5, "jitr_shapes/tiny/train"), _config(), data_dir
+  )
   c_vec, _, c_agg = stored_relevance(
-    SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(aggregate="mean"), data_dir
+    caption_set(SMALL_CAPTIONS, 5, "f30k_precomp/train"), _config(aggregate="mean"), data_dir
   )
-  d_vec, _, _ = stored_relevance(SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(k=5), data_dir)
+  d_vec, _, _ = stored_relevance(
+    caption_set(SMALL_CAPTIONS, 5, "f30k_precomp/train"), _config(k=5), data_dir
+  )
 
   folders = _folders(os.path.join(data_dir, "relevance"))
   assert [f for f in folders if os.sep not in f] == ["f30k_precomp-train", "jitr_shapes-tiny-train"]
@@ -82,7 +86,9 @@ def test_datasets_and_settings_sharing_a_data_dir_get_their_own_records(tmp_path
     if n.endswith(".tfrecord")
   )
   before = os.stat(shard).st_mtime_ns
-  again, _, _ = stored_relevance(SMALL_CAPTIONS, 5, "f30k_precomp/train", _config(), data_dir)
+  again, _, _ = stored_relevance(
+    caption_set(SMALL_CAPTIONS, 5, "f30k_precomp/train"), _config(), data_dir
+  )
   np.testing.assert_array_equal(again["lsa"], a_vec["lsa"])
   assert os.stat(shard).st_mtime_ns == before
 
@@ -91,7 +97,7 @@ def test_the_records_aggregate_reaches_the_training_matrices(tmp_path):
   config = _config(aggregate="mean")
   config.graded.lsa_lists = "topk:lsa"  # vectors and top-K lists of one estimator: both stored
   vectors, topk, aggregates = stored_relevance(
-    SMALL_CAPTIONS, 5, "f30k_precomp/train", config, str(tmp_path)
+    caption_set(SMALL_CAPTIONS, 5, "f30k_precomp/train"), config, str(tmp_path)
   )
   assert sorted(vectors) == ["lsa"] and sorted(topk) == ["cider", "lsa"]
   assert topk["lsa"][0].shape == (5, 6)

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from configs import default
-from jitr.apps import teacher_relevance, train, wiring
+from jitr import experiment
 from jitr.data import pairs
 from jitr.data.vocab import Vocab
 from jitr.evaluation.report import write_text_atomic
+from jitr.experiment import teachers
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.graded import make_graded_fn
 from jitr.training.teacher import TeacherError
@@ -41,11 +42,12 @@ def make_teacher(workdir: pathlib.Path, config):
   """What jitr-train leaves: config.json, vocab.json and a best checkpoint (the initial state
   of ``config.seed``: no training). Returns ``(model, state, train split)``."""
   workdir.mkdir(parents=True)
-  splits, vocab, _, _, _ = wiring.load_data(config, config.data_dir)
+  data = experiment.load_data(config, config.data_dir)
+  splits, vocab = data.splits, data.vocab
   vocab.save(str(workdir / "vocab.json"))
   write_text_atomic(str(workdir / "config.json"), config.to_json_best_effort(indent=2))
   steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
-  model, state = wiring.initial_state(config, len(vocab), splits["train"], steps)
+  model, state = experiment.initial_state(config, len(vocab), splits["train"], steps)
   save_best(workdir, state, 0.0)
   return model, state, splits["train"]
 
@@ -90,7 +92,9 @@ def _teacher_dirs(root):
 def test_stored_embeddings_round_trip_and_are_reused(shapes):
   root, workdir, model, state, _ = shapes
   variables = state.variables
-  splits, *_ = wiring.load_data(student_config(root, f"teacher:{workdir}"), str(root / "tfds"))
+  splits = experiment.load_data(
+    student_config(root, f"teacher:{workdir}"), str(root / "tfds")
+  ).splits
   images, captions = splits["train"].teacher[str(workdir)]
   direct_img, direct_cap = _direct(model, variables, splits["train"])
   assert images.shape == (40, 16) and captions.shape == (200, 16)
@@ -104,12 +108,16 @@ def test_stored_embeddings_round_trip_and_are_reused(shapes):
   assert header["arrays"] == {"images": {"shape": [40, 16], "dtype": "float32"},
                               "captions": {"shape": [200, 16], "dtype": "float32"}}  # fmt: skip
   mtime = (store / "embeddings.npz").stat().st_mtime_ns
-  again, *_ = wiring.load_data(student_config(root, f"teacher:{workdir}"), str(root / "tfds"))
+  again = experiment.load_data(
+    student_config(root, f"teacher:{workdir}"), str(root / "tfds")
+  ).splits
   assert (store / "embeddings.npz").stat().st_mtime_ns == mtime  # reused, not rewritten
   np.testing.assert_array_equal(again["train"].teacher[str(workdir)][0], images)
   # Damaged bytes are detected (sha256) and the embeddings recomputed.
   (store / "embeddings.npz").write_bytes(b"not an npz")
-  fixed, *_ = wiring.load_data(student_config(root, f"teacher:{workdir}"), str(root / "tfds"))
+  fixed = experiment.load_data(
+    student_config(root, f"teacher:{workdir}"), str(root / "tfds")
+  ).splits
   np.testing.assert_array_equal(fixed["train"].teacher[str(workdir)][1], captions)
 
 
@@ -118,11 +126,11 @@ def test_a_newer_checkpoint_is_recomputed(shapes, tmp_path):
   workdir = tmp_path / "vse"
   shutil.copytree(teacher, workdir)
   config = student_config(root, f"teacher:{workdir}")
-  wiring.load_data(config, str(root / "tfds"))
+  experiment.load_data(config, str(root / "tfds"))
   before = set(_teacher_dirs(root))
   better = state.replace(step=state.step + 5, params=jax.tree.map(lambda p: -p, state.params))
   save_best(workdir, better, 1.0)  # a better checkpoint at step 5
-  splits, *_ = wiring.load_data(config, str(root / "tfds"))
+  splits = experiment.load_data(config, str(root / "tfds")).splits
   (added,) = set(_teacher_dirs(root)) - before
   header = json.loads((root / "tfds/relevance/jitr_shapes-tiny-train" / added / "embeddings.json")
                       .read_text())  # fmt: skip
@@ -137,8 +145,8 @@ def test_in_batch_relevance_is_one_plus_cosine_over_two_with_positives_one(shape
   root, workdir, model, state, _ = shapes
   variables = state.variables
   source = f"teacher:{workdir}"
-  splits, _, _, aggregates, _ = wiring.load_data(student_config(root, source), str(root / "tfds"))
-  train = splits["train"]
+  data = experiment.load_data(student_config(root, source), str(root / "tfds"))
+  train, aggregates = data.splits["train"], data.aggregates
   captions = np.array([0, 1, 7, 30, 31, 120, 199, 64])
   batch = pairs.make_batch(train, captions)
   positives = batch["image_ids"][:, None] == batch["image_ids"][None, :]
@@ -153,7 +161,7 @@ def test_in_batch_relevance_is_one_plus_cosine_over_two_with_positives_one(shape
 
 def _error(config, root) -> str:
   with pytest.raises(TeacherError) as err:
-    wiring.load_data(config, str(root / "tfds"))
+    experiment.load_data(config, str(root / "tfds"))
   assert "\n" not in str(err.value)
   return str(err.value)
 
@@ -211,8 +219,8 @@ def test_bad_teachers_are_one_line_errors(shapes, tmp_path):
 def test_teacher_workdirs_are_made_absolute(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   graded = {"relevance": "hmean:vectors:sentence|teacher:runs/vse", "other": "teacher:/abs/x"}
-  assert teacher_relevance.teacher_workdirs(graded) == ["runs/vse", "/abs/x"]
-  assert teacher_relevance.with_absolute_teachers(graded) == {
+  assert teachers.teacher_workdirs(graded) == ["runs/vse", "/abs/x"]
+  assert teachers.with_absolute_teachers(graded) == {
     "relevance": f"hmean:vectors:sentence|teacher:{tmp_path / 'runs' / 'vse'}",
     "other": "teacher:/abs/x",
   }
@@ -222,7 +230,7 @@ def test_jitr_train_refuses_a_bad_teacher_before_writing(shapes, tmp_path):
   root, _, _, _, _ = shapes
   config = student_config(root, f"hmean:oracle|teacher:{tmp_path / 'nothing'}")
   with pytest.raises(TeacherError, match="no such workdir"):
-    train.train_and_evaluate(config, str(tmp_path / "run"))
+    experiment.train_and_evaluate(config, str(tmp_path / "run"))
   assert not (tmp_path / "run").exists()
 
 

@@ -1,4 +1,4 @@
-"""Wiring of ``teacher:WORKDIR`` relevance: a trained dual encoder's embeddings, stored once.
+"""``teacher:WORKDIR`` relevance: a trained dual encoder's embeddings, stored once.
 
 For every teacher a run's ``config.graded`` names (also inside a combination such as
 ``hmean:vectors:sentence|teacher:workdirs/vse``), :func:`stored_teachers`
@@ -21,21 +21,40 @@ The result, ``{workdir as written: (images, captions)}``, becomes the training s
 
 from __future__ import annotations
 
-import hashlib
-import json
+import dataclasses
 import os
-import re
 from typing import Any
 
+import jax
 from absl import logging
 
+from jitr import training
+from jitr.data import shapes_split
+from jitr.data.datasets import SHAPES
+from jitr.data.vocab import Vocab
+from jitr.experiment.model_state import example_inputs
+from jitr.experiment.stored_relevance import dataset_slug, settings_digest
+from jitr.experiment.workdir import CONFIG_NAME, read_workdir_config
+from jitr.models import make_model
 from jitr.relevance.captions_io import CaptionSet
+from jitr.relevance.embedding_store import (
+  EmbeddingsCorruptError,
+  read_embeddings,
+  write_embeddings,
+)
+from jitr.training.checkpoints import Checkpoints
+from jitr.training.graded import CombinedSource, GradedSource, parse_source
+from jitr.training.teacher import (
+  TeacherError,
+  check_teacher_config,
+  check_teacher_vocab,
+  saved_checkpoint,
+  split_embeddings,
+)
 
 
 def teacher_workdirs(graded: dict) -> list[str]:
   """The teacher workdirs (as written) of ``config.graded``'s sources, first seen first."""
-  from jitr.training.graded import parse_source
-
   out: list[str] = []
   for source in graded.values():
     for leaf in parse_source(source).leaves():
@@ -47,7 +66,6 @@ def teacher_workdirs(graded: dict) -> list[str]:
 def with_absolute_teachers(graded: dict) -> dict:
   """``config.graded`` with every teacher workdir made absolute (against the current
   directory), so the ``config.json`` of a run names its teacher wherever it is read."""
-  from jitr.training.graded import CombinedSource, GradedSource, parse_source
 
   def absolute(leaf: GradedSource) -> GradedSource:
     if leaf.stored != "teacher":
@@ -86,16 +104,11 @@ def teacher_identity(
 def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
   """``<data_dir>/relevance/<dataset slug>/teacher-<sha>``, ``sha`` the first 10 hex digits
   of the sha256 of ``identity`` (teacher path, checkpoint and step, captions' fingerprint)."""
-  digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:10]
-  source = identity["dataset"]["source"]
-  slug = re.sub(r"[^A-Za-z0-9._-]+", "-", source).strip("-.") or "dataset"
-  return os.path.join(data_dir, "relevance", slug, f"teacher-{digest}")
+  slug = dataset_slug(identity["dataset"]["source"])
+  return os.path.join(data_dir, "relevance", slug, f"teacher-{settings_digest(identity)}")
 
 
 def _teacher_config(workdir: str) -> dict[str, Any]:
-  from jitr.apps.run_checks import CONFIG_NAME, read_workdir_config
-  from jitr.training.teacher import TeacherError
-
   path = os.path.abspath(workdir)
   if not os.path.isdir(path):
     raise TeacherError(f"teacher:{workdir}: no such workdir ({path})")
@@ -108,9 +121,6 @@ def _teacher_config(workdir: str) -> dict[str, Any]:
 
 
 def _teacher_vocab(workdir: str):
-  from jitr.data.vocab import Vocab
-  from jitr.training.teacher import TeacherError
-
   path = os.path.join(os.path.abspath(workdir), "vocab.json")
   try:
     return Vocab.load(path)
@@ -120,25 +130,14 @@ def _teacher_vocab(workdir: str):
 
 def _restore(workdir: str, teacher: dict, vocab, train_split, which: str):
   """``(model, variables, step)`` of the teacher's ``which`` checkpoint."""
-  import jax
-  import numpy as np
-
-  from jitr import training
-  from jitr.data import pairs
-  from jitr.models import make_model
-  from jitr.training.checkpoints import Checkpoints
-  from jitr.training.step import MODEL_INPUTS
-  from jitr.training.teacher import TeacherError
-
-  # The shapes of a state like the teacher's (as jitr-train's wiring.initial_state builds
-  # it), traced, not computed: the checkpoint provides every value.
+  # The shapes of a state like the teacher's (as model_state.initial_state builds it),
+  # traced, not computed: the checkpoint provides every value.
   try:
     model = make_model(teacher.get("model") or {}, len(vocab))
     tx = training.make_optimizer(dict(teacher.get("optimizer") or {}), steps_per_epoch=1)
   except (KeyError, ValueError) as err:
     raise TeacherError(f"teacher:{workdir}: its config.json: {err}") from None
-  first = pairs.make_batch(train_split, np.arange(min(2, train_split.num_captions)))
-  inputs = {k: first[k] for k in MODEL_INPUTS if k in first}
+  inputs = example_inputs(train_split)
   like = jax.eval_shape(
     lambda: training.create_train_state(
       model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
@@ -158,22 +157,9 @@ def teacher_embeddings(
   workdir: str, config, train_split, vocab, captions: CaptionSet, data_dir: str
 ) -> tuple[Any, Any]:
   """``(images [N_img, D], captions [N_cap, D])`` of one teacher (see the module docstring).
-
   Raises:
     TeacherError: a workdir that cannot teach this run (one line naming it and why).
   """
-  from jitr.relevance.embedding_store import (
-    EmbeddingsCorruptError,
-    read_embeddings,
-    write_embeddings,
-  )
-  from jitr.training.teacher import (
-    check_teacher_config,
-    check_teacher_vocab,
-    saved_checkpoint,
-    split_embeddings,
-  )
-
   teacher = _teacher_config(workdir)
   check_teacher_config(workdir, teacher, config.to_dict(), len(vocab))
   check_teacher_vocab(workdir, _teacher_vocab(workdir), vocab)
@@ -215,17 +201,13 @@ def shapes_split_embeddings(
   of any jitr_shapes split (``arrays`` of ``shapes_tfds.load_split(..., images=True)``),
   its captions tokenised with the teacher's own vocabulary; not stored (for measuring
   the teacher's relevance on val / test, which training never encodes).
-
   Raises:
     TeacherError: the workdir is not a dual encoder trained on ``jitr_shapes/shapes_config``
       or has no checkpoint (one line naming it and why).
   """
-  from jitr.data import shapes_split
-  from jitr.training.teacher import check_teacher_config, saved_checkpoint, split_embeddings
-
   teacher = _teacher_config(workdir)
   vocab = _teacher_vocab(workdir)
-  dataset = {"dataset": "jitr_shapes", "shapes_config": shapes_config}
+  dataset = {"dataset": SHAPES, "shapes_config": shapes_config}
   check_teacher_config(workdir, teacher, dataset, len(vocab))
   split = shapes_split.retrieval_split(
     arrays, vocab, max_len=int(teacher.get("max_caption_len", 48))
@@ -233,3 +215,12 @@ def shapes_split_embeddings(
   which, _ = saved_checkpoint(workdir)
   model, variables, _ = _restore(workdir, teacher, vocab, split, which)
   return split_embeddings(model, variables, split, batch_size=batch_size)
+
+
+def with_teachers(config, splits: dict, vocab, captions: CaptionSet, data_dir: str) -> dict:
+  """``splits`` with the train split's ``teacher`` embeddings of every ``teacher:WORKDIR``
+  source of ``config.graded`` (none: unchanged)."""
+  if not teacher_workdirs(dict(config.graded)):
+    return splits
+  teachers = stored_teachers(config, splits["train"], vocab, captions, data_dir)
+  return {**splits, "train": dataclasses.replace(splits["train"], teacher=teachers)}

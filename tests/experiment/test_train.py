@@ -5,11 +5,11 @@ import os
 
 import ml_collections
 import pytest
-from ml_collections import config_flags  # noqa: F401  (absl flags of the app are defined on import)
 
 from configs import default
-from jitr.apps import evaluate, train, wiring
+from jitr import experiment
 from jitr.data import pairs
+from jitr.experiment.workdir import data_dir
 from jitr.training.checkpoints import Checkpoints
 from tests.file_fixtures import write_precomp
 
@@ -26,10 +26,12 @@ def _scalar_steps(logdir):
 def _untrained_and_trained(config, workdir):
   """The train split's metrics under the initial parameters and under the best
   checkpoint's (the same data, model and seed as the run)."""
-  splits, vocab, _, _, _ = wiring.load_data(config, wiring.data_dir(config, workdir))
-  steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
-  model, initial = wiring.initial_state(config, len(vocab), splits["train"], steps)
-  evaluator = wiring.Evaluator(model, splits, None, None, batch_size=config.eval_batch_size)
+  data = experiment.load_data(config, data_dir(config, workdir))
+  steps = pairs.steps_per_epoch(data.splits["train"], config.batch_size)
+  model, initial = experiment.initial_state(config, len(data.vocab), data.splits["train"], steps)
+  evaluator = experiment.Evaluator(
+    model, data.splits, None, None, batch_size=config.eval_batch_size
+  )
   checkpoints = Checkpoints(workdir)
   best = checkpoints.restore(initial, which="best")
   checkpoints.close()
@@ -48,7 +50,7 @@ def test_default_config_trains_end_to_end_on_tiny_shapes(tmp_path):
   config.optimizer.learning_rate = 2e-3  # 20 steps: a higher rate, no decay
   config.optimizer.decay_epochs = ()
   config.log_every_steps = 5
-  metrics = train.train_and_evaluate(config, str(tmp_path / "run"))
+  metrics = experiment.train_and_evaluate(config, str(tmp_path / "run")).metrics
   for key in ("full/rsum", "ndcg/i2t/NDCG@10", "exact/t2i/mAP@R"):
     assert 0.0 <= metrics[key] <= (600.0 if key == "full/rsum" else 100.0)
   # The tiny test split (10 images) cannot tell a trained model from chance (its
@@ -66,7 +68,7 @@ def test_default_config_trains_end_to_end_on_tiny_shapes(tmp_path):
   assert logged["train/loss"] == logged["steps_per_sec"] == [5, 10, 15, 20]
   assert logged["val/full/rsum"] == [5, 10, 15, 20]  # after each epoch of 5 steps
   # jitr-eval on the same workdir: the best checkpoint gives the same test numbers and a report.
-  again = evaluate.evaluate_workdir(str(tmp_path / "run"), split="test")
+  again = experiment.evaluate_workdir(str(tmp_path / "run"), split="test")
   for key in ("full/rsum", "ndcg/i2t/NDCG@10", "exact/t2i/mAP@R"):
     assert again[key] == pytest.approx(metrics[key], abs=1e-6), key
   out = tmp_path / "run" / "eval_test"
@@ -83,7 +85,7 @@ def test_bad_config_is_refused(tmp_path):
   config = default.get_config()
   config.graded.relevance = "bm25"
   with pytest.raises(ValueError, match="config.graded.relevance"):
-    train.train_and_evaluate(config, str(tmp_path))
+    experiment.train_and_evaluate(config, str(tmp_path))
 
 
 @pytest.mark.slow
@@ -98,17 +100,17 @@ def test_precomp_folder_trains_end_to_end(tmp_path):
   config.batch_size = 16
   config.model.embed_dim = 16
   config.model.word_dim = 8
-  metrics = train.train_and_evaluate(config, str(tmp_path / "run"))
+  metrics = experiment.train_and_evaluate(config, str(tmp_path / "run")).metrics
   assert 0 < metrics["full/rsum"] <= 600 and "ndcg/i2t/NDCG@10" not in metrics
 
 
 def test_eval_of_a_folder_without_config_is_refused(tmp_path):
   with pytest.raises(FileNotFoundError, match="config.json"):
-    evaluate.evaluate_workdir(str(tmp_path))
+    experiment.evaluate_workdir(str(tmp_path))
 
 
 def test_precomp_without_root_is_refused(tmp_path):
   config = default.get_config()
   config.dataset = "coco_precomp"
   with pytest.raises(ValueError, match="config.precomp_root"):
-    train.train_and_evaluate(config, str(tmp_path))
+    experiment.train_and_evaluate(config, str(tmp_path))

@@ -1,0 +1,24 @@
+"""The experiment: a whole training run and a workdir's evaluation, as the apps run them.
+
+As in flax's examples, the apps only parse flags and call one function here:
+``jitr-train`` calls :func:`train_and_evaluate` and ``jitr-eval`` calls
+:func:`evaluate_workdir`. This package wires the others together (``data``,
+``relevance``, ``models``, ``losses``, ``training``, ``evaluation``); nothing below it
+imports it.
+"""
+
+from jitr.experiment.evaluate import evaluate_workdir
+from jitr.experiment.evaluator import Evaluator
+from jitr.experiment.loaded_data import LoadedData, load_data
+from jitr.experiment.model_state import initial_state
+from jitr.experiment.train import RunResult, train_and_evaluate
+
+__all__ = [
+  "Evaluator",
+  "LoadedData",
+  "RunResult",
+  "evaluate_workdir",
+  "initial_state",
+  "load_data",
+  "train_and_evaluate",
+]

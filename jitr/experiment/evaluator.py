@@ -1,0 +1,79 @@
+"""A run's evaluation: a split's similarity matrix under a model, and its full metric set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jitr.evaluation.positives import positives_from_lists
+from jitr.evaluation.suite import evaluate_retrieval
+from jitr.models import RetrievalModel
+from jitr.training.score_split import SplitScorer
+
+# The K of the recall and NDCG curves every evaluation reports.
+CURVE_KS = (1, 5, 10, 20, 50, 100)
+
+
+def exact_graded_inputs(relevance: np.ndarray) -> dict:
+  """``evaluate_retrieval``'s graded inputs from a split's exact relevance ``[N_img, N_cap]``:
+  the relevance itself, and its relevance-1 items as the extended positives ``exact``."""
+  ones = relevance >= 1.0
+  return {
+    "relevance": relevance,
+    "extended_positives": {
+      "exact": (
+        positives_from_lists([np.flatnonzero(r) for r in ones], num_gallery=relevance.shape[1]),
+        positives_from_lists([np.flatnonzero(c) for c in ones.T], num_gallery=relevance.shape[0]),
+      )
+    },
+  }
+
+
+class Evaluator:
+  """``evaluator(split, variables) -> metrics``: the split's similarity matrix under a
+  ``RetrievalModel`` (:class:`jitr.training.score_split.SplitScorer`: each item encoded
+  once, pairs scored in ``batch_size`` x ``batch_size`` blocks; embedding models by a dot
+  product, similarity models by their ``score``) and
+  :func:`jitr.evaluation.evaluate_retrieval` (exact relevance and its relevance-1 items as
+  extended positives where the dataset has them; COCO folds on test). ``variables``: a
+  state's ``state.variables``."""
+
+  def __init__(
+    self,
+    model: RetrievalModel,
+    splits: dict,
+    exact: dict | None,
+    folds: int | None,
+    *,
+    batch_size: int,
+  ):
+    self.splits, self.exact, self.folds = splits, exact, folds
+    self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
+    self.scorer = SplitScorer(model, image_batch=batch_size, caption_batch=batch_size)
+
+  def similarity(self, split: str, variables: Any) -> np.ndarray:
+    """``sim [N_img, N_cap]`` (float32 numpy) of ``split`` under ``variables``."""
+    return self.scorer(variables, self.splits[split])
+
+  def _graded_inputs(self, split: str) -> dict:
+    if self.exact is None:
+      return {}
+    if split not in self._graded:
+      self._graded[split] = exact_graded_inputs(self.exact[split])
+    return self._graded[split]
+
+  def __call__(self, split: str, variables: Any, sim: np.ndarray | None = None) -> dict:
+    """The metrics of ``split`` (``rsum``: ``full/rsum``); ``sim`` given: scored as is."""
+    sim = self.similarity(split, variables) if sim is None else sim
+    metrics = evaluate_retrieval(
+      sim,
+      caption_to_image=self.splits[split].caption_image,
+      folds=self.folds if split == "test" else None,
+      curve_ks=CURVE_KS,
+      ndcg_ks=CURVE_KS,
+      semantic_ks=(),
+      **self._graded_inputs(split),
+    )
+    metrics["rsum"] = metrics["full/rsum"]
+    return metrics

@@ -1,0 +1,118 @@
+"""A run's data: its splits, vocabulary, exact relevance and the stored relevance it trains on.
+
+:func:`load_data` reads ``config.dataset`` through the loader of its kind
+(:data:`LOADERS`, keyed by :attr:`jitr.data.datasets.DatasetInfo.kind`): the built-in
+jitr_shapes TFDS dataset (built under ``data_dir`` on first use) or a ``*_precomp``
+folder. The training split carries the relevance records of every graded source
+(:mod:`jitr.experiment.stored_relevance`) and, when asked, the teachers' embeddings
+(:mod:`jitr.experiment.teachers`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from jitr.data import pairs, precomp, shapes_split, shapes_tfds
+from jitr.data import vocab as vocab_lib
+from jitr.data.datasets import dataset_info
+from jitr.experiment.stored_relevance import caption_set, stored_relevance
+from jitr.experiment.teachers import with_teachers
+
+# The names of a run's splits: validation is "val" whatever the dataset calls it.
+SPLITS = ("train", "val", "test")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedData:
+  """What a run reads of its dataset.
+
+  Attributes:
+    splits: ``{"train" | "val" | "test": RetrievalSplit}``.
+    vocab: the vocabulary built from the training captions.
+    exact: ``{"val" | "test": [N_img, N_cap]}`` exact relevance, or ``None`` where the
+      dataset has none.
+    aggregates: ``{estimator: "max" | "mean"}`` of the stored caption vectors (for
+      ``make_graded_fn``).
+    folds: the number of test folds (COCO 1K five-fold), or ``None``.
+  """
+
+  splits: dict[str, pairs.RetrievalSplit]
+  vocab: vocab_lib.Vocab
+  exact: dict[str, np.ndarray] | None
+  aggregates: dict[str, str]
+  folds: int | None
+
+
+def load_shapes(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
+  """jitr_shapes (``config.shapes_config``), built under ``data_dir`` if absent."""
+  shapes_tfds.build(data_dir, config.shapes_config)
+  arrays = {
+    s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
+    for s in SPLITS
+  }
+  vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
+  captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
+  vectors, topk, aggregates = stored_relevance(captions, config, data_dir)
+  splits = {
+    s: shapes_split.retrieval_split(
+      a,
+      vocab,
+      max_len=config.max_caption_len,
+      vectors=vectors if s == "train" else None,
+      topk=topk if s == "train" else None,
+    )
+    for s, a in arrays.items()
+  }
+  if teachers:
+    splits = with_teachers(config, splits, vocab, captions, data_dir)
+  exact = {
+    s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config)
+    for s in ("val", "test")
+  }
+  return LoadedData(splits, vocab, exact, aggregates, None)
+
+
+def load_precomp(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
+  """A ``<precomp_root>/<dataset>/`` folder: train, dev (validation), ``config.test_split``."""
+  folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
+  raw = {
+    name: precomp.load_precomp_split(folder, split)
+    for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
+  }
+  vocab = precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count)
+  train = raw["train"]
+  captions = caption_set(train.captions, train.captions_per_image, _train_source(config))
+  vectors, topk, aggregates = stored_relevance(captions, config, data_dir)
+  splits = {}
+  for name, split in raw.items():
+    tokens, lengths = vocab.encode_batch(split.captions, max_len=config.max_caption_len)
+    splits[name] = pairs.RetrievalSplit(
+      images=split.images,
+      tokens=tokens,
+      lengths=lengths,
+      caption_image=split.caption_image_index(),
+      vectors=vectors if name == "train" else {},
+      topk=topk if name == "train" else {},
+    )
+  if teachers:
+    splits = with_teachers(config, splits, vocab, captions, data_dir)
+  return LoadedData(splits, vocab, None, aggregates, config.eval_folds or None)
+
+
+# DatasetInfo.kind -> its loader
+LOADERS: dict[str, Callable[..., LoadedData]] = {"shapes": load_shapes, "precomp": load_precomp}
+
+
+def _train_source(config) -> str:
+  """The training captions' source name, e.g. ``jitr_shapes/default/train``: the key of
+  their relevance records and teacher embeddings."""
+  return f"{dataset_info(config.dataset).data_name(config)}/train"
+
+
+def load_data(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
+  """The :class:`LoadedData` of ``config.dataset``. ``teachers=False`` leaves out the
+  ``teacher:`` embeddings (only training reads them; evaluation needs no teacher)."""
+  return LOADERS[dataset_info(config.dataset).kind](config, data_dir, teachers=teachers)

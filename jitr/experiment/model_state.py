@@ -1,0 +1,30 @@
+"""A run's model and its first train state, as ``config.model`` and ``config.optimizer`` say."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from jitr import training
+from jitr.data import pairs
+from jitr.models import RetrievalModel, make_model
+from jitr.training.step import MODEL_INPUTS
+
+
+def example_inputs(split: pairs.RetrievalSplit) -> dict:
+  """The model inputs (:data:`~jitr.training.step.MODEL_INPUTS`) of ``split``'s first two
+  captions and their images: what ``model.init`` traces the shapes from."""
+  first = pairs.make_batch(split, np.arange(min(2, split.num_captions)))
+  return {k: first[k] for k in MODEL_INPUTS if k in first}
+
+
+def initial_state(
+  config, vocab_size: int, train_split: pairs.RetrievalSplit, steps_per_epoch: int
+) -> tuple[RetrievalModel, training.TrainState]:
+  """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
+  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``), initialised from ``config.seed``;
+  its non-param collections (BatchNorm statistics) go to ``state.model_state``."""
+  model = make_model(config.model.to_dict(), vocab_size)
+  variables = jax.jit(model.init)(jax.random.key(config.seed), example_inputs(train_split))
+  tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
+  return model, training.create_train_state(variables, tx, jax.random.key(config.seed + 1))

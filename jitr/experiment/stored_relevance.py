@@ -1,0 +1,95 @@
+"""The relevance records a run's graded sources read, computed once per dataset and settings.
+
+:func:`stored_relevance` fits every estimator that ``config.graded`` names on the
+training captions, writes its TFRecords under :func:`relevance_records_dir` (or reuses
+complete ones) and reads them back as the training split's ``vectors`` / ``topk``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+import numpy as np
+from absl import logging
+
+from jitr.data.relevance_reader import load_relevance_table
+from jitr.relevance.captions_io import CaptionSet
+from jitr.relevance.estimator import RelevanceEstimator
+from jitr.relevance.records import write_relevance_records
+from jitr.relevance.registry import make_estimator
+from jitr.training.graded import check_vectors_kind, parse_source
+
+
+def dataset_slug(dataset: str) -> str:
+  """``dataset`` as one folder name of ``[A-Za-z0-9._-]`` (``jitr_shapes/tiny/train`` ->
+  ``jitr_shapes-tiny-train``)."""
+  return re.sub(r"[^A-Za-z0-9._-]+", "-", dataset).strip("-.") or "dataset"
+
+
+def settings_digest(settings: dict) -> str:
+  """The first 10 hex digits of the sha256 of ``settings`` as sorted-key JSON."""
+  return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()[:10]
+
+
+def relevance_records_dir(
+  data_dir: str, dataset: str, estimator: RelevanceEstimator, *, top_k: int | None
+) -> str:
+  """``<data_dir>/relevance/<dataset slug>/<estimator>-<vectors|topK>-<sha>``: one folder per
+  dataset and estimator settings (``sha``: :func:`settings_digest` of the estimator's name,
+  ``params()`` and what is stored)."""
+  contents = "vectors" if top_k is None else f"top{int(top_k)}"
+  settings = {"estimator": estimator.name, "params": estimator.params(), "contents": contents}
+  return os.path.join(
+    data_dir,
+    "relevance",
+    dataset_slug(dataset),
+    f"{estimator.name}-{contents}-{settings_digest(settings)}",
+  )
+
+
+def caption_set(caption_list, per_image: int, dataset: str) -> CaptionSet:
+  """A :class:`CaptionSet` of ``per_image`` consecutive captions per image (ids ``i``, ``i#k``)."""
+  n_img = len(caption_list) // per_image
+  return CaptionSet(
+    source=dataset,
+    image_ids=tuple(str(i) for i in range(n_img)),
+    caption_ids=tuple(f"{i}#{k}" for i in range(n_img) for k in range(per_image)),
+    captions=tuple(caption_list),
+    image_offsets=np.arange(n_img + 1) * per_image,
+  )
+
+
+def stored_relevance(captions: CaptionSet, config, data_dir: str) -> tuple[dict, dict, dict]:
+  """``(vectors, topk, aggregates)`` of every estimator ``config.graded`` names, read from
+  relevance TFRecords under :func:`relevance_records_dir` (computed on first use).
+
+  ``vectors[NAME]`` ``[N_cap, D]``, ``topk[NAME]`` ``(indices, scores)`` ``[N_img, K]``,
+  ``aggregates[NAME]`` the vectors' aggregate from the records header (for ``make_graded_fn``).
+  """
+  vectors, topk, aggregates = {}, {}, {}
+  leaves = [
+    leaf for graded in dict(config.graded).values() for leaf in parse_source(graded).leaves()
+  ]
+  for source in leaves:
+    stored = {"vectors": vectors, "topk": topk}.get(source.stored)
+    if stored is None or source.estimator in stored:
+      continue
+    estimator = make_estimator(
+      source.estimator, **dict(config.estimators.get(source.estimator, {}))
+    )
+    check_vectors_kind(source, estimator.relevance_kind)
+    top_k = config.top_k if source.stored == "topk" else None
+    out = relevance_records_dir(data_dir, captions.source, estimator, top_k=top_k)
+    write_relevance_records(
+      out, captions, estimator, vectors=top_k is None, top_k=top_k, log=logging.info
+    )
+    table = load_relevance_table(out, expected_fingerprint=captions.fingerprint())
+    if top_k is None:
+      vectors[source.estimator] = table.caption_vectors
+      aggregates[source.estimator] = table.aggregate
+    else:
+      topk[source.estimator] = (table.topk_indices, table.topk_scores)
+  return vectors, topk, aggregates

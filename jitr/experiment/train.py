@@ -1,0 +1,141 @@
+"""``train_and_evaluate(config, workdir)``: one whole training run, as ``jitr-train`` runs it.
+
+Checks the config and the workdir before anything is written, loads the data and the
+stored relevance, builds the model, its train state and the data-parallel step of
+``config.loss``, trains with validation and checkpoints (:func:`jitr.training.loop.fit`),
+and scores the best checkpoint on the test split into ``metrics.json`` and
+``results.md``. SIGTERM stops it at a step boundary after saving the latest checkpoint;
+the same call resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import ml_collections
+from absl import logging
+
+from jitr import fileio, losses, training
+from jitr.data import pairs
+from jitr.evaluation import report
+from jitr.experiment import workdir as workdir_lib
+from jitr.experiment.evaluator import Evaluator
+from jitr.experiment.loaded_data import load_data
+from jitr.experiment.model_state import initial_state
+from jitr.experiment.teachers import with_absolute_teachers
+from jitr.training import distributed, reporting
+from jitr.training.checkpoints import Checkpoints
+from jitr.training.compile_cache import enable_compilation_cache
+from jitr.training.graded import make_graded_fn
+from jitr.training.loop import StopRequested, fit
+from jitr.training.train_config import check_train_config
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+  """What :func:`train_and_evaluate` ends with.
+
+  Attributes:
+    finished: whether every epoch ran (``False``: stopped by SIGTERM after saving; the
+      same call resumes).
+    metrics: the test metrics of the best checkpoint (empty when not finished).
+  """
+
+  finished: bool
+  metrics: dict
+
+
+def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """A copy of ``config`` with its references resolved and every teacher workdir made
+  absolute, so ``config.json`` names the teachers from any directory."""
+  config = config.copy_and_resolve_references()
+  config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
+  return config
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunResult:
+  """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
+
+  Raises:
+    ValueError: a bad config, or a workdir trained with another one (before anything is
+      written).
+  """
+  check_train_config(config)
+  config = resolved_config(config)
+  workdir = os.path.abspath(workdir)
+  workdir_lib.check_workdir(config, workdir)  # before anything is written
+  data_dir = workdir_lib.data_dir(config, workdir)
+  if config.get("compilation_cache", True):
+    logging.info("compilation cache: %s", enable_compilation_cache(f"{data_dir}/jax_cache"))
+  data = load_data(config, data_dir)
+  train = data.splits["train"]
+
+  steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
+  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch)
+  objective = losses.objective(
+    config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
+  )
+  parallel = training.DataParallel(
+    training.make_train_step(
+      objective, model=model, graded_fn=make_graded_fn(config.graded, aggregates=data.aggregates)
+    ),
+    backend=config.backend,
+  )
+  if config.batch_size % parallel.num_devices:
+    raise ValueError(
+      f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices"
+    )
+  # Every check passed: only now is the workdir written (config.json once, never rewritten).
+  os.makedirs(workdir, exist_ok=True)
+  workdir_lib.write_config_once(config, workdir)
+  data.vocab.save(os.path.join(workdir, "vocab.json"))
+
+  evaluate = Evaluator(
+    model, data.splits, data.exact, data.folds, batch_size=config.eval_batch_size
+  )
+  reporter = reporting.TrainReporter(
+    workdir,
+    total_steps=steps_per_epoch * config.num_epochs,
+    steps_per_epoch=steps_per_epoch,
+    every_steps=config.log_every_steps,
+  )
+  rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
+  checkpoints = Checkpoints(workdir)
+  with StopRequested() as stop:
+    state, finished = fit(
+      state,
+      parallel=parallel,
+      epoch_batches=lambda e: pairs.epoch_batches(
+        train, batch_size=config.batch_size, seed=config.seed, epoch=e, rows=rows
+      ),
+      steps_per_epoch=steps_per_epoch,
+      num_epochs=config.num_epochs,
+      checkpoints=checkpoints,
+      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", s.variables)),
+      on_step=reporter.on_step,
+      on_epoch=reporter.on_epoch,
+      stop=stop,
+      prefetch=config.get("prefetch", 2),
+      check_finite_every=config.log_every_steps,  # and before every save
+    )
+  reporter.close()
+  if not finished:
+    logging.warning(
+      "stopped at step %d (SIGTERM); the latest checkpoint is saved, run again to resume",
+      int(state.step),
+    )
+    checkpoints.close()
+    return RunResult(finished=False, metrics={})
+  best = checkpoints.restore(state, which="best") or state
+  checkpoints.close()
+  test = evaluate("test", best.variables)
+  report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
+  table = reporting.results_table(
+    test,
+    f"Test split, best checkpoint (step {int(best.step)})"
+    + (", exact relevance:" if data.exact is not None else ":"),
+  )
+  fileio.write_text_atomic(os.path.join(workdir, "results.md"), table)
+  print(table)
+  return RunResult(finished=True, metrics=test)
