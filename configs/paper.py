@@ -28,16 +28,25 @@ LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
       --config.precomp_root=/data/precomp        # holds f30k_precomp/ and coco_precomp/
 """
 
+import importlib.util
 import pathlib
-import sys
+import types
 
 import ml_collections
 
-# `configs` is a folder of the checkout, not an installed package: make its siblings
-# importable however the file was loaded (jitr-train from any directory, python -m).
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from configs import default, shapes  # noqa: E402
+def _sibling(name: str) -> types.ModuleType:
+  """Loads ``configs/NAME.py`` from this file's folder (jitr-train loads config files by
+  path, from any directory, so ``configs`` need not be importable)."""
+  path = pathlib.Path(__file__).with_name(f"{name}.py")
+  spec = importlib.util.spec_from_file_location(f"jitr_configs_{name}", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+default = _sibling("default")
+shapes = _sibling("shapes")
 
 DATASETS = ("f30k", "coco")
 

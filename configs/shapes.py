@@ -12,8 +12,9 @@ isotonic map, ``isotonic:crowdflower-sentence``), ``coverage`` (``sndcg`` on tok
 coverage, ``coverage:tokens``: how much of each caption the image's references state,
 :mod:`jitr.relevance.token_coverage`), ``coverage_minmax`` / ``coverage_sharp`` (the
 same calibrated per query by ``minmax,power:2`` / ``minmax,power:8``), ``coverage_sharp_w075``
-(``coverage_sharp`` at Smooth-NDCG weight 0.75: issue 14's target, README "Three seeds"),
+(``coverage_sharp`` at Smooth-NDCG weight 0.75, README "Three seeds"),
 ``coverage_hmean`` (on the harmonic mean of token coverage and the teacher's relevance).
+Each row is one entry of ``OVERRIDES``: what it changes of configs/default.py.
 scripts/shapes_table.py runs them all and prints the table.
 Every row with a hardest-negative term (all but ``cmal2r``) starts with VSE∞'s
 one-epoch sum-of-hinges warm-up (``default.with_warmup``).
@@ -22,52 +23,113 @@ MODEL: ``vse`` (default: configs/default.py's region encoder + GRU), ``sgr`` / `
 (SGRAF's similarity models) or ``vsrn`` (VSRN with its captioning loss), each at
 jitr_shapes' scale (3 regions of 128 features, a 135-word vocabulary): smaller widths
 than the papers', the same structure (SGR: 3 reasoning steps; VSRN: region GCN + GRU +
-captioning decoder). Sizing (issue target: one row in about 15 minutes on 2 CPU cores):
+captioning decoder). Sizing (target: one row in about 15 minutes on 2 CPU cores):
 SGR and SAF score all 128 × 128 (image, caption) pairs of a batch and the 1,000 × 5,000
 pairs of every validation and test pass, each over the caption's word slots, so they
 are narrow (embed 64, sim 16), cut captions at 32 tokens (0.3% of jitr_shapes' captions
 are longer, up to 46) and train 2 epochs (the warm-up epoch, then the loss). Measured on
 the shared 2-core machine under load 5-8 (the run got under one core): a ``triplet,sgr``
 step took about 21 s at embed 256 / sim 64 / 48 words and about 4.5 s at the sizes here
-(2.3-2.5 s with the machine otherwise idle: about 40 minutes a row). Since the
-length-bucketed pair scoring (jitr.models.sgraf_head), a whole row takes 10-13 minutes
-for SGR and 5-7 for SAF on the shared cores (load 2-5), within the target.
+(2.3-2.5 s with the machine otherwise idle). With the length-bucketed pair scoring
+(jitr.models.sgraf_head), a whole row takes 10-13 minutes for SGR and 5-7 for SAF on the
+shared cores (load 2-5), within the target.
 VSRN, a dual encoder, trains the 4 epochs of the VSE rows (6-9 minutes a row).
 """
 
+import dataclasses
+import importlib.util
 import pathlib
-import sys
+import types
+from collections.abc import Mapping
 
 import ml_collections
 
-# `configs` is a folder of the checkout, not an installed package: make its siblings
-# importable however the file was loaded (jitr-train from any directory, python -m).
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from configs import default  # noqa: E402
+def _sibling(name: str) -> types.ModuleType:
+  """Loads ``configs/NAME.py`` from this file's folder (jitr-train loads config files by
+  path, from any directory, so ``configs`` need not be importable)."""
+  path = pathlib.Path(__file__).with_name(f"{name}.py")
+  spec = importlib.util.spec_from_file_location(f"jitr_configs_{name}", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
-VARIANTS = (
-  "triplet",
-  "sndcg",
-  "cmal2r",
-  "sam",
-  "lseh",
-  "oracle",
-  "hmean",
-  "teacher",
-  "calibrated",
-  "coverage",
-  "coverage_minmax",
-  "coverage_sharp",
-  "coverage_sharp_w075",
-  "coverage_hmean",
-)
-# variant -> its graded relevance, "{}" standing for the teacher's workdir: the vse
-# triplet run of the same seed, trained first (DEFAULT_TEACHER unless given)
+
+default = _sibling("default")
+
+
+@dataclasses.dataclass(frozen=True)
+class Overrides:
+  """What one row changes of configs/default.py (a field left None keeps default's)."""
+
+  # config.loss: its terms, after VSE∞'s one-epoch warm-up (``default.with_warmup``)
+  # when ``warmup``, else from the first step
+  loss: Mapping[str, Mapping] | None = None
+  warmup: bool = True
+  graded: Mapping[str, str] | None = None  # config.graded: the graded inputs' sources
+  # config.graded.relevance taught by a teacher: "{}" stands for the teacher's workdir,
+  # the vse triplet run of the same seed, trained first (DEFAULT_TEACHER unless given)
+  teacher_source: str | None = None
+  calibration: str | None = None  # config.calibration.relevance
+  smooth_ndcg_weight: float | None = None  # config.loss.smooth_ndcg.weight (triplet's: 1)
+
+
+TRIPLET = {"weight": 1.0, "margin": 0.2, "mining": "max"}
+COVERAGE = {"relevance": "coverage:tokens"}
+# variant -> what it changes of configs/default.py (sndcg: warm-up, then triplet (LMH) +
+# Smooth-NDCG on sentence relevance). Token-coverage rows are calibrated per query: the
+# least relevant candidate to 0, then a power that widens the gap between likely and
+# unlikely matches; a Smooth-NDCG weight below the triplet's 1 keeps the annotated
+# captions first.
+OVERRIDES = {
+  "triplet": Overrides(loss={"triplet": TRIPLET}, graded={}),
+  "sndcg": Overrides(),
+  "cmal2r": Overrides(
+    loss={"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}},
+    warmup=False,
+    graded={},
+  ),
+  "sam": Overrides(
+    loss={
+      "sam": {
+        "loss": "semantic_margin_triplet",
+        "weight": 1.0,
+        "input": "cider",
+        "temperature": 5.0,
+        "sampling": "hard",
+        "keep_triplet": True,
+      }
+    },
+    graded={"cider": "topk:cider"},
+  ),
+  "lseh": Overrides(
+    loss={
+      "lseh": {
+        "loss": "semantic_hard_negatives",
+        "weight": 1.0,
+        "input": "semantic",
+        "margin": 0.185,
+        "semantic_weight": 0.025,
+      }
+    },
+    graded={"semantic": "cosine:lsa"},
+  ),
+  "oracle": Overrides(graded={"relevance": "oracle"}),
+  "hmean": Overrides(teacher_source="hmean:vectors:sentence|teacher:{}"),
+  "teacher": Overrides(teacher_source="teacher:{}"),
+  "calibrated": Overrides(calibration="isotonic:crowdflower-sentence"),
+  "coverage": Overrides(graded=COVERAGE),
+  "coverage_minmax": Overrides(graded=COVERAGE, calibration="minmax,power:2"),
+  "coverage_sharp": Overrides(graded=COVERAGE, calibration="minmax,power:8"),
+  "coverage_sharp_w075": Overrides(
+    graded=COVERAGE, calibration="minmax,power:8", smooth_ndcg_weight=0.75
+  ),
+  "coverage_hmean": Overrides(teacher_source="hmean:coverage:tokens|teacher:{}"),
+}
+VARIANTS = tuple(OVERRIDES)
+# variant -> its graded relevance, "{}" standing for the teacher's workdir
 TEACHER_SOURCES = {
-  "hmean": "hmean:vectors:sentence|teacher:{}",
-  "teacher": "teacher:{}",
-  "coverage_hmean": "hmean:coverage:tokens|teacher:{}",
+  name: row.teacher_source for name, row in OVERRIDES.items() if row.teacher_source is not None
 }
 DEFAULT_TEACHER = "workdirs/shapes/triplet"
 
@@ -77,16 +139,6 @@ def teacher_relevance(name: str, teacher_workdir: str = DEFAULT_TEACHER) -> str:
   ``hmean`` -> ``hmean(sentence RSC, teacher:WORKDIR)``."""
   return TEACHER_SOURCES[name].format(teacher_workdir)
 
-
-# token-coverage rows -> (their calibration: per query, the least relevant candidate to 0,
-# then a power that widens the gap between likely and unlikely matches; the Smooth-NDCG
-# weight beside the triplet's 1: below 1 the triplet keeps the annotated captions first)
-COVERAGE_ROWS = {
-  "coverage": ("", 1.0),
-  "coverage_minmax": ("minmax,power:2", 1.0),
-  "coverage_sharp": ("minmax,power:8", 1.0),
-  "coverage_sharp_w075": ("minmax,power:8", 0.75),
-}
 
 SGRAF_SHAPES = dict(word_dim=128, embed_dim=64, sim_dim=16, sgr_step=3, num_region=3)
 # SGR / SAF: 2 epochs (warm-up, then the loss); captions cut at 32 tokens (0.3% of
@@ -114,13 +166,16 @@ MODELS = {
 
 
 def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
+  """The config of ``NAME[,MODEL]``: configs/default.py with the row's overrides and the
+  network's model and training fields."""
   name, _, model = spec.partition(",")
   model = model or "vse"
-  if name not in VARIANTS:
-    raise ValueError(f"configs/shapes.py: unknown variant {name!r}; expected one of {VARIANTS}")
-  if model not in MODELS:
-    raise ValueError(f"configs/shapes.py: unknown MODEL {model!r}; expected one of {tuple(MODELS)}")
-  c = _loss_config(name)
+  if name not in OVERRIDES or model not in MODELS:
+    raise ValueError(
+      f"configs/shapes.py: expected NAME[,MODEL] with NAME one of {VARIANTS} and MODEL one"
+      f" of {tuple(MODELS)}; got {spec!r}"
+    )
+  c = apply_overrides(default.get_config(), OVERRIDES[name])
   model_config, fields = MODELS[model]
   if model_config is not None:
     c.model = ml_collections.ConfigDict(model_config)
@@ -129,51 +184,18 @@ def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
   return c
 
 
-def _loss_config(name: str) -> ml_collections.ConfigDict:
-  c = default.get_config()  # sndcg: warm-up, then triplet (LMH) + Smooth-NDCG
-  triplet = {"weight": 1.0, "margin": 0.2, "mining": "max"}
-  if name == "triplet":
-    c.loss = default.with_warmup({"triplet": triplet})
-    c.graded = ml_collections.ConfigDict({})
-  elif name == "cmal2r":
-    c.loss = ml_collections.ConfigDict(
-      {"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}}
-    )
-    c.graded = ml_collections.ConfigDict({})
-  elif name == "sam":
-    c.loss = default.with_warmup(
-      {
-        "sam": {
-          "loss": "semantic_margin_triplet",
-          "weight": 1.0,
-          "input": "cider",
-          "temperature": 5.0,
-          "sampling": "hard",
-          "keep_triplet": True,
-        }
-      }
-    )
-    c.graded = ml_collections.ConfigDict({"cider": "topk:cider"})
-  elif name == "lseh":
-    c.loss = default.with_warmup(
-      {
-        "lseh": {
-          "loss": "semantic_hard_negatives",
-          "weight": 1.0,
-          "input": "semantic",
-          "margin": 0.185,
-          "semantic_weight": 0.025,
-        }
-      }
-    )
-    c.graded = ml_collections.ConfigDict({"semantic": "cosine:lsa"})
-  elif name == "oracle":
-    c.graded = ml_collections.ConfigDict({"relevance": "oracle"})
-  elif name == "calibrated":
-    c.calibration.relevance = "isotonic:crowdflower-sentence"
-  elif name in COVERAGE_ROWS:
-    c.graded = ml_collections.ConfigDict({"relevance": "coverage:tokens"})
-    c.calibration.relevance, c.loss.smooth_ndcg.weight = COVERAGE_ROWS[name]
-  elif name in TEACHER_SOURCES:
-    c.graded = ml_collections.ConfigDict({"relevance": teacher_relevance(name)})
+def apply_overrides(c: ml_collections.ConfigDict, row: Overrides) -> ml_collections.ConfigDict:
+  """Sets the fields ``row`` changes on ``c`` (in place; returned), a teacher source
+  pointing at ``DEFAULT_TEACHER``."""
+  if row.loss is not None:
+    terms = {name: dict(term) for name, term in row.loss.items()}
+    c.loss = default.with_warmup(terms) if row.warmup else ml_collections.ConfigDict(terms)
+  if row.graded is not None:
+    c.graded = ml_collections.ConfigDict(dict(row.graded))
+  if row.teacher_source is not None:
+    c.graded = ml_collections.ConfigDict({"relevance": row.teacher_source.format(DEFAULT_TEACHER)})
+  if row.calibration is not None:
+    c.calibration.relevance = row.calibration
+  if row.smooth_ndcg_weight is not None:
+    c.loss.smooth_ndcg.weight = row.smooth_ndcg_weight
   return c

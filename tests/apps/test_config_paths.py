@@ -1,9 +1,10 @@
 """`--config=configs/X.py:ARGS` loads through the jitr-train console script from any directory.
 
-The config files import their siblings (`from configs import default`); `configs` is a folder
-of the checkout, not an installed package, so this used to fail outside the repository root.
+The config files load their siblings (configs/default.py, configs/shapes.py) by path; `configs`
+is a folder of the checkout, not an installed package, and sys.path is left as it is.
 """
 
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -57,3 +58,15 @@ def test_network_configs_load_through_the_console_script(config, override, stops
   assert out.stderr.strip().startswith("jitr-train: error:"), out.stderr[-2000:]
   assert stops_at in out.stderr, out.stderr[-2000:]
   assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", ["shapes", "paper"])
+def test_config_files_load_by_path_without_touching_sys_path(name):
+  """Loaded by path, as jitr-train does, a config file builds its default config and leaves
+  sys.path as it was."""
+  before = list(sys.path)
+  spec = importlib.util.spec_from_file_location(f"config_{name}", REPO / "configs" / f"{name}.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  assert module.get_config().dataset
+  assert sys.path == before

@@ -18,7 +18,7 @@ def test_shapes_variants_build_valid_objectives(name):
   for source in dict(config.graded).values():
     parse_source(source)
   for term_name, term in config.loss.to_dict().items():
-    if losses.LOSSES[term.get("loss", term_name)][1] is not None:  # the term reads a graded matrix
+    if losses.LOSSES[term.get("loss", term_name)].graded is not None:  # reads a graded matrix
       assert term.get("input", "relevance") in config.graded, (name, term_name)
 
 
@@ -26,11 +26,27 @@ def test_coverage_rows_calibrate_token_coverage_and_weigh_smooth_ndcg():
   for name, calibration, weight in [
     ("coverage", "", 1.0),
     ("coverage_sharp", "minmax,power:8", 1.0),
-    ("coverage_sharp_w075", "minmax,power:8", 0.75),  # issue 14's target row
+    ("coverage_sharp_w075", "minmax,power:8", 0.75),
   ]:
     c = shapes.get_config(name)
     assert c.graded.relevance == "coverage:tokens" and c.calibration.relevance == calibration
     assert (c.loss.smooth_ndcg.weight, c.loss.triplet.weight) == (weight, 1.0), name
+
+
+def test_shapes_variants_come_from_the_overrides_table():
+  assert shapes.VARIANTS == tuple(shapes.OVERRIDES)
+  assert set(shapes.TEACHER_SOURCES) == {"hmean", "teacher", "coverage_hmean"}
+  assert shapes.get_config("sndcg").to_dict() == default.get_config().to_dict()
+  c = shapes.get_config("hmean")
+  assert c.graded.to_dict() == {"relevance": shapes.teacher_relevance("hmean")}
+  assert c.graded.relevance == "hmean:vectors:sentence|teacher:workdirs/shapes/triplet"
+  assert "warmup" not in shapes.get_config("cmal2r").loss
+
+
+@pytest.mark.parametrize("spec", ["nope", "sndcg,vsepp", "sndcg,vse,x"])
+def test_shapes_unknown_variant_or_model_names_the_valid_ones(spec):
+  with pytest.raises(ValueError, match="NAME one of .*'coverage_hmean'.* MODEL one of .*'vsrn'"):
+    shapes.get_config(spec)
 
 
 def test_paper_settings():
