@@ -161,32 +161,23 @@ def run_eccv(eccv, sim, img_ids, cap_ids):
 
 
 def jitr_comparable(sim, owner, ext):
-  from jitr.evaluation import evaluate_retrieval  # pylint: disable=g-import-not-at-top
+  from jitr.evaluation import EvalOptions, evaluate_retrieval  # pylint: disable=g-import-not-at-top
 
   # mAP@R / R-P for the ECCV set only, R@K for all: what eccv_caption computes.
-  return evaluate_retrieval(
-    sim,
-    caption_to_image=owner,
-    folds=5,
-    extended_positives=ext,
-    extended_map=("eccv",),
-    recall_ks=KS,
-    curve_ks=KS,
-    percent=False,
-  )
+  options = EvalOptions(folds=5, extended_map=("eccv",), recall_ks=KS, curve_ks=KS, percent=False)
+  return evaluate_retrieval(sim, caption_to_image=owner, extended_positives=ext, options=options)
 
 
 def jitr_full(sim, owner, ext, rel, labels):
-  from jitr.evaluation import evaluate_retrieval  # pylint: disable=g-import-not-at-top
+  from jitr.evaluation import EvalOptions, evaluate_retrieval  # pylint: disable=g-import-not-at-top
 
   return evaluate_retrieval(
     sim,
     caption_to_image=owner,
-    folds=5,
     extended_positives=ext,
     relevance=rel,
     image_labels=labels,
-    percent=False,
+    options=EvalOptions(folds=5, percent=False),
   )
 
 
@@ -229,7 +220,11 @@ def child_embeddings(n_img: int, n_cap: int, dim: int) -> dict:
   """Peak RSS of recall / ranks on an n_img x n_cap gallery from embeddings."""
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
 
-  from jitr.evaluation import CrossModalScores, evaluate_retrieval  # pylint: disable=g-import-not-at-top
+  from jitr.evaluation import (  # pylint: disable=g-import-not-at-top
+    CrossModalScores,
+    EvalOptions,
+    evaluate_retrieval,
+  )
 
   rng = np.random.default_rng(0)
   per = n_cap // n_img
@@ -241,7 +236,8 @@ def child_embeddings(n_img: int, n_cap: int, dim: int) -> dict:
   scores = CrossModalScores.from_embeddings(jnp.asarray(img), jnp.asarray(cap))
   base = _rss_mb()
   t0 = time.perf_counter()
-  m = evaluate_retrieval(scores, caption_to_image=owner, folds=5, recall_ks=KS, curve_ks=KS)
+  options = EvalOptions(folds=5, recall_ks=KS, curve_ks=KS)
+  m = evaluate_retrieval(scores, caption_to_image=owner, options=options)
   return {
     "inputs_mb": base,
     "peak_mb": _peak_mb(),

@@ -3,7 +3,8 @@
 Pure functions of a similarity matrix (or a block source of one) and ground
 truth; nothing here imports models, data, training or apps. Start with
 :func:`evaluate_retrieval`, which computes the full metric set in one sweep
-per direction and returns a flat ``{name: float}`` dict.
+per direction and returns a flat ``{name: float}`` dict; :class:`EvalOptions`
+says which metrics and how.
 """
 
 from jitr.evaluation.class_map import as_multihot, class_map
@@ -12,6 +13,7 @@ from jitr.evaluation.eccv import extended_metrics
 from jitr.evaluation.ensemble import mean_similarity
 from jitr.evaluation.folds import contiguous_folds
 from jitr.evaluation.ndcg import ndcg_at_k
+from jitr.evaluation.options import EvalOptions
 from jitr.evaluation.positives import (
   PositiveSets,
   positives_from_id_dicts,
@@ -36,6 +38,7 @@ __all__ = [
   "CrossModalScores",
   "DenseScores",
   "EmbeddingScores",
+  "EvalOptions",
   "PositiveSets",
   "Scores",
   "as_multihot",

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from jitr.evaluation.folds import contiguous_folds
+from jitr.evaluation.options import EvalOptions
 from jitr.evaluation.suite import evaluate_retrieval
 
 __all__ = ["coco_recalls", "contiguous_folds"]
@@ -49,15 +50,10 @@ def coco_recalls(
     ``5k/mR`` and the same with ``1k/`` (means over the folds), and
     ``nonfinite_scores`` (see :func:`~jitr.evaluation.evaluate_retrieval`).
   """
-  res = evaluate_retrieval(
-    sim,
-    caption_to_image=caption_to_image,
-    folds=num_folds,
-    recall_ks=ks,
-    curve_ks=ks,
-    percent=percent,
-    chunk_size=chunk_size,
+  options = EvalOptions(
+    folds=num_folds, recall_ks=ks, curve_ks=ks, percent=percent, chunk_size=chunk_size
   )
+  res = evaluate_retrieval(sim, caption_to_image=caption_to_image, options=options)
   out = {}
   for key, v in res.items():
     proto, _, rest = key.partition("/")

@@ -53,11 +53,11 @@ def fold_groups(image_fold: np.ndarray, caption_to_image: np.ndarray) -> dict[st
   owner = np.asarray(caption_to_image)
   if image_fold.ndim != 1 or not np.issubdtype(image_fold.dtype, np.integer):
     raise ValueError(
-      f"`folds` must be a 1-D integer array of image fold ids, got "
+      f"`fold_ids` must be a 1-D integer array of image fold ids, got "
       f"shape {image_fold.shape} dtype {image_fold.dtype}"
     )
   if image_fold.min() < 0:
-    raise ValueError("`folds` must hold fold ids >= 0")
+    raise ValueError("`fold_ids` must hold fold ids >= 0")
   ids = np.arange(int(image_fold.max()) + 1)[:, None]
   caption_fold = image_fold[owner]
   return {

@@ -1,26 +1,26 @@
-"""Checking the arguments of ``evaluate_retrieval`` and deciding what each sweep computes.
+"""Checking the data of ``evaluate_retrieval`` and deciding what each sweep computes.
 
-:func:`plan_evaluation` turns the user's arguments into an
-:class:`EvaluationPlan`: every input validated (one clear error naming the
-argument), cut-off lists sorted and deduplicated, the COCO 1K fold layout,
-the extended positive sets and the graded / semantic / class inputs of both
-directions. :func:`sweep_config` then says what one direction's sweep
-computes. Nothing here touches a score.
+:func:`plan_evaluation` turns the user's data and :class:`~jitr.evaluation.options.EvalOptions`
+(validated on their own when built) into an :class:`EvaluationPlan`: every input
+validated (one clear error naming the argument), the COCO 1K fold layout, the extended
+positive sets and the graded / semantic / class inputs of both directions.
+:func:`sweep_config` then says what one direction's sweep computes. Nothing here
+touches a score.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from jitr.evaluation.checks import check_ks
 from jitr.evaluation.class_map import as_multihot
 from jitr.evaluation.cross_modal import DIRECTIONS, CrossModalScores, as_cross_modal
 from jitr.evaluation.engine import SweepConfig
 from jitr.evaluation.folds import FoldGroups, contiguous_folds, fold_groups
+from jitr.evaluation.options import DEFAULT_OPTIONS, EvalOptions
 from jitr.evaluation.positives import PositiveSets, positives_from_owner
 from jitr.evaluation.semantic import check_semantic_k
 
@@ -72,45 +72,36 @@ def plan_evaluation(
   sim: Any,
   *,
   caption_to_image: Any,
-  folds: int | np.ndarray | None,
-  extended_positives: ExtendedPositives | None,
-  extended_map: bool | Sequence[str],
-  relevance: Any,
-  semantic: Any,
-  image_labels: Any,
-  caption_labels: Any,
-  recall_ks: Sequence[int],
-  curve_ks: Sequence[int],
-  ndcg_ks: Sequence[int],
-  semantic_ks: Sequence[int],
-  semantic_num_relevant: int,
-  class_map_k: int | None,
-  directions: Sequence[str],
+  fold_ids: Any = None,
+  extended_positives: ExtendedPositives | None = None,
+  relevance: Any = None,
+  semantic: Any = None,
+  image_labels: Any = None,
+  caption_labels: Any = None,
+  options: EvalOptions = DEFAULT_OPTIONS,
 ) -> EvaluationPlan:
-  """Validates ``evaluate_retrieval``'s arguments (same names, same meaning)."""
+  """Checks ``evaluate_retrieval``'s data (same names, same meaning) against each other
+  and against ``options``, already valid on their own."""
   scores = as_cross_modal(sim, "sim")
   shape = (scores.num_images, scores.num_captions)
   owner = _check_owner(caption_to_image, shape[1])
   positives = dict(zip(DIRECTIONS, positives_from_owner(owner, num_images=shape[0])))
-  directions = _check_directions(directions)
-  recall_ks = check_ks(recall_ks, "recall_ks")
-  all_recall_ks = check_ks(recall_ks + tuple(curve_ks), "curve_ks")
-  fold_plan = _fold_plan(folds, owner, shape[0])
+  fold_plan = _fold_plan(fold_ids, options.folds, owner, shape[0])
   extended = _check_extended(extended_positives, shape)
-  map_names = _map_names(extended_map, tuple(extended))
+  map_names = _map_names(options.extended_map, tuple(extended))
   rel = as_cross_modal(relevance, "relevance", shape) if relevance is not None else None
-  ndcg_ks = check_ks(ndcg_ks, "ndcg_ks") if rel is not None and ndcg_ks else ()
-  sem, semantic_ks = _semantic_inputs(semantic, relevance, rel, semantic_ks, shape)
+  ndcg_ks = options.ndcg_ks if rel is not None else ()
+  sem, semantic_ks = _semantic_inputs(semantic, rel, options.semantic_ks, shape)
   labels = _class_labels(image_labels, caption_labels, owner, shape)
-  for d in directions if semantic_ks else ():
+  for d in options.directions if semantic_ks else ():
     gallery = scores.direction(d).num_gallery
-    check_semantic_k(max(semantic_ks), int(semantic_num_relevant), positives[d], gallery)
+    check_semantic_k(max(semantic_ks), options.semantic_num_relevant, positives[d], gallery)
   return EvaluationPlan(
     scores=scores,
     positives=positives,
-    directions=directions,
-    recall_ks=recall_ks,
-    all_recall_ks=all_recall_ks,
+    directions=options.directions,
+    recall_ks=options.recall_ks,
+    all_recall_ks=options.all_recall_ks,
     folds=fold_plan,
     extended=extended,
     map_names=map_names,
@@ -118,9 +109,9 @@ def plan_evaluation(
     ndcg_ks=ndcg_ks,
     semantic=sem,
     semantic_ks=semantic_ks,
-    semantic_num_relevant=int(semantic_num_relevant),
+    semantic_num_relevant=options.semantic_num_relevant,
     labels=labels,
-    class_map_k=class_map_k,
+    class_map_k=options.class_map_k,
   )
 
 
@@ -159,22 +150,22 @@ def _check_owner(caption_to_image: Any, num_captions: int) -> np.ndarray:
   return owner
 
 
-def _check_directions(directions: Sequence[str]) -> tuple[str, ...]:
-  for d in directions:
-    if d not in DIRECTIONS:
-      raise ValueError(f"`directions` entries must be 'i2t' or 't2i', got {d!r}")
-  return tuple(directions)
-
-
 def _fold_plan(
-  folds: int | np.ndarray | None, owner: np.ndarray, num_images: int
+  fold_ids: Any, num_folds: int | None, owner: np.ndarray, num_images: int
 ) -> dict[str, FoldGroups] | None:
-  if folds is None:
+  """The sub-galleries of ``fold_ids`` or of ``num_folds`` contiguous folds (None: neither)."""
+  if fold_ids is not None and num_folds is not None:
+    raise ValueError("give `fold_ids` or `options.folds`, not both")
+  if num_folds is not None:
+    if num_images % num_folds:
+      raise ValueError(f"`folds` must divide the number of images {num_images}, got {num_folds}")
+    fold_ids = contiguous_folds(num_images, num_folds)
+  if fold_ids is None:
     return None
-  fold_ids = contiguous_folds(num_images, int(folds)) if np.ndim(folds) == 0 else np.asarray(folds)
+  fold_ids = np.asarray(fold_ids)
   if fold_ids.shape != (num_images,):
     raise ValueError(
-      f"`folds` must be an int or ({num_images},) fold ids, got shape {fold_ids.shape}"
+      f"`fold_ids` must have shape ({num_images},) (one fold id per image), got {fold_ids.shape}"
     )
   return fold_groups(fold_ids, owner)
 
@@ -197,7 +188,7 @@ def _check_extended(
   return out
 
 
-def _map_names(extended_map: bool | Sequence[str], names: tuple[str, ...]) -> tuple[str, ...]:
+def _map_names(extended_map: bool | tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
   if isinstance(extended_map, bool):
     return names if extended_map else ()
   for name in extended_map:
@@ -210,16 +201,16 @@ def _map_names(extended_map: bool | Sequence[str], names: tuple[str, ...]) -> tu
 
 def _semantic_inputs(
   semantic: Any,
-  relevance: Any,
   rel: CrossModalScores | None,
-  semantic_ks: Sequence[int],
+  semantic_ks: tuple[int, ...],
   shape: tuple[int, int],
 ) -> tuple[CrossModalScores | None, tuple[int, ...]]:
-  """The semantic scores (``relevance`` when not given) and their cut-offs, or ``(None, ())``."""
-  if (semantic is None and relevance is None) or not semantic_ks:
+  """The semantic scores (``rel``, the relevance, when not given) and their cut-offs, or
+  ``(None, ())``."""
+  if (semantic is None and rel is None) or not semantic_ks:
     return None, ()
   sem = rel if semantic is None else as_cross_modal(semantic, "semantic", shape)
-  return sem, check_ks(semantic_ks, "semantic_ks")
+  return sem, semantic_ks
 
 
 def _class_labels(

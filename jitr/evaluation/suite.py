@@ -21,15 +21,17 @@ key                               metric
 ``nonfinite_scores``              number of NaN / +-inf entries of ``sim``
 ================================  ==========================================
 
-``{d}`` is ``i2t`` or ``t2i``. Rates are in percent (``percent=True``) --
-R@K 0..100, RSUM 0..600 -- ranks are 1-based.
+``{d}`` is ``i2t`` or ``t2i``. Rates are in percent (``EvalOptions(percent=True)``,
+the default) -- R@K 0..100, RSUM 0..600 -- ranks are 1-based.
 
-The call is four small steps: :func:`~jitr.evaluation.plan.plan_evaluation`
-validates the arguments; :func:`sweep_direction` reads each direction's score
-blocks once (plus a top-``max R`` pass for mAP@R) into a typed
-:class:`~jitr.evaluation.engine.SweepResult`; :func:`direction_metrics` names
-that direction's keys; :func:`summary_metrics` adds RSUM, M-Recall and the
-class mAP over both directions.
+The data (scores, ground truth, graded inputs, labels) are arguments; every choice of
+what to compute is one frozen :class:`~jitr.evaluation.options.EvalOptions`, validated
+when it is built. The call is four small steps:
+:func:`~jitr.evaluation.plan.plan_evaluation` checks the data against the options;
+:func:`sweep_direction` reads each direction's score blocks once (plus a top-``max R``
+pass for mAP@R) into a typed :class:`~jitr.evaluation.engine.SweepResult`;
+:func:`direction_metrics` names that direction's keys; :func:`summary_metrics` adds
+RSUM, M-Recall and the class mAP over both directions.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from jitr.evaluation.eccv import map_rows, summarize_extended
 from jitr.evaluation.engine import SweepResult, sweep
 from jitr.evaluation.folds import fold_average
 from jitr.evaluation.ndcg import summarize_ndcg
+from jitr.evaluation.options import DEFAULT_OPTIONS, EvalOptions
 from jitr.evaluation.plan import EvaluationPlan, map_config, plan_evaluation, sweep_config
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.semantic import summarize_semantic
@@ -78,22 +81,13 @@ def evaluate_retrieval(
   sim: Any,
   *,
   caption_to_image: Any,
-  folds: int | np.ndarray | None = None,
+  fold_ids: Any = None,
   extended_positives: Mapping[str, tuple[PositiveSets, PositiveSets]] | None = None,
-  extended_map: bool | Sequence[str] = True,
   relevance: Any = None,
   semantic: Any = None,
   image_labels: Any = None,
   caption_labels: Any = None,
-  recall_ks: Sequence[int] = (1, 5, 10),
-  curve_ks: Sequence[int] = (1, 2, 3, 5, 10, 20, 50, 100),
-  ndcg_ks: Sequence[int] = (1, 2, 3, 5, 10, 20, 50, 100),
-  semantic_ks: Sequence[int] = (1, 5, 10),
-  semantic_num_relevant: int = 1,
-  class_map_k: int | None = None,
-  directions: Sequence[str] = DIRECTIONS,
-  percent: bool = True,
-  chunk_size: int | None = None,
+  options: EvalOptions = DEFAULT_OPTIONS,
 ) -> dict[str, float]:
   """Computes the full metric set; see the module docstring for the keys.
 
@@ -102,29 +96,20 @@ def evaluate_retrieval(
       array) or a :class:`CrossModalScores` (e.g. ``from_embeddings`` for
       galleries too large to hold the matrix).
     caption_to_image: ``(num_captions,)`` index of each caption's image.
-    folds: number of equal contiguous image folds, or ``(num_images,)`` fold
-      ids; adds the ``folds/`` protocol (COCO 1K with 5 folds of the 5K test).
+    fold_ids: ``(num_images,)`` fold id of each image; adds the ``folds/``
+      protocol on that layout (equal contiguous folds: ``options.folds``).
     extended_positives: ``{name: (i2t, t2i)}`` extended positive sets (ECCV
       Caption, CxC, ...): ``i2t`` over captions for each image, ``t2i`` over
       images for each caption (see :mod:`jitr.evaluation.positives`).
-    extended_map: which extended sets also get mAP@R and R-Precision (True:
-      all; a list of names; False: none -- Recall@K only).
     relevance: graded relevance ``(num_images, num_captions)`` (array or
       :class:`CrossModalScores`), for NDCG@K.
     semantic: semantic scores (same forms) for NCS / Semantic Recall; defaults
-      to ``relevance`` when ``semantic_ks`` is non-empty and only ``relevance``
-      is given.
+      to ``relevance`` when ``options.semantic_ks`` is non-empty and only
+      ``relevance`` is given.
     image_labels / caption_labels: class ids ``(n,)`` or memberships
       ``(n, C)`` for class MAP; captions default to their image's labels.
-    recall_ks: cut-offs of RSUM / M-Recall (and always reported).
-    curve_ks: extra Recall@K cut-offs for the recall curves.
-    ndcg_ks: NDCG cut-offs.
-    semantic_ks: NCS / SR cut-offs (empty: skip).
-    semantic_num_relevant: ``N`` of Semantic Recall.
-    class_map_k: truncate class AP to the top k (None: full ranking).
-    directions: subset of ``("i2t", "t2i")``.
-    percent: report rates in percent.
-    chunk_size: queries per block (default: ~8 MB float32 blocks).
+    options: what to compute and how (:class:`~jitr.evaluation.options.EvalOptions`:
+      cut-offs, folds, mAP@R sets, directions, percent, block size).
 
   Returns:
     A flat ``{key: float}`` dict. ``nonfinite_scores`` counts the NaN / +-inf
@@ -136,23 +121,16 @@ def evaluate_retrieval(
   plan = plan_evaluation(
     sim,
     caption_to_image=caption_to_image,
-    folds=folds,
+    fold_ids=fold_ids,
     extended_positives=extended_positives,
-    extended_map=extended_map,
     relevance=relevance,
     semantic=semantic,
     image_labels=image_labels,
     caption_labels=caption_labels,
-    recall_ks=recall_ks,
-    curve_ks=curve_ks,
-    ndcg_ks=ndcg_ks,
-    semantic_ks=semantic_ks,
-    semantic_num_relevant=semantic_num_relevant,
-    class_map_k=class_map_k,
-    directions=directions,
+    options=options,
   )
-  scale = 100.0 if percent else 1.0
-  results = {d: sweep_direction(plan, d, chunk_size=chunk_size) for d in plan.directions}
+  scale = 100.0 if options.percent else 1.0
+  results = {d: sweep_direction(plan, d, chunk_size=options.chunk_size) for d in plan.directions}
   per_direction = {d: direction_metrics(plan, d, r, scale) for d, r in results.items()}
   out: dict[str, float] = {}
   if results:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from jitr.evaluation.options import EvalOptions
 from jitr.evaluation.positives import positives_from_lists
 from jitr.evaluation.suite import evaluate_retrieval
 from jitr.models import RetrievalModel
@@ -13,6 +14,12 @@ from jitr.training.score_split import SplitScorer
 
 # The K of the recall and NDCG curves every evaluation reports.
 CURVE_KS = (1, 5, 10, 20, 50, 100)
+
+
+def evaluation_options(folds: int | None) -> EvalOptions:
+  """What every evaluation of a run reports: recall and NDCG curves at ``CURVE_KS``, no
+  NCS / Semantic Recall, and ``folds`` contiguous folds (None: none)."""
+  return EvalOptions(curve_ks=CURVE_KS, ndcg_ks=CURVE_KS, semantic_ks=(), folds=folds)
 
 
 def exact_graded_inputs(relevance: np.ndarray) -> dict:
@@ -49,6 +56,8 @@ class Evaluator:
     batch_size: int,
   ):
     self.splits, self.exact, self.folds = splits, exact, folds
+    # COCO folds on test only
+    self.options, self.test_options = evaluation_options(None), evaluation_options(folds)
     self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
     self.scorer = SplitScorer(model, image_batch=batch_size, caption_batch=batch_size)
 
@@ -69,10 +78,7 @@ class Evaluator:
     metrics = evaluate_retrieval(
       sim,
       caption_to_image=self.splits[split].caption_image,
-      folds=self.folds if split == "test" else None,
-      curve_ks=CURVE_KS,
-      ndcg_ks=CURVE_KS,
-      semantic_ks=(),
+      options=self.test_options if split == "test" else self.options,
       **self._graded_inputs(split),
     )
     metrics["rsum"] = metrics["full/rsum"]

@@ -21,6 +21,7 @@ MODULES = [
   "class_map",
   "positives",
   "checks",
+  "options",
   "folds",
   "relevance_quality",
   "ensemble",

@@ -17,7 +17,7 @@ import copy
 import numpy as np
 import pytest
 
-from jitr.evaluation import evaluate_retrieval, positives_from_id_dicts
+from jitr.evaluation import EvalOptions, evaluate_retrieval, positives_from_id_dicts
 
 KS = (1, 5, 10)
 
@@ -120,11 +120,8 @@ def _check(kind, eccv, img_ids, cap_ids, owner):
   ours = evaluate_retrieval(
     sim,
     caption_to_image=owner,
-    folds=5,
     extended_positives=ext,
-    recall_ks=KS,
-    curve_ks=KS,
-    percent=False,
+    options=EvalOptions(folds=5, recall_ks=KS, curve_ks=KS, percent=False),
   )
   theirs = _eccv_scores(sim, img_ids, cap_ids, owner, eccv)
   rename = {"coco5k": "full", "coco1k": "folds"}

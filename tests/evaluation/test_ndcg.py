@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jitr.evaluation import evaluate_retrieval, ndcg_at_k
+from jitr.evaluation import EvalOptions, evaluate_retrieval, ndcg_at_k
 from tests.jax_compat import install_jax_util_wraps
 
 install_jax_util_wraps()  # rax 0.4.0 calls jax.util.wraps (removed in JAX 0.10)
@@ -37,10 +37,7 @@ def test_matches_numpy_reference_both_directions():
     sim,
     caption_to_image=owner,
     relevance=rel,
-    ndcg_ks=ks,
-    semantic_ks=(),
-    percent=False,
-    chunk_size=5,
+    options=EvalOptions(ndcg_ks=ks, semantic_ks=(), percent=False, chunk_size=5),
   )
   for k in ks:
     assert m[f"ndcg/i2t/NDCG@{k}"] == pytest.approx(_ndcg_numpy(sim, rel, k), abs=1e-6)

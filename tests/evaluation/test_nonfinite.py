@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jitr.evaluation import (
+  EvalOptions,
   best_positive_ranks,
   class_map,
   evaluate_retrieval,
@@ -133,7 +134,7 @@ def test_class_map_nan_last_relevant_after_irrelevant():
   assert nan <= equal
 
 
-def _suite(sim, **kw):
+def _suite(sim, **options):
   owner = np.repeat(np.arange(3), 2)
   rel = (owner[None] == np.arange(3)[:, None]).astype(np.float32)
   rel[0, 2] = 0.5
@@ -142,10 +143,7 @@ def _suite(sim, **kw):
     caption_to_image=owner,
     relevance=rel,
     image_labels=np.array([0, 1, 0]),
-    ndcg_ks=(1, 2),
-    semantic_ks=(),
-    curve_ks=(1, 2),
-    **kw,
+    options=EvalOptions(ndcg_ks=(1, 2), semantic_ks=(), curve_ks=(1, 2), **options),
   )
 
 
@@ -202,14 +200,15 @@ def test_suite_finite_and_query_permutation_invariant(flat, perm):
   sim = np.array(flat, np.float32).reshape(3, 2)
   sim = np.concatenate([sim, sim[::-1]], axis=1)  # (3, 4)
   owner = np.array([0, 1, 2, 0])
-  base = evaluate_retrieval(sim, caption_to_image=owner, curve_ks=(1, 2), ndcg_ks=())
+  options = EvalOptions(curve_ks=(1, 2), ndcg_ks=())
+  base = evaluate_retrieval(sim, caption_to_image=owner, options=options)
   assert all(math.isfinite(v) for v in base.values())
   # Permuting the images (i2t queries, t2i gallery with relabelled owners)
   # changes no i2t metric when the scores have no ties.
   if len(set(sim.ravel().tolist())) == sim.size and not np.isnan(sim).any():
     perm = np.asarray(perm)
     inv = np.argsort(perm)
-    moved = evaluate_retrieval(sim[perm], caption_to_image=inv[owner], curve_ks=(1, 2), ndcg_ks=())
+    moved = evaluate_retrieval(sim[perm], caption_to_image=inv[owner], options=options)
     for key, v in base.items():
       if "/i2t/" in key:
         assert moved[key] == pytest.approx(v), key

@@ -8,6 +8,7 @@ from jitr.evaluation import (
   CrossModalScores,
   DenseScores,
   EmbeddingScores,
+  EvalOptions,
   best_positive_ranks,
   coco_recalls,
   evaluate_retrieval,
@@ -32,9 +33,8 @@ def test_hand_computed_two_images():
   # Caption 0: image 1 (.8) above image 0 (.1) -> 1; caption 1 -> 0;
   # caption 2: image 0 (.5) above image 1 (.4) -> 1; caption 3 -> 0.
   np.testing.assert_array_equal(ranks_t, [1, 0, 1, 0])
-  m = evaluate_retrieval(
-    sim, caption_to_image=owner, recall_ks=(1, 2), curve_ks=(1, 2), percent=False
-  )
+  options = EvalOptions(recall_ks=(1, 2), curve_ks=(1, 2), percent=False)
+  m = evaluate_retrieval(sim, caption_to_image=owner, options=options)
   assert m["full/i2t/R@1"] == 0.5 and m["full/i2t/R@2"] == 1.0
   assert m["full/t2i/R@1"] == 0.5 and m["full/t2i/R@2"] == 1.0
   assert m["full/rsum"] == pytest.approx(3.0)
@@ -74,7 +74,9 @@ def test_five_folds_equal_averaging_five_separate_1k_evaluations():
   sim[owner, np.arange(owner.size)] += 1.0
   ks = (1, 5, 10)
   five = evaluate_retrieval(
-    sim, caption_to_image=owner, folds=5, recall_ks=ks, curve_ks=ks, chunk_size=8
+    sim,
+    caption_to_image=owner,
+    options=EvalOptions(folds=5, recall_ks=ks, curve_ks=ks, chunk_size=8),
   )
   separate = []
   for f in range(5):
@@ -82,7 +84,9 @@ def test_five_folds_equal_averaging_five_separate_1k_evaluations():
     caps = np.flatnonzero((owner >= imgs[0]) & (owner <= imgs[-1]))
     separate.append(
       evaluate_retrieval(
-        sim[np.ix_(imgs, caps)], caption_to_image=owner[caps] - imgs[0], recall_ks=ks, curve_ks=ks
+        sim[np.ix_(imgs, caps)],
+        caption_to_image=owner[caps] - imgs[0],
+        options=EvalOptions(recall_ks=ks, curve_ks=ks),
       )
     )
   for key in five:
@@ -104,7 +108,8 @@ def test_embedding_callable_and_memmap_sources_match_dense(tmp_path):
   mm = np.lib.format.open_memmap(tmp_path / "sim.npy", mode="w+", dtype=np.float32, shape=sim.shape)
   mm[:] = sim
   rel = np.clip(sim / 8 + 0.5, 0, 1).astype(np.float32)
-  kw = dict(caption_to_image=owner, folds=4, relevance=rel, semantic_ks=(1, 3), chunk_size=16)
+  options = EvalOptions(folds=4, semantic_ks=(1, 3), chunk_size=16)
+  kw = dict(caption_to_image=owner, relevance=rel, options=options)
   dense = evaluate_retrieval(sim, **kw)
   emb = evaluate_retrieval(CrossModalScores.from_embeddings(img, cap), **kw)
   memmap = evaluate_retrieval(mm, **kw)

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from jitr.evaluation import evaluate_retrieval
+from jitr.evaluation import EvalOptions, evaluate_retrieval
 from jitr.evaluation.plots import QueryExample, curve_series, plot_query_panel
 from jitr.evaluation.report import markdown_table, split_key, write_json_atomic, write_report
 
@@ -20,9 +20,8 @@ def metrics():
   sim = rng.standard_normal((20, 100)).astype(np.float32)
   sim[owner, np.arange(100)] += 2.0
   rel = rng.random((20, 100)).astype(np.float32)
-  return evaluate_retrieval(
-    sim, caption_to_image=owner, folds=2, relevance=rel, ndcg_ks=(1, 5, 10), curve_ks=(1, 2, 5, 10)
-  )
+  options = EvalOptions(folds=2, ndcg_ks=(1, 5, 10), curve_ks=(1, 2, 5, 10))
+  return evaluate_retrieval(sim, caption_to_image=owner, relevance=rel, options=options)
 
 
 def test_write_report(tmp_path, metrics):

@@ -7,30 +7,13 @@ import numpy as np
 import pytest
 
 import jitr.evaluation
-from jitr.evaluation import coco_recalls, evaluate_retrieval, positives_from_lists
+from jitr.evaluation import EvalOptions, coco_recalls, evaluate_retrieval, positives_from_lists
 from jitr.evaluation.checks import check_ks, check_sizes
 from jitr.evaluation.engine import SweepConfig, SweepResult, sweep
 from jitr.evaluation.folds import fold_groups
 from jitr.evaluation.plan import map_config, plan_evaluation, sweep_config
 from jitr.evaluation.positives import PositiveSets, positives_from_owner
 from jitr.evaluation.sources import as_scores
-
-PLAN_DEFAULTS = dict(
-  folds=None,
-  extended_positives=None,
-  extended_map=True,
-  relevance=None,
-  semantic=None,
-  image_labels=None,
-  caption_labels=None,
-  recall_ks=(1, 5, 10),
-  curve_ks=(),
-  ndcg_ks=(1, 5),
-  semantic_ks=(1,),
-  semantic_num_relevant=1,
-  class_map_k=None,
-  directions=("i2t", "t2i"),
-)
 
 
 def test_check_ks_sorts_deduplicates_and_names_the_argument():
@@ -71,15 +54,11 @@ def test_plan_normalises_cut_offs_and_shares_relevance_as_semantic():
   plan = plan_evaluation(
     np.zeros((4, 8)),
     caption_to_image=owner,
-    **{
-      **PLAN_DEFAULTS,
-      "relevance": rel,
-      "recall_ks": (5, 1, 1),
-      "curve_ks": (3,),
-      "ndcg_ks": (20, 2),
-      "extended_positives": ext,
-      "folds": 2,
-    },
+    relevance=rel,
+    extended_positives=ext,
+    options=EvalOptions(
+      recall_ks=(5, 1, 1), curve_ks=(3,), ndcg_ks=(20, 2), semantic_ks=(1,), folds=2
+    ),
   )
   assert plan.recall_ks == (1, 5) and plan.all_recall_ks == (1, 3, 5)
   assert plan.ndcg_ks == (2, 20) and plan.semantic is plan.relevance  # one block read
@@ -102,7 +81,10 @@ def test_semantic_k_is_checked_before_any_sweep():
   owner = np.repeat(np.arange(4), 2)
   with pytest.raises(ValueError, match="fit in the gallery of 4 items"):
     evaluate_retrieval(
-      np.zeros((4, 8)), caption_to_image=owner, relevance=np.ones((4, 8)), semantic_ks=(4,)
+      np.zeros((4, 8)),
+      caption_to_image=owner,
+      relevance=np.ones((4, 8)),
+      options=EvalOptions(semantic_ks=(4,)),
     )
 
 
@@ -110,7 +92,8 @@ def test_coco_recalls_is_evaluate_retrieval_renamed():
   rng = np.random.default_rng(1)
   sim = rng.normal(size=(10, 50)).astype(np.float32)
   owner = np.repeat(np.arange(10), 5)
-  full = evaluate_retrieval(sim, caption_to_image=owner, folds=5, curve_ks=(1, 5, 10))
+  options = EvalOptions(folds=5, curve_ks=(1, 5, 10))
+  full = evaluate_retrieval(sim, caption_to_image=owner, options=options)
   coco = coco_recalls(sim, caption_to_image=owner)
   assert coco == {k.replace("full/", "5k/").replace("folds/", "1k/"): v for k, v in full.items()}
 

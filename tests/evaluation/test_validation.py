@@ -6,6 +6,7 @@ import pytest
 from jitr.evaluation import (
   CrossModalScores,
   EmbeddingScores,
+  EvalOptions,
   evaluate_retrieval,
   ndcg_at_k,
   positives_from_lists,
@@ -19,11 +20,10 @@ OWNER = np.repeat(np.arange(4), 2)
   "kwargs,match",
   [
     (dict(caption_to_image=OWNER[:5]), "caption_to_image"),
-    (dict(caption_to_image=OWNER, folds=3), "num_folds"),
-    (dict(caption_to_image=OWNER, folds=np.zeros(3, int)), "folds"),
+    (dict(caption_to_image=OWNER, options=EvalOptions(folds=3)), "`folds` must divide"),
+    (dict(caption_to_image=OWNER, fold_ids=np.zeros(3, int)), "fold_ids"),
+    (dict(caption_to_image=OWNER, fold_ids=np.zeros(4), options=EvalOptions(folds=2)), "not both"),
     (dict(caption_to_image=OWNER, relevance=np.zeros((4, 7))), "relevance"),
-    (dict(caption_to_image=OWNER, recall_ks=(0,)), "recall_ks"),
-    (dict(caption_to_image=OWNER, directions=("x2y",)), "directions"),
     (dict(caption_to_image=OWNER, image_labels=np.zeros(3, int)), "image_labels"),
     (dict(caption_to_image=OWNER, caption_labels=np.zeros(8, int)), "caption_labels"),
     (
@@ -33,11 +33,49 @@ OWNER = np.repeat(np.arange(4), 2)
       ),
       "extended_positives",
     ),
+    (dict(caption_to_image=OWNER, options=EvalOptions(extended_map=("e",))), "extended_map"),
   ],
 )
 def test_evaluate_retrieval_errors(kwargs, match):
   with pytest.raises(ValueError, match=match):
     evaluate_retrieval(SIM, **kwargs)
+
+
+@pytest.mark.parametrize(
+  "field,value",
+  [
+    ("recall_ks", (0,)),
+    ("recall_ks", ()),
+    ("curve_ks", (0, 1)),
+    ("ndcg_ks", ("x",)),
+    ("semantic_ks", 5),
+    ("semantic_num_relevant", 0),
+    ("class_map_k", 0),
+    ("folds", 0),
+    ("folds", 2.5),
+    ("extended_map", "eccv"),
+    ("directions", ("x2y",)),
+    ("directions", "i2t"),
+    ("percent", 1),
+    ("chunk_size", 0),
+  ],
+)
+def test_options_errors_name_the_field(field, value):
+  with pytest.raises(ValueError, match=f"`{field}`"):
+    EvalOptions(**{field: value})
+
+
+def test_options_are_frozen_and_normalised():
+  options = EvalOptions(recall_ks=[10, 1, 1], ndcg_ks=[], directions=["t2i"], folds=np.int64(5))
+  assert options.recall_ks == (1, 10) and options.ndcg_ks == () and options.directions == ("t2i",)
+  assert options.folds == 5 and type(options.folds) is int
+  assert options.all_recall_ks == (1, 2, 3, 5, 10, 20, 50, 100)
+  assert options == EvalOptions(recall_ks=(1, 10), ndcg_ks=(), directions=("t2i",), folds=5)
+  assert hash(options) == hash(
+    EvalOptions(recall_ks=(10, 1), ndcg_ks=(), directions=("t2i",), folds=5)
+  )
+  with pytest.raises(AttributeError):
+    options.percent = False  # type: ignore[misc]
 
 
 def test_source_errors():
