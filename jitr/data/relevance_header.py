@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from jitr import fileio
-from jitr.relevance import records
+from jitr.relevance.checksums import file_sha256
+from jitr.relevance.record_header import FORMAT, HEADER_NAME
+from jitr.relevance.record_schema import SCHEMA_VERSION
 
-SUPPORTED_SCHEMA_VERSIONS = (records.SCHEMA_VERSION,)
+SUPPORTED_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 
 
 class RelevanceRecordsError(ValueError):
@@ -30,9 +32,9 @@ def _read_json(path: str) -> dict[str, Any]:
 
 
 def _check_format(header: Mapping[str, Any], path: str) -> None:
-  if header.get("format") != records.FORMAT:
+  if header.get("format") != FORMAT:
     raise RelevanceRecordsError(
-      f"{path}: field 'format' is {header.get('format')!r}, expected {records.FORMAT!r}"
+      f"{path}: field 'format' is {header.get('format')!r}, expected {FORMAT!r}"
     )
   version = header.get("schema_version")
   if version not in SUPPORTED_SCHEMA_VERSIONS:
@@ -118,7 +120,7 @@ def _check_shards(header: Mapping[str, Any], directory: str, path: str, checksum
         f"{shard}: {size} bytes, the header records {entry['bytes']} (truncated or modified); "
         "delete it and re-run jitr-precompute to rewrite it"
       )
-    if checksums and records.cached_file_sha256(shard) != entry["sha256"]:
+    if checksums and file_sha256(shard) != entry["sha256"]:
       raise RelevanceRecordsError(
         f"{shard}: sha256 differs from the header's (corrupt or modified); "
         "re-run jitr-precompute (or jitr-train) with the same arguments to rewrite it"
@@ -131,13 +133,13 @@ def load_header(
   """The checked header of a relevance-records directory.
 
   With ``verify_checksums`` (the default) every shard's sha256 is compared with
-  the header's: each file is read once per process and version (path, inode, size, mtime).
+  the header's (each shard file is read once per call).
 
   Raises:
     RelevanceRecordsError: no header, another format or schema version, an
       incomplete or truncated shard, a checksum or fingerprint mismatch.
   """
-  path = os.path.join(directory, records.HEADER_NAME)
+  path = os.path.join(directory, HEADER_NAME)
   header = _read_json(path)
   _check_format(header, path)
   _check_fields(header, path)

@@ -8,7 +8,12 @@
 * :mod:`~jitr.relevance.lsa` -- TF-IDF + truncated SVD (LSEH);
 * :mod:`~jitr.relevance.estimator` -- the common interface, top-K selection;
 * :mod:`~jitr.relevance.registry` -- the estimators by name (``make_estimator``);
-* :mod:`~jitr.relevance.records` -- the TFRecord schema and resumable writer;
+* :mod:`~jitr.relevance.records` -- the resumable TFRecord writer, from
+  :mod:`~jitr.relevance.record_schema` (the features of a record),
+  :mod:`~jitr.relevance.record_shards` (shards and workers),
+  :mod:`~jitr.relevance.record_header` (the header and its identity),
+  :mod:`~jitr.relevance.record_manifests` (completed shards, the header they determine),
+  :mod:`~jitr.relevance.temp_files` and :mod:`~jitr.relevance.checksums`;
 * :mod:`~jitr.relevance.agreement` -- agreement with human judgments (Kendall tau).
 
 Heavy dependencies (TensorFlow, torch, scikit-learn) are imported only where used.

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from jitr import fileio
-from jitr.relevance.records import file_sha256
+from jitr.relevance.checksums import file_sha256
 
 FORMAT = "jitr.embeddings"
 SCHEMA_VERSION = 1

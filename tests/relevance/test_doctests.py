@@ -15,6 +15,7 @@ WITH_EXAMPLES = [
   "cosine",
   "estimator",
   "isotonic",
+  "record_shards",
   "registry",
   "sentence",
   "spherical_kmeans",

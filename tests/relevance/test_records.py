@@ -17,11 +17,15 @@ from jitr.data.relevance_reader import (
   load_relevance_table,
   relevance_dataset,
 )
-from jitr.relevance import records
+from jitr.relevance import record_manifests, record_schema, records
 from jitr.relevance.captions_io import read_precomp_captions
+from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
-from jitr.relevance.records import RecordsMismatchError, write_relevance_records
+from jitr.relevance.record_header import RecordsCorruptError, RecordsMismatchError, fit_digest
+from jitr.relevance.record_shards import worker_shards
+from jitr.relevance.records import write_relevance_records
+from jitr.relevance.temp_files import remove_stale_tmp_files
 
 
 def quiet(_: str) -> None:
@@ -115,7 +119,7 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
   calls = {"n": 0}
-  real = records.serialize_example
+  real = record_schema.serialize_example
 
   def dies_on_the_fourth_record(*args, **kwargs):
     calls["n"] += 1
@@ -123,7 +127,7 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
       raise KeyboardInterrupt("interrupted")
     return real(*args, **kwargs)
 
-  monkeypatch.setattr(records, "serialize_example", dies_on_the_fourth_record)
+  monkeypatch.setattr(record_schema, "serialize_example", dies_on_the_fourth_record)
   with pytest.raises(KeyboardInterrupt):
     write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
   names = sorted(os.listdir(out))
@@ -136,7 +140,7 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
     load_header(out)
   done = os.stat(os.path.join(out, names[0])).st_mtime_ns
 
-  monkeypatch.setattr(records, "serialize_example", real)
+  monkeypatch.setattr(record_schema, "serialize_example", real)
   lines: list[str] = []
   write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
   assert lines[0].startswith("removing unfinished file relevance-00001-of-00003.tfrecord.tmp-")
@@ -297,7 +301,7 @@ def test_non_finite_scores_are_refused_with_the_shard_and_image(small_caps_file,
     for ex in examples:
       writer.write(ex.SerializeToString(deterministic=True))
   header = json.load(open(os.path.join(out, "relevance.json")))
-  header["shards"][1].update(bytes=os.path.getsize(path), sha256=records.file_sha256(path))
+  header["shards"][1].update(bytes=os.path.getsize(path), sha256=file_sha256(path))
   with open(os.path.join(out, "relevance.json"), "w") as f:
     json.dump(header, f)
   with pytest.raises(
@@ -321,13 +325,13 @@ def folder_bytes(folder) -> dict[str, bytes]:
 
 
 def test_worker_shards_split_round_robin():
-  assert records.worker_shards(5, 2, 0) == [0, 2, 4]
-  assert records.worker_shards(5, 2, 1) == [1, 3]
-  assert records.worker_shards(2, 4, 3) == []  # more workers than shards: the last ones idle
-  assert records.worker_shards(3) == [0, 1, 2]
+  assert worker_shards(5, 2, 0) == [0, 2, 4]
+  assert worker_shards(5, 2, 1) == [1, 3]
+  assert worker_shards(2, 4, 3) == []  # more workers than shards: the last ones idle
+  assert worker_shards(3) == [0, 1, 2]
   for n in range(1, 9):
     for workers in range(1, 6):
-      parts = [records.worker_shards(n, workers, i) for i in range(workers)]
+      parts = [worker_shards(n, workers, i) for i in range(workers)]
       assert sorted(s for part in parts for s in part) == list(range(n))  # disjoint, complete
 
 
@@ -412,12 +416,12 @@ def test_fit_digest_is_deterministic_and_a_different_fit_is_refused(
   small_caps_file, tmp_path, monkeypatch
 ):
   cs = read_precomp_captions(str(small_caps_file))
-  cider = records.fit_digest(CiderEstimator().fit(cs), cs)
-  assert cider == records.fit_digest(CiderEstimator().fit(cs), cs)
-  assert cider != records.fit_digest(CiderEstimator(sigma=3.0).fit(cs), cs)
-  lsa = records.fit_digest(LsaEstimator(k=6, n_iter=20).fit(cs), cs)
-  assert lsa == records.fit_digest(LsaEstimator(k=6, n_iter=20).fit(cs), cs)
-  assert lsa != records.fit_digest(LsaEstimator(k=6, n_iter=20, seed=1).fit(cs), cs)
+  cider = fit_digest(CiderEstimator().fit(cs), cs)
+  assert cider == fit_digest(CiderEstimator().fit(cs), cs)
+  assert cider != fit_digest(CiderEstimator(sigma=3.0).fit(cs), cs)
+  lsa = fit_digest(LsaEstimator(k=6, n_iter=20).fit(cs), cs)
+  assert lsa == fit_digest(LsaEstimator(k=6, n_iter=20).fit(cs), cs)
+  assert lsa != fit_digest(LsaEstimator(k=6, n_iter=20, seed=1).fit(cs), cs)
 
   out = str(tmp_path / "rel")
   kwargs = {"top_k": 5, "images_per_shard": 2, "num_workers": 2, "log": quiet}
@@ -451,7 +455,7 @@ def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_pat
   for name in names.values():
     (tmp_path / name).write_text("partial")
   lines: list[str] = []
-  records.remove_stale_tmp_files(str(tmp_path), lines.append)
+  remove_stale_tmp_files(str(tmp_path), lines.append)
   assert sorted(os.listdir(tmp_path)) == sorted([names["alive"], names["other_host"]])
   assert sorted(lines) == sorted(f"removing unfinished file {names[k]}" for k in ("dead", "mine"))
 
@@ -467,16 +471,16 @@ def test_a_late_stale_header_write_is_corrected_by_its_writer(
   complete = folder_bytes(out)
   header = json.loads(complete["relevance.json"])
   identity = {k: v for k, v in header.items() if k != "shards"}
-  real = records.collect_header
+  real = record_manifests.collect_header
   scans = []
 
-  def first_scan_before_the_last_manifest(out_dir, ident):
+  def first_scan_before_the_last_manifest(out_dir, ident, checksums):
     scans.append(1)
-    got = real(out_dir, ident)
+    got = real(out_dir, ident, checksums)
     return {**got, "shards": [*got["shards"][:2], None]} if len(scans) == 1 else got
 
-  monkeypatch.setattr(records, "collect_header", first_scan_before_the_last_manifest)
-  assert records.publish_header(out, identity) == header
+  monkeypatch.setattr(record_manifests, "collect_header", first_scan_before_the_last_manifest)
+  assert record_manifests.publish_header(out, identity, ChecksumCache()) == header
   assert len(scans) == 3  # stale scan + write, re-scan differs, write + re-scan agrees
   assert folder_bytes(out) == complete
 
@@ -487,7 +491,7 @@ def test_a_late_stale_header_write_is_corrected_by_its_writer(
     ("[1, 2]\n", RecordsMismatchError, "relevance.json: field 'format' is 'list', expected "),
     (
       '{"format":\n',
-      records.RecordsCorruptError,
+      RecordsCorruptError,
       "relevance.json:2: not valid JSON (Expecting value, column 1); delete the directory",
     ),
   ],
