@@ -1,4 +1,28 @@
-"""Input pipelines: precomp readers, the jitr_shapes TFDS builder, relevance TFRecord readers.
-
-Import the submodules directly (e.g. ``from jitr.data import precomp``).
+"""Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
+TFRecord readers. The jitr_shapes TFDS builder (:mod:`jitr.data.shapes_tfds`) imports
+TensorFlow Datasets: import it directly where it is needed.
 """
+
+from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
+from jitr.data.pairs import RetrievalSplit, epoch_batches, make_batch, steps_per_epoch
+from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
+from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
+from jitr.data.vocab import Vocab, build_vocab
+
+__all__ = [
+  "DATASETS",
+  "DatasetInfo",
+  "PrecompError",
+  "PrecompSplit",
+  "RelevanceTable",
+  "RetrievalSplit",
+  "Vocab",
+  "build_precomp_vocab",
+  "build_vocab",
+  "dataset_info",
+  "epoch_batches",
+  "load_precomp_split",
+  "load_relevance_table",
+  "make_batch",
+  "steps_per_epoch",
+]
