@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import optax
@@ -22,12 +22,30 @@ def make_schedule(
   return optax.piecewise_constant_schedule(learning_rate, boundaries)
 
 
+def _adam(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.GradientTransformation:
+  """Adam (no weight decay; ``config`` unused)."""
+  del config
+  return optax.adam(schedule)
+
+
+def _adamw(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.GradientTransformation:
+  """AdamW with decoupled ``weight_decay`` (default ``1e-4``)."""
+  return optax.adamw(schedule, weight_decay=float(config.get("weight_decay", 1e-4)))
+
+
+OptimizerBuilder = Callable[[optax.Schedule, Mapping[str, Any]], optax.GradientTransformation]
+
+# ``optimizer.name`` -> ``builder(schedule, config)``.
+OPTIMIZERS: Mapping[str, OptimizerBuilder] = {"adam": _adam, "adamw": _adamw}
+
+
 def make_optimizer(
   config: Mapping[str, Any], *, steps_per_epoch: int
 ) -> optax.GradientTransformation:
-  """``clip_by_global_norm(grad_clip)`` then Adam or AdamW on the step-decay schedule.
+  """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`OPTIMIZERS` named
+  ``config["name"]`` on the step-decay schedule.
 
-  ``config`` keys: ``name`` ('adam' | 'adamw'), ``learning_rate``,
+  ``config`` keys: ``name`` ('adam' | 'adamw', default 'adam'), ``learning_rate``,
   ``weight_decay`` (AdamW), ``grad_clip`` (≤ 0 disables), ``decay_epochs``,
   ``decay_factor``.
 
@@ -37,17 +55,14 @@ def make_optimizer(
   (see :mod:`jitr.models.vsrn`).
   """
   name = config.get("name", "adam")
+  if name not in OPTIMIZERS:
+    raise ValueError(f"optimizer.name: expected one of {sorted(OPTIMIZERS)}, got {name!r}")
   schedule = make_schedule(
     learning_rate=float(config["learning_rate"]),
     steps_per_epoch=steps_per_epoch,
     decay_epochs=tuple(config.get("decay_epochs", ())),
     decay_factor=float(config.get("decay_factor", 0.1)),
   )
-  if name == "adam":
-    opt = optax.adam(schedule)
-  elif name == "adamw":
-    opt = optax.adamw(schedule, weight_decay=float(config.get("weight_decay", 1e-4)))
-  else:
-    raise ValueError(f"optimizer.name: expected 'adam' or 'adamw', got {name!r}")
+  opt = OPTIMIZERS[name](schedule, config)
   clip = float(config.get("grad_clip", 0.0))
   return optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt

@@ -22,7 +22,9 @@ listwise ranks), not O(N²).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -192,6 +194,264 @@ def aux_shares(
   }
 
 
+class StepKeys(NamedTuple):
+  """The random keys of one step: ``rng`` for the next state, ``loss`` for the objective's
+  draws, ``forward`` / ``score`` for the dropout of :meth:`RetrievalModel.forward` /
+  :meth:`RetrievalModel.score` (folded with the device index: each device drops its own)."""
+
+  rng: jax.Array
+  loss: jax.Array
+  forward: jax.Array
+  score: jax.Array
+
+
+class DeviceQueries(NamedTuple):
+  """This device's ``b`` queries against the global batch of ``N`` pairs.
+
+  Attributes:
+    index: int ``[b]`` global index of each query (device d holds ``d·b .. d·b + b − 1``).
+    positives: bool ``[b, N]`` annotated pairs (the same for both directions).
+    where: bool ``[b, N]`` valid pairs.
+    valid: bool ``[b]`` the device's valid rows.
+    graded: ``{name: (image-query rows [b, N], caption-query rows [b, N])}`` of
+      ``graded_fn`` (``{}`` without one).
+  """
+
+  index: jax.Array
+  positives: jax.Array
+  where: jax.Array
+  valid: jax.Array
+  graded: dict[str, tuple[jax.Array, jax.Array]]
+
+
+class DeviceOutputs(NamedTuple):
+  """What one device's differentiated pass returns beside its share of the loss.
+
+  Attributes:
+    counted: each term's :class:`PartialSums` (local numerators, global counts).
+    aux: each auxiliary loss's device share (:func:`aux_shares`).
+    i2t_sim, t2i_sim: ``[b, N]`` this device's image and caption query rows.
+    model_state: the model's mutated collections after the forward pass and scoring.
+  """
+
+  counted: dict[str, PartialSums]
+  aux: dict[str, jax.Array]
+  i2t_sim: jax.Array
+  t2i_sim: jax.Array
+  model_state: dict
+
+
+def check_term_names(model: RetrievalModel, loss_fn: Objective) -> None:
+  """Raises ``ValueError`` when an objective term shares a name with an auxiliary loss
+  (both would be logged as ``loss/<name>``)."""
+  clash = sorted(set(model.aux_weights) & set(loss_fn.terms))
+  if clash:
+    raise ValueError(
+      f"make_train_step: objective terms {clash} have the names of the model's auxiliary "
+      "losses (both would be logged as loss/<name>); rename the terms in config.loss"
+    )
+
+
+def step_keys(rng: jax.Array, axis_name: str | None) -> StepKeys:
+  """``rng -> (rng', loss, dropout)`` by one split; the dropout key is folded with the
+  device index, and ``score = fold_in(dropout, 1)``, ``forward = dropout``."""
+  rng, loss_key, dropout_key = jax.random.split(rng, 3)
+  if axis_name is not None:
+    dropout_key = jax.random.fold_in(dropout_key, jax.lax.axis_index(axis_name))
+  return StepKeys(rng, loss_key, dropout_key, jax.random.fold_in(dropout_key, 1))
+
+
+def graded_rows(
+  graded_fn: GradedFn, local: Batch, shared: Batch, index: jax.Array, positives: jax.Array
+) -> dict[str, tuple[jax.Array, jax.Array]]:
+  """``{name: (rows, columns.T)}`` of ``graded_fn``, each ``[b, N]``: this device's images
+  against all captions and all images against its captions, never the whole ``[N, N]``.
+
+  ``local`` / ``shared``: the non-model fields of this device's rows / of the global
+  batch; ``index``: the global indices of ``local``'s rows; ``positives [b, N]``.
+  """
+  mine = {**local, "pair_index": index}
+  every = {**shared, "pair_index": jnp.arange(shared["image_ids"].shape[0])}
+  i2t = graded_fn(mine, every, positives)
+  t2i = graded_fn(every, mine, query_targets(shared, local)[0])
+  return {name: (i2t[name], t2i[name].T) for name in i2t}
+
+
+def device_queries(
+  batch: Batch, graded_fn: GradedFn | None, axis_name: str | None
+) -> DeviceQueries:
+  """This device's queries: the batch's non-model fields (ids, validity, stored relevance
+  data) all-gathered over ``axis_name``, the device's global row indices, its targets
+  (:func:`query_targets`) and its graded rows (:func:`graded_rows`)."""
+  local = {k: v for k, v in batch.items() if k not in MODEL_INPUTS}
+  shared = {k: _gather(v, axis_name) for k, v in local.items()}
+  rows_here = local["image_ids"].shape[0]
+  start = 0 if axis_name is None else jax.lax.axis_index(axis_name) * rows_here
+  index = start + jnp.arange(rows_here)
+  positives, where = query_targets(local, shared)
+  valid = local.get("valid", jnp.ones((rows_here,), bool))
+  graded = {} if graded_fn is None else graded_rows(graded_fn, local, shared, index, positives)
+  return DeviceQueries(index, positives, where, valid, graded)
+
+
+def as_varying(params, axis_name: str | None):
+  """``params`` marked as varying over ``axis_name``: differentiating each device's own
+  share then gives per-device gradients (summed by :func:`reduce_across_devices`)."""
+  return params if axis_name is None else jax.lax.pcast(params, axis_name, to="varying")
+
+
+def forward_rows(
+  model: RetrievalModel,
+  params,
+  model_state: Mapping,
+  batch: Batch,
+  keys: StepKeys,
+  axis_name: str | None,
+):
+  """``(output, i2t [b, N], t2i [b, N], model_state')``: ``model.forward`` on this device's
+  rows (train mode), then its query rows (:func:`query_rows`); ``model_state'`` holds the
+  collections mutated by both."""
+  out, forward_state = model.forward(
+    {"params": params, **model_state},
+    batch,
+    train=True,
+    rngs={"dropout": keys.forward},
+    axis_name=axis_name,
+  )
+  forward_state = _merge_state(model_state, forward_state)
+  i2t_sim, t2i_sim, score_state = query_rows(
+    model,
+    {"params": params, **forward_state},
+    out.images,
+    out.captions,
+    train=True,
+    rngs={"dropout": keys.score},
+    axis_name=axis_name,
+  )
+  return out, i2t_sim, t2i_sim, _merge_state(forward_state, score_state)
+
+
+def device_share(
+  params,
+  *,
+  model: RetrievalModel,
+  loss_fn: Objective,
+  model_state: Mapping,
+  batch: Batch,
+  queries: DeviceQueries,
+  term_graded: Mapping[str, tuple[jax.Array, jax.Array] | None],
+  keys: StepKeys,
+  step: jax.Array,
+  axis_name: str | None,
+) -> tuple[jax.Array, DeviceOutputs]:
+  """``(share, outputs)``: the function of ``params`` each device differentiates.
+
+  ``share = split_loss + Σ_a w_a · aux_share_a`` (:func:`split_loss`,
+  :func:`aux_shares`, ``w_a = model.aux_weights[a]``): this device's numerators over the
+  global counts, so the shares of all devices sum to the loss.
+  """
+  out, i2t_sim, t2i_sim, new_state = forward_rows(
+    model, params, model_state, batch, keys, axis_name
+  )
+  share, counted = split_loss(
+    loss_fn,
+    i2t_sim,
+    t2i_sim,
+    queries.positives,
+    queries.where,
+    term_graded,
+    queries.index,
+    key=keys.loss,
+    step=step,
+    axis_name=axis_name,
+  )
+  aux = aux_shares(out.aux_losses, queries.valid, axis_name)
+  share = share + sum(model.aux_weights[name] * value for name, value in aux.items())
+  return share, DeviceOutputs(counted, aux, i2t_sim, t2i_sim, new_state)
+
+
+def reduce_across_devices(grads, model_state: Mapping, axis_name: str | None):
+  """``(psum(grads), pmean(model_state))`` over ``axis_name``: the sum of each device's
+  gradient of its share is the gradient of the loss; the model state is the same on every
+  device (the models synchronise their statistics), the mean keeps it so."""
+  grads = _psum(grads, axis_name)
+  if axis_name is not None:
+    model_state = jax.lax.pmean(model_state, axis_name)
+  return grads, model_state
+
+
+def global_loss(
+  loss_fn: Objective,
+  aux_weights: Mapping[str, float],
+  outputs: DeviceOutputs,
+  *,
+  step: jax.Array,
+  axis_name: str | None,
+) -> tuple[jax.Array, dict[str, jax.Array], dict[str, jax.Array]]:
+  """``(total, {term: value}, {aux: mean})`` of the global batch from the devices' shares.
+
+  The term sums are psum-ed (their counts are global already) and combined;
+  ``total = Σ_t w_t L_t + Σ_a w_a · mean(aux_a)``.
+  """
+  total_sums = {
+    name: PartialSums(
+      _psum(s.image_to_text, axis_name),
+      _psum(s.text_to_image, axis_name),
+      s.image_count,
+      s.text_count,
+    )
+    for name, s in outputs.counted.items()
+  }
+  total, parts = loss_fn.combine(total_sums, step=step)
+  aux_means = _psum(outputs.aux, axis_name)
+  total = total + sum(aux_weights[name] * value for name, value in aux_means.items())
+  return total, parts, aux_means
+
+
+def ndcg_metrics(
+  outputs: DeviceOutputs, queries: DeviceQueries, axis_name: str | None
+) -> dict[str, jax.Array]:
+  """The exact ``ndcg_i2t`` / ``ndcg_t2i`` of the global batch (:func:`exact_ndcg_sums` of
+  this device's queries, psum-ed) from the ``relevance`` graded rows; ``{}`` without them."""
+  if "relevance" not in queries.graded:
+    return {}
+  rows, columns = queries.graded["relevance"]
+  metrics = {}
+  for name, sim, rel in (
+    ("ndcg_i2t", outputs.i2t_sim, rows),
+    ("ndcg_t2i", outputs.t2i_sim, columns),
+  ):
+    value, count = _psum(
+      exact_ndcg_sums(jax.lax.stop_gradient(sim), rel, queries.positives, queries.where),
+      axis_name,
+    )
+    metrics[name] = value / jnp.maximum(count, 1.0)
+  return metrics
+
+
+def step_metrics(
+  total: jax.Array,
+  parts: Mapping[str, jax.Array],
+  aux_means: Mapping[str, jax.Array],
+  grads,
+  ndcg: Mapping[str, jax.Array],
+) -> dict[str, jax.Array]:
+  """``loss``, ``loss/<term>``, ``loss/<aux>``, ``grad_norm`` (global norm) and ``ndcg``."""
+  return {
+    "loss": total,
+    **{f"loss/{k}": v for k, v in parts.items()},
+    **{f"loss/{k}": v for k, v in aux_means.items()},
+    "grad_norm": optax.tree.norm(grads),
+    **ndcg,
+  }
+
+
+def apply_update(state: TrainState, grads, *, rng: jax.Array, model_state: Mapping) -> TrainState:
+  """One optimizer update of ``state`` by ``grads`` (``state.apply_gradients``: the step
+  count + 1) with the next ``rng`` and the reduced ``model_state``."""
+  return state.apply_gradients(grads).replace(rng=rng, model_state=model_state)
+
+
 def make_train_step(
   loss_fn: Objective,
   *,
@@ -215,112 +475,41 @@ def make_train_step(
   ``pmean``-ed and stored in ``state.model_state``. ``axis_name=None`` gives the
   single-device step.
 
+  The step, top to bottom: :func:`step_keys`, :func:`device_queries`, the gradient of
+  :func:`device_share`, :func:`reduce_across_devices`, :func:`global_loss`,
+  :func:`ndcg_metrics`, :func:`step_metrics` and :func:`apply_update`.
+
   Metrics: ``loss`` (the total), ``loss/<term>`` of each objective term,
   ``loss/<aux>`` (unweighted mean) of each auxiliary loss, ``grad_norm`` and, with a
   ``relevance`` graded input, the exact ``ndcg_i2t`` / ``ndcg_t2i`` of the batch.
   """
-
-  clash = sorted(set(model.aux_weights) & set(loss_fn.terms))
-  if clash:
-    raise ValueError(
-      f"make_train_step: objective terms {clash} have the names of the model's auxiliary "
-      "losses (both would be logged as loss/<name>); rename the terms in config.loss"
-    )
+  check_term_names(model, loss_fn)
 
   def train_step(state: TrainState, batch: Batch):
-    rng, loss_key, dropout_key = jax.random.split(state.rng, 3)
-    local = {k: v for k, v in batch.items() if k not in MODEL_INPUTS}
-    shared = {k: _gather(v, axis_name) for k, v in local.items()}
-    rows_here = local["image_ids"].shape[0]
-    start = 0 if axis_name is None else jax.lax.axis_index(axis_name) * rows_here
-    index = start + jnp.arange(rows_here)
-    positives, where = query_targets(local, shared)
-    valid = local.get("valid", jnp.ones((rows_here,), bool))
-    graded = {}
-    if graded_fn is not None:  # only this device's query rows: O(N²/D), never [N, N]
-      mine = {**local, "pair_index": index}
-      every = {**shared, "pair_index": jnp.arange(shared["image_ids"].shape[0])}
-      i2t = graded_fn(mine, every, positives)  # its images against all captions [b, N]
-      t2i = graded_fn(every, mine, query_targets(shared, local)[0])  # all images, its captions
-      graded = {name: (i2t[name], t2i[name].T) for name in i2t}
-    term_graded = loss_fn.graded_inputs(graded or None)
-
-    params = state.params
-    if axis_name is not None:
-      dropout_key = jax.random.fold_in(dropout_key, jax.lax.axis_index(axis_name))
-      # Differentiate each device's own share: per-device gradients, summed below.
-      params = jax.lax.pcast(params, axis_name, to="varying")
-    forward_key, score_key = dropout_key, jax.random.fold_in(dropout_key, 1)
-
-    def compute(params):
-      out, model_state = model.forward(
-        {"params": params, **state.model_state},
-        batch,
-        train=True,
-        rngs={"dropout": forward_key},
-        axis_name=axis_name,
-      )
-      model_state = _merge_state(state.model_state, model_state)
-      i2t_sim, t2i_sim, score_state = query_rows(
-        model,
-        {"params": params, **model_state},
-        out.images,
-        out.captions,
-        train=True,
-        rngs={"dropout": score_key},
-        axis_name=axis_name,
-      )
-      share, counted = split_loss(
-        loss_fn,
-        i2t_sim,
-        t2i_sim,
-        positives,
-        where,
-        term_graded,
-        index,
-        key=loss_key,
-        step=state.step,
-        axis_name=axis_name,
-      )
-      aux = aux_shares(out.aux_losses, valid, axis_name)
-      share = share + sum(model.aux_weights[name] * value for name, value in aux.items())
-      new_state = _merge_state(model_state, score_state)
-      return share, (counted, aux, i2t_sim, t2i_sim, new_state)
-
-    (_, (counted, aux, i2t_sim, t2i_sim, new_state)), grads = jax.value_and_grad(
-      compute, has_aux=True
-    )(params)
-    grads = _psum(grads, axis_name)
-    if axis_name is not None:  # identical on every device (the models sync their statistics)
-      new_state = jax.lax.pmean(new_state, axis_name)
-    total_sums = {
-      name: PartialSums(
-        _psum(s.image_to_text, axis_name),
-        _psum(s.text_to_image, axis_name),
-        s.image_count,
-        s.text_count,
-      )
-      for name, s in counted.items()
-    }
-    total, parts = loss_fn.combine(total_sums, step=state.step)
-    aux_means = _psum(aux, axis_name)
-    total = total + sum(model.aux_weights[name] * value for name, value in aux_means.items())
-    metrics = {
-      "loss": total,
-      **{f"loss/{k}": v for k, v in parts.items()},
-      **{f"loss/{k}": v for k, v in aux_means.items()},
-      "grad_norm": optax.tree.norm(grads),
-    }
-    if "relevance" in graded:  # the real NDCG of this device's queries, averaged globally
-      for name, sim, rel in (
-        ("ndcg_i2t", i2t_sim, graded["relevance"][0]),
-        ("ndcg_t2i", t2i_sim, graded["relevance"][1]),
-      ):
-        value, count = _psum(
-          exact_ndcg_sums(jax.lax.stop_gradient(sim), rel, positives, where), axis_name
-        )
-        metrics[name] = value / jnp.maximum(count, 1.0)
-    state = state.apply_gradients(grads).replace(rng=rng, model_state=new_state)
-    return state, metrics
+    keys = step_keys(state.rng, axis_name)
+    queries = device_queries(batch, graded_fn, axis_name)
+    share = functools.partial(
+      device_share,
+      model=model,
+      loss_fn=loss_fn,
+      model_state=state.model_state,
+      batch=batch,
+      queries=queries,
+      term_graded=loss_fn.graded_inputs(queries.graded or None),
+      keys=keys,
+      step=state.step,
+      axis_name=axis_name,
+    )
+    (_, outputs), grads = jax.value_and_grad(share, has_aux=True)(
+      as_varying(state.params, axis_name)
+    )
+    grads, model_state = reduce_across_devices(grads, outputs.model_state, axis_name)
+    total, parts, aux_means = global_loss(
+      loss_fn, model.aux_weights, outputs, step=state.step, axis_name=axis_name
+    )
+    metrics = step_metrics(
+      total, parts, aux_means, grads, ndcg_metrics(outputs, queries, axis_name)
+    )
+    return apply_update(state, grads, rng=keys.rng, model_state=model_state), metrics
 
   return train_step

@@ -1,0 +1,41 @@
+"""The optimizer registry: names -> optax transformations, clipping, the unknown-name error."""
+
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jitr import training
+from jitr.training.optimizer import OPTIMIZERS
+
+
+def _one_update(config, grad=1.0):
+  tx = training.make_optimizer(config, steps_per_epoch=10)
+  params = {"w": jnp.ones(3)}
+  updates, _ = tx.update({"w": jnp.full(3, grad)}, tx.init(params), params)
+  return np.asarray(updates["w"])
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_every_registered_optimizer_matches_its_optax_transformation(name):
+  config = {"name": name, "learning_rate": 0.1, "weight_decay": 0.5}
+  want = {
+    "adam": optax.adam(0.1),
+    "adamw": optax.adamw(0.1, weight_decay=0.5),
+  }[name]
+  params = {"w": jnp.ones(3)}
+  expected, _ = want.update({"w": jnp.full(3, 1.0)}, want.init(params), params)
+  np.testing.assert_allclose(_one_update(config), expected["w"], rtol=1e-6)
+
+
+def test_the_default_is_adam_and_a_positive_grad_clip_chains_the_clip():
+  # Adam's first step is -lr·sign(g)
+  np.testing.assert_allclose(_one_update({"learning_rate": 0.1}), -0.1, rtol=1e-5)
+  clipped = training.make_optimizer({"learning_rate": 0.1, "grad_clip": 2.0}, steps_per_epoch=10)
+  assert len(clipped.init({"w": jnp.ones(3)})) == 2  # (clip_by_global_norm, adam)
+
+
+def test_an_unknown_name_names_the_field_and_the_valid_names():
+  with pytest.raises(ValueError) as err:
+    training.make_optimizer({"name": "sgd", "learning_rate": 0.1}, steps_per_epoch=10)
+  assert str(err.value) == "optimizer.name: expected one of ['adam', 'adamw'], got 'sgd'"
