@@ -250,7 +250,7 @@ class FlaxRNNTextEncoder(nn.Module):
     carry, _ = nn.RNN(nn.GRUCell(self.embed_dim), return_carry=True, name="rnn")(
       x, seq_lengths=lengths
     )
-    return models.l2_normalize(carry)
+    return losses.l2_normalize(carry)
 
 
 def build_jax(kind: str, batch: dict[str, np.ndarray]):

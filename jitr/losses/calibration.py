@@ -21,7 +21,10 @@ annotated ``positives`` and valid entries ``where``:
   interpolation between its knots ``(x_k, y_k)`` and constant beyond the ends
   (``np.interp``). ``TABLE`` names a table shipped in ``jitr/losses/calibration_tables``
   (``crowdflower-sentence``: RSC -> fraction of CrowdFlower "yes") or is a path to a
-  ``.json`` file with the same fields.
+  ``.json`` file with the same fields. The table is read when the chain is parsed
+  (:func:`parse_calibration`) and its knots are carried in the parsed
+  :class:`Calibration`: a chain parsed after the file is rewritten uses the new knots,
+  one parsed before keeps the knots it read.
 
 After every transform positives are set back to 1, values are clipped to
 ``[0, 1]`` and padded entries (``where`` False) are 0. Every transform is
@@ -48,7 +51,6 @@ where the rows of each direction are known: :class:`jitr.losses.objective`'s
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -108,9 +110,9 @@ def check_table(x: Sequence[float], y: Sequence[float], where: str) -> None:
     raise CalibrationError(f"{where}: 'x' and 'y' must lie in [0, 1]")
 
 
-@functools.lru_cache(maxsize=16)
 def load_table(name: str) -> IsotonicTable:
-  """The isotonic table ``name`` (:func:`table_path`): JSON ``{"x": [...], "y": [...], ...}``."""
+  """The isotonic table ``name`` (:func:`table_path`): JSON ``{"x": [...], "y": [...], ...}``,
+  read from its file on every call."""
   path = table_path(name)
   if not os.path.isfile(path):
     raise CalibrationError(

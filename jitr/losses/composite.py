@@ -38,13 +38,6 @@ class LossSpec:
   graded: str | None = None
   needs_key: bool = False
 
-  # ``fn, graded = LOSSES[name]`` and ``LOSSES[name][1]`` as when entries were pairs.
-  def __iter__(self):
-    return iter((self.fn, self.graded))
-
-  def __getitem__(self, index: int):
-    return (self.fn, self.graded)[index]
-
 
 LOSSES: dict[str, LossSpec] = {
   "triplet": LossSpec(triplet, triplet_queries),

@@ -10,7 +10,7 @@ every network through one interface, :class:`RetrievalModel` (built by name from
 """
 
 from jitr.models.cnn import ConvEncoder
-from jitr.models.common import l2_normalize, lengths_to_mask, masked_max, masked_mean
+from jitr.models.common import lengths_to_mask, masked_max, masked_mean
 from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarity
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
 from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
@@ -54,7 +54,6 @@ __all__ = [
   "vsrn_dataset_options",
   "gpo_pool",
   "gru_scan",
-  "l2_normalize",
   "lengths_to_mask",
   "masked_max",
   "masked_mean",

@@ -16,7 +16,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jitr.models.common import l2_normalize
+from jitr.losses.normalize import l2_normalize
 from jitr.models.region_encoder import SetPool
 
 

@@ -1,8 +1,5 @@
-"""Small pure helpers shared by the encoders: L2 normalisation and masked pooling.
-
-``l2_normalize`` is :func:`jitr.losses.normalize.l2_normalize` (``x / max(‖x‖₂,
-eps)`` in float32, zero vectors stay 0 with a finite gradient), re-exported
-here so encoders keep importing it from ``jitr.models``.
+"""Small pure helpers shared by the encoders: masked pooling, length masks, the official
+word-embedding init. (L2 normalisation is :func:`jitr.losses.normalize.l2_normalize`.)
 """
 
 from __future__ import annotations
@@ -10,9 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jitr.losses.normalize import l2_normalize
-
-__all__ = ["l2_normalize", "masked_max", "masked_mean", "lengths_to_mask"]
+__all__ = ["masked_max", "masked_mean", "lengths_to_mask", "official_embedding_init"]
 
 
 def masked_max(x: jax.Array, mask: jax.Array | None) -> jax.Array:

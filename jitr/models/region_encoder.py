@@ -17,7 +17,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jitr.models.common import l2_normalize, masked_max, masked_mean
+from jitr.losses.normalize import l2_normalize
+from jitr.models.common import masked_max, masked_mean
 from jitr.models.gpo import GPO
 
 POOLINGS = ("max", "mean", "gpo")

@@ -1,8 +1,8 @@
 """Networks by name: ``MODELS[name](config, vocab_size) -> RetrievalModel``.
 
 ``config`` is the experiment's ``config.model`` as a dict; its ``name`` picks the
-builder (default ``"vse"``, so configs written before the registry keep working) and
-the other keys are the builder's keyword arguments:
+builder (default :data:`DEFAULT_MODEL`, ``"vse"``) and the other keys are the builder's
+keyword arguments:
 
 - ``"vse"``: :func:`jitr.models.create_dual_encoder` (VSE++†, VSE∞);
 - ``"sgr"`` / ``"saf"``: :class:`jitr.models.SGRAF` with ``module="SGR"`` / ``"SAF"``;

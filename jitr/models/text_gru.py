@@ -23,11 +23,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jitr.models.common import l2_normalize, lengths_to_mask
-from jitr.models.gru import GRU, BiGRU, reverse_padded  # re-exported
+from jitr.losses.normalize import l2_normalize
+from jitr.models.common import lengths_to_mask
+from jitr.models.gru import GRU, BiGRU
 from jitr.models.region_encoder import SetPool
 
-__all__ = ["GRU", "BiGRU", "GRUTextEncoder", "reverse_padded"]
+__all__ = ["GRUTextEncoder"]
 TEXT_POOLINGS = ("last", "mean", "max", "gpo")
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jitr import losses
-from jitr.losses import _masks
+from jitr.losses import _masks, calibration
 from jitr.losses.calibration import (
   CalibrationError,
   calibrate,
@@ -66,6 +66,33 @@ def test_isotonic_interpolates_the_table_and_is_flat_beyond_its_ends(toy_table):
   above = np.array([[0.95, 1.0]], np.float32)
   np.testing.assert_allclose(_cal(f"isotonic:{toy_table}", above, None), [[1.0, 1.0]], atol=1e-6)
   assert load_table(toy_table).meta == {"note": "toy"}
+
+
+def _write_table(path, y):
+  path.write_text(json.dumps({"x": [0.5, 0.7, 0.9], "y": y}))
+
+
+def test_a_rewritten_table_file_is_read_again(tmp_path):
+  path = tmp_path / "toy.json"
+  _write_table(path, [0.0, 0.2, 1.0])
+  first = parse_calibration(f"isotonic:{path}")
+  np.testing.assert_allclose(_cal(first)[0, 3], 0.2, atol=1e-6)  # 0.7 -> y_1
+  _write_table(path, [0.0, 0.4, 1.0])
+  np.testing.assert_allclose(_cal(f"isotonic:{path}")[0, 3], 0.4, atol=1e-6)
+  assert load_table(str(path)).y == (0.0, 0.4, 1.0)
+  np.testing.assert_allclose(_cal(first)[0, 3], 0.2, atol=1e-6)  # a parsed chain keeps its knots
+
+
+def test_a_rewritten_named_table_is_read_again(tmp_path, monkeypatch):
+  monkeypatch.setattr(calibration, "TABLES_DIR", str(tmp_path))
+  _write_table(tmp_path / "toy.json", [0.0, 0.2, 1.0])
+  assert shipped_tables() == ["toy"] and load_table("toy").y == (0.0, 0.2, 1.0)
+  _write_table(tmp_path / "toy.json", [0.0, 0.3, 1.0])
+  np.testing.assert_allclose(_cal("isotonic:toy")[0, 3], 0.3, atol=1e-6)
+  objective = losses.objective(
+    {"smooth_ndcg": {"temperature": 0.1}}, calibration={"relevance": "isotonic:toy"}
+  )
+  assert objective.terms["smooth_ndcg"].calibration.steps[0][1].y == (0.0, 0.3, 1.0)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from jitr import losses
+from jitr.losses import listwise_itr
 from tests.losses.conftest import make_batch
 
 
@@ -116,8 +117,8 @@ def test_registry_carries_the_per_query_core_graded_kind_and_key_need():
     "semantic_margin_triplet": "metric",
     "semantic_hard_negatives": "semantic",
   }
-  fn, graded = losses.LOSSES["smooth_ndcg"]  # still unpacks as (function, graded input)
-  assert fn is losses.smooth_ndcg and graded == "relevance"
+  spec = losses.LOSSES["smooth_ndcg"]
+  assert spec.fn is losses.smooth_ndcg and spec.per_query is listwise_itr.smooth_ndcg_queries
 
 
 def test_partial_sums_of_query_blocks_add_up_to_the_whole_objective():
