@@ -29,7 +29,7 @@ def _split(batch, n_images=4, captions_per_image=2):
 
 def test_split_embeddings_are_the_unit_rows_of_the_encoders():
   """A VSRN teacher (BatchNorm statistics in its variables, a tuple from its image tower;
-  the vse teacher is tests/apps/test_teacher_relevance.py's) encoded in batches of 3
+  the vse teacher is tests/experiment/test_teachers.py's) encoded in batches of 3
   (4 images, 8 captions: padded last batches), rows normalised, equal to encoding
   everything at once."""
   model = model_zoo.model("vsrn", caption_weight=0.0)  # no captioner: retrieval towers only
