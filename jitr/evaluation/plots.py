@@ -13,6 +13,7 @@ Files are written atomically (temp name + rename).
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -132,8 +133,6 @@ def _draw(ax, content, *, frame: str | None = None) -> None:
   ax.set_xticks([])
   ax.set_yticks([])
   if isinstance(content, str):
-    import textwrap  # pylint: disable=g-import-not-at-top
-
     ax.text(
       0.5,
       0.5,

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 
 from jitr import fileio
+from jitr.evaluation import plots as plots_lib
 from jitr.fileio import write_text_atomic
 
 __all__ = ["write_json_atomic", "write_text_atomic", "markdown_table", "write_report", "split_key"]
@@ -103,8 +104,6 @@ def write_report(
   write_json_atomic(paths["json"], metrics)
   write_text_atomic(paths["markdown"], markdown_table(metrics, title=title))
   if plots:
-    from jitr.evaluation import plots as plots_lib  # pylint: disable=g-import-not-at-top
-
     p = os.path.join(workdir, "recall_at_k.png")
     if plots_lib.plot_curves(metrics, "R", p, title="Recall@K"):
       paths["recall_plot"] = p

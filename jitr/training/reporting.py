@@ -13,6 +13,8 @@ from typing import Any
 import jax
 from absl import logging
 
+from jitr.tf_cpu import import_tf
+
 # (metric key, column title) of the results table and of the validation log line.
 RESULT_KEYS: tuple[tuple[str, str], ...] = (
   ("full/i2t/R@1", "i2t R@1"),
@@ -62,8 +64,6 @@ class TrainReporter:
     every_steps: int,
     writer: Any = None,
   ):
-    from jitr.tf_cpu import import_tf
-
     import_tf()  # clu's summary writer imports TF: GPUs are hidden from it first
     from clu import metric_writers, periodic_actions
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitr.data.datasets import DATASETS, dataset_info
+from jitr.losses import objective
 from jitr.training.graded import parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
@@ -62,6 +63,4 @@ def check_train_config(config: Any) -> None:
         f"not {config.dataset}"
       )
   if config.get("calibration"):  # a bad chain or table fails here, before any data is built
-    from jitr.losses import objective
-
     objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
