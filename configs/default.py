@@ -6,6 +6,8 @@ Trains in about 6 minutes on 2 CPU cores (scripts/train.sh in all: about 10). Ru
 
 import ml_collections
 
+from jitr.relevance.registry import default_estimator_settings
+
 WARMUP = {"loss": "triplet", "weight": 1.0, "margin": 0.2, "mining": "sum"}
 
 
@@ -53,15 +55,11 @@ def get_config() -> ml_collections.ConfigDict:
   # Estimators' TFRecords and teachers' embeddings are precomputed under
   # <data_dir>/relevance on first use (a teacher's per checkpoint step).
   c.graded = ml_collections.ConfigDict({"relevance": "vectors:sentence"})
-  # Keyword arguments of each estimator (jitr.relevance.make_estimator).
-  c.estimators = ml_collections.ConfigDict(
-    {
-      "sentence": {"model": "all-MiniLM-L6-v2"},
-      "lsa": {"k": 64},  # LSEH's 400 needs a richer vocabulary than jitr_shapes' 135 words
-      "cider": {},
-      "tokens": {"codebook_size": 256},  # token coverage (coverage:tokens)
-    }
-  )
+  # Settings of each estimator (jitr.relevance.registry.make_estimator_from_settings):
+  # the one default of every registered estimator, as in the relevance apps' --config,
+  # e.g. --config.estimators.tokens.codebook_size=128. This config differs only in:
+  c.estimators = default_estimator_settings()
+  c.estimators.lsa.k = 64  # LSEH's 400 needs a richer vocabulary than jitr_shapes' 135 words
   c.top_k = 100  # length of the top-K lists of "topk:" sources
   # Calibration of each graded input before the losses read it (jitr.losses.calibration):
   # a chain applied left to right per query (image queries per row, caption queries per

@@ -4,14 +4,20 @@
       --judgments=../shared/data/flickr8k/CrowdFlowerAnnotations.txt
 
 Prints a markdown table of Kendall tau (x100): tau-b for CrowdFlower, tau-c for
-the expert file (see jitr.relevance.agreement for the protocol).
+the expert file (see jitr.relevance.agreement for the protocol). Estimator settings
+are ``--config.estimators.NAME.FIELD`` overrides of the one default
+(:func:`jitr.relevance.registry.default_estimator_settings`). Flag parsing, then
+:func:`jitr.relevance.agreement_report.agreement_report`.
 """
 
 from __future__ import annotations
 
 from absl import app, flags, logging
+from ml_collections import config_flags
 
 from jitr.apps._cli import run_reporting_bad_input
+from jitr.relevance.agreement_report import DEFAULT_ESTIMATORS, agreement_report
+from jitr.relevance.registry import estimators_config
 
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Flickr8k.token.txt (the captions the judgments refer to)."
@@ -40,52 +46,31 @@ _OWN = flags.DEFINE_enum(
   "A judged caption that is a reference of its image: remove it from the references "
   "(CrowdFlower default) or skip the pair (expert default).",
 )
-_ESTIMATORS = flags.DEFINE_list(
-  "estimators", ["cider", "sentence", "lsa"], "Estimators to compare."
-)
-_MODEL = flags.DEFINE_string(
-  "model", None, "sentence: Sentence-Transformers model name or path (default all-MiniLM-L6-v2)."
-)
-_LSA_K = flags.DEFINE_integer("lsa_k", 400, "lsa: SVD components.")
-_LSA_N_ITER = flags.DEFINE_integer("lsa_n_iter", 100, "lsa: randomized SVD iterations.")
-_SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state.")
+_ESTIMATORS = flags.DEFINE_list("estimators", list(DEFAULT_ESTIMATORS), "Estimators to compare.")
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the table (markdown) to this file.")
+_CONFIG = config_flags.DEFINE_config_dict(
+  "config", estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+)
 
 
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  run_reporting_bad_input(
-    "jitr-relevance-agreement", _main
-  )  # bad input: one clear line, exit code 1
-
-
-def _main() -> None:
-  from jitr.relevance import agreement
-  from jitr.relevance.captions_io import read_captions
-
-  captions = read_captions(_CAPTIONS.value, "flickr8k")
-  judgments = agreement.read_judgments(_JUDGMENTS.value, _FORMAT.value, _EXPERT_SCORES.value)
-  protocol = agreement.build_protocol(judgments, captions, _OWN.value)
-  logging.info("%d judged pairs (%s)", len(protocol.candidates), judgments.fmt)
-  scores = agreement.score_protocol(
-    protocol,
-    captions,
-    _ESTIMATORS.value,
-    sentence_model=_MODEL.value,
-    lsa_k=_LSA_K.value,
-    lsa_n_iter=_LSA_N_ITER.value,
-    seed=_SEED.value,
-    log=logging.info,
+  report = run_reporting_bad_input(  # bad input: one clear line, exit code 1
+    "jitr-relevance-agreement",
+    lambda: agreement_report(
+      _CAPTIONS.value,
+      _JUDGMENTS.value,
+      judgments_format=_FORMAT.value,
+      expert_scores=_EXPERT_SCORES.value,
+      own_caption=_OWN.value,
+      estimators=_ESTIMATORS.value,
+      settings=_CONFIG.value.estimators,
+      output=_OUTPUT.value,
+      log=logging.info,
+    ),
   )
-  rows = agreement.agreement_table(scores, protocol)
-  published = agreement.PUBLISHED_CROWDFLOWER_TAU_B if judgments.fmt == "crowdflower" else None
-  table = agreement.format_table(rows, protocol.tau_variant, published)
-  print(f"{judgments.source}: {len(protocol.candidates)} judged pairs\n")
-  print(table)
-  if _OUTPUT.value:
-    with open(_OUTPUT.value, "w", encoding="utf-8") as f:
-      f.write(table + "\n")
+  print(report)
 
 
 def run() -> None:

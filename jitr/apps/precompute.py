@@ -2,21 +2,29 @@
 
   jitr-precompute --captions=data/f30k_precomp/train_caps.txt --estimator=sentence \
     --out=rel/f30k_sentence
-  jitr-precompute --captions=../shared/data/flickr8k/Flickr8k.token.txt --estimator=cider \
-    --top_k=100 --out=rel/f8k_cider
+  jitr-precompute --captions=../shared/data/flickr8k/Flickr8k.token.txt --estimator=lsa \
+    --out=rel/f8k_lsa --config.estimators.lsa.k=64
 
-A re-run with the same arguments finishes an interrupted run (complete shards
-are skipped); an --out written for other captions or settings is refused.
-Several processes or hosts share one --out with --num_workers=N and
---worker_index=i (one process per i, e.g. a job array); the last one to finish
-completes the header, and the files are those of a single process.
+The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the one
+default (:func:`jitr.relevance.registry.default_estimator_settings`, the same fields as
+``jitr-train``'s ``config.estimators``). A re-run with the same arguments finishes an
+interrupted run (complete shards are skipped); an --out written for other captions or
+settings is refused. Several processes or hosts share one --out with --num_workers=N and
+--worker_index=i (one process per i, e.g. a job array); the last one to finish completes
+the header, and the files are those of a single process. Flag parsing, then
+:func:`jitr.relevance.precompute.precompute_relevance`.
 """
 
 from __future__ import annotations
 
 from absl import app, flags, logging
+from ml_collections import config_flags
 
 from jitr.apps._cli import run_reporting_bad_input
+from jitr.relevance.precompute import precompute_relevance
+from jitr.relevance.registry import ESTIMATORS, estimators_config
+
+NAME = "jitr-precompute"
 
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt."
@@ -27,9 +35,7 @@ _FORMAT = flags.DEFINE_enum(
 _CAPS_PER_IMAGE = flags.DEFINE_integer(
   "captions_per_image", 5, "Lines per image of a precomp caption file.", lower_bound=1
 )
-_ESTIMATOR = flags.DEFINE_enum(
-  "estimator", None, ["sentence", "cider", "lsa", "tokens"], "Relevance estimator."
-)
+_ESTIMATOR = flags.DEFINE_enum("estimator", None, sorted(ESTIMATORS), "Relevance estimator.")
 _OUT = flags.DEFINE_string(
   "out", None, "Output directory (header relevance.json + TFRecord shards)."
 )
@@ -53,83 +59,32 @@ _NUM_WORKERS = flags.DEFINE_integer(
 _WORKER_INDEX = flags.DEFINE_integer(
   "worker_index", 0, "This process's index in [0, num_workers): it writes shards s % N == i."
 )
-_MODEL = flags.DEFINE_string(
-  "model",
-  "all-MiniLM-L6-v2",
-  "sentence/tokens: Sentence-Transformers model name or local path.",
+_CONFIG = config_flags.DEFINE_config_dict(
+  "config", estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
-_BATCH_SIZE = flags.DEFINE_integer(
-  "batch_size", 256, "sentence/tokens: captions per forward pass.", lower_bound=1
-)
-_DEVICE = flags.DEFINE_string("device", "cpu", "sentence/tokens: torch device.")
-_CODEBOOK_SIZE = flags.DEFINE_integer(
-  "codebook_size", 256, "tokens: codebook entries (each caption stores 2x this).", lower_bound=1
-)
-_AGGREGATE = flags.DEFINE_enum(
-  "aggregate", "max", ["max", "mean"], "sentence/lsa: aggregation over an image's references."
-)
-_LSA_K = flags.DEFINE_integer("lsa_k", 400, "lsa: SVD components.", lower_bound=1)
-_LSA_N_ITER = flags.DEFINE_integer(
-  "lsa_n_iter", 100, "lsa: randomized SVD iterations.", lower_bound=1
-)
-_SEED = flags.DEFINE_integer("seed", 0, "lsa: SVD random state; tokens: the codebook's draw.")
-
-
-def estimator_kwargs(name: str) -> dict:
-  """The estimator's keyword arguments from the flags."""
-  model = {"model": _MODEL.value, "batch_size": _BATCH_SIZE.value, "device": _DEVICE.value}
-  if name == "sentence":
-    return {**model, "aggregate": _AGGREGATE.value}
-  if name == "tokens":
-    return {**model, "codebook_size": _CODEBOOK_SIZE.value, "seed": _SEED.value}
-  if name == "lsa":
-    return {
-      "k": _LSA_K.value,
-      "n_iter": _LSA_N_ITER.value,
-      "seed": _SEED.value,
-      "aggregate": _AGGREGATE.value,
-    }
-  return {}
 
 
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  run_reporting_bad_input("jitr-precompute", _main)  # bad input: one clear line, exit code 1
-
-
-def _main() -> None:
-  from jitr.relevance.captions_io import read_captions
-  from jitr.relevance.records import write_relevance_records
-  from jitr.relevance.registry import make_estimator
-
-  captions = read_captions(_CAPTIONS.value, _FORMAT.value, _CAPS_PER_IMAGE.value)
-  logging.info(
-    "%s: %d images, %d captions", captions.source, captions.num_images, captions.num_captions
+  line = run_reporting_bad_input(  # bad input: one clear line, exit code 1
+    NAME,
+    lambda: precompute_relevance(
+      _CAPTIONS.value,
+      _ESTIMATOR.value,
+      _OUT.value,
+      settings=_CONFIG.value.estimators,
+      caption_format=_FORMAT.value,
+      captions_per_image=_CAPS_PER_IMAGE.value,
+      vectors=_VECTORS.value,
+      top_k=_TOP_K.value,
+      images_per_shard=_IMAGES_PER_SHARD.value,
+      num_workers=_NUM_WORKERS.value,
+      worker_index=_WORKER_INDEX.value,
+      log=logging.info,
+    ),
   )
-  estimator = make_estimator(_ESTIMATOR.value, **estimator_kwargs(_ESTIMATOR.value))
-  header = write_relevance_records(
-    _OUT.value,
-    captions,
-    estimator,
-    vectors=_VECTORS.value,
-    top_k=_TOP_K.value,
-    images_per_shard=_IMAGES_PER_SHARD.value,
-    num_workers=_NUM_WORKERS.value,
-    worker_index=_WORKER_INDEX.value,
-    log=logging.info,
-  )
-  n, done = header["num_shards"], sum(e is not None for e in header["shards"])
-  if done == n:
-    print(
-      f"wrote {n} shards of {_ESTIMATOR.value} relevance for {captions.num_images} images "
-      f"to {_OUT.value}"
-    )
-  else:
-    print(
-      f"worker {_WORKER_INDEX.value} of {_NUM_WORKERS.value}: its shards are written; "
-      f"{done} of {n} shards of {_OUT.value} complete (the last worker completes the header)"
-    )
+  print(line)
 
 
 def run() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from jitr.data import vocab as vocab_lib
+from jitr.data.batch_keys import teacher_keys, topk_keys, vectors_keys
 
 # (image indices [B], caption indices [B]) -> relevance rows [B, B]
 OracleFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -99,12 +100,11 @@ def make_batch(
 
   Tokens are trimmed to the smallest bucket holding the longest caption, so the
   text encoder scans no more padding than needed while jit sees few shapes.
-  Stored relevance data goes in as ``vectors/{name}/captions`` ``[B, D]``,
-  ``vectors/{name}/references`` ``[B, R, D]`` (the vectors of each row's image's
-  own captions), ``topk/{name}/indices`` / ``scores`` ``[B, K]`` and
-  ``caption_indices`` ``[B]``, a teacher's ``teacher/{workdir}/images`` (each row's
-  image's embedding) and ``teacher/{workdir}/captions`` ``[B, D]``; the exact relevance
-  as ``oracle_relevance`` rows.
+  Stored relevance data goes in under the keys of :mod:`jitr.data.batch_keys`: each
+  vectors estimator's caption vectors ``[B, D]`` and its references' ``[B, R, D]`` (the
+  vectors of each row's image's own captions), each top-K estimator's indices and
+  scores ``[B, K]`` (with ``caption_indices`` ``[B]``), each teacher's image and caption
+  embeddings ``[B, D]``; the exact relevance as ``oracle_relevance`` rows.
   """
   images = split.caption_image[captions]
   width = vocab_lib.bucket_length(split.lengths[captions], buckets)
@@ -119,14 +119,17 @@ def make_batch(
   if split.image_mask is not None:
     batch["image_mask"] = split.image_mask[images]
   for name, vectors in split.vectors.items():
-    batch[f"vectors/{name}/captions"] = vectors[captions]
-    batch[f"vectors/{name}/references"] = vectors[split.image_captions[images]]
+    caption_key, references_key = vectors_keys(name)
+    batch[caption_key] = vectors[captions]
+    batch[references_key] = vectors[split.image_captions[images]]
   for name, (indices, scores) in split.topk.items():
-    batch[f"topk/{name}/indices"] = indices[images].astype(np.int32)
-    batch[f"topk/{name}/scores"] = scores[images].astype(np.float32)
+    indices_key, scores_key = topk_keys(name)
+    batch[indices_key] = indices[images].astype(np.int32)
+    batch[scores_key] = scores[images].astype(np.float32)
   for name, (image_vectors, caption_vectors) in split.teacher.items():
-    batch[f"teacher/{name}/images"] = image_vectors[images]
-    batch[f"teacher/{name}/captions"] = caption_vectors[captions]
+    image_key, caption_key = teacher_keys(name)
+    batch[image_key] = image_vectors[images]
+    batch[caption_key] = caption_vectors[captions]
   if split.oracle is not None:
     batch["oracle_relevance"] = split.oracle(images, captions).astype(np.float32)
   return batch

@@ -23,10 +23,13 @@ import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from jitr.relevance.captions_io import CaptionSet, normalize_flickr_image_id
+from jitr.relevance.estimator import RelevanceEstimator
+from jitr.relevance.registry import default_estimator_settings, make_estimator_from_settings
 
 FORMATS = ("crowdflower", "expert")
 
@@ -208,66 +211,79 @@ PUBLISHED_CROWDFLOWER_TAU_B: Mapping[str, float] = {
 }
 
 
+AGGREGATIONS = ("max", "mean", "smooth_max")  # a cosine estimator's rows
+LITERATURE_NAMES: Mapping[str, str] = {"cider": "CIDEr-D"}  # as the published tables say
+Pairs = tuple[Sequence[str], Sequence[Sequence[str]]]  # (candidates, reference sets)
+Rows = tuple[dict[str, np.ndarray], str]  # (row name -> scores, the estimator's own row)
+
+
+def _cosine_rows(name: str, estimator: RelevanceEstimator, pairs: Pairs) -> Rows:
+  """``NAME (max)``, ``NAME (mean)``, ``NAME (smooth max)`` (log-mean-exp, T = 0.05); the
+  estimator's own row is that of its ``aggregate`` setting."""
+  rows = {
+    f"{name} ({agg.replace('_', ' ')})": estimator.pair_scores(*pairs, aggregate=agg)
+    for agg in AGGREGATIONS
+  }
+  return rows, f"{name} ({estimator.aggregate})"
+
+
+def _coverage_rows(name: str, estimator: RelevanceEstimator, pairs: Pairs) -> Rows:
+  """``NAME (coverage)``: token coverage (:mod:`jitr.relevance.token_coverage`)."""
+  row = f"{name} (coverage)"
+  return {row: estimator.pair_scores(*pairs)}, row
+
+
+def _score_rows(name: str, estimator: RelevanceEstimator, pairs: Pairs) -> Rows:
+  """One row, named as the literature names it (``cider`` -> ``CIDEr-D``)."""
+  row = LITERATURE_NAMES.get(name, name)
+  return {row: estimator.pair_scores(*pairs)}, row
+
+
+# The rows of an estimator, by its relevance kind.
+ROWS_BY_KIND: Mapping[str, Callable[[str, RelevanceEstimator, Pairs], Rows]] = {
+  "cosine": _cosine_rows,
+  "coverage": _coverage_rows,
+  "score": _score_rows,
+}
+
+
 def score_protocol(
   protocol: Protocol,
   captions: CaptionSet,
   estimators: Sequence[str],
   *,
-  sentence_model: str | None = None,
-  lsa_k: int = 400,
-  lsa_n_iter: int = 100,
-  seed: int = 0,
+  settings: Mapping[str, Any] | None = None,
   log: Callable[[str], None] = print,
 ) -> dict[str, np.ndarray]:
   """Scores of every protocol pair for each estimator, with its aggregations and ensembles.
 
-  Rows: ``cider`` -> ``CIDEr-D``; ``sentence`` -> ``sentence (max)`` (RSC),
-  ``sentence (mean)``, ``sentence (smooth max)`` (log-mean-exp, T = 0.05); the
-  same three for ``lsa``; with several
-  estimators, rank-mean ensembles of their default rows (``a + b``).
-  ``tokens`` -> ``tokens (coverage)`` (:mod:`jitr.relevance.token_coverage`). LSA and
-  tokens are fitted on ``captions`` (the whole caption corpus).
+  Each estimator is built from ``settings`` (``{name: {keyword: value}}``; default:
+  :func:`~jitr.relevance.registry.default_estimator_settings`); those with per-caption
+  vectors (``sentence``, ``lsa``, ``tokens``) are fitted on ``captions`` (the whole caption
+  corpus: LSA's vocabulary, token coverage's idf and codebook). Rows by relevance kind
+  (:data:`ROWS_BY_KIND`): ``cider`` -> ``CIDEr-D``; ``sentence`` -> ``sentence (max)``
+  (RSC), ``sentence (mean)``, ``sentence (smooth max)``, the same three for ``lsa``;
+  ``tokens`` -> ``tokens (coverage)``. With several estimators, rank-mean ensembles of
+  their own rows (``a + b (rank mean)``, and all of them from three on).
   """
-  from jitr.relevance.registry import make_estimator
-
+  settings = default_estimator_settings() if settings is None else settings
+  pairs = (protocol.candidates, protocol.reference_sets)
   out: dict[str, np.ndarray] = {}
-  defaults: dict[str, np.ndarray] = {}
+  own: dict[str, np.ndarray] = {}
   for name in estimators:
     log(f"scoring {len(protocol.candidates)} pairs with {name}")
-    if name == "cider":
-      est = make_estimator("cider")
-      out["CIDEr-D"] = defaults["cider"] = est.pair_scores(
-        protocol.candidates, protocol.reference_sets
-      )
-    elif name in ("sentence", "lsa"):
-      kwargs = {}
-      if name == "sentence":
-        kwargs = {"show_progress": False} | ({"model": sentence_model} if sentence_model else {})
-        est = make_estimator("sentence", **kwargs).fit(captions)
-      else:
-        est = make_estimator("lsa", k=lsa_k, n_iter=lsa_n_iter, seed=seed).fit(captions)
-      for agg in ("max", "mean", "smooth_max"):
-        out[f"{name} ({agg.replace('_', ' ')})"] = est.pair_scores(
-          protocol.candidates, protocol.reference_sets, aggregate=agg
-        )
-      defaults[name] = out[f"{name} (max)"]
-    elif name == "tokens":  # token coverage: idf and codebook fitted on the caption corpus
-      kwargs = {"model": sentence_model} if sentence_model else {}
-      est = make_estimator("tokens", **kwargs).fit(captions)
-      out["tokens (coverage)"] = defaults["tokens"] = est.pair_scores(
-        protocol.candidates, protocol.reference_sets
-      )
-    else:
-      raise ValueError(f"unknown estimator {name!r} (expected sentence, cider, lsa or tokens)")
-  names = list(defaults)
-  if len(names) >= 2:
-    for a in range(len(names)):
-      for b in range(a + 1, len(names)):
-        out[f"{names[a]} + {names[b]} (rank mean)"] = rank_ensemble(
-          [defaults[names[a]], defaults[names[b]]]
-        )
-    if len(names) >= 3:
-      out[" + ".join(names) + " (rank mean)"] = rank_ensemble([defaults[n] for n in names])
+    estimator = make_estimator_from_settings(name, settings)
+    if estimator.stores_vectors:
+      estimator.fit(captions)
+    rows, row = ROWS_BY_KIND[estimator.relevance_kind](name, estimator, pairs)
+    out.update(rows)
+    own[name] = rows[row]
+  names = list(own)
+  for a in range(len(names)):
+    for b in range(a + 1, len(names)):
+      out[f"{names[a]} + {names[b]} (rank mean)"] = rank_ensemble([own[names[a]], own[names[b]]])
+  if len(names) >= 3:
+    out[" + ".join(names) + " (rank mean)"] = rank_ensemble([own[n] for n in names])
   return out
 
 

@@ -2,7 +2,8 @@
 
 A spec maps each graded input a loss reads (``objective``'s ``input``) to a
 source, resolved through the registry :data:`SOURCES` (parsed by
-:func:`parse_source` only, here and in the apps' stored-relevance wiring):
+:func:`parse_source` only, here and wherever :mod:`jitr.experiment` reads a source: stored
+relevance, teachers, ``jitr-relevance-quality``'s in-split relevance):
 
 * ``"vectors:NAME"`` -- RSC relevance ``(1 + agg_k cos(ref_ik, cap_j))/2`` from the
   caption vectors of a cosine estimator (``sentence``, ``lsa``), positives 1;
@@ -14,6 +15,9 @@ source, resolved through the registry :data:`SOURCES` (parsed by
 * ``"topk:NAME"`` -- raw scores of an estimator's top-K lists (CIDEr-D for SAM's
   phi), 0 for captions outside an image's list; positives keep their score;
 * ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1;
+* ``"constant"`` -- :data:`CONSTANT_RELEVANCE` (0.5) for every pair, positives 1: the
+  uninformed baseline, which grades nothing beyond the annotated positives (what an
+  estimator adds is measured against it, in training and in ``jitr-relevance-quality``);
 * ``"teacher:WORKDIR"`` -- image-aware relevance ``(1 + cos(e_i, t_j))/2`` from the
   l2-normalised image and caption embeddings of a trained dual encoder (a
   ``jitr-train`` workdir of ``vse`` or ``vsrn``), precomputed once per checkpoint
@@ -32,7 +36,8 @@ the ``[n_img, n_txt]`` matrix of one batch's image-side rows against another's
 caption-side rows, so under data parallelism each device builds only its
 queries' rows (its images against all captions, all images against its
 captions), O(N²/D) per device. The oracle's stored rows span the global batch;
-the caption side's ``pair_index`` (global column) picks their columns.
+the caption side's ``pair_index`` (global column) picks their columns. The batch keys
+of the stored data are those of :mod:`jitr.data.batch_keys`.
 
 ``agg`` is the estimator's aggregate over an image's references (``max`` or
 ``mean``), read from its records header (``RelevanceTable.aggregate``). The
@@ -51,6 +56,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jitr.data.batch_keys import teacher_keys, topk_keys, vectors_keys
 from jitr.losses import relevance as rel
 
 Batch = Mapping[str, jax.Array]
@@ -66,7 +72,7 @@ class SourceKind:
   Attributes:
     stored: what the estimator's records hold for it: ``"vectors"``, ``"topk"``,
       ``"teacher"`` (a teacher workdir's embeddings), or ``None`` (no estimator: the
-      oracle).
+      oracle, the constant).
     build: the in-batch matrix from the batch's stored data.
     vectors_kind: for ``stored == "vectors"``, the relevance kind the estimator's
       vectors must have (its records header's ``relevance.kind``): ``"cosine"`` or
@@ -78,8 +84,12 @@ class SourceKind:
   vectors_kind: str | None = None
 
 
+CONSTANT_RELEVANCE = 0.5  # the "constant" source's relevance of every non-positive pair
+
+
 def _references(images, captions, estimator):
-  return images[f"vectors/{estimator}/references"], captions[f"vectors/{estimator}/captions"]
+  caption_key, references_key = vectors_keys(estimator)
+  return images[references_key], captions[caption_key]
 
 
 def _rsc(images, captions, positives, estimator, aggregate):
@@ -98,11 +108,8 @@ def _coverage(images, captions, positives, estimator, aggregate):
 
 
 def _topk(images, captions, positives, estimator, aggregate):
-  return rel.topk_score_matrix(
-    images[f"topk/{estimator}/indices"],
-    images[f"topk/{estimator}/scores"],
-    captions["caption_indices"],
-  )
+  indices_key, scores_key = topk_keys(estimator)
+  return rel.topk_score_matrix(images[indices_key], images[scores_key], captions["caption_indices"])
 
 
 def _oracle(images, captions, positives, estimator, aggregate):
@@ -112,10 +119,8 @@ def _oracle(images, captions, positives, estimator, aggregate):
   return jnp.where(positives, 1.0, rows)
 
 
-def teacher_keys(workdir: str) -> tuple[str, str]:
-  """The batch keys of a teacher's rows: ``teacher/<workdir>/images`` ``[B, D]`` (the
-  embedding of each row's image) and ``teacher/<workdir>/captions`` ``[B, D]``."""
-  return f"teacher/{workdir}/images", f"teacher/{workdir}/captions"
+def _constant(images, captions, positives, estimator, aggregate):
+  return jnp.where(positives, 1.0, CONSTANT_RELEVANCE)
 
 
 def _teacher(images, captions, positives, estimator, aggregate):
@@ -131,6 +136,7 @@ SOURCES: Mapping[str, SourceKind] = {
   "coverage": SourceKind("vectors", _coverage, "coverage"),
   "topk": SourceKind("topk", _topk),
   "oracle": SourceKind(None, _oracle),
+  "constant": SourceKind(None, _constant),
   "teacher": SourceKind("teacher", _teacher),
 }
 

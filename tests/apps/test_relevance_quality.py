@@ -1,5 +1,6 @@
 """jitr-relevance-quality on tiny jitr_shapes: the oracle is perfect, a constant estimate
-ranks by the annotated positives then index order, and the command prints and writes the table."""
+ranks by the annotated positives then index order, the sources are those of training, and the
+command prints and writes the table."""
 
 import json
 import math
@@ -12,8 +13,11 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from jitr.apps.quality import estimated_relevance, format_table, quality_rows
+from jitr.experiment.quality_table import format_table, quality_rows
+from jitr.experiment.split_relevance import IN_SPLIT, estimated_relevance
 from jitr.experiment.stored_relevance import caption_set
+from jitr.relevance.registry import default_estimator_settings
+from jitr.training.graded import SOURCES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,16 +72,47 @@ def test_constant_estimate_ties_rank_in_index_order(tiny_val):
 
 def test_order_keeping_chains_keep_tau_and_ranking(tiny_val):
   _, captions, exact = tiny_val
-  est, positives = estimated_relevance("lsa", captions, exact, estimator_kwargs={"lsa": {"k": 16}})
+  settings = {"lsa": {"k": 16}}
+  est, positives = estimated_relevance("vectors:lsa", captions, exact, settings=settings)
   none, squared = quality_rows(est, exact, positives, ["none", "power:2"], log=lambda _: None)
   fresh = kendalltau(np.ravel(est**2), exact.ravel(), variant="b").statistic
   assert squared["tau_b/i2t"] == pytest.approx(fresh)  # the shortcut is exact
   for key in ("NDCG@10/i2t", "NDCG@10/t2i", "mAP@R/i2t", "mAP@R/t2i"):
     assert squared[key] == pytest.approx(none[key])
   assert squared["MAE"] != none["MAE"]
-  assert "| val | lsa | `power:2` |" in format_table(
-    [{"split": "val", "estimator": "lsa", **squared}]
+  assert "| val | vectors:lsa | `power:2` |" in format_table(
+    [{"split": "val", "estimator": "vectors:lsa", **squared}]
   )
+
+
+def test_estimator_sources_are_the_fitted_estimators_relevance(tiny_val):
+  """vectors:NAME is RSC (1 + max cos)/2 of the estimator built from the settings and fitted
+  on the split; topk:NAME its clip(score / scale, 0, 1) over all captions; positives 1."""
+  from jitr.relevance.lsa import LsaEstimator
+
+  _, captions, exact = tiny_val
+  settings = default_estimator_settings()
+  settings.lsa.k = 16
+  settings.lsa.aggregate = "mean"
+  est, positives = estimated_relevance("vectors:lsa", captions, exact, settings=settings)
+  lsa = LsaEstimator(k=16, aggregate="mean").fit(captions)
+  want = np.clip(lsa.image_scores(np.arange(captions.num_images)), 0, 1)
+  np.testing.assert_allclose(est, np.where(positives, 1.0, want), atol=1e-6)
+  topk, _ = estimated_relevance("topk:lsa", captions, exact, settings=settings)
+  np.testing.assert_allclose(topk, est, atol=1e-6)  # lsa's scale is 1: the same relevance
+
+
+def test_sources_are_those_of_training(tiny_val):
+  """Every graded source of training but LSEH's raw cosine has an in-split relevance; bad
+  sources get the training parser's message."""
+  _, captions, exact = tiny_val
+  assert set(SOURCES) - set(IN_SPLIT) == {"cosine"} and set(IN_SPLIT) <= set(SOURCES)
+  with pytest.raises(ValueError, match="graded source 'cosine:lsa': cosine: has no in-split"):
+    estimated_relevance("cosine:lsa", captions, exact)
+  with pytest.raises(ValueError, match="graded source 'lsa': expected one of"):
+    estimated_relevance("lsa", captions, exact)
+  with pytest.raises(ValueError, match="reads cosine vectors, but the cider estimator's are"):
+    estimated_relevance("vectors:cider", captions, exact)
 
 
 @pytest.mark.slow
@@ -89,7 +124,7 @@ def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
       str(pathlib.Path(sys.executable).with_name("jitr-relevance-quality")),  # the console script
       f"--data_dir={data_dir}", "--shapes_config=tiny", "--splits=val",
       "--estimators=oracle,constant", "--calibration=none", "--calibration=minmax,power:2",
-      f"--output={out}",
+      f"--output={out}", "--config.estimators.lsa.k=64",
     ],
     cwd=tmp_path, capture_output=True, text=True, timeout=600,
     env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
@@ -98,7 +133,9 @@ def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
   assert "| val | oracle | `none` | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 0.000 |" in (
     done.stdout
   )
-  rows = json.loads(out.read_text())["rows"]
+  written = json.loads(out.read_text())
+  assert written["settings"]["estimators"]["lsa"]["k"] == 64  # --config reached the run
+  rows = written["rows"]
   assert [(r["estimator"], r["calibration"]) for r in rows] == [
     ("oracle", "none"), ("oracle", "minmax,power:2"),
     ("constant", "none"), ("constant", "minmax,power:2"),
@@ -118,7 +155,7 @@ def test_command_prints_and_writes_the_table(tiny_val, tmp_path):
 @pytest.fixture(scope="module")
 def teacher(tiny_val, tmp_path_factory):
   """A saved (untrained) tiny vse teacher on the same data: ``(workdir, model, state)``."""
-  from tests.apps.test_teacher_relevance import make_teacher, tiny_config
+  from tests.experiment.test_teachers import make_teacher, tiny_config
 
   data_dir, _, _ = tiny_val
   workdir = tmp_path_factory.mktemp("teacher") / "vse"

@@ -14,6 +14,7 @@ from jitr.relevance.agreement import (
   kendall_tau,
   rank_ensemble,
   read_judgments,
+  score_protocol,
 )
 from jitr.relevance.captions_io import read_flickr8k_tokens
 
@@ -88,6 +89,37 @@ def test_bad_judgments_files(tiny):
   with pytest.raises(JudgmentsFileError, match=r"judgments.tsv:1: expert scores \[1.0, 1.0, 7.0\]"):
     other.write_text("a.jpg\tb.jpg#0\t1\t1\t7\n")
     read_judgments(str(other), fmt="expert")
+
+
+def test_score_protocol_rows_come_from_the_settings_and_the_relevance_kind(tiny):
+  """Rows by relevance kind: cider one (CIDEr-D), lsa one per aggregation (fitted on the
+  corpus, built from the settings); the ensemble takes each estimator's own row."""
+  from jitr.relevance.cider_estimator import CiderEstimator
+  from jitr.relevance.lsa import LsaEstimator
+  from jitr.relevance.registry import default_estimator_settings
+
+  caps, tmp = tiny
+  path = tmp / "CrowdFlowerAnnotations.txt"
+  path.write_text(
+    "a.jpg\tb.jpg#0\t0\t0\t3\na.jpg\ta.jpg#1\t1\t3\t0\nb.jpg\ta.jpg#2\t0.333333\t1\t2\n"
+  )
+  p = build_protocol(read_judgments(str(path)), caps)
+  settings = default_estimator_settings()
+  settings.lsa.k, settings.lsa.aggregate = 2, "mean"
+  scores = score_protocol(p, caps, ["cider", "lsa"], settings=settings, log=lambda _: None)
+  assert list(scores) == [
+    "CIDEr-D", "lsa (max)", "lsa (mean)", "lsa (smooth max)", "cider + lsa (rank mean)"
+  ]  # fmt: skip
+  pairs = (p.candidates, p.reference_sets)
+  np.testing.assert_allclose(scores["CIDEr-D"], CiderEstimator().pair_scores(*pairs))
+  lsa = LsaEstimator(k=2).fit(caps)
+  np.testing.assert_allclose(scores["lsa (mean)"], lsa.pair_scores(*pairs, aggregate="mean"))
+  np.testing.assert_allclose(
+    scores["cider + lsa (rank mean)"],
+    rank_ensemble([scores["CIDEr-D"], scores["lsa (mean)"]]),  # lsa's own row: its aggregate
+  )
+  with pytest.raises(ValueError, match="estimator 'lsa': .*unexpected keyword argument 'kk'"):
+    score_protocol(p, caps, ["lsa"], settings={"lsa": {"kk": 2}}, log=lambda _: None)
 
 
 def test_kendall_tau_hand_computed():

@@ -198,8 +198,9 @@ def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file
   from jitr.relevance.token_coverage import TokenCoverageEstimator
 
   out = tmp_path / "rel"
-  args = [f"--captions={small_caps_file}", "--estimator=tokens", "--codebook_size=8"]
-  done = run_app("jitr.apps.precompute", *args, f"--out={out}", "--seed=3")
+  settings = ["--config.estimators.tokens.codebook_size=8", "--config.estimators.tokens.seed=3"]
+  args = [f"--captions={small_caps_file}", "--estimator=tokens", *settings]
+  done = run_app("jitr.apps.precompute", *args, f"--out={out}")
   assert done.returncode == 0, done.stderr
   table = load_relevance_table(str(out))
   assert table.header["params"]["codebook_size"] == 8 and table.header["params"]["seed"] == 3
@@ -207,3 +208,72 @@ def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file
   cs = read_precomp_captions(str(small_caps_file))
   est = TokenCoverageEstimator(codebook_size=8, seed=3).fit(cs)
   np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), atol=1e-6)
+
+
+def test_precompute_takes_the_estimators_settings_from_config(small_caps_file, tmp_path):
+  """--config.estimators.lsa.* overrides reach the estimator; the rest are the defaults."""
+  from jitr.data.relevance_reader import load_relevance_table
+  from jitr.relevance.captions_io import read_precomp_captions
+  from jitr.relevance.lsa import LsaEstimator
+
+  out = tmp_path / "rel"
+  done = run_app(
+    "jitr.apps.precompute", f"--captions={small_caps_file}", "--estimator=lsa", f"--out={out}",
+    "--config.estimators.lsa.k=4", "--config.estimators.lsa.aggregate=mean",
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr
+  table = load_relevance_table(str(out))
+  want = LsaEstimator(k=4, aggregate="mean")
+  assert table.header["params"] == want.params() and table.aggregate == "mean"
+  est = want.fit(read_precomp_captions(str(small_caps_file)))
+  np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), atol=1e-5)
+
+
+RELEVANCE_APPS = ("precompute", "agreement", "calibrate", "relevance_quality")
+
+
+def _config_default(module: str) -> dict:
+  """The default of an app's --config flag, read from its --helpxml (absl's flag listing)."""
+  import xml.etree.ElementTree as ET
+
+  import yaml
+
+  done = run_app(f"jitr.apps.{module}", "--helpxml")  # absl exits 1 after the listing
+  assert done.stdout.rstrip().endswith("</AllFlags>"), done.stderr[-2000:]
+  (flag,) = [f for f in ET.fromstring(done.stdout).iter("flag") if f.findtext("name") == "config"]
+  return yaml.safe_load(flag.findtext("default"))
+
+
+def test_every_relevance_app_defaults_to_the_one_estimator_settings():
+  from jitr.relevance.registry import default_estimator_settings
+
+  one = default_estimator_settings().to_dict()
+  assert one["lsa"]["k"] == 400 and one["sentence"]["model"] == "all-MiniLM-L6-v2"  # LSEH, RSC
+  for module in RELEVANCE_APPS:
+    assert _config_default(module) == {"estimators": one}, module
+
+
+def _differences(base: dict, other: dict, path: str = "") -> dict[str, tuple]:
+  """``{dotted path: (base value, other value)}`` of every field where the two differ."""
+  out = {}
+  for key in sorted(set(base) | set(other)):
+    a, b = base.get(key), other.get(key)
+    if isinstance(a, dict) and isinstance(b, dict):
+      out.update(_differences(a, b, f"{path}{key}."))
+    elif a != b:
+      out[f"{path}{key}"] = (a, b)
+  return out
+
+
+def test_the_default_config_differs_from_the_one_default_where_it_says_so():
+  """configs/default.py starts from the one default and changes only lsa.k (jitr_shapes'
+  135-word vocabulary); configs/paper.py's rows put LSEH's 400 back."""
+  import importlib.util
+
+  from jitr.relevance.registry import default_estimator_settings
+
+  spec = importlib.util.spec_from_file_location("default_config", REPO / "configs" / "default.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  config = module.get_config().estimators.to_dict()
+  assert _differences(default_estimator_settings().to_dict(), config) == {"lsa.k": (400, 64)}

@@ -5,8 +5,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jitr.data.batch_keys import teacher_keys, topk_keys, vectors_keys
 from jitr.training.graded import (
   COMBINERS,
+  CONSTANT_RELEVANCE,
   SOURCES,
   CombinedSource,
   GradedSource,
@@ -35,24 +37,25 @@ TEACHER_RELEVANCE = [[1, 0.5, 0], [0.5, 1, 0.5], [(1 + S) / 2, (1 + S) / 2, 1]]
 
 
 def _batch():
-  return {
-    "vectors/lsa/captions": jnp.asarray(CAPS),
-    "vectors/lsa/references": jnp.asarray(REFS),
-    "vectors/sentence/captions": jnp.asarray(CAPS),
-    "vectors/sentence/references": jnp.asarray(REFS),
-    "topk/cider/indices": jnp.array([[7, 8], [8, -1], [9, 7]]),  # -1: padding
-    "topk/cider/scores": jnp.array([[6.0, 2.0], [5.0, 9.0], [4.0, 3.0]]),
+  batch = {
     "caption_indices": jnp.array([7, 8, 9]),
     "oracle_relevance": jnp.array([[0.2, 0.4, 0.6], [0.1, 0.3, 0.5], [0.0, 0.9, 0.8]]),
-    f"teacher/{TEACHER}/images": jnp.asarray(TEACHER_IMAGES),
-    f"teacher/{TEACHER}/captions": jnp.asarray(TEACHER_CAPTIONS),
   }
+  for name in ("lsa", "sentence"):
+    batch.update(zip(vectors_keys(name), (jnp.asarray(CAPS), jnp.asarray(REFS))))
+  topk = (jnp.array([[7, 8], [8, -1], [9, 7]]), jnp.array([[6.0, 2.0], [5.0, 9.0], [4.0, 3.0]]))
+  batch.update(zip(topk_keys("cider"), topk))  # indices -1: padding
+  batch.update(zip(teacher_keys(TEACHER), map(jnp.asarray, (TEACHER_IMAGES, TEACHER_CAPTIONS))))
+  return batch
 
 
 def test_every_source_by_hand_with_max_aggregate():
-  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle"}
+  spec = {"r": "vectors:lsa", "s": "cosine:lsa", "c": "topk:cider", "o": "oracle", "k": "constant"}
   batch = _batch()
   out = make_graded_fn(spec, aggregates={"lsa": "max"})(batch, batch, jnp.asarray(POSITIVES))
+  # the uninformed baseline: 0.5 everywhere, positives 1
+  assert CONSTANT_RELEVANCE == 0.5
+  np.testing.assert_allclose(out["k"], np.where(POSITIVES, 1.0, 0.5), atol=0)
   # (1 + max cos) / 2, positives (the diagonal) 1
   np.testing.assert_allclose(out["r"], [[1, 1, 0.5], [0.5, 1, 0.5], [1, 0.5, 1]], atol=1e-6)
   np.testing.assert_allclose(out["s"], MAX_COS, atol=1e-6)  # raw max cosine, in [-1, 1]
@@ -85,6 +88,7 @@ def test_rectangular_blocks_are_the_rows_and_columns_of_the_in_batch_matrix():
     "s": "cosine:lsa",
     "c": "topk:cider",
     "o": "oracle",
+    "k": "constant",
     "t": f"teacher:{TEACHER}",
     "h": f"hmean:vectors:lsa|teacher:{TEACHER}|oracle",
   }
@@ -112,7 +116,10 @@ def test_sources_parse_in_one_place():
   assert parse_source("vectors:sentence").stored == "vectors"
   assert parse_source("cosine:lsa").stored == "vectors"
   assert parse_source("oracle") == ("oracle", None) and parse_source("oracle").stored is None
-  assert sorted(SOURCES) == ["cosine", "coverage", "oracle", "teacher", "topk", "vectors"]
+  assert parse_source("constant") == ("constant", None) and parse_source("constant").stored is None
+  assert sorted(SOURCES) == [
+    "constant", "cosine", "coverage", "oracle", "teacher", "topk", "vectors"
+  ]  # fmt: skip
   assert parse_source("coverage:tokens").stored == "vectors"
   assert sorted(COMBINERS) == ["hmean", "mean"]
   assert parse_source("teacher:/a/b:c") == GradedSource("teacher", "/a/b:c")
@@ -124,7 +131,16 @@ def test_sources_parse_in_one_place():
   assert both.leaves() == both.parts and parse_source("oracle").leaves() == (("oracle", None),)
   for spec in ("oracle", "vectors:lsa", "teacher:/w/x:1", "mean:oracle|topk:cider|teacher:a"):
     assert parse_source(spec).spec() == spec
-  for bad in ("cider", "vectors:", "bm25:x", "oracle:x", "", "teacher:", "hmean:oracle"):
+  for bad in (
+    "cider",
+    "vectors:",
+    "bm25:x",
+    "oracle:x",
+    "constant:x",
+    "",
+    "teacher:",
+    "hmean:oracle",
+  ):
     with pytest.raises(ValueError, match="graded source"):
       parse_source(bad)
   for bad in ("hmean:oracle|", "mean:oracle|bm25:x", "hmean:oracle|hmean:oracle|oracle"):
@@ -170,7 +186,8 @@ def test_token_coverage_relevance_by_hand():
     [[[1, 0.2, 1, 0], [0.3, 0.4, 0, 1]], [[0.1, 0.9, 0, 1], [0.1, 0.9, 0, 1]]], np.float32
   )
   caps = np.array([[0.7, 0.7, 1, 0], [0.2, 0.6, 0.5, 0.5]], np.float32)
-  batch = {"vectors/tokens/references": jnp.asarray(refs), "vectors/tokens/captions": caps}
+  caption_key, references_key = vectors_keys("tokens")
+  batch = {references_key: jnp.asarray(refs), caption_key: caps}
   positives = jnp.array([[False, False], [False, True]])
   out = make_graded_fn({"r": "coverage:tokens"}, aggregates={"tokens": "max"})(
     batch, batch, positives

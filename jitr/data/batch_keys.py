@@ -1,0 +1,32 @@
+"""The batch keys of stored relevance data, defined once.
+
+:func:`jitr.data.pairs.make_batch` writes them and :mod:`jitr.training.graded` reads
+them; both name a key only through these functions. ``NAME`` is an estimator's
+registry name (``sentence``, ``lsa``, ``cider``, ``tokens``) or a teacher's workdir as
+written in the graded source (it may hold ``/`` and ``:``).
+
+>>> vectors_keys("lsa")
+('vectors/lsa/captions', 'vectors/lsa/references')
+>>> teacher_keys("runs/vse:2")
+('teacher/runs/vse:2/images', 'teacher/runs/vse:2/captions')
+"""
+
+from __future__ import annotations
+
+
+def vectors_keys(estimator: str) -> tuple[str, str]:
+  """``(captions, references)`` keys of a vectors estimator: ``[B, D]`` the vector of each
+  row's caption, ``[B, R, D]`` the vectors of each row's image's R reference captions."""
+  return f"vectors/{estimator}/captions", f"vectors/{estimator}/references"
+
+
+def topk_keys(estimator: str) -> tuple[str, str]:
+  """``(indices, scores)`` keys of an estimator's top-K lists: ``[B, K]`` the caption
+  indices and raw scores of the K best captions of each row's image."""
+  return f"topk/{estimator}/indices", f"topk/{estimator}/scores"
+
+
+def teacher_keys(workdir: str) -> tuple[str, str]:
+  """``(images, captions)`` keys of a teacher's embeddings: ``[B, D]`` the embedding of
+  each row's image and ``[B, D]`` of each row's caption."""
+  return f"teacher/{workdir}/images", f"teacher/{workdir}/captions"

@@ -1,0 +1,116 @@
+"""``jitr-relevance-quality``'s run: each graded source, calibrated or not, against the truth.
+
+For each split of ``jitr_shapes`` (built under ``data_dir`` if absent), each graded source
+(the language of ``config.graded``, :func:`jitr.training.graded.parse_source`: ``oracle``,
+``constant``, ``vectors:NAME``, ``coverage:NAME``, ``topk:NAME``, ``teacher:WORKDIR``,
+``hmean:A|B`` / ``mean:A|B``) and each calibration chain, :func:`relevance_quality_rows`
+scores the source's in-split relevance (:mod:`jitr.experiment.split_relevance`) against the
+exact relevance (:mod:`jitr.experiment.quality_table`); :func:`relevance_quality_report`
+also writes the rows as JSON and returns the markdown table. Every teacher encodes each
+split once (:func:`jitr.experiment.teachers.shapes_split_embeddings`), however many
+sources reuse it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jitr.data import shapes_tfds
+from jitr.experiment.quality_table import format_table, quality_rows
+from jitr.experiment.split_relevance import estimated_relevance, parse_in_split
+from jitr.experiment.stored_relevance import caption_set
+from jitr.experiment.teachers import shapes_split_embeddings, teacher_workdirs
+from jitr.fileio import write_json_atomic
+from jitr.losses.calibration import parse_calibration
+from jitr.relevance.registry import default_estimator_settings
+
+CAPTIONS_PER_IMAGE = 5  # jitr_shapes
+
+
+def relevance_quality_rows(
+  data_dir: str,
+  *,
+  shapes_config: str = "default",
+  splits: Sequence[str],
+  estimators: Sequence[str],
+  calibrations: Sequence[str],
+  settings: Mapping[str, Any] | None = None,
+  log: Callable[[str], None] = print,
+) -> list[dict]:
+  """``{"split", "estimator", "calibration", <metric>: fraction}`` for every split, graded
+  source (``estimators``) and calibration chain, in that order. Bad sources and chains
+  are refused before anything is built or computed.
+
+  Args:
+    data_dir: the TFDS data dir holding (or to hold) ``jitr_shapes/<shapes_config>``.
+    splits: e.g. ``("val", "test")``.
+    estimators: graded sources, e.g. ``("oracle", "vectors:sentence", "topk:cider")``.
+    calibrations: calibration chains, e.g. ``("none", "minmax,power:2")``.
+    settings: the estimators' settings (default
+      :func:`~jitr.relevance.registry.default_estimator_settings`).
+  """
+  for spec in calibrations:
+    parse_calibration(spec)
+  for spec in estimators:
+    parse_in_split(spec)
+  settings = default_estimator_settings() if settings is None else settings
+  shapes_tfds.build(data_dir, shapes_config)
+  teachers = teacher_workdirs(dict(enumerate(estimators)))
+  rows = []
+  for split in splits:
+    data = shapes_tfds.load_split(
+      split, data_dir=data_dir, config=shapes_config, images=bool(teachers)
+    )
+    embeddings = {w: shapes_split_embeddings(w, data, shapes_config) for w in teachers}
+    exact = shapes_tfds.split_relevance(split, data_dir=data_dir, config=shapes_config)
+    source = f"jitr_shapes/{shapes_config}/{split}"
+    captions = caption_set(data["captions"], CAPTIONS_PER_IMAGE, source)
+    for name in estimators:
+      log(f"{split}: {name}")
+      estimated, positives = estimated_relevance(
+        name, captions, exact, settings=settings, teacher=embeddings.get
+      )
+      for row in quality_rows(estimated, exact, positives, calibrations, log=log):
+        rows.append({"split": split, "estimator": name, **row})
+  return rows
+
+
+def _plain(settings: Mapping[str, Any]) -> dict:
+  """``settings`` as plain JSON-able dicts."""
+  return {name: dict(values) for name, values in settings.items()}
+
+
+def relevance_quality_report(
+  data_dir: str,
+  *,
+  shapes_config: str = "default",
+  splits: Sequence[str],
+  estimators: Sequence[str],
+  calibrations: Sequence[str],
+  settings: Mapping[str, Any] | None = None,
+  output: str | None = None,
+  log: Callable[[str], None] = print,
+) -> str:
+  """The markdown table of :func:`relevance_quality_rows` (same arguments); with ``output``,
+  also ``{"settings": {shapes_config, estimators, teachers}, "rows": [...]}`` as JSON there
+  (``teachers``: each workdir as written -> its absolute path)."""
+  settings = default_estimator_settings() if settings is None else settings
+  rows = relevance_quality_rows(
+    data_dir,
+    shapes_config=shapes_config,
+    splits=splits,
+    estimators=estimators,
+    calibrations=calibrations,
+    settings=settings,
+    log=log,
+  )
+  if output:
+    meta = {
+      "shapes_config": shapes_config,
+      "estimators": _plain(settings),
+      "teachers": {w: os.path.abspath(w) for w in teacher_workdirs(dict(enumerate(estimators)))},
+    }
+    write_json_atomic(output, {"settings": meta, "rows": rows})
+  return format_table(rows)
