@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from absl import flags
+from ml_collections import config_flags
 
 
 def run_reporting_bad_input(name: str, body: Callable[[], Any]) -> Any:
@@ -31,6 +32,23 @@ def workdir_flag(help_text: str) -> flags.FlagHolder:
   if "workdir" in flags.FLAGS:
     return flags.FlagHolder(flags.FLAGS, flags.FLAGS["workdir"])
   return flags.DEFINE_string("workdir", None, help_text)
+
+
+def config_dict_flag(app_name: str, default, help_text: str) -> flags.FlagHolder:
+  """``--config``: an ml_collections ConfigDict flag with ``default`` (``--config.a.b=v``
+  overrides). ml_collections applies the overrides of ``sys.argv`` when the flag is
+  defined, so an override of a field ``default`` does not have exits 1 here with one line
+  ``NAME: error: --config.X=...: unknown field 'X' of config (valid fields: ...)``."""
+  try:
+    return config_flags.DEFINE_config_dict("config", default, help_text)
+  except (AttributeError, KeyError, TypeError, ValueError) as err:
+    for arg, dotted in _override_paths(sys.argv, "config"):
+      problem = unknown_field(default, dotted)
+      if problem:
+        sys.stderr.write(f"{app_name}: error: {arg}: {problem}\n")
+        raise SystemExit(1) from None
+    sys.stderr.write(f"{app_name}: error: --config: {type(err).__name__}: {err}\n")
+    raise SystemExit(1) from None
 
 
 def loaded_config(holder: flags.FlagHolder):

@@ -13,11 +13,12 @@ are ``--config.estimators.NAME.FIELD`` overrides of the one default
 from __future__ import annotations
 
 from absl import app, flags, logging
-from ml_collections import config_flags
 
-from jitr.apps._cli import run_reporting_bad_input
+from jitr.apps._cli import config_dict_flag, run_reporting_bad_input
 from jitr.relevance.agreement_report import DEFAULT_ESTIMATORS, agreement_report
 from jitr.relevance.registry import estimators_config
+
+NAME = "jitr-relevance-agreement"
 
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Flickr8k.token.txt (the captions the judgments refer to)."
@@ -48,8 +49,8 @@ _OWN = flags.DEFINE_enum(
 )
 _ESTIMATORS = flags.DEFINE_list("estimators", list(DEFAULT_ESTIMATORS), "Estimators to compare.")
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the table (markdown) to this file.")
-_CONFIG = config_flags.DEFINE_config_dict(
-  "config", estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+_CONFIG = config_dict_flag(
+  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   report = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    "jitr-relevance-agreement",
+    NAME,
     lambda: agreement_report(
       _CAPTIONS.value,
       _JUDGMENTS.value,

@@ -13,11 +13,12 @@ Estimator settings are ``--config.estimators.NAME.FIELD`` overrides of the one d
 from __future__ import annotations
 
 from absl import app, flags, logging
-from ml_collections import config_flags
 
-from jitr.apps._cli import run_reporting_bad_input
+from jitr.apps._cli import config_dict_flag, run_reporting_bad_input
 from jitr.relevance.calibration_fit import fit_calibration_tables
 from jitr.relevance.registry import estimators_config
+
+NAME = "jitr-relevance-calibrate"
 
 _CAPTIONS = flags.DEFINE_string("captions", None, "Flickr8k.token.txt.")
 _JUDGMENTS = flags.DEFINE_string("judgments", None, "CrowdFlowerAnnotations.txt.")
@@ -25,8 +26,8 @@ _ESTIMATORS = flags.DEFINE_list("estimators", ["sentence"], "Estimators to fit a
 _OUTPUT_DIR = flags.DEFINE_string(
   "output_dir", None, "Where to write the tables (default: jitr/losses/calibration_tables)."
 )
-_CONFIG = config_flags.DEFINE_config_dict(
-  "config", estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+_CONFIG = config_dict_flag(
+  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
@@ -34,7 +35,7 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   lines = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    "jitr-relevance-calibrate",
+    NAME,
     lambda: fit_calibration_tables(
       _CAPTIONS.value,
       _JUDGMENTS.value,

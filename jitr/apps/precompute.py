@@ -18,9 +18,8 @@ the header, and the files are those of a single process. Flag parsing, then
 from __future__ import annotations
 
 from absl import app, flags, logging
-from ml_collections import config_flags
 
-from jitr.apps._cli import run_reporting_bad_input
+from jitr.apps._cli import config_dict_flag, run_reporting_bad_input
 from jitr.relevance.precompute import precompute_relevance
 from jitr.relevance.registry import ESTIMATORS, estimators_config
 
@@ -59,8 +58,8 @@ _NUM_WORKERS = flags.DEFINE_integer(
 _WORKER_INDEX = flags.DEFINE_integer(
   "worker_index", 0, "This process's index in [0, num_workers): it writes shards s % N == i."
 )
-_CONFIG = config_flags.DEFINE_config_dict(
-  "config", estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+_CONFIG = config_dict_flag(
+  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 

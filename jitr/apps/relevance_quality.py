@@ -15,9 +15,8 @@ described in :mod:`jitr.experiment.quality_table`).
 from __future__ import annotations
 
 from absl import app, flags, logging
-from ml_collections import config_flags
 
-from jitr.apps._cli import run_reporting_bad_input
+from jitr.apps._cli import config_dict_flag, run_reporting_bad_input
 from jitr.relevance.registry import estimators_config
 
 DEFAULT_ESTIMATORS = ["oracle", "vectors:sentence", "vectors:lsa", "topk:cider"]
@@ -28,6 +27,8 @@ DEFAULT_CALIBRATIONS = [
   "minmax,power:2",
   "isotonic:crowdflower-sentence",
 ]
+
+NAME = "jitr-relevance-quality"
 
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "TFDS data dir holding (or to hold) jitr_shapes.")
 _SHAPES_CONFIG = flags.DEFINE_string("shapes_config", "default", "jitr_shapes config (or tiny).")
@@ -42,8 +43,8 @@ _CALIBRATIONS = flags.DEFINE_multi_string(
   "calibration", DEFAULT_CALIBRATIONS, "Calibration chains (repeat the flag for several)."
 )
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the rows as JSON to this file.")
-_CONFIG = config_flags.DEFINE_config_dict(
-  "config", estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+_CONFIG = config_dict_flag(
+  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
@@ -55,7 +56,7 @@ def main(argv: list[str]) -> None:
   from jitr.experiment.relevance_quality import relevance_quality_report
 
   table = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    "jitr-relevance-quality",
+    NAME,
     lambda: relevance_quality_report(
       _DATA_DIR.value,
       shapes_config=_SHAPES_CONFIG.value,

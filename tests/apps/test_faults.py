@@ -357,6 +357,38 @@ def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
 
 
+@pytest.mark.parametrize(
+  ("app", "override", "problem"),
+  [
+    (
+      "jitr-precompute",
+      "--config.estimators.lsa.kk=3",
+      "unknown field 'kk' of config.estimators.lsa (valid fields: aggregate, k, n_iter, seed)",
+    ),
+    (
+      "jitr-relevance-agreement",
+      "--config.estimators.bm25.k=1",
+      "unknown field 'bm25' of config.estimators (valid fields: cider, lsa, sentence, tokens)",
+    ),
+  ],
+)
+def test_relevance_apps_name_an_unknown_estimator_setting_in_one_line(
+  tmp_path, app, override, problem
+):
+  exe = shutil.which(app) or str(pathlib.Path(sys.executable).with_name(app))
+  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  args = ["--captions=caps.txt", "--judgments=j.txt", "--estimator=lsa", "--out=rel", override]
+  if app == "jitr-relevance-agreement":
+    args.remove("--estimator=lsa")
+    args.remove("--out=rel")
+  out = subprocess.run(
+    [exe, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+  )
+  assert out.returncode == 1
+  assert out.stderr.strip() == f"{app}: error: {override}: {problem}"
+  assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.slow  # 20 s; tests/relevance/test_records.py has the fast unit
 def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
   """jitr-train computes its relevance records on first use; a shard corrupted at the same
