@@ -25,10 +25,10 @@ __all__ = ["curve_series", "plot_curves", "plot_query_panel", "QueryExample"]
 
 
 def _pyplot():
-  import matplotlib as mpl  # pylint: disable=g-import-not-at-top
+  import matplotlib as mpl
 
   mpl.use("Agg", force=False)
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  import matplotlib.pyplot as plt
 
   return plt
 

@@ -91,7 +91,7 @@ def load_flat_state_dict(
   Reads with ``torch.load(..., weights_only=True)``: beyond tensors and containers
   only ``argparse.Namespace`` (the saved ``opt``) is allowed, nothing is unpickled.
   """
-  import torch  # only needed to read PyTorch files
+  import torch
 
   with torch.serialization.safe_globals([argparse.Namespace]):
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)

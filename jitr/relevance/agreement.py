@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.stats import kendalltau, rankdata
 
 from jitr.relevance.captions_io import CaptionSet, normalize_flickr_image_id
 from jitr.relevance.estimator import RelevanceEstimator
@@ -192,15 +193,11 @@ def build_protocol(
 
 def kendall_tau(scores: np.ndarray, human: np.ndarray, variant: str) -> float:
   """Kendall tau (``b`` or ``c``) between estimator scores and human scores (scipy)."""
-  from scipy.stats import kendalltau
-
   return float(kendalltau(np.asarray(scores), np.asarray(human), variant=variant).statistic)
 
 
 def rank_ensemble(score_lists: Sequence[np.ndarray]) -> np.ndarray:
   """Mean of the normalized ranks (ties averaged) of several score lists."""
-  from scipy.stats import rankdata
-
   return np.mean([rankdata(s) / len(s) for s in score_lists], axis=0)
 
 
