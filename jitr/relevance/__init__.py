@@ -7,25 +7,45 @@
 * :mod:`~jitr.relevance.sentence` -- Sentence-Transformers RSC;
 * :mod:`~jitr.relevance.lsa` -- TF-IDF + truncated SVD (LSEH);
 * :mod:`~jitr.relevance.estimator` -- the common interface, top-K selection;
-* :mod:`~jitr.relevance.registry` -- the estimators by name (``make_estimator``);
+* :mod:`~jitr.relevance.registry` -- the estimators by name (``make_estimator``) and their
+  one default settings (``default_estimator_settings``, ``make_estimator_from_settings``);
+* :mod:`~jitr.relevance.token_coverage` -- token coverage (a codebook of word pieces);
 * :mod:`~jitr.relevance.records` -- the resumable TFRecord writer, from
   :mod:`~jitr.relevance.record_schema` (the features of a record),
   :mod:`~jitr.relevance.record_shards` (shards and workers),
   :mod:`~jitr.relevance.record_header` (the header and its identity),
   :mod:`~jitr.relevance.record_manifests` (completed shards, the header they determine),
   :mod:`~jitr.relevance.temp_files` and :mod:`~jitr.relevance.checksums`;
-* :mod:`~jitr.relevance.agreement` -- agreement with human judgments (Kendall tau).
+* :mod:`~jitr.relevance.precompute` -- a caption file's relevance into records
+  (``jitr-precompute``);
+* :mod:`~jitr.relevance.agreement` -- agreement with human judgments (Kendall tau), and
+  :mod:`~jitr.relevance.agreement_report` (``jitr-relevance-agreement``'s table);
+* :mod:`~jitr.relevance.calibration_fit` -- the isotonic maps from estimator relevance to
+  human judgments (``jitr-relevance-calibrate``).
 
 Heavy dependencies (TensorFlow, torch, scikit-learn) are imported only where used.
 """
 
+from jitr.relevance.agreement_report import agreement_report
+from jitr.relevance.calibration_fit import fit_calibration_tables
 from jitr.relevance.captions_io import CaptionFileError, CaptionSet, read_captions
 from jitr.relevance.cider import CiderD, cider_d
 from jitr.relevance.estimator import RelevanceEstimator, TopK, select_top_k
-from jitr.relevance.registry import ESTIMATORS, make_estimator
+from jitr.relevance.precompute import precompute_relevance
+from jitr.relevance.registry import (
+  ESTIMATORS,
+  default_estimator_settings,
+  make_estimator,
+  make_estimator_from_settings,
+)
 from jitr.relevance.tokenize import ptb_tokenize
 
 __all__ = [
+  "agreement_report",
+  "default_estimator_settings",
+  "fit_calibration_tables",
+  "make_estimator_from_settings",
+  "precompute_relevance",
   "ESTIMATORS",
   "CaptionFileError",
   "CaptionSet",
