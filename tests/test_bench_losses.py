@@ -1,28 +1,122 @@
-"""scripts/bench_losses.py prints one row per N, and a run that fails or overruns (e.g. XLA
-out of memory while compiling the naive loss on a GPU) becomes a row, not a crash."""
+"""scripts/bench_losses.py: its naive loss is jitr's loss (so the timings compare the same
+function), each row's numbers are the ones its measurements give, and a run that fails or
+overruns (e.g. XLA out of memory while compiling the naive loss on a GPU) becomes a row,
+not a crash."""
 
-import os
-import re
+import json
+import math
 import subprocess
 import sys
+import types
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(REPO, "scripts", "bench_losses.py")
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tests.bench_tables import assert_printed_value, load_script, table_rows
+
+N = 16
+KERNEL_RATE = 0.25  # G pairs/s: the fused rank pass, stood in for (its N = 1024 run is slow)
 
 
-def _bench(*flags):
-  out = subprocess.run(
-    [sys.executable, SCRIPT, "--sizes", "16", "--repeats", "1", *flags],
-    capture_output=True, text=True, timeout=300, check=True, cwd="/",
-  )  # fmt: skip
-  return [line for line in out.stdout.splitlines() if line.startswith("| 16 |")]
+def _bench_inputs(n: int):
+  """run_one's inputs: ``sim`` uniform in [-1, 1], relevance uniform with positives 1."""
+  rng = np.random.default_rng(0)
+  sim = jnp.asarray(rng.uniform(-1, 1, (n, n)), jnp.float32)
+  relevance = jnp.asarray(rng.uniform(0, 1, (n, n)), jnp.float32)
+  return sim, relevance.at[jnp.diag_indices(n)].set(1.0)
 
 
-def test_rows_and_failures_are_rows():
-  (row,) = _bench("--naive_budget_gb", "0")
-  cells = [c.strip() for c in row.strip("|").split("|")]
-  assert float(cells[1]) >= 0 and float(cells[3]) >= 0 and float(cells[5]) > 0  # s, s, MB
-  assert re.fullmatch(r"skipped: needs ~[0-9.]+ GB \(XLA estimate\)", cells[6])
-  (row,) = _bench("--timeout_s", "0.01")
+def _main(bench, monkeypatch, capsys, *flags) -> str:
+  """``bench.main()`` with ``flags``; the N = 1024 kernel subprocess answers KERNEL_RATE,
+  every other subprocess runs."""
+  real_run = subprocess.run
+
+  def run(cmd, *args, **kwargs):
+    if cmd[-3:] == ["--one", "kernel", "1024"]:
+      return types.SimpleNamespace(returncode=0, stdout=json.dumps({"rate": KERNEL_RATE}) + "\n")
+    return real_run(cmd, *args, **kwargs)
+
+  fake = types.SimpleNamespace(run=run, TimeoutExpired=subprocess.TimeoutExpired)
+  monkeypatch.setattr(bench, "subprocess", fake)
+  monkeypatch.setattr(sys, "argv", ["bench_losses.py", "--sizes", str(N), *flags])
+  capsys.readouterr()
+  bench.main()
+  return capsys.readouterr().out
+
+
+def _in_process(bench, monkeypatch) -> dict:
+  """Replaces the per-(implementation, N) subprocess by ``run_one`` in this process;
+  returns ``{impl: result}`` as it fills."""
+  measured = {}
+
+  def run_impl(impl, n, args):
+    measured[impl] = bench.run_one(impl, n, args.repeats, args.naive_budget_gb)
+    return measured[impl]
+
+  monkeypatch.setattr(bench, "_run_impl", run_impl)
+  return measured
+
+
+def test_naive_loss_is_jitr_loss_in_value_and_gradient():
+  bench = load_script("bench_losses")
+  sim, relevance = _bench_inputs(N)
+  ours, ours_grad = jax.value_and_grad(bench._jitr_loss)(sim, relevance)
+  naive, naive_grad = jax.value_and_grad(bench._naive_loss)(sim, relevance)
+  assert 0.5 < float(ours) < 4.0  # two triplets (margin 0.2) + two 1 - NDCG terms
+  np.testing.assert_allclose(float(naive), float(ours), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(naive_grad), np.asarray(ours_grad), atol=1e-6)
+  assert float(jnp.abs(ours_grad).max()) > 1e-3  # a gradient to compare
+
+
+def test_row_is_the_measured_numbers(monkeypatch, capsys):
+  bench = load_script("bench_losses")
+  measured = _in_process(bench, monkeypatch)
+  out = _main(bench, monkeypatch, capsys, "--repeats", "2")
+  assert "best of 2" in out
+  assert f"= {KERNEL_RATE:.2f} G pairs/s" in out
+  (row,) = table_rows(out, f"| {N} |")
+  assert len(row) == 9, row
+  j, v = measured["jitr"], measured["naive"]
+  for result, impl in ((j, "jitr"), (v, "naive")):
+    assert result["impl"] == impl and result["n"] == N, result
+    for key in ("fwd_s", "fwd_bwd_s", "peak_mb", "xla_estimate_gb"):
+      assert math.isfinite(result[key]) and result[key] > 0, (impl, key, result[key])
+    # XLA's estimate counts the arguments: sim and relevance, N x N float32 each
+    assert result["xla_estimate_gb"] * 2**30 >= 2 * N * N * 4, result
+  pairs = 2 * N**3  # sigmoid pairs of one forward rank pass, both directions
+  expected = [
+    N,
+    j["fwd_s"],
+    pairs / j["fwd_s"] / 1e9,
+    j["fwd_bwd_s"],
+    j["fwd_bwd_s"] / pairs * KERNEL_RATE * 1e9,
+    j["peak_mb"],
+    v["fwd_bwd_s"],
+    v["peak_mb"],
+    v["fwd_bwd_s"] / j["fwd_bwd_s"],
+  ]
+  names = ["N", "fwd s", "G pairs/s", "fwd+bwd s", "per-pair cost", "peak MB", "naive s",
+           "naive peak MB", "naive / jitr"]  # fmt: skip
+  for cell, value, name in zip(row, expected, names):
+    assert_printed_value(cell, value, name)
+  assert row[4].endswith("×") and row[8].endswith("×")
+
+
+def test_failures_and_skips_are_rows(monkeypatch, capsys):
+  bench = load_script("bench_losses")
+  measured = _in_process(bench, monkeypatch)
+  (row,) = table_rows(_main(bench, monkeypatch, capsys, "--naive_budget_gb", "0"), f"| {N} |")
+  assert measured["naive"] == {
+    "impl": "naive",
+    "n": N,
+    "skipped": measured["naive"]["skipped"],
+  }
+  assert row[6] == f"skipped: {measured['naive']['skipped']}" and row[7:] == ["–", "–"]
+  assert measured["naive"]["skipped"] == "needs ~0.0 GB (XLA estimate)"  # over a 0 GB budget
+  assert_printed_value(row[3], measured["jitr"]["fwd_bwd_s"], "jitr fwd+bwd s")
+  monkeypatch.undo()  # the real per-(implementation, N) subprocesses, stopped by the limit
+  bench = load_script("bench_losses")
+  (row,) = table_rows(_main(bench, monkeypatch, capsys, "--timeout_s", "0.01"), f"| {N} |")
   failed = "jitr failed: over --timeout_s=0.01 s (compile included)"
-  assert row == f"| 16 | {failed} | – | – | – | – | – | – | – |"
+  assert row == [str(N), failed] + ["–"] * 7

@@ -1,5 +1,7 @@
-"""Smoke: ``scripts/bench_train.py --model=sgr|saf|vsrn --tiny`` runs one tiny step of
-jitr and of the PyTorch reference in a subprocess and prints both rows of each table."""
+"""``scripts/bench_train.py --model=sgr|saf|vsrn --tiny`` runs one tiny step of jitr and of the
+PyTorch reference in a subprocess and prints both rows of each table, whose numbers agree with
+each other and with the tiny inputs (batch 8, 5 regions x 16, vocabulary 50, captions of at
+most 6 tokens, 4 x 8 evaluation pairs)."""
 
 import os
 import re
@@ -7,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.bench_tables import assert_printed_value, printed, quotient
 
 pytest.importorskip("torch")
 
@@ -24,6 +28,68 @@ def _run_bench(args: list[str]) -> subprocess.CompletedProcess:
   )
   assert out.returncode == 0, out.stderr[-3000:]
   return out
+
+
+def _table(out: str, header: str) -> list[list[str]]:
+  """The rows (cells, stripped) of the markdown table of ``out`` whose header starts with
+  ``header``."""
+  lines = out.splitlines()
+  start = next(i for i, line in enumerate(lines) if line.startswith(header))
+  rows = []
+  for line in lines[start + 2 :]:  # after the header and its |---| line
+    if not line.startswith("|"):
+      break
+    rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+  return rows
+
+
+def _check_time_table(out: str, timed: int) -> dict[str, tuple[float, float]]:
+  """Each row's steps/s is 1000 / its ms/step and its ratio its steps/s over PyTorch's;
+  returns ``{label: steps/s interval}``."""
+  rows = _table(out, f"| implementation | ms/step (median of {timed}) | steps/s |")
+  (torch_row,) = [r for r in rows if r[0].startswith("PyTorch")]
+  assert torch_row[3] == "1.00×", torch_row
+  torch_rate = printed(torch_row[2])
+  rates = {}
+  for label, ms, rate, ratio, cpu_ms in rows:
+    assert printed(ms)[1] > 0 and printed(rate)[1] > 0 and printed(cpu_ms)[1] >= 0, label
+    assert_printed_value(rate, quotient((1000.0, 1000.0), printed(ms)), f"{label}: steps/s")
+    assert_printed_value(ratio, quotient(printed(rate), torch_rate), f"{label}: ratio")
+    rates[label] = printed(rate)
+  return rates
+
+
+_MEMORY = re.compile(r"([0-9.]+) (MiB|GiB)")
+
+
+def _mib(text: str) -> tuple[float, float]:
+  """The interval (MiB) of a ``gib()`` text, ``711 MiB`` or ``1.93 GiB``."""
+  m = _MEMORY.fullmatch(text)
+  assert m, text
+  lo, hi = printed(m.group(1))
+  scale = 1024.0 if m.group(2) == "GiB" else 1.0
+  return max(lo, 0.0) * scale, hi * scale
+
+
+def _check_memory_rows(rows: list[list[str]]) -> None:
+  """A jitr row's peak is its temp + arguments (XLA memory_analysis); PyTorch's is >= 0."""
+  for label, memory in rows:
+    m = re.fullmatch(r"(.+) \(XLA memory_analysis: temp (.+) \+ arguments (.+)\)", memory)
+    if label.startswith("jitr"):
+      assert m, memory
+      total, temp, args = (_mib(g) for g in m.groups())
+      assert total[0] - 1e-9 <= temp[1] + args[1] and temp[0] + args[0] <= total[1] + 1e-9, memory
+    else:
+      assert re.fullmatch(r"[0-9.]+ (MiB|GiB) \(ru_maxrss growth over 2 steps\)", memory), memory
+
+
+def _check_header(out: str, model: str) -> int:
+  """The header line names the tiny inputs; returns the step's caption length T."""
+  assert f"{model.upper()} train step: batch 8, 5×16 regions, " in out
+  assert ", vocab 50, captions " in out
+  (t,) = re.findall(rf"### {model.upper()} train step \(T = (\d+)\)", out)
+  assert 1 <= int(t) <= 6, t  # trimmed to the longest caption, at most --length 6
+  return int(t)
 
 
 @pytest.mark.slow
@@ -49,11 +115,22 @@ def test_bench_train_model_runs_one_tiny_step(model):
   assert re.search(
     rf"torch \S+ \(cpu, \d+ threads\); float32 matmul precision {precision};", out.stdout
   )
+  _check_header(out.stdout, model)
+  rates = _check_time_table(out.stdout, timed=1)  # --rounds 1 x --steps 1
+  assert len(rates) == len(jitr_rows) + 1, rates
+  _check_memory_rows(_table(out.stdout, "| implementation | peak memory of the step |"))
   if model != "vsrn":
-    assert "(32 pairs)" in out.stdout
     assert "jitr_shapes' lengths cut at 6" in out.stdout
     for row, count in (("| jitr `score_split`", 2), ("| PyTorch `shard_attn_scores`", 1)):
       assert sum(line.startswith(row) for line in out.stdout.splitlines()) == count, out.stdout
+    assert "### Evaluation scoring, 4 images × 8 captions (32 pairs)" in out.stdout
+    rows = _table(out.stdout, "| implementation | seconds | pairs/s |")
+    (torch_row,) = [r for r in rows if r[0].startswith("PyTorch")]
+    assert torch_row[3] == "1.00×", torch_row
+    for label, seconds, rate, ratio in rows:
+      assert printed(rate)[1] > 0, label
+      assert_printed_value(rate, quotient((32.0, 32.0), printed(seconds)), f"{label}: pairs/s")
+      assert_printed_value(ratio, quotient(printed(rate), printed(torch_row[2])), label)
 
 
 @pytest.mark.slow
@@ -64,4 +141,5 @@ def test_bench_train_memory_only_compiles_each_variant_and_prints_its_memory():
     f"| jitr SAF, remat `{remat}`, 8 length bucket(s), blocks of 8" for remat in ("full", "none")
   ]
   assert all("(XLA memory_analysis: temp " in row for row in rows)
+  _check_memory_rows(_table(out.stdout, "| implementation | peak memory of the step |"))
   assert "PyTorch" not in out.stdout and "ms/step" not in out.stdout  # nothing timed
