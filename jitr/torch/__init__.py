@@ -1,0 +1,24 @@
+"""jitr.torch: jitr's JAX losses inside a PyTorch training loop.
+
+``jitr.torch.loss("smooth_ndcg", sim, relevance, temperature=0.01)`` is a
+differentiable PyTorch scalar computed by jitr's jitted JAX loss; tensors cross by
+DLPack. Needs the ``torch`` extra (``pip install jitr[torch]``).
+"""
+
+from jitr.torch.bridge import cache_size, loss, resolve, to_jax, to_torch
+from jitr.torch.buckets import bucket_size, pad_matrix, padded_loss
+from jitr.torch.listwise_itr import TripletSNDCGLoss
+from jitr.torch.triplet_sndcg import triplet_sndcg
+
+__all__ = [
+  "TripletSNDCGLoss",
+  "bucket_size",
+  "cache_size",
+  "loss",
+  "pad_matrix",
+  "padded_loss",
+  "resolve",
+  "to_jax",
+  "to_torch",
+  "triplet_sndcg",
+]

@@ -1,0 +1,40 @@
+"""Global ranking under ``torch.distributed``: every process sees the whole batch.
+
+A listwise loss ranks each query against the candidates of the **global** batch.
+:func:`all_gather` concatenates a tensor over the processes, differentiably: the
+backward pass sums each process's gradient into the slice its owner holds. When
+every process computes the same global loss ``L`` from gathered embeddings,
+each process's embeddings receive ``W·∂L/∂e`` (one term per process), and
+DistributedDataParallel's mean over the ``W`` processes leaves exactly ``∂L/∂θ``:
+two processes train as one process on the concatenated batch.
+
+Every process computes the whole ``L`` (O(N³) per process for Smooth-NDCG);
+processes must hold batches of equal size (``DistributedSampler`` pads).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.distributed.nn.functional as dist_fn
+
+__all__ = ["all_gather", "world_size"]
+
+
+def world_size() -> int:
+  """The number of processes, 1 without an initialised process group."""
+  return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def all_gather(x: torch.Tensor) -> torch.Tensor:
+  """``cat([x_0, …, x_{W−1}], dim=0)`` over the processes (``x`` itself for one process).
+
+  Differentiable when ``x`` requires grad: ``∂/∂x_r = Σ_p ∂L_p/∂x_r`` over the processes p.
+  """
+  if world_size() == 1:
+    return x
+  if x.requires_grad:
+    return torch.cat(dist_fn.all_gather(x), dim=0)
+  parts = [torch.empty_like(x) for _ in range(world_size())]
+  dist.all_gather(parts, x.contiguous())
+  return torch.cat(parts, dim=0)

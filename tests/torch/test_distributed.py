@@ -1,0 +1,51 @@
+"""Two gloo processes under DistributedDataParallel: global ranking trains exactly as one
+process on the whole batch; local ranking as the mean of the per-process losses."""
+
+import socket
+import types
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from jitr.torch import TripletSNDCGLoss, distributed
+from tests.torch import ddp_worker
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+def _expected(ranking: str, world: int = 2) -> dict[str, torch.Tensor]:
+  """Gradients of one process: the whole batch (global), or the mean of the halves' losses."""
+  model = ddp_worker.DualLinear()
+  images, captions, refs, caps = ddp_worker.batch()
+  v, t = model(images, captions)
+  if ranking == "global":
+    opt = types.SimpleNamespace(**ddp_worker.OPT, batch_size=ddp_worker.N)
+    return ddp_worker.grads(model, TripletSNDCGLoss(opt)(v, t, refs, caps)[0])
+  per = ddp_worker.N // world
+  opt = types.SimpleNamespace(**ddp_worker.OPT, batch_size=per)
+  halves = [slice(r * per, (r + 1) * per) for r in range(world)]
+  losses = [TripletSNDCGLoss(opt)(v[h], t[h], refs[h], caps[h])[0] for h in halves]
+  return ddp_worker.grads(model, sum(losses) / world)
+
+
+def test_without_a_process_group_all_gather_is_the_identity():
+  x = torch.randn(3, 2)
+  assert distributed.world_size() == 1
+  assert distributed.all_gather(x) is x
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranking", ["global", "local"])
+def test_two_processes_equal_one(ranking, tmp_path):
+  out = str(tmp_path / "grads.pt")
+  mp.spawn(ddp_worker.run, args=(2, _free_port(), ranking, out), nprocs=2, join=True)
+  got = torch.load(out, weights_only=True)
+  expected = _expected(ranking)
+  assert set(got) == set(expected)
+  for name in expected:
+    torch.testing.assert_close(got[name], expected[name], rtol=1e-5, atol=1e-6)
