@@ -19,7 +19,7 @@ from jitr.data.relevance_reader import load_relevance_table
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.records import write_relevance_records
-from jitr.relevance.registry import make_estimator
+from jitr.relevance.registry import make_estimator_from_settings
 from jitr.training.graded import check_vectors_kind, parse_source
 
 
@@ -77,9 +77,7 @@ def stored_relevance(captions: CaptionSet, config, data_dir: str) -> tuple[dict,
     stored = {"vectors": vectors, "topk": topk}.get(source.stored)
     if stored is None or source.estimator in stored:
       continue
-    estimator = make_estimator(
-      source.estimator, **dict(config.estimators.get(source.estimator, {}))
-    )
+    estimator = make_estimator_from_settings(source.estimator, config.estimators)
     check_vectors_kind(source, estimator.relevance_kind)
     top_k = config.top_k if source.stored == "topk" else None
     out = relevance_records_dir(data_dir, captions.source, estimator, top_k=top_k)
