@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The slim install: `pip install "jitr[torch]"` (not editable) into a fresh virtual
+# environment brings nothing of the `train` extra, and the README's jitr.torch example
+# runs from outside the source tree. torch==2.13.0 goes in first: it is the CPU wheel on
+# this disk (any other torch requirement would download a CUDA build).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+START=$SECONDS
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+LOG="$TMP/pip-install.log"
+
+step() { printf '==> %s\n' "$*" >&2; }
+pip_quiet() {
+  if ! PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    "$TMP/venv/bin/python" -m pip install --quiet "$@" >>"$LOG" 2>&1; then
+    echo "pip install $* failed; the end of its log:" >&2
+    tail -n 40 "$LOG" >&2
+    exit 1
+  fi
+}
+
+# A copy of the working tree (tracked and untracked, not ignored files): building the
+# wheel writes build/ and *.egg-info next to the sources, so not into the checkout.
+step "Copying the source tree"
+mkdir "$TMP/src"
+(cd "$REPO" && git ls-files -z --cached --others --exclude-standard |
+  tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$TMP/src"
+
+step "Creating a fresh virtual environment"
+python3 -m venv "$TMP/venv"
+step "Installing torch==2.13.0, then jitr[torch]"
+pip_quiet "torch==2.13.0"
+pip_quiet "$TMP/src[torch]"
+
+step "Checking that nothing of the train extra is installed"
+"$TMP/venv/bin/python" -m pip list --format=freeze 2>/dev/null >"$TMP/installed.txt"
+TRAIN_ONLY='^(tensorflow|tensorflow-cpu|tensorflow-datasets|tensorboard|flax|optax|orbax-checkpoint|clu|matplotlib|scikit-learn|ml-collections)=='
+if grep -Ei "$TRAIN_ONLY" "$TMP/installed.txt"; then
+  echo "the slim install brought the packages above (from the train extra)" >&2
+  exit 1
+fi
+grep -Ei '^(jitr|jax|jaxlib|chex|numpy|torch)==' "$TMP/installed.txt" | tr '\n' ' ' >&2
+echo >&2
+
+step "Running the README's jitr.torch example outside the source tree"
+# The python block under "### From PyTorch", then a check of its gradient.
+awk '/^### From PyTorch/ {found = 1} found && /^```python/ {inside = 1; next}
+  inside && /^```/ {exit} inside {print}' "$REPO/README.md" >"$TMP/example.py"
+if [ ! -s "$TMP/example.py" ]; then
+  echo "no python block under '### From PyTorch' in README.md" >&2
+  exit 1
+fi
+cat >>"$TMP/example.py" <<'EOF'
+
+import sys
+
+assert "tensorflow" not in sys.modules and "flax" not in sys.modules
+assert img_emb.grad is not None and bool(torch.isfinite(img_emb.grad).all())
+assert float(img_emb.grad.abs().sum()) > 0
+print(f"jitr.torch example: loss {loss.item():.4f}, |grad| {img_emb.grad.norm().item():.4f}")
+EOF
+mkdir "$TMP/elsewhere"
+(cd "$TMP/elsewhere" && "$TMP/venv/bin/python" "$TMP/example.py")
+rm -rf "$TMP"
+echo "slim install checked in $((SECONDS - START)) s (removing the environment included)"
