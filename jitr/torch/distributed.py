@@ -3,13 +3,17 @@
 A listwise loss ranks each query against the candidates of the **global** batch.
 :func:`all_gather` concatenates a tensor over the processes, differentiably: the
 backward pass sums each process's gradient into the slice its owner holds. When
-every process computes the same global loss ``L`` from gathered embeddings,
-each process's embeddings receive ``W·∂L/∂e`` (one term per process), and
-DistributedDataParallel's mean over the ``W`` processes leaves exactly ``∂L/∂θ``:
-two processes train as one process on the concatenated batch.
+process p computes a share ``L_p`` of the global loss (``Σ_p L_p = L``) from
+gathered embeddings and backpropagates ``W·L_p``, each process's embeddings
+receive ``W·∂L/∂e``, and DistributedDataParallel's mean over the ``W`` processes
+leaves exactly ``∂L/∂θ``: W processes train as one process on the concatenated
+batch.
 
-Every process computes the whole ``L`` (O(N³) per process for Smooth-NDCG);
-processes must hold batches of equal size (``DistributedSampler`` pads).
+:class:`jitr.torch.TripletSNDCGLoss` (``ranking="global"``) computes as its share
+the terms of the process's own queries (its images and captions) against every
+gathered candidate: O(N³/W) per process for Smooth-NDCG on a global batch of N
+instead of O(N³). Processes must hold batches of equal size (``DistributedSampler``
+pads).
 """
 
 from __future__ import annotations
@@ -18,12 +22,26 @@ import torch
 import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
 
-__all__ = ["all_gather", "world_size"]
+__all__ = ["all_gather", "all_sum", "rank", "world_size"]
 
 
 def world_size() -> int:
   """The number of processes, 1 without an initialised process group."""
   return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def rank() -> int:
+  """This process's rank, 0 without an initialised process group."""
+  return dist.get_rank() if world_size() > 1 else 0
+
+
+def all_sum(x: torch.Tensor) -> torch.Tensor:
+  """``Σ_p x_p`` over the processes, detached (``x`` itself for one process)."""
+  if world_size() == 1:
+    return x.detach()
+  out = x.detach().clone()
+  dist.all_reduce(out)
+  return out
 
 
 def all_gather(x: torch.Tensor) -> torch.Tensor:

@@ -13,12 +13,18 @@ from typing import Any, Literal
 import torch
 
 from jitr.torch import bridge, buckets, distributed
-from jitr.torch.triplet_sndcg import ORIENTATIONS, Orientation, triplet_sndcg
+from jitr.torch.triplet_sndcg import (
+  ORIENTATIONS,
+  Orientation,
+  triplet_sndcg,
+  triplet_sndcg_rows,
+)
 
 __all__ = ["TripletSNDCGLoss"]
 
 RANKINGS = ("local", "global")
 _NAMES = ("pairwise", "listwise", "ndcg_t", "real_ndcg_t", "ndcg_v", "real_ndcg_v")
+_SUMS = (*_NAMES, "count_t", "count_v", "real_count_t", "real_count_v")
 
 
 def _pad_rows(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -40,10 +46,13 @@ class TripletSNDCGLoss(torch.nn.Module):
 
   Under ``torch.distributed``, ``ranking="local"`` ranks each process's own batch
   (the official code's behaviour per GPU); ``"global"`` gathers the embeddings of
-  every process first (:mod:`jitr.torch.distributed`), so with
-  DistributedDataParallel W processes of N pairs train exactly as one process
-  of W·N pairs (padding then applies to the gathered batch, up to
-  ``W·opt.batch_size``).
+  every process (:mod:`jitr.torch.distributed`) and each process computes the terms
+  of its own image and caption queries against the whole gathered batch, so with
+  DistributedDataParallel W processes of N pairs train exactly as one process of
+  W·N pairs at 1/W of its loss computation each. ``loss`` is then the global loss
+  (its gradient is W times the process's share, which DDP's mean turns into the
+  global gradient) and the logged values are the global ones; padding applies to
+  the gathered batch (up to ``W·opt.batch_size`` candidates).
 
   Args:
     opt: any object with ``margin``, ``tau``, ``sndcg_weight``, ``batch_size``.
@@ -72,14 +81,10 @@ class TripletSNDCGLoss(torch.nn.Module):
     self.orientation = orientation
 
   def forward(self, v, t, v_text_emb, t_text_emb):
-    batch_size = self.batch_size
-    if self.ranking == "global":
-      v, t = distributed.all_gather(v), distributed.all_gather(t)
-      v_text_emb = distributed.all_gather(v_text_emb.to(v.device))
-      t_text_emb = distributed.all_gather(t_text_emb.to(v.device))
-      batch_size *= distributed.world_size()
+    if self.ranking == "global" and distributed.world_size() > 1:
+      return self._global_rows(v, t, v_text_emb, t_text_emb)
     n = v.shape[0]
-    size = max(n, batch_size)
+    size = max(n, self.batch_size)
     scores = buckets.pad_matrix(v @ t.T, size, size)
     valid = torch.arange(size, device=v.device) < n
     loss, metrics = bridge.loss(
@@ -88,9 +93,51 @@ class TripletSNDCGLoss(torch.nn.Module):
       _pad_rows(v_text_emb.to(v.device, scores.dtype), size),
       _pad_rows(t_text_emb.to(v.device, scores.dtype), size),
       where=valid[:, None] & valid[None, :],
+      **self._hyper(),
+    )
+    return (loss, *(metrics[name] for name in _NAMES))
+
+  def _hyper(self) -> dict[str, Any]:
+    return dict(
       margin=self.margin,
       temperature=self.tau,
       sndcg_weight=self.sndcg_weight,
       orientation=self.orientation,
     )
+
+  def _global_rows(self, v, t, v_text_emb, t_text_emb):
+    """Global ranking, each process computing its own queries' terms
+    (:func:`jitr.torch.triplet_sndcg.triplet_sndcg_rows`) against the gathered batch."""
+    world, rank, b = distributed.world_size(), distributed.rank(), v.shape[0]
+    v_all, t_all = distributed.all_gather(v), distributed.all_gather(t)
+    n = v_all.shape[0]  # W·b pairs, rank-major
+    rows, size = max(b, self.batch_size), max(n, world * self.batch_size)
+    dtype = v.dtype
+    refs = distributed.all_gather(v_text_emb.to(v.device, dtype))
+    caps = distributed.all_gather(t_text_emb.to(v.device, dtype))
+    positions = torch.arange(rows, device=v.device)
+    index = torch.where(positions < b, rank * b + positions, -1).to(torch.int32)
+    share, sums = bridge.loss(
+      triplet_sndcg_rows,
+      buckets.pad_matrix(v @ t_all.T, rows, size),
+      buckets.pad_matrix(t @ v_all.T, rows, size),
+      _pad_rows(refs, size),
+      _pad_rows(caps, size),
+      index,
+      torch.arange(size, device=v.device) < n,
+      torch.tensor(n, dtype=dtype, device=v.device),
+      **self._hyper(),
+    )
+    total = distributed.all_sum(torch.stack([share, *(sums[k] for k in _SUMS)]))
+    value, by_name = total[0], dict(zip(_SUMS, total[1:]))
+    # The value is the global loss; the gradient W·∂share (DDP's mean over W gives ∂L/∂θ).
+    loss = world * share + (value - world * share).detach()
+    metrics = {
+      "pairwise": by_name["pairwise"],
+      "listwise": by_name["listwise"],
+      "ndcg_t": by_name["ndcg_t"] / by_name["count_t"].clamp(min=1),
+      "ndcg_v": by_name["ndcg_v"] / by_name["count_v"].clamp(min=1),
+      "real_ndcg_t": by_name["real_ndcg_t"] / by_name["real_count_t"].clamp(min=1),
+      "real_ndcg_v": by_name["real_ndcg_v"] / by_name["real_count_v"].clamp(min=1),
+    }
     return (loss, *(metrics[name] for name in _NAMES))

@@ -25,11 +25,12 @@ import jax.numpy as jnp
 from jitr import losses
 from jitr.losses import _masks, checks
 from jitr.losses.listwise_itr import smooth_ndcg_queries
+from jitr.losses.vse import triplet_queries
 
 Orientation = Literal["corrected", "official"]
 ORIENTATIONS = ("corrected", "official")
 
-__all__ = ["ORIENTATIONS", "Orientation", "triplet_sndcg"]
+__all__ = ["ORIENTATIONS", "Orientation", "triplet_sndcg", "triplet_sndcg_rows"]
 
 
 def _real_ndcg(sim: jax.Array, relevance: jax.Array, where: jax.Array) -> jax.Array:
@@ -91,3 +92,99 @@ def triplet_sndcg(
     "real_ndcg_v": _real_ndcg(sim.T, t2i_relevance, where.T),
   }
   return (1.0 - sndcg_weight) * pairwise + sndcg_weight * listwise, metrics
+
+
+def _real_ndcg_sum(sim: jax.Array, relevance: jax.Array, where: jax.Array):
+  """``(Σ_q NDCG_q, #queries)`` with exact ranks, over the queries with a valid entry."""
+  values = jax.vmap(lambda s, r, w: losses.ndcg(s, r, where=w))(sim, relevance, where)
+  weight = jnp.any(where, axis=-1).astype(sim.dtype)
+  return _masks.masked_sum(values, weight), jnp.sum(weight)
+
+
+def triplet_sndcg_rows(
+  i2t_sim: jax.Array,
+  t2i_sim: jax.Array,
+  reference_embeddings: jax.Array,
+  caption_embeddings: jax.Array,
+  index: jax.Array,
+  valid: jax.Array,
+  count: jax.Array,
+  *,
+  margin: float = 0.2,
+  temperature: float = 0.01,
+  sndcg_weight: float = 0.5,
+  orientation: Orientation = "corrected",
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+  """One process's share of :func:`triplet_sndcg`: the terms of its own queries only.
+
+  The process owns the images and captions ``index`` of the global batch of ``M``
+  pairs and ranks them against every candidate: O(b·M²) for Smooth-NDCG instead of
+  O(M³). Every valid query counts in every term (its positive is its own pair), so
+  each term is a sum over queries divided by ``count``, the global number of valid
+  pairs: the shares of all processes add up to :func:`triplet_sndcg`'s loss.
+
+  Args:
+    i2t_sim: ``[b, M]`` similarities of the own images to every caption.
+    t2i_sim: ``[b, M]`` similarities of the own captions to every image.
+    reference_embeddings: ``[M, K, E]`` of every image of the global batch.
+    caption_embeddings: ``[M, E]`` of every caption of the global batch.
+    index: int ``[b]`` global index of each own pair (−1: a padding row).
+    valid: bool ``[M]`` the valid pairs of the global batch (False: padding).
+    count: the number of valid pairs of the global batch (a 0-d array).
+    margin, temperature, sndcg_weight, orientation: as :func:`triplet_sndcg`.
+
+  Returns:
+    ``(share, sums)``: ``share`` of the loss; ``sums`` has ``pairwise`` and
+    ``listwise`` (shares, as the loss) and, summed over the own queries,
+    ``ndcg_t`` / ``ndcg_v`` (smooth NDCĜ), ``real_ndcg_t`` / ``real_ndcg_v``
+    (exact NDCG) with their query counts ``count_t`` / ``count_v`` /
+    ``real_count_t`` / ``real_count_v``.
+  """
+  checks.check_choice("orientation", orientation, ORIENTATIONS)
+  checks.check_unit_interval("sndcg_weight", sndcg_weight)
+  m = i2t_sim.shape[1]
+  own = index >= 0
+  safe = jnp.where(own, index, 0)
+  positives = (index[:, None] == jnp.arange(m)[None, :]) & own[:, None]
+  where = own[:, None] & valid[safe][:, None] & valid[None, :]
+  # Own rows of r [M, M]: the own images' rows; the own captions' columns.
+  rows_r = losses.relevance_from_embeddings(
+    reference_embeddings[safe], caption_embeddings, positives=positives
+  ).astype(i2t_sim.dtype)
+  cols_r = losses.relevance_from_embeddings(
+    reference_embeddings, caption_embeddings[safe], positives=positives.T
+  ).T.astype(i2t_sim.dtype)
+  t2i_relevance = cols_r if orientation == "corrected" else rows_r
+  i2t = _masks.QueryRows(i2t_sim, positives, where, rows_r, safe, _masks.IMAGE_TO_TEXT)
+  t2i = _masks.QueryRows(t2i_sim, positives, where, t2i_relevance, safe, _masks.TEXT_TO_IMAGE)
+  count = jnp.maximum(jnp.asarray(count, i2t_sim.dtype), 1.0)
+
+  def per_query(core, **hyper):
+    """``((l_t, w_t), (l_v, w_v))``: the own image and caption queries' terms."""
+    return tuple(
+      (loss, weight.astype(i2t_sim.dtype))
+      for loss, weight in (core(i2t, **hyper), core(t2i, **hyper))
+    )
+
+  def share(terms):
+    (l_t, w_t), (l_v, w_v) = terms
+    return (_masks.masked_sum(l_t, w_t) + _masks.masked_sum(l_v, w_v)) / (2 * count)
+
+  pairwise = share(per_query(triplet_queries, margin=margin))
+  (l_t, w_t), (l_v, w_v) = ndcg_terms = per_query(smooth_ndcg_queries, temperature=temperature)
+  listwise = share(ndcg_terms)
+  real_t, real_count_t = _real_ndcg_sum(i2t_sim, rows_r, where)
+  real_v, real_count_v = _real_ndcg_sum(t2i_sim, t2i_relevance, where)
+  sums = {
+    "pairwise": pairwise,
+    "listwise": listwise,
+    "ndcg_t": _masks.masked_sum(1.0 - l_t, w_t),
+    "count_t": jnp.sum(w_t),
+    "ndcg_v": _masks.masked_sum(1.0 - l_v, w_v),
+    "count_v": jnp.sum(w_v),
+    "real_ndcg_t": real_t,
+    "real_count_t": real_count_t,
+    "real_ndcg_v": real_v,
+    "real_count_v": real_count_v,
+  }
+  return (1.0 - sndcg_weight) * pairwise + sndcg_weight * listwise, sums

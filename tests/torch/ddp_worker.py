@@ -8,6 +8,7 @@ import torch.distributed as dist
 
 N, IMG, TXT, DIM, SENT = 8, 12, 10, 6, 5
 OPT = dict(margin=0.2, tau=0.05, sndcg_weight=0.5)
+OUTPUTS = ("loss", "pairwise", "listwise", "ndcg_t", "real_ndcg_t", "ndcg_v", "real_ndcg_v")
 
 
 class DualLinear(torch.nn.Module):
@@ -40,7 +41,8 @@ def grads(model, loss):
   return {name: p.grad.clone() for name, p in model.named_parameters()}
 
 
-def run(rank: int, world: int, port: int, ranking: str, out: str) -> None:
+def run(rank: int, world: int, port: int, ranking: str, out: str, pad: int = 0) -> None:
+  """One process; ``pad`` > 0 makes ``opt.batch_size`` larger than the batch (a ragged one)."""
   from jitr.torch import TripletSNDCGLoss
 
   os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -49,10 +51,13 @@ def run(rank: int, world: int, port: int, ranking: str, out: str) -> None:
     model = torch.nn.parallel.DistributedDataParallel(DualLinear())
     per = N // world
     images, captions, refs, caps = (x[rank * per : (rank + 1) * per] for x in batch())
-    opt = types.SimpleNamespace(**OPT, batch_size=per)
+    opt = types.SimpleNamespace(**OPT, batch_size=per + pad)
     loss_fn = TripletSNDCGLoss(opt, ranking=ranking)
     v, t = model(images, captions)
-    result = grads(model.module, loss_fn(v, t, refs, caps)[0])
+    outputs = loss_fn(v, t, refs, caps)
+    result = grads(model.module, outputs[0])
+    if ranking == "global":  # the loss and the logged values are the global batch's
+      result.update(zip(OUTPUTS, (x.detach() for x in outputs)))
     if rank == 0:
       torch.save(result, out)
   finally:

@@ -1,5 +1,6 @@
-"""Two gloo processes under DistributedDataParallel: global ranking trains exactly as one
-process on the whole batch; local ranking as the mean of the per-process losses."""
+"""Two gloo processes under DistributedDataParallel: global ranking (each process computing
+its own queries' terms) trains exactly as one process on the whole batch and logs its
+values; local ranking trains as the mean of the per-process losses."""
 
 import socket
 import types
@@ -25,7 +26,9 @@ def _expected(ranking: str, world: int = 2) -> dict[str, torch.Tensor]:
   v, t = model(images, captions)
   if ranking == "global":
     opt = types.SimpleNamespace(**ddp_worker.OPT, batch_size=ddp_worker.N)
-    return ddp_worker.grads(model, TripletSNDCGLoss(opt)(v, t, refs, caps)[0])
+    outputs = TripletSNDCGLoss(opt)(v, t, refs, caps)
+    expected = ddp_worker.grads(model, outputs[0])
+    return expected | dict(zip(ddp_worker.OUTPUTS, (x.detach() for x in outputs)))
   per = ddp_worker.N // world
   opt = types.SimpleNamespace(**ddp_worker.OPT, batch_size=per)
   halves = [slice(r * per, (r + 1) * per) for r in range(world)]
@@ -40,10 +43,10 @@ def test_without_a_process_group_all_gather_is_the_identity():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ranking", ["global", "local"])
-def test_two_processes_equal_one(ranking, tmp_path):
+@pytest.mark.parametrize(("ranking", "pad"), [("global", 0), ("global", 3), ("local", 0)])
+def test_two_processes_equal_one(ranking, pad, tmp_path):
   out = str(tmp_path / "grads.pt")
-  mp.spawn(ddp_worker.run, args=(2, _free_port(), ranking, out), nprocs=2, join=True)
+  mp.spawn(ddp_worker.run, args=(2, _free_port(), ranking, out, pad), nprocs=2, join=True)
   got = torch.load(out, weights_only=True)
   expected = _expected(ranking)
   assert set(got) == set(expected)
