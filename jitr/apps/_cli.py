@@ -6,6 +6,8 @@
   valid ones, and a config file that does not compile into ``FILE:LINE: ...``.
 * :func:`loaded_config` -- a ``--config`` flag's ConfigDict, or one line saying why
   the file did not load.
+* :func:`run_app` -- ``app.run`` whose ``--help`` lists the app module's own flags (and its
+  docstring), also when it is started through a console script.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from absl import flags
+from absl import app, flags
 from ml_collections import config_flags
 
 
@@ -25,6 +27,40 @@ def run_reporting_bad_input(name: str, body: Callable[[], Any]) -> Any:
     return body()
   except (ValueError, OSError) as err:
     raise SystemExit(f"{name}: error: {err}") from err
+
+
+# Arguments asking for the help text: True for the app's own flags, False for all flags.
+_HELP_FLAGS = {"--help": True, "-h": True, "-?": True, "--helpshort": True, "--helpfull": False}
+
+
+def run_app(module_name: str, main: Callable[[list[str]], Any], **kwargs: Any) -> None:
+  """``app.run(main, **kwargs)`` with the flags of module ``module_name`` shown by ``--help``.
+
+  absl's ``--help`` lists the key flags of the program ``sys.argv[0]`` only; a console
+  script is not the module that defines the flags, so its ``--help`` would list none. The
+  module's flags -- the ones it defines and every ``FlagHolder`` among its globals (such as
+  ``--workdir`` and ``--config`` defined through this module) -- become key flags of the
+  program, and the module's docstring its usage text when the program has none.
+  ``--help`` (``-h``, ``--helpshort``) and ``--helpfull`` print the help and exit 0.
+  """
+  module = sys.modules[module_name]
+  names = [flag.name for flag in flags.FLAGS.get_key_flags_for_module(module_name)]
+  names += [v.name for v in vars(module).values() if isinstance(v, flags.FlagHolder)]
+  for name in dict.fromkeys(names):
+    if name in flags.FLAGS:
+      flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+  main_module = sys.modules.get("__main__")
+  if main_module is not None and not main_module.__doc__ and module.__doc__:
+    main_module.__doc__ = module.__doc__
+  args = sys.argv[1 : sys.argv.index("--") if "--" in sys.argv else len(sys.argv)]
+  asked = [arg for arg in args if arg in _HELP_FLAGS]
+  if asked:  # absl exits 1 after printing the help; asking for it is no error
+    short = _HELP_FLAGS[asked[0]]
+    app.usage(shorthelp=short, writeto_stdout=True)
+    if short:
+      print("Try --helpfull to get a list of all flags.")
+    raise SystemExit(0)
+  app.run(main, **kwargs)
 
 
 def workdir_flag(help_text: str) -> flags.FlagHolder:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from jitr.apps._cli import run_reporting_bad_input, workdir_flag
+from jitr.apps._cli import run_app, run_reporting_bad_input, workdir_flag
 
 _WORKDIR = workdir_flag("A jitr-train workdir (config.json + checkpoints/).")
 _SPLIT = flags.DEFINE_enum("split", "test", ["val", "test"], "Split to evaluate.")
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> None:
 def run() -> None:
   """Console-script entry point."""
   flags.mark_flag_as_required("workdir")
-  app.run(main)
+  run_app(__name__, main)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from absl import app, flags, logging
 
-from jitr.apps._cli import config_dict_flag, run_reporting_bad_input
+from jitr.apps._cli import config_dict_flag, run_app, run_reporting_bad_input
 from jitr.relevance.precompute import precompute_relevance
 from jitr.relevance.registry import ESTIMATORS, estimators_config
 
@@ -89,7 +89,7 @@ def main(argv: list[str]) -> None:
 def run() -> None:
   """Console-script entry point."""
   flags.mark_flags_as_required(["captions", "estimator", "out"])
-  app.run(main)
+  run_app(__name__, main)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from ml_collections import config_flags
 from jitr.apps._cli import (
   loaded_config,
   parse_flags_reporting_unknown_fields,
+  run_app,
   run_reporting_bad_input,
   workdir_flag,
 )
@@ -49,7 +50,8 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
   """Console-script entry point."""
-  app.run(
+  run_app(
+    __name__,
     lambda argv: run_reporting_bad_input("jitr-train", lambda: main(argv)),
     flags_parser=parse_flags_reporting_unknown_fields("jitr-train"),
   )
