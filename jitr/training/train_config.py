@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 from jitr.data.datasets import DATASETS, dataset_info
+from jitr.data.precomp import DATASET_SPLITS
 from jitr.losses import objective
 from jitr.training.graded import parse_source
 
@@ -39,18 +42,121 @@ def check_counts(config: Any) -> None:
       raise ValueError(f"config.{name}: expected a whole number >= {minimum}, got {value}")
 
 
+# Number fields and their range: (smallest value, whether the smallest value is valid).
+OPTIMIZER_NUMBERS: dict[str, tuple[float, bool]] = {
+  "learning_rate": (0.0, False),
+  "grad_clip": (0.0, True),  # 0: no clipping
+}
+TERM_NUMBERS: dict[str, tuple[float, bool]] = {
+  "weight": (0.0, True),
+  "margin": (0.0, True),
+  "max_margin": (0.0, True),
+  "triplet_margin": (0.0, True),
+  "temperature": (0.0, False),
+  "sharpness": (0.0, False),
+}
+# Switches: fields of the config and of every loss term that take True or False.
+BOOLEANS: tuple[str, ...] = ("compilation_cache",)
+TERM_BOOLEANS: tuple[str, ...] = ("keep_triplet",)
+
+
+def check_number(field: str, value: Any, minimum: float, inclusive: bool) -> None:
+  """Raises ``ValueError`` ``config.FIELD: expected a finite number > / >= MINIMUM, got V``
+  unless ``value`` is such a number (a bool or a string is not one)."""
+  expected = f"a finite number {'>=' if inclusive else '>'} {minimum:g}"
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    raise ValueError(f"config.{field}: expected {expected}, got {value!r} ({type(value).__name__})")
+  v = float(value)
+  if not (math.isfinite(v) and (v >= minimum if inclusive else v > minimum)):
+    raise ValueError(f"config.{field}: expected {expected}, got {value!r}")
+
+
+def check_bool(field: str, value: Any) -> None:
+  """Raises ``ValueError`` ``config.FIELD: expected True or False, got V`` unless
+  ``value`` is a bool."""
+  if not isinstance(value, bool):
+    raise ValueError(
+      f"config.{field}: expected True or False, got {value!r} ({type(value).__name__})"
+    )
+
+
+def _check_test_split(config: Any, kind: str) -> None:
+  """``config.test_split`` must be a split of the dataset (jitr_shapes: ``test``)."""
+  if "test_split" not in config:
+    return
+  if kind == "precomp":
+    splits = DATASET_SPLITS.get(config.dataset.removesuffix("_precomp"), ())
+  else:
+    splits = ("test",)
+  if config.test_split not in splits:
+    raise ValueError(
+      f"config.test_split: expected one of {', '.join(map(repr, splits))} "
+      f"(the splits of {config.dataset}), got {config.test_split!r}"
+    )
+
+
+def _check_optimizer(config: Any) -> None:
+  optimizer = config.get("optimizer")
+  if not hasattr(optimizer, "keys"):
+    return
+  for name, (minimum, inclusive) in OPTIMIZER_NUMBERS.items():
+    if name in optimizer:
+      check_number(f"optimizer.{name}", optimizer[name], minimum, inclusive)
+
+
+def _check_loss_terms(config: Any) -> None:
+  """Every loss term's numbers and switches; a term that starts at or after the last
+  epoch (``from_epoch >= num_epochs``) would never train."""
+  loss = config.get("loss")
+  if not hasattr(loss, "keys"):
+    return
+  num_epochs = config.get("num_epochs")
+  for term_name in loss.keys():
+    term = loss[term_name]
+    if not hasattr(term, "keys"):
+      continue
+    for name, (minimum, inclusive) in TERM_NUMBERS.items():
+      if name in term and term[name] is not None:
+        check_number(f"loss.{term_name}.{name}", term[name], minimum, inclusive)
+    for name in TERM_BOOLEANS:
+      if name in term:
+        check_bool(f"loss.{term_name}.{name}", term[name])
+    start = term.get("from_epoch")
+    if (
+      isinstance(num_epochs, int)
+      and isinstance(start, numbers.Real)
+      and not isinstance(start, bool)
+      and start >= num_epochs
+    ):
+      raise ValueError(
+        f"config.loss.{term_name}.from_epoch: expected less than config.num_epochs "
+        f"({num_epochs}), got {start}: the term would never train; raise num_epochs or "
+        "lower from_epoch"
+      )
+
+
 def check_train_config(config: Any) -> None:
   """Raises ``ValueError`` naming the first bad field: an unknown ``dataset``, a
   ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
   jitr_shapes, an unparsable ``graded`` source, a count out of range
   (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
-  ``log_every_steps`` ...), a bad ``calibration`` chain."""
+  ``log_every_steps`` ...), a ``test_split`` the dataset does not have, an
+  ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
+  a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
+  switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), a loss term that
+  starts at or after ``num_epochs``, a bad ``calibration`` chain."""
   check_counts(config)
   dataset = dataset_info(config.dataset)
   if dataset.kind == "precomp" and not config.precomp_root:
     raise ValueError(
       f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
     )
+  _check_test_split(config, dataset.kind)
+  _check_optimizer(config)
+  for name in BOOLEANS:
+    if name in config:
+      check_bool(name, config[name])
+  _check_loss_terms(config)
   for name, source in dict(config.graded).items():
     try:
       leaves = parse_source(source).leaves()

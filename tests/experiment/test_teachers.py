@@ -252,6 +252,7 @@ def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tm
     "--config.shapes_config=tiny",
     f"--config.data_dir={root / 'tfds'}",
     "--config.num_epochs=1",
+    "--config.loss.triplet.from_epoch=0",  # one epoch: the hardest-negative term from step 0
     "--config.batch_size=40",
     "--config.model.embed_dim=16",
     "--config.model.word_dim=8",

@@ -1,0 +1,218 @@
+"""Settings that cannot be meant are refused where the config is read, in one line
+``config.FIELD: expected ..., got ...``; every shipped config passes."""
+
+import itertools
+
+import ml_collections
+import pytest
+
+from configs import default, paper, shapes
+from jitr.training.train_config import check_train_config
+
+
+def _shipped_configs():
+  yield "configs/default.py", default.get_config()
+  for name, model in itertools.product(shapes.VARIANTS, shapes.MODELS):
+    yield f"configs/shapes.py:{name},{model}", shapes.get_config(f"{name},{model}")
+  for data, model, loss in itertools.product(paper.DATASETS, paper.MODELS, paper.LOSSES):
+    config = paper.get_config(f"{data},{model},{loss}")
+    config.precomp_root = "/data/precomp"  # required for precomp data; never read here
+    yield f"configs/paper.py:{data},{model},{loss}", config
+
+
+def test_every_shipped_config_passes():
+  checked = 0
+  for name, config in _shipped_configs():
+    try:
+      check_train_config(config)
+    except ValueError as err:
+      raise AssertionError(f"{name}: {err}") from None
+    checked += 1
+  assert checked == 1 + len(shapes.VARIANTS) * len(shapes.MODELS) + 2 * 5 * len(paper.LOSSES)
+
+
+def _with(config, dotted: str, value) -> ml_collections.ConfigDict:
+  """``config`` with ``dotted`` set to ``value`` as a config file would write it (a
+  ConfigDict refuses to change a field's type once set)."""
+  raw = config.to_dict()
+  *groups, field = dotted.split(".")
+  node = raw
+  for group in groups:
+    node = node[group]
+  node[field] = value
+  return ml_collections.ConfigDict(raw)
+
+
+NAN = float("nan")
+REFUSED = [
+  (
+    "optimizer.learning_rate",
+    0.0,
+    "config.optimizer.learning_rate: expected a finite number > 0, got 0.0",
+  ),
+  (
+    "optimizer.learning_rate",
+    -5e-4,
+    "config.optimizer.learning_rate: expected a finite number > 0, got -0.0005",
+  ),
+  (
+    "optimizer.learning_rate",
+    NAN,
+    "config.optimizer.learning_rate: expected a finite number > 0, got nan",
+  ),
+  (
+    "optimizer.learning_rate",
+    "5e-4",
+    "config.optimizer.learning_rate: expected a finite number > 0, got '5e-4' (str)",
+  ),
+  (
+    "optimizer.grad_clip",
+    -1.0,
+    "config.optimizer.grad_clip: expected a finite number >= 0, got -1.0",
+  ),
+  (
+    "optimizer.grad_clip",
+    float("inf"),
+    "config.optimizer.grad_clip: expected a finite number >= 0, got inf",
+  ),
+  (
+    "loss.smooth_ndcg.weight",
+    -1.0,
+    "config.loss.smooth_ndcg.weight: expected a finite number >= 0, got -1.0",
+  ),
+  (
+    "loss.smooth_ndcg.weight",
+    NAN,
+    "config.loss.smooth_ndcg.weight: expected a finite number >= 0, got nan",
+  ),
+  (
+    "loss.smooth_ndcg.weight",
+    True,
+    "config.loss.smooth_ndcg.weight: expected a finite number >= 0, got True (bool)",
+  ),
+  (
+    "loss.smooth_ndcg.weight",
+    "1.0",
+    "config.loss.smooth_ndcg.weight: expected a finite number >= 0, got '1.0' (str)",
+  ),
+  (
+    "loss.triplet.margin",
+    -0.2,
+    "config.loss.triplet.margin: expected a finite number >= 0, got -0.2",
+  ),
+  (
+    "loss.warmup.margin",
+    NAN,
+    "config.loss.warmup.margin: expected a finite number >= 0, got nan",
+  ),
+  (
+    "loss.smooth_ndcg.temperature",
+    0.0,
+    "config.loss.smooth_ndcg.temperature: expected a finite number > 0, got 0.0",
+  ),
+  (
+    "loss.smooth_ndcg.temperature",
+    True,
+    "config.loss.smooth_ndcg.temperature: expected a finite number > 0, got True (bool)",
+  ),
+  (
+    "compilation_cache",
+    "yes",
+    "config.compilation_cache: expected True or False, got 'yes' (str)",
+  ),
+  (
+    "test_split",
+    "val",
+    "config.test_split: expected one of 'test' (the splits of jitr_shapes), got 'val'",
+  ),
+  (
+    "num_epochs",
+    1,
+    "config.loss.triplet.from_epoch: expected less than config.num_epochs (1), got 1: "
+    "the term would never train; raise num_epochs or lower from_epoch",
+  ),
+]
+
+
+@pytest.mark.parametrize("field,value,message", REFUSED)
+def test_a_setting_that_cannot_be_meant_is_one_line(field, value, message):
+  config = _with(default.get_config(), field, value)
+  with pytest.raises(ValueError) as err:
+    check_train_config(config)
+  assert str(err.value) == message
+
+
+@pytest.mark.parametrize(
+  "spec,field,value,message",
+  [
+    (
+      "sam",
+      "loss.sam.max_margin",
+      -1.0,
+      "config.loss.sam.max_margin: expected a finite number >= 0, got -1.0",
+    ),
+    (
+      "sam",
+      "loss.sam.keep_triplet",
+      "False",
+      "config.loss.sam.keep_triplet: expected True or False, got 'False' (str)",
+    ),
+    (
+      "sam",
+      "loss.sam.temperature",
+      True,
+      "config.loss.sam.temperature: expected a finite number > 0, got True (bool)",
+    ),
+    (
+      "lseh",
+      "loss.lseh.margin",
+      -0.185,
+      "config.loss.lseh.margin: expected a finite number >= 0, got -0.185",
+    ),
+    (
+      "cmal2r",
+      "loss.adaptive_listwise.sharpness",
+      0,
+      "config.loss.adaptive_listwise.sharpness: expected a finite number > 0, got 0",
+    ),
+  ],
+)
+def test_each_loss_terms_settings_are_checked(spec, field, value, message):
+  config = _with(shapes.get_config(spec), field, value)
+  with pytest.raises(ValueError) as err:
+    check_train_config(config)
+  assert str(err.value) == message
+
+
+def test_a_test_split_the_precomp_dataset_lacks_names_its_splits():
+  config = paper.get_config("f30k,vsepp,triplet")
+  config.precomp_root = "/data/precomp"
+  config.test_split = "testall"
+  with pytest.raises(ValueError) as err:
+    check_train_config(config)
+  assert str(err.value) == (
+    "config.test_split: expected one of 'train', 'dev', 'test' (the splits of f30k_precomp), "
+    "got 'testall'"
+  )
+  config = paper.get_config("coco,vsepp,triplet")
+  config.precomp_root = "/data/precomp"
+  check_train_config(config)  # testall: COCO's 5K test
+  assert config.test_split == "testall"
+
+
+def test_zero_weights_margins_and_grad_clip_are_valid():
+  config = default.get_config()
+  config.optimizer.grad_clip = 0.0  # no clipping
+  config.loss.smooth_ndcg.weight = 0.0
+  config.loss.triplet.margin = 0.0
+  config.optimizer.learning_rate = 1  # a whole number is a number
+  check_train_config(config)
+
+
+def test_a_term_that_starts_before_the_last_epoch_is_valid():
+  config = default.get_config()
+  config.num_epochs = 2  # triplet from epoch 1: trains during the second epoch
+  check_train_config(config)
+  config.loss.triplet.from_epoch = 2
+  with pytest.raises(ValueError, match=r"^config\.loss\.triplet\.from_epoch: .*got 2: "):
+    check_train_config(config)
