@@ -3,7 +3,7 @@
 Each check raises one ``ValueError`` naming the argument and the expected
 range. Hyper-parameters are checked when they are Python / numpy numbers (or
 concrete arrays); a traced array (e.g. a scheduled temperature inside ``jit``)
-is not checked.
+is not checked. A bool or a string is never taken for a number.
 
 NaN convention (every loss): a non-finite value in a *valid* entry (``where``
 True) of ``sim`` or of the graded matrix of a query that counts makes that
@@ -20,19 +20,27 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
+  "check_bool",
   "check_block_size",
   "check_choice",
   "check_finite",
+  "check_nonnegative",
   "check_positive",
   "check_unit_interval",
   "propagate_nonfinite",
 ]
 
 
-def _static(value: Any) -> float | None:
-  """``float(value)`` when it is known at trace time, else None (traced arrays)."""
+def _static(name: str, value: Any, expected: str) -> float | None:
+  """``float(value)`` when it is known at trace time, else None (traced arrays).
+
+  A bool or a string is no number: ``ValueError`` naming ``name`` and ``expected``.
+  """
+  if isinstance(value, (bool, np.bool_, str, bytes)):
+    raise ValueError(f"{name}: expected {expected}, got {value!r} ({type(value).__name__})")
   try:
     return float(value)
   except (TypeError, jax.errors.ConcretizationTypeError):
@@ -41,23 +49,39 @@ def _static(value: Any) -> float | None:
 
 def check_positive(name: str, value: Any) -> None:
   """``value`` must be a finite number > 0 (a temperature, a sharpness)."""
-  v = _static(value)
+  expected = "a finite number > 0"
+  v = _static(name, value, expected)
   if v is not None and not (math.isfinite(v) and v > 0):
-    raise ValueError(f"{name}: expected a finite number > 0, got {value!r}")
+    raise ValueError(f"{name}: expected {expected}, got {value!r}")
+
+
+def check_nonnegative(name: str, value: Any) -> None:
+  """``value`` must be a finite number >= 0 (a margin, a term weight)."""
+  expected = "a finite number >= 0"
+  v = _static(name, value, expected)
+  if v is not None and not (math.isfinite(v) and v >= 0):
+    raise ValueError(f"{name}: expected {expected}, got {value!r}")
 
 
 def check_finite(name: str, value: Any) -> None:
-  """``value`` must be a finite number (a margin, a weight)."""
-  v = _static(value)
+  """``value`` must be a finite number (of either sign)."""
+  expected = "a finite number"
+  v = _static(name, value, expected)
   if v is not None and not math.isfinite(v):
-    raise ValueError(f"{name}: expected a finite number, got {value!r}")
+    raise ValueError(f"{name}: expected {expected}, got {value!r}")
 
 
 def check_unit_interval(name: str, value: Any) -> None:
   """``value`` must lie in [0, 1] (a direction weight)."""
-  v = _static(value)
+  v = _static(name, value, "a number in [0, 1]")
   if v is not None and not 0.0 <= v <= 1.0:
     raise ValueError(f"{name}: expected a number in [0, 1], got {value!r}")
+
+
+def check_bool(name: str, value: Any) -> None:
+  """``value`` must be a bool (a switch; ``"False"`` or ``0`` is not one)."""
+  if not isinstance(value, (bool, np.bool_)):
+    raise ValueError(f"{name}: expected True or False, got {value!r} ({type(value).__name__})")
 
 
 def check_block_size(name: str, value: Any) -> None:

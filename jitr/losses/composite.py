@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks
+from jitr.losses import _masks, checks
 from jitr.losses.calibration import Calibration, parse_calibration
 from jitr.losses.cmal2r import adaptive_listwise, adaptive_listwise_queries
 from jitr.losses.listwise_itr import smooth_ndcg, smooth_ndcg_queries
@@ -237,7 +237,9 @@ def objective(
       raise ValueError(
         f"objective term {name!r}: unknown loss {loss_name!r}; expected one of {sorted(LOSSES)}"
       )
-    weight = float(spec.pop("weight", 1.0))
+    weight = spec.pop("weight", 1.0)
+    checks.check_nonnegative(f"objective term {name!r}: weight", weight)
+    weight = float(weight)
     graded_input = spec.pop("input", "relevance")
     reduction = spec.pop("reduction", "mean")
     if reduction not in ("mean", "sum"):

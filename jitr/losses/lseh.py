@@ -23,7 +23,7 @@ def semantic_hard_negatives_queries(
   del key
   if rows.graded is None:
     raise ValueError("semantic_hard_negatives: needs a semantic matrix (rows.graded is None)")
-  checks.check_finite("margin", margin)
+  checks.check_nonnegative("margin", margin)
   checks.check_finite("semantic_weight", semantic_weight)
   rows = _masks.without_padding(rows)
   lift = semantic_weight * rows.graded.astype(rows.sim.dtype)

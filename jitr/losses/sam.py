@@ -75,8 +75,9 @@ def semantic_margin_queries(
   checks.check_positive("temperature", temperature)
   checks.check_choice("sampling", sampling, ("hard", "soft", "random"))
   if max_margin is not None:
-    checks.check_finite("max_margin", max_margin)
-  checks.check_finite("triplet_margin", triplet_margin)
+    checks.check_nonnegative("max_margin", max_margin)
+  checks.check_bool("keep_triplet", keep_triplet)
+  checks.check_nonnegative("triplet_margin", triplet_margin)
   if sampling == "random" and key is None:
     raise ValueError("key: sampling='random' needs an explicit jax.random key")
   rows = _masks.without_padding(rows)
@@ -132,7 +133,8 @@ def semantic_margin_triplet(
     reduction: ``"mean"``, ``"sum"`` or ``"none"`` (SAM term only).
   """
   checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
-  checks.check_finite("triplet_margin", triplet_margin)
+  checks.check_bool("keep_triplet", keep_triplet)
+  checks.check_nonnegative("triplet_margin", triplet_margin)
   positives, where = _masks.resolve_masks(sim, positives, where)
   if metric.shape != sim.shape:
     raise ValueError(f"metric: expected shape {sim.shape} like sim, got {metric.shape}")

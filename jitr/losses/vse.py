@@ -70,7 +70,7 @@ def triplet_queries(
   """The per-query core of :func:`triplet` on a block of query rows (``key`` unused)."""
   del key
   rows = _masks.without_padding(rows)
-  checks.check_finite("margin", margin)
+  checks.check_nonnegative("margin", margin)
   checks.check_choice("mining", mining, ("max", "sum"))
   loss, weight = triplet_per_query(
     rows.sim, rows.positives, rows.where, margin=margin, mining=mining
