@@ -38,3 +38,48 @@ def smooth_ndcg(sim, relevance, tau):
   return (
     smooth_ndcg_rows(sim, relevance, tau).mean() + smooth_ndcg_rows(sim.T, relevance.T, tau).mean()
   )
+
+
+def _off_diagonal(n):
+  return ~torch.eye(n, dtype=torch.bool)
+
+
+def semantic_hard_negatives(sim, semantic, margin=0.185, semantic_weight=0.025):
+  """LSEH: ``mean_q max_{n≠q} [α + s_qn + λ·S_qn − s_qq]_+`` in both directions, summed."""
+  total = 0.0
+  for s, sem in ((sim, semantic), (sim.T, semantic.T)):
+    neg = _off_diagonal(s.shape[0])
+    hinge = (margin + s + semantic_weight * sem - s.diag()[:, None]).clamp(min=0) * neg
+    total = total + hinge.max(dim=1)[0].mean()
+  return total
+
+
+def adaptive_listwise(sim, sharpness=0.5, alpha=0.4):
+  """CMAL²R: ``log(1 + Σ_{k≠q} exp((s_qk − s_qq + m_k)/β))``, ``m_k = 3/4 − (rank_k − 2) /
+  (2(n − 2))`` from the descending order of the negatives (rank 2 the hardest, no gradient
+  through it), mean over queries, ``α·i2t + (1 − α)·t2i``."""
+  out = []
+  for s in (sim, sim.T):
+    n = s.shape[0]
+    neg = _off_diagonal(n)
+    negatives = s.detach().masked_fill(~neg, float("-inf"))
+    order = negatives.argsort(dim=1, descending=True)  # the query's own column sorts last
+    ranks = torch.empty_like(order)
+    ranks.scatter_(1, order, torch.arange(2, n + 2).expand(n, n))
+    margins = 0.75 - (ranks - 2).to(s.dtype) / (2 * (n - 2))
+    terms = torch.exp((s - s.diag()[:, None] + margins) / sharpness) * neg
+    out.append(torch.log1p(terms.sum(dim=1)).mean())
+  return alpha * out[0] + (1 - alpha) * out[1]
+
+
+def semantic_margin_triplet(sim, metric, temperature=5.0):
+  """SAM, hard sampling: per query the hardest negative m, margin
+  ``(φ_qq − φ_qm)/τ``, ``[margin + s_qm − s_qq]_+``, mean over queries, both directions."""
+  total = 0.0
+  for s, phi in ((sim, metric), (sim.T, metric.T)):
+    n = s.shape[0]
+    hardest = s.detach().masked_fill(~_off_diagonal(n), float("-inf")).argmax(dim=1)
+    rows = torch.arange(n)
+    margin = (phi.diag() - phi[rows, hardest]) / temperature
+    total = total + (margin + s[rows, hardest] - s.diag()).clamp(min=0).mean()
+  return total
