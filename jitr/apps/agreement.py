@@ -1,7 +1,7 @@
 """jitr-relevance-agreement: how well each relevance estimator ranks pairs like people do.
 
-  jitr-relevance-agreement --captions=../shared/data/flickr8k/Flickr8k.token.txt \
-      --judgments=../shared/data/flickr8k/CrowdFlowerAnnotations.txt
+  jitr-relevance-agreement --captions=$FLICKR8K/Flickr8k.token.txt \
+      --judgments=$FLICKR8K/CrowdFlowerAnnotations.txt
 
 Prints a markdown table of Kendall tau (x100): tau-b for CrowdFlower, tau-c for
 the expert file (see jitr.relevance.agreement for the protocol). Estimator settings

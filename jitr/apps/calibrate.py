@@ -1,7 +1,7 @@
 """jitr-relevance-calibrate: fit the isotonic map of each estimator's relevance to human judgments.
 
-  jitr-relevance-calibrate --captions=../shared/data/flickr8k/Flickr8k.token.txt \
-      --judgments=../shared/data/flickr8k/CrowdFlowerAnnotations.txt --estimators=sentence
+  jitr-relevance-calibrate --captions=$FLICKR8K/Flickr8k.token.txt \
+      --judgments=$FLICKR8K/CrowdFlowerAnnotations.txt --estimators=sentence
 
 Writes ``<output_dir>/crowdflower-<estimator>.json`` (default: the tables shipped in
 jitr/losses/calibration_tables), applied by ``isotonic:crowdflower-<estimator>``.

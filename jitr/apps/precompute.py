@@ -2,7 +2,7 @@
 
   jitr-precompute --captions=data/f30k_precomp/train_caps.txt --estimator=sentence \
     --out=rel/f30k_sentence
-  jitr-precompute --captions=../shared/data/flickr8k/Flickr8k.token.txt --estimator=lsa \
+  jitr-precompute --captions=$FLICKR8K/Flickr8k.token.txt --estimator=lsa \
     --out=rel/f8k_lsa --config.estimators.lsa.k=64
 
 The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the one
