@@ -1,13 +1,15 @@
 """jitr.torch: jitr's JAX losses inside a PyTorch training loop.
 
 ``jitr.torch.loss("smooth_ndcg", sim, relevance, temperature=0.01)`` is a
-differentiable PyTorch scalar computed by jitr's jitted JAX loss; tensors cross by
-DLPack. Needs the ``torch`` extra (``pip install jitr[torch]``).
+differentiable PyTorch scalar computed by jitr's jitted JAX loss;
+``jitr.torch.per_query(..., reduction="none")`` gives the per-query values; tensors cross
+by DLPack. Needs the ``torch`` extra (``pip install jitr[torch]``).
 """
 
 from jitr.torch.bridge import cache_size, loss, resolve, to_jax, to_torch
 from jitr.torch.buckets import bucket_size, pad_matrix, padded_loss
 from jitr.torch.listwise_itr import TripletSNDCGLoss
+from jitr.torch.per_query import per_query
 from jitr.torch.triplet_sndcg import triplet_sndcg
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
   "loss",
   "pad_matrix",
   "padded_loss",
+  "per_query",
   "resolve",
   "to_jax",
   "to_torch",

@@ -81,18 +81,22 @@ class _Call:
       _PROGRAMS[key] = jax.jit(jax.value_and_grad(self._scalar, has_aux=True))
     return _PROGRAMS[key]
 
-  def _scalar(self, diff: tuple[jax.Array, ...], rest: tuple[jax.Array, ...]):
-    """``fn`` on the rebuilt arguments: ``(loss, aux)``; ``aux`` is what follows the loss."""
+  def apply(self, diff: tuple[jax.Array, ...], rest: tuple[jax.Array, ...]) -> Any:
+    """``fn`` on the rebuilt arguments (the differentiated and the other array leaves)."""
     diff_it, rest_it = iter(diff), iter(rest)
     arrays = iter([next(diff_it) if w else next(rest_it) for w in self.wrt])
     leaves = [next(arrays) if s is _ARRAY else s for s in self.statics]
     args, kwargs = jax.tree_util.tree_unflatten(self.treedef, leaves)
-    out = self.fn(*args, **kwargs)
+    return self.fn(*args, **kwargs)
+
+  def _scalar(self, diff: tuple[jax.Array, ...], rest: tuple[jax.Array, ...]):
+    """``fn`` on the rebuilt arguments: ``(loss, aux)``; ``aux`` is what follows the loss."""
+    out = self.apply(diff, rest)
     value, aux = (out[0], tuple(out[1:])) if isinstance(out, tuple | list) else (out, None)
     if not hasattr(value, "ndim") or value.ndim != 0:
       raise ValueError(
         f"loss: {_name(self.fn)} must return a scalar (or a tuple starting with one); "
-        "reduction='none' has no PyTorch backward"
+        "for per-query values (reduction='none') use jitr.torch.per_query"
       )
     return value, aux
 
