@@ -12,7 +12,7 @@ isotonic map, ``isotonic:crowdflower-sentence``), ``coverage`` (``sndcg`` on tok
 coverage, ``coverage:tokens``: how much of each caption the image's references state,
 :mod:`jitr.relevance.token_coverage`), ``coverage_minmax`` / ``coverage_sharp`` (the
 same calibrated per query by ``minmax,power:2`` / ``minmax,power:8``), ``coverage_sharp_w075``
-(``coverage_sharp`` at Smooth-NDCG weight 0.75, README "Three seeds"),
+(``coverage_sharp`` at Smooth-NDCG weight 0.75, docs/training.md, "Three seeds"),
 ``coverage_hmean`` (on the harmonic mean of token coverage and the teacher's relevance).
 Each row is one entry of ``OVERRIDES``: what it changes of configs/default.py.
 scripts/shapes_table.py runs them all and prints the table.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train one row per loss on jitr_shapes and print the results table (README's).
+"""Train one row per loss on jitr_shapes and print the results table (docs/training.md).
 
 Runs ``jitr-train --config=configs/shapes.py:NAME[,MODEL]`` for every variant, model
 and seed in its own workdir (``workdirs/shapes/NAME`` for the default ``vse`` model,
@@ -52,7 +52,7 @@ LABELS = {
   "coverage_sharp_w075": "triplet + 0.75 Smooth-NDCG (token coverage, minmax then power 8)",
   "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
 }
-# MODEL -> label prefix of its rows ("vse", the default, has none: README's original rows)
+# MODEL -> label prefix of its rows ("vse", the default, has none: the original rows of docs/training.md)
 MODEL_LABELS = {"vse": "", "sgr": "SGR: ", "saf": "SAF: ", "vsrn": "VSRN: "}
 
 

@@ -45,8 +45,8 @@ def test_paper_config_loads_through_the_console_script(where, tmp_path):
   ],
 )
 def test_network_configs_load_through_the_console_script(config, override, stops_at, tmp_path):
-  """README's `NAME,MODEL` / `DATA,MODEL,LOSS` forms for SGR/SAF/VSRN parse through the
-  console script from another directory (README's training commands, with a check that
+  """The documented `NAME,MODEL` / `DATA,MODEL,LOSS` forms for SGR/SAF/VSRN parse through the
+  console script from another directory (docs/training.md's commands, with a check that
   fails before any data is built)."""
   out = _jitr_train(
     f"--config={REPO / config}",

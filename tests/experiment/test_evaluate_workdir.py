@@ -129,7 +129,7 @@ def _jitr_eval(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_readme_ensemble_command_scores_the_mean_similarity(workdirs, tmp_path):
+def test_documented_ensemble_command_scores_the_mean_similarity(workdirs, tmp_path):
   a, b = workdirs / "a", workdirs / "b"
   out = _jitr_eval(f"--workdir={a}", f"--ensemble={b}", "--split=test", cwd=tmp_path)
   assert out.returncode == 0, out.stderr[-3000:]

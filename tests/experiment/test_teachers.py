@@ -243,9 +243,9 @@ def _jitr_train(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tmp_path):
-  """README's command: one epoch (5 steps) of triplet + Smooth-NDCG on
+  """The documented command (docs/relevance.md): one epoch (5 steps) of triplet + Smooth-NDCG on
   hmean:vectors:lsa|coverage:tokens|teacher:<workdir> (the teacher's and token coverage's
-  README commands in one run), from another directory."""
+  documented commands in one run), from another directory."""
   root, workdir, _, _, _ = shapes
   common = [
     f"--config={REPO / 'configs' / 'default.py'}",
@@ -264,7 +264,7 @@ def test_jitr_train_with_teacher_relevance_through_the_console_script(shapes, tm
     f"--workdir={tmp_path / 'student'}",
     f"--config.graded.relevance=hmean:vectors:lsa|coverage:tokens|teacher:{workdir}",
     "--config.estimators.tokens.codebook_size=32",
-    "--config.calibration.relevance=minmax,power:8",  # token coverage's README form
+    "--config.calibration.relevance=minmax,power:8",  # token coverage's documented form
     cwd=tmp_path,
   )
   assert done.returncode == 0, done.stderr[-3000:]

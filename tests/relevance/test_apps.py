@@ -89,17 +89,18 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_readme_job_array_form_writes_the_bytes_of_one_process(tmp_path):
-  """The README's multi-worker command, run as written (4 real jitr-precompute processes)."""
+def test_documented_job_array_form_writes_the_bytes_of_one_process(tmp_path):
+  """docs/relevance.md's multi-worker command, run as written (4 real jitr-precompute
+  processes)."""
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
 
   if shutil.which("jitr-precompute", path=console_env()["PATH"]) is None:
     pytest.skip("the jitr-precompute console script is not installed (pip install -e .)")
-  readme = (REPO / "README.md").read_text(encoding="utf-8")
-  blocks = [b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "--worker_index" in b]
-  assert len(blocks) == 1, "README documents one multi-worker precompute command"
+  page = (REPO / "docs" / "relevance.md").read_text(encoding="utf-8")
+  blocks = [b for b in re.findall(r"```bash\n(.*?)```", page, re.S) if "--worker_index" in b]
+  assert len(blocks) == 1, "docs/relevance.md documents one multi-worker precompute command"
   command = blocks[0]
   caps = tmp_path / "data" / "coco_precomp" / "train_caps.txt"
   caps.parent.mkdir(parents=True)
