@@ -14,6 +14,7 @@ from jitr.models.common import lengths_to_mask, masked_max, masked_mean
 from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarity
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
 from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
+from jitr.models.official_checkpoint import OfficialCheckpointError
 from jitr.models.region_encoder import RegionEncoder, SetPool
 from jitr.models.registry import MODELS, make_model
 from jitr.models.retrieval_model import (
@@ -31,6 +32,7 @@ from jitr.models.vsrn_captioner import VSRNCaptioner
 __all__ = [
   "MODELS",
   "ModelOutput",
+  "OfficialCheckpointError",
   "RetrievalModel",
   "BiGRU",
   "ConvEncoder",

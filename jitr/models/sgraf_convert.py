@@ -117,7 +117,9 @@ def load_official_state_dict(path: str | os.PathLike) -> dict[str, Any]:
   """Reads an official checkpoint (``torch.load(..., weights_only=True)``; only
   ``argparse.Namespace``, the saved ``opt``, is allowed beyond tensors and
   containers) and flattens ``checkpoint['model']`` into ``img_enc.* / txt_enc.* /
-  sim_enc.*`` keys."""
+  sim_enc.*`` keys. A missing, empty, truncated or damaged file (a zip member failing
+  its CRC), a file that is not a ``torch.save`` file and a NaN / inf weight raise
+  :class:`jitr.models.official_checkpoint.OfficialCheckpointError`."""
   return load_flat_state_dict(path, PREFIXES, "SGRAF")
 
 

@@ -10,13 +10,18 @@ recurrent kernels ``[·, 3H]`` of :class:`jitr.models.gru.GRU`; BatchNorm
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from jitr.models.official_checkpoint import (
+  OfficialCheckpointError,
+  load_checkpoint,
+  refuse_non_finite,
+)
 
 _UNUSED = re.compile(r".*\.num_batches_tracked$")
 
@@ -88,17 +93,24 @@ def load_flat_state_dict(
 ) -> dict[str, Any]:
   """``checkpoint['model']`` (a list of state dicts, one per prefix) as one flat dict.
 
-  Reads with ``torch.load(..., weights_only=True)``: beyond tensors and containers
-  only ``argparse.Namespace`` (the saved ``opt``) is allowed, nothing is unpickled.
+  Reads with :func:`jitr.models.official_checkpoint.load_checkpoint`: the file's layout
+  is checked first (zip: every member's CRC; legacy: every pickle complete), then
+  ``torch.load(..., weights_only=True)`` allows only ``argparse.Namespace`` (the saved
+  ``opt``) beyond tensors and containers, so nothing else is unpickled. A missing,
+  empty, truncated, damaged or foreign file, a refused global, a checkpoint of another
+  layout and a NaN / inf weight raise :class:`OfficialCheckpointError` (one line, the path).
   """
-  import torch
-
-  with torch.serialization.safe_globals([argparse.Namespace]):
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+  checkpoint = load_checkpoint(path)
   parts = checkpoint.get("model") if isinstance(checkpoint, dict) else None
-  if not isinstance(parts, (list, tuple)) or len(parts) != len(prefixes):
-    raise ValueError(
+  if (
+    not isinstance(parts, (list, tuple))
+    or len(parts) != len(prefixes)
+    or not all(isinstance(sd, Mapping) for sd in parts)
+  ):
+    raise OfficialCheckpointError(
       f"{os.fspath(path)}: expected an official {model} checkpoint, a dict whose 'model' "
       f"is the list [{', '.join(prefixes)}] of state dicts"
     )
-  return {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
+  flat = {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
+  refuse_non_finite(path, flat)
+  return flat

@@ -122,7 +122,10 @@ def config_from_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
 def load_official_state_dict(path: str | os.PathLike) -> dict[str, Any]:
   """Reads an official checkpoint (``torch.load(..., weights_only=True)``; only
   ``argparse.Namespace``, the saved ``opt``, is allowed beyond tensors and containers)
-  and flattens ``checkpoint['model']`` into ``img_enc.* / txt_enc.*`` keys."""
+  and flattens ``checkpoint['model']`` into ``img_enc.* / txt_enc.*`` keys. A missing,
+  empty, truncated or damaged file (a zip member failing its CRC), a file that is not
+  a ``torch.save`` file and a NaN / inf weight raise
+  :class:`jitr.models.official_checkpoint.OfficialCheckpointError`."""
   return load_flat_state_dict(path, PREFIXES, "VSRN")
 
 
