@@ -52,7 +52,7 @@ LABELS = {
   "coverage_sharp_w075": "triplet + 0.75 Smooth-NDCG (token coverage, minmax then power 8)",
   "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
 }
-# MODEL -> label prefix of its rows ("vse", the default, has none: the original rows of docs/training.md)
+# MODEL -> label prefix of its rows ("vse", the default, has none: the first rows of the table)
 MODEL_LABELS = {"vse": "", "sgr": "SGR: ", "saf": "SAF: ", "vsrn": "VSRN: "}
 
 

@@ -16,6 +16,11 @@ and checkpoint. Members whose dataset, split sizes or caption order (the owner i
 every caption) differ from the first are refused with one line before anything is
 written. The report goes to ``<workdir>/eval_<split>_ensemble/``; its ``metrics.json``
 lists the ``members`` (workdir and step).
+
+The checkpoint evaluated is that one or none: a step that does not match its manifest is
+refused with one line naming the damaged file (never replaced by an older step), and so
+is a similarity matrix with a NaN / infinite score (the count and the checkpoint);
+nothing is written then.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from jitr.evaluation import mean_similarity, report
 from jitr.evaluation.plots import QueryExample, plot_query_panel
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
+from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
 from jitr.training.checkpoints import Checkpoints
@@ -125,11 +131,25 @@ def restore_member(member: Member, checkpoint: str):
   steps = pairs.steps_per_epoch(train, config.batch_size)
   model, like = initial_state(config, len(member.data.vocab), train, steps)
   checkpoints = Checkpoints(member.workdir)
-  state = checkpoints.restore(like, which=checkpoint)
-  checkpoints.close()
+  try:  # that checkpoint or none: a damaged one is refused, not replaced by an older one
+    state = checkpoints.restore(like, which=checkpoint, fallback=False)
+  finally:
+    checkpoints.close()
   if state is None:
     raise FileNotFoundError(f"{member.workdir}/checkpoints/{checkpoint}: no checkpoint to evaluate")
   return model, state
+
+
+def scored_checkpoints(
+  members: Sequence[Member], steps: Sequence[int], sims: Sequence[np.ndarray], checkpoint: str
+) -> str:
+  """The step folders of the members whose similarity matrix holds a NaN / infinite
+  score (all of them when none does alone), comma-separated."""
+  folders = [
+    os.path.join(m.workdir, "checkpoints", checkpoint, str(s)) for m, s in zip(members, steps)
+  ]
+  bad = [f for f, sim in zip(folders, sims) if not np.all(np.isfinite(sim))]
+  return ", ".join(bad or folders)
 
 
 def evaluate_workdir(
@@ -166,6 +186,8 @@ def evaluate_workdir(
       first_evaluator = evaluator
   sim = mean_similarity(sims)
   metrics = first_evaluator(split, None, sim=sim)
+  scored = scored_checkpoints(members, steps, sims, checkpoint)
+  refuse_nonfinite_scores(metrics, f"checkpoint {scored} on the {split} split")
   config = first.config
   if ensemble:
     out = os.path.join(first.workdir, f"eval_{split}_ensemble")

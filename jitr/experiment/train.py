@@ -4,8 +4,9 @@ Checks the config and the workdir before anything is written, loads the data and
 stored relevance, builds the model, its train state and the data-parallel step of
 ``config.loss``, trains with validation and checkpoints (:func:`jitr.training.loop.fit`),
 and scores the best checkpoint on the test split into ``metrics.json`` and
-``results.md``. SIGTERM stops it at a step boundary after saving the latest checkpoint;
-the same call resumes.
+``results.md``. A validation or test pass with a NaN / infinite similarity score stops
+the run with one line instead (nothing saved or written from it). SIGTERM stops it at a
+step boundary after saving the latest checkpoint; the same call resumes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from jitr.data import pairs
 from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
+from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.teachers import with_absolute_teachers
@@ -54,12 +56,27 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   return config
 
 
+def validation_metrics(evaluate: Evaluator, state) -> dict:
+  """The val split's metrics of ``state``; a non-finite score stops the run before the
+  state is saved or its metrics logged
+  (:class:`~jitr.experiment.finite_scores.NonFiniteScoresError`)."""
+  return refuse_nonfinite_scores(
+    evaluate("val", state.variables),
+    f"validation of step {int(state.step)} on the val split (this state was not saved)",
+  )
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunResult:
   """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
 
+  A workdir with a ``config.json`` is resumed: ``config`` may differ from it only in how
+  the run is executed (:data:`jitr.experiment.workdir.EXECUTION_FIELDS`) and in
+  ``num_epochs``, which may extend the schedule or end it no earlier than the epochs
+  already trained; ``config.json`` then records the new ``num_epochs``.
+
   Raises:
-    ValueError: a bad config, or a workdir trained with another one (before anything is
-      written).
+    ValueError: a bad config, a workdir trained with another run's config, or a
+      ``num_epochs`` below the epochs it already trained (before anything is written).
   """
   check_train_config(config)
   config = resolved_config(config)
@@ -86,9 +103,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
     raise ValueError(
       f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices"
     )
-  # Every check passed: only now is the workdir written (config.json once, never rewritten).
+  # a resume may end no earlier than the epochs its checkpoints reach
+  workdir_lib.check_num_epochs(config.num_epochs, workdir, steps_per_epoch)
+  # Every check passed: only now is the workdir written (config.json whole when new, its
+  # num_epochs when a resume changed it).
   os.makedirs(workdir, exist_ok=True)
-  workdir_lib.write_config_once(config, workdir)
+  workdir_lib.record_config(config, workdir)
   data.vocab.save(os.path.join(workdir, "vocab.json"))
 
   evaluate = Evaluator(
@@ -112,7 +132,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
       steps_per_epoch=steps_per_epoch,
       num_epochs=config.num_epochs,
       checkpoints=checkpoints,
-      evaluate=reporter.timed_fn("eval", lambda s: evaluate("val", s.variables)),
+      evaluate=reporter.timed_fn("eval", lambda s: validation_metrics(evaluate, s)),
       on_step=reporter.on_step,
       on_epoch=reporter.on_epoch,
       stop=stop,
@@ -127,9 +147,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
     )
     checkpoints.close()
     return RunResult(finished=False, metrics={})
-  best = checkpoints.restore(state, which="best") or state
+  restored = checkpoints.restore(state, which="best")
   checkpoints.close()
-  test = evaluate("test", best.variables)
+  best = restored or state
+  scored = (
+    f"checkpoint {os.path.join(workdir, 'checkpoints', 'best', str(int(best.step)))}"
+    if restored is not None
+    else f"the final state (step {int(best.step)})"
+  )
+  test = refuse_nonfinite_scores(evaluate("test", best.variables), f"{scored} on the test split")
   report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
   table = reporting.results_table(
     test,

@@ -1,61 +1,115 @@
 """A workdir's files that describe its run: ``config.json`` and where its data lives.
 
-* :func:`check_workdir` -- an existing workdir's ``config.json`` must agree with the
-  new config on every field that shapes the model, its optimizer state or the
-  data (:data:`SHAPING_FIELDS`); otherwise one error says which and how to start fresh.
-* :func:`write_config_once` -- ``config.json`` is written once, atomically, after
-  every check passed; a later run (resuming, or with a longer schedule) keeps it.
+One workdir holds one run. ``jitr-train`` on a workdir that has a ``config.json``
+resumes that run, so the new config must describe the same run:
+
+* :func:`check_workdir` -- the whole resolved config is compared with ``config.json``
+  (:func:`run_differences`); a difference in any field other than
+  :data:`EXECUTION_FIELDS` and ``num_epochs`` is refused before anything is written,
+  in one line listing the fields with their saved and new values
+  (:func:`describe_differences`).
+* :func:`check_num_epochs` -- ``num_epochs`` may be raised (the schedule is extended)
+  or lowered, but not below the epochs the workdir's checkpoints already reach.
+* :func:`record_config` -- after every check passed: writes ``config.json`` when
+  absent, or sets its ``num_epochs`` to the new one when a resume changed it (one
+  atomic replace); every other field keeps the value first written.
+* :func:`write_config_once` -- ``config.json`` written only when absent.
 * :func:`read_workdir_config` -- the saved config of a workdir.
 * :func:`data_dir` -- where a run keeps its TFDS data, relevance records and compile cache.
+
+Why ``num_epochs`` may change: the learning-rate schedule (``optimizer.decay_epochs``)
+and the loss terms' ``from_epoch`` / ``until_epoch`` count absolute epochs, and each
+epoch's batches are seeded by the epoch, so a run extended from N to M epochs (or
+resumed before epoch M < N and stopped there) trains exactly what a run started with
+``num_epochs = M`` trains.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jitr import fileio
 
 CONFIG_NAME = "config.json"
 
-# Dotted config paths whose change makes a workdir's checkpoints or data unusable.
-SHAPING_FIELDS = (
-  "dataset",
-  "shapes_config",
-  "precomp_root",
-  "test_split",
-  "vocab_min_count",
-  "max_caption_len",
-  "batch_size",
-  "model",
-  "optimizer.name",
-)
-
-_MISSING = object()
-
-
-def _get(tree: Any, dotted: str) -> Any:
-  for key in dotted.split("."):
-    if not isinstance(tree, dict) or key not in tree:
-      return _MISSING
-    tree = tree[key]
-  return tree
+# Fields (dotted paths; a group covers every field under it) that a resume may change:
+# they set how the run is executed, logged and cached, not what it trains, evaluates or
+# writes to metrics.json. Every other field must equal config.json's.
+EXECUTION_FIELDS: dict[str, str] = {
+  "log_every_steps": "how often train scalars and progress are logged and losses checked",
+  "eval_batch_size": "how many items an evaluation pass embeds at once (the same scores)",
+  "prefetch": "how many batches are put on the devices ahead of the step",
+  "compilation_cache": "whether compiled steps are kept on disk",
+  "data_dir": (
+    "where the TFDS data, relevance records and compile cache are kept (built again "
+    "from the config when missing)"
+  ),
+  "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",
+  "distributed": "how the processes of a multi-host run reach each other",
+}
+# May change within the bounds of check_num_epochs; config.json then records the new value.
+EPOCHS_FIELD = "num_epochs"
+# At most this many differing fields are named in one error line ("and N more").
+MAX_LISTED = 4
+FIX = "use a new --workdir (or delete {workdir}) to start a different run"
 
 
-def _differences(old: Any, new: Any, path: str) -> list[str]:
-  """``path=old -> new`` for every leaf that differs (dicts compared key by key)."""
-  if isinstance(old, dict) and isinstance(new, dict):
+class _Absent:
+  """A field present in one of two configs only."""
+
+  def __repr__(self) -> str:
+    return "(absent)"
+
+
+ABSENT = _Absent()
+
+
+def _may_change(path: str) -> bool:
+  """Whether the dotted ``path`` is ``num_epochs`` or under an :data:`EXECUTION_FIELDS` entry."""
+  return path == EPOCHS_FIELD or any(
+    path == field or path.startswith(field + ".") for field in EXECUTION_FIELDS
+  )
+
+
+def _leaf_differences(old: Any, new: Any, path: str) -> list[tuple[str, Any, Any]]:
+  """``(path, old, new)`` for every differing leaf under ``path`` (dicts compared key by
+  key; a key on one side only is one entry; lists and tuples compared as lists)."""
+  if isinstance(old, Mapping) and isinstance(new, Mapping):
     out = []
-    for key in sorted(set(old) | set(new)):
-      out += _differences(old.get(key, _MISSING), new.get(key, _MISSING), f"{path}.{key}")
+    for key in sorted(set(old) | set(new), key=str):
+      sub = f"{path}.{key}" if path else str(key)
+      out += _leaf_differences(old.get(key, ABSENT), new.get(key, ABSENT), sub)
     return out
   if isinstance(old, list | tuple) and isinstance(new, list | tuple):
     old, new = list(old), list(new)
-  if old == new:
-    return []
-  show = lambda v: "(absent)" if v is _MISSING else json.dumps(v)
-  return [f"{path}={show(old)} (this config: {show(new)})"]
+  same = old == new and isinstance(old, bool) == isinstance(new, bool)  # True is not 1
+  return [] if same else [(path, old, new)]
+
+
+def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+  """``(dotted field, saved value, new value)`` for every field where the JSON configs
+  ``saved`` and ``new`` differ, in field order, leaving out the fields a resume may change
+  (:data:`EXECUTION_FIELDS`, ``num_epochs``). A field or group on one side only is one
+  entry whose other value is :data:`ABSENT`."""
+  return [d for d in _leaf_differences(saved, new, "") if not _may_change(d[0])]
+
+
+def _show(value: Any) -> str:
+  return "(absent)" if value is ABSENT else json.dumps(value, sort_keys=True)
+
+
+def describe_differences(workdir: str, diffs: list[tuple[str, Any, Any]]) -> str:
+  """The one-line refusal: ``workdir W was trained with F=old (this config: new); ...``,
+  at most :data:`MAX_LISTED` fields then ``and N more``, ending with how to start a
+  different run."""
+  shown = [f"{path}={_show(old)} (this config: {_show(new)})" for path, old, new in diffs]
+  if len(shown) > MAX_LISTED:
+    shown = shown[:MAX_LISTED] + [f"and {len(shown) - MAX_LISTED} more"]
+  return f"workdir {workdir} was trained with {'; '.join(shown)}; {FIX.format(workdir=workdir)}"
 
 
 def read_workdir_config(workdir: str) -> dict[str, Any] | None:
@@ -73,20 +127,51 @@ def read_workdir_config(workdir: str) -> dict[str, Any] | None:
   return saved
 
 
+def _as_json(config: Any) -> dict[str, Any]:
+  return json.loads(config.to_json_best_effort())
+
+
 def check_workdir(config: Any, workdir: str) -> None:
-  """Raises ``ValueError`` when ``workdir`` was trained with a config that differs on a
-  :data:`SHAPING_FIELDS` field: "workdir X was trained with F=old (this config: new); use a
-  new --workdir or delete it"."""
+  """Raises ``ValueError`` (:func:`describe_differences`) when ``workdir`` has a
+  ``config.json`` that differs from ``config`` in a field a resume may not change
+  (:func:`run_differences`); a workdir without one passes."""
   saved = read_workdir_config(workdir)
   if saved is None:
     return
-  new = json.loads(config.to_json_best_effort())
-  diffs = []
-  for field in SHAPING_FIELDS:
-    diffs += _differences(_get(saved, field), _get(new, field), field)
+  diffs = run_differences(saved, _as_json(config))
   if diffs:
+    raise ValueError(describe_differences(workdir, diffs))
+
+
+def saved_steps(workdir: str) -> list[int]:
+  """The steps of the checkpoint folders under ``workdir/checkpoints/{latest,best}``
+  (folders named by a whole number; orbax's unfinished ``*.orbax-checkpoint-tmp*`` are not)."""
+  steps = []
+  for kind in ("latest", "best"):
+    folder = os.path.join(workdir, "checkpoints", kind)
+    if os.path.isdir(folder):
+      steps += [int(name) for name in os.listdir(folder) if name.isdigit()]
+  return sorted(steps)
+
+
+def epochs_reached(steps: Iterable[int], steps_per_epoch: int) -> int:
+  """The epochs that the latest of ``steps`` has begun: ``ceil(max(steps) / steps_per_epoch)``
+  (0 without steps); a run must train at least this many to hold those checkpoints."""
+  last = max(steps, default=0)
+  return math.ceil(last / steps_per_epoch)
+
+
+def check_num_epochs(num_epochs: int, workdir: str, steps_per_epoch: int) -> None:
+  """Raises ``ValueError`` when ``num_epochs`` ends before the epochs that ``workdir``'s
+  checkpoints reach (:func:`epochs_reached`): such a run would report checkpoints
+  trained past its own schedule."""
+  steps = saved_steps(workdir)
+  reached = epochs_reached(steps, steps_per_epoch)
+  if num_epochs < reached:
     raise ValueError(
-      f"workdir {workdir} was trained with {'; '.join(diffs)}; use a new --workdir or delete it"
+      f"config.num_epochs: expected at least {reached}, the epochs workdir {workdir} has "
+      f"already trained (checkpoint step {max(steps)}, {steps_per_epoch} steps an epoch), "
+      f"got {num_epochs}; {FIX.format(workdir=workdir)}"
     )
 
 
@@ -96,6 +181,23 @@ def write_config_once(config: Any, workdir: str) -> bool:
   if os.path.exists(path):
     return False
   fileio.write_text_atomic(path, config.to_json_best_effort(indent=2))
+  return True
+
+
+def record_config(config: Any, workdir: str) -> bool:
+  """Makes ``workdir/config.json`` describe the run of ``config`` (checked by
+  :func:`check_workdir` and :func:`check_num_epochs`): written whole when absent; else,
+  when ``num_epochs`` differs, the saved config with the new ``num_epochs``, replaced
+  atomically (other fields keep their first values, field order and format kept).
+  Returns whether it wrote."""
+  if write_config_once(config, workdir):
+    return True
+  saved = read_workdir_config(workdir)
+  new_epochs = _as_json(config).get(EPOCHS_FIELD, ABSENT)
+  if saved.get(EPOCHS_FIELD, ABSENT) == new_epochs or new_epochs is ABSENT:
+    return False
+  saved[EPOCHS_FIELD] = new_epochs
+  fileio.write_text_atomic(os.path.join(workdir, CONFIG_NAME), json.dumps(saved, indent=2))
   return True
 
 

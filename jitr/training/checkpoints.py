@@ -1,8 +1,11 @@
 """Orbax checkpoints: the latest (every epoch, and on SIGTERM) and the best by a metric.
 
-Restoring falls back to the newest intact checkpoint when a newer one is damaged
-(and logs which); a save that runs out of disk space removes its temporary folder
-and raises :class:`DiskFullError`.
+Every saved step carries ``jitr_manifest.json`` (size and SHA-256 of each of its files,
+:mod:`jitr.training.checkpoint_manifest`), written by process 0 once every process's
+files are committed. A step is restored only when it matches its manifest; a step
+without one (an interrupted save) is not trusted. Restoring ``latest`` falls back to
+the newest step that verifies (and logs which was skipped and why); a save that runs
+out of disk space removes its temporary folder and raises :class:`DiskFullError`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import jax
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from absl import logging
+from jax.experimental import multihost_utils
 
+from jitr.training.checkpoint_manifest import verify_manifest, write_manifest
 from jitr.training.state import TrainState
 
 
@@ -49,7 +54,7 @@ class DiskFullError(OSError):
 
 
 class CheckpointCorruptError(ValueError):
-  """Every checkpoint of a folder is damaged (none can be restored)."""
+  """The checkpoint to restore is damaged, and so is every one it may fall back to."""
 
 
 def _caused_by_disk_full(err: BaseException) -> bool:
@@ -72,33 +77,113 @@ def _remove_temporaries(folder: str) -> list[str]:
   return stale
 
 
+def _all_processes_reach(name: str) -> None:
+  """A barrier across the JAX processes of the job (nothing to wait for with one)."""
+  if jax.process_count() > 1:
+    multihost_utils.sync_global_devices(name)
+
+
+def step_dir(manager: ocp.CheckpointManager, step: int) -> str:
+  """The folder of ``manager``'s checkpoint ``step``."""
+  return os.path.join(os.fspath(manager.directory), str(step))
+
+
+def seal(manager: ocp.CheckpointManager, step: int) -> None:
+  """Writes the manifest of ``manager``'s finished ``step``: after every process's files
+  are committed, by process 0 alone; every process returns once it is written."""
+  manager.wait_until_finished()
+  _all_processes_reach(f"jitr_checkpoint_committed_{step}")
+  if jax.process_index() == 0:
+    write_manifest(step_dir(manager, step))
+  _all_processes_reach(f"jitr_checkpoint_sealed_{step}")
+
+
+def _drop_damaged(manager: ocp.CheckpointManager, steps: list[int], why: str) -> None:
+  """Deletes each of ``steps`` that does not match its manifest, warning which and why."""
+  for step in steps:
+    reason = verify_manifest(step_dir(manager, step))
+    if reason is not None:
+      logging.warning(
+        "deleting damaged checkpoint %s (%s): %s", step_dir(manager, step), why, reason
+      )
+      manager.delete(step)
+
+
+def first_damaged_step(folder: str) -> tuple[str, str] | None:
+  """``(step folder, reason)`` of the newest step under ``folder`` that does not match its
+  manifest, or ``None`` when every step does (or there is none)."""
+  if not os.path.isdir(folder):
+    return None
+  steps = sorted((int(n) for n in os.listdir(folder) if n.isdigit()), reverse=True)
+  for step in steps:
+    path = os.path.join(folder, str(step))
+    reason = verify_manifest(path)
+    if reason is not None:
+      return path, reason
+  return None
+
+
+def _open_manager(folder: str, options: ocp.CheckpointManagerOptions) -> ocp.CheckpointManager:
+  """Orbax's manager of ``folder``. Orbax reads every step's metadata and metrics here; when
+  that fails and a step does not match its manifest, one :class:`CheckpointCorruptError`
+  names the damaged file."""
+  try:
+    return ocp.CheckpointManager(folder, options=options)
+  except Exception as err:
+    damaged = first_damaged_step(folder)
+    if damaged is None:
+      raise
+    path, reason = damaged
+    raise CheckpointCorruptError(
+      f"checkpoint {path} cannot be read: {reason}; move that folder away to use the others"
+    ) from err
+
+
+def _first_line(err: BaseException) -> str:
+  """The first line of ``err``'s message (at most 200 characters), or its type's name."""
+  text = str(err).strip()
+  return text.splitlines()[0][:200] if text else type(err).__name__
+
+
 class Checkpoints:
   """``workdir/checkpoints/latest`` keeps the newest ``keep`` saves;
   ``workdir/checkpoints/best`` keeps the one with the highest ``best_metric``.
 
   Orbax writes each save to a temporary folder and renames it when complete, so
-  an interrupted save never damages the previous checkpoint.
+  an interrupted save never damages the previous checkpoint; the step's manifest is
+  written last (:func:`seal`), so a step without one is never restored.
   """
 
   def __init__(self, workdir: str, *, keep: int = 2, best_metric: str = "rsum"):
     root = os.path.join(os.path.abspath(workdir), "checkpoints")
     self.best_metric = best_metric
-    self.latest = ocp.CheckpointManager(
-      os.path.join(root, "latest"), options=ocp.CheckpointManagerOptions(max_to_keep=keep)
+    self.latest = _open_manager(
+      os.path.join(root, "latest"), ocp.CheckpointManagerOptions(max_to_keep=keep)
     )
-    self.best = ocp.CheckpointManager(
-      os.path.join(root, "best"),
-      options=ocp.CheckpointManagerOptions(
-        max_to_keep=1, best_fn=lambda m: m[best_metric], best_mode="max"
-      ),
-    )
+    try:
+      self.best = _open_manager(
+        os.path.join(root, "best"),
+        ocp.CheckpointManagerOptions(
+          max_to_keep=1, best_fn=lambda m: m[best_metric], best_mode="max"
+        ),
+      )
+    except BaseException:
+      self.latest.close()
+      raise
 
   def save_latest(self, state: TrainState) -> None:
+    """Saves ``state`` as the latest checkpoint (kept if that step is already saved intact).
+
+    Damaged steps at or after this one (the ones a restore skipped) are deleted first, so
+    the new save takes their place."""
     step = int(jax.device_get(state.step))
-    if self.latest.latest_step() != step:
-      with self._reporting_disk_full(self.latest, step):
-        self.latest.save(step, args=ocp.args.StandardSave(_to_saveable(state)))
-        self.latest.wait_until_finished()
+    later = [s for s in self.latest.all_steps() if s >= step]
+    _drop_damaged(self.latest, later, f"replaced by the save of step {step}")
+    if step in self.latest.all_steps():
+      return
+    with self._reporting_disk_full(self.latest, step):
+      self.latest.save(step, args=ocp.args.StandardSave(_to_saveable(state)))
+      seal(self.latest, step)
 
   @contextlib.contextmanager
   def _reporting_disk_full(self, manager: ocp.CheckpointManager, step: int):
@@ -118,7 +203,8 @@ class Checkpoints:
       ) from None
 
   def save_best(self, state: TrainState, metrics: dict[str, float]) -> bool:
-    """Saves if ``metrics[best_metric]`` beats every earlier best; returns whether it did."""
+    """Saves if ``metrics[best_metric]`` beats every earlier best, or the earlier best is
+    damaged (it is deleted); returns whether it saved."""
     if self.best_metric not in metrics:
       raise KeyError(
         f"metrics: no {self.best_metric!r} to rank checkpoints by (has {sorted(metrics)})"
@@ -128,7 +214,9 @@ class Checkpoints:
     if best_step is not None:
       previous = self.best.metrics(best_step)
       if previous is not None and value <= float(previous[self.best_metric]):
-        return False
+        if verify_manifest(step_dir(self.best, best_step)) is None:
+          return False
+        _drop_damaged(self.best, [best_step], "a new best is saved in its place")
     step = int(jax.device_get(state.step))
     with self._reporting_disk_full(self.best, step):
       self.best.save(
@@ -137,45 +225,61 @@ class Checkpoints:
         metrics={self.best_metric: value},
         force=True,
       )
-      self.best.wait_until_finished()
+      seal(self.best, step)
     return True
 
-  def restore(self, like: TrainState, *, which: str = "latest") -> TrainState | None:
+  def restore(
+    self, like: TrainState, *, which: str = "latest", fallback: bool = True
+  ) -> TrainState | None:
     """The latest (or best) saved state shaped like ``like``; ``None`` if there is none.
 
-    A damaged checkpoint is skipped (with a warning naming it) for the newest
-    intact one of the same folder (for ``best``: the best one first, then the
-    others newest first).
+    A step is restored only when it matches its ``jitr_manifest.json``. With
+    ``fallback``, a damaged step is skipped (with a warning naming it and the damaged
+    file) for the newest intact one of the same folder (for ``best``: the best one
+    first, then the others newest first); without, only the latest (best) is tried.
 
     Raises:
-      CheckpointCorruptError: there are checkpoints but none can be restored.
+      CheckpointCorruptError: there are checkpoints but none that may be tried can be
+        restored (one line naming each damaged file).
     """
     manager = self.latest if which == "latest" else self.best
     first = manager.latest_step() if which == "latest" else manager.best_step()
     if first is None:
       return None
-    steps = [first] + sorted((s for s in manager.all_steps() if s != first), reverse=True)
+    steps = [first]
+    if fallback:
+      steps += sorted((s for s in manager.all_steps() if s != first), reverse=True)
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _to_saveable(like))
     folder = os.fspath(manager.directory)
     failures = []
     for step in steps:
-      try:
-        saved = manager.restore(step, args=ocp.args.StandardRestore(abstract))
-      except Exception as err:  # orbax/tensorstore raise many types for damaged files
-        reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-        failures.append(f"step {step} ({type(err).__name__}: {reason})")
+      reason = verify_manifest(step_dir(manager, step))
+      if reason is None:
+        try:
+          saved = manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        except Exception as err:  # orbax/tensorstore raise many types for damaged files
+          reason = f"{type(err).__name__}: {_first_line(err)}"
+      if reason is not None:
+        failures.append(f"step {step} ({reason})")
         logging.warning(
-          "checkpoint %s/%d is damaged, trying an older one: %s", folder, step, reason
+          "checkpoint %s is damaged%s: %s",
+          step_dir(manager, step),
+          ", trying an older one" if step != steps[-1] else "",
+          reason,
         )
         continue
       if failures:
         logging.warning(
-          "restored checkpoint step %d from %s: the newer %s could not be read",
+          "restored checkpoint step %d from %s after skipping the damaged %s",
           step,
           folder,
-          ", ".join(failures),
+          "; ".join(failures),
         )
       return _from_saved(saved, like)
+    if not fallback:
+      raise CheckpointCorruptError(
+        f"checkpoint {step_dir(manager, first)} cannot be restored: {reason}"
+      )
     raise CheckpointCorruptError(
       f"{folder}: no checkpoint can be restored ({'; '.join(failures)}); "
       "delete the folder to start again from scratch"

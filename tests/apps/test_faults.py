@@ -150,20 +150,26 @@ def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_
     experiment.train_and_evaluate(config, str(workdir))
   assert str(err.value) == (
     f"workdir {workdir} was trained with model.embed_dim=16 (this config: 32); "
-    'optimizer.name="adam" (this config: "sgd"); use a new --workdir or delete it'
+    f'optimizer.name="adam" (this config: "sgd"); use a new --workdir (or delete {workdir}) '
+    "to start a different run"
   )
   assert snapshot(workdir) == before
 
 
-def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_keeps_config_json(tmp_path):
+def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_recorded(tmp_path):
   write_precomp(tmp_path / "data")
   config = _precomp_config(tmp_path / "data")
   before = _finished_workdir(tmp_path / "run", config)
+  saved = json.loads((tmp_path / "run" / "config.json").read_text())
   config.num_epochs = 3
-  config.optimizer.learning_rate = 1e-4
-  workdir_lib.check_workdir(config, str(tmp_path / "run"))  # not a shaping field: accepted
-  assert not workdir_lib.write_config_once(config, str(tmp_path / "run"))
-  assert snapshot(tmp_path / "run") == before
+  workdir_lib.check_workdir(config, str(tmp_path / "run"))  # extends the schedule: accepted
+  assert workdir_lib.record_config(config, str(tmp_path / "run"))
+  assert json.loads((tmp_path / "run" / "config.json").read_text()) == {**saved, "num_epochs": 3}
+  after = snapshot(tmp_path / "run")
+  assert after.pop("config.json") != before.pop("config.json") and after == before
+  config.optimizer.learning_rate = 1e-4  # another schedule: refused
+  with pytest.raises(ValueError, match=r"optimizer.learning_rate=0.0005 \(this config: 0.0001\)"):
+    workdir_lib.check_workdir(config, str(tmp_path / "run"))
 
 
 def test_batch_larger_than_the_data_is_refused_before_the_workdir_is_written(tmp_path):
@@ -327,7 +333,11 @@ def test_sigterm_saves_exits_75_and_a_rerun_resumes(tmp_path):
   _, err = proc.communicate(timeout=300)
   assert proc.returncode == 0, err[-3000:]
   assert json.loads((tmp_path / "run" / "metrics.json").read_text())["full/rsum"] > 0
-  assert (tmp_path / "run" / "config.json").read_bytes() == config_json  # written once
+  # config.json describes the run: the saved config with the new num_epochs
+  assert json.loads((tmp_path / "run" / "config.json").read_text()) == {
+    **json.loads(config_json),
+    "num_epochs": epochs,
+  }
 
 
 @pytest.mark.parametrize(
