@@ -160,17 +160,20 @@ MODELS = {
 LOSSES = tuple(v for v in shapes.VARIANTS if v != "oracle" and v not in shapes.TEACHER_SOURCES)
 
 
+def _spec_error(spec: str) -> ValueError:
+  """What ``DATA,MODEL,LOSS`` may be, for a ``spec`` that is not one."""
+  return ValueError(
+    f"configs/paper.py: expected DATA,MODEL,LOSS with DATA one of {DATASETS}, MODEL one of "
+    f"{tuple(MODELS)} and LOSS one of {LOSSES}; got {spec!r}"
+  )
+
+
 def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
-  try:
-    data, model, loss = spec.split(",")
-  except ValueError:
-    raise ValueError(f"configs/paper.py: expected 'DATA,MODEL,LOSS', got {spec!r}") from None
-  if data not in DATASETS or model not in MODELS:
-    raise ValueError(
-      f"configs/paper.py: DATA in {DATASETS}, MODEL in {tuple(MODELS)}; got {data!r}, {model!r}"
-    )
-  if loss not in LOSSES:
-    raise ValueError(f"configs/paper.py: LOSS must be one of {list(LOSSES)}")
+  parts = spec.split(",")
+  names = (DATASETS, MODELS, LOSSES)
+  if len(parts) != 3 or any(part not in valid for part, valid in zip(parts, names)):
+    raise _spec_error(spec)
+  data, model, loss = parts
   c = shapes.get_config(loss)  # the loss terms and graded inputs of that row
   base = default.get_config()
   c.dataset = f"{data}_precomp"

@@ -168,7 +168,8 @@ def read_utf8_lines(path: PathLike) -> list[str]:
   line; ``\\r`` of CRLF files is kept for the caller to strip).
 
   Raises:
-    UnicodeError: a line is not UTF-8; the message names the file, line, column and byte.
+    UnicodeError: a line is not UTF-8 or holds a NUL character (no text file does: a
+      damaged or binary file); the message names the file, line, column and byte.
   """
   with open(path, "rb") as f:
     raw = f.read().split(b"\n")
@@ -176,13 +177,19 @@ def read_utf8_lines(path: PathLike) -> list[str]:
     raw.pop()  # the final newline
   lines = []
   for i, line in enumerate(raw):
+    where = f"{os.fspath(path)}:{i + 1}: line {i + 1}"
     try:
       lines.append(line.decode("utf-8"))
     except UnicodeDecodeError as err:
       raise UnicodeError(
-        f"{os.fspath(path)}:{i + 1}: line {i + 1} is not UTF-8 (byte {line[err.start]:#04x} "
-        f"at column {err.start + 1}); expected UTF-8 text"
+        f"{where} is not UTF-8 (byte {line[err.start]:#04x} at column {err.start + 1}); "
+        "expected UTF-8 text"
       ) from None
+    nul = line.find(b"\0")
+    if nul >= 0:
+      raise UnicodeError(
+        f"{where} holds a NUL character (byte 0x00 at column {nul + 1}); expected UTF-8 text"
+      )
   return lines
 
 

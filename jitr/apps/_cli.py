@@ -3,7 +3,9 @@
 * :func:`run_reporting_bad_input` -- bad input exits 1 with one ``NAME: error: ...`` line.
 * :func:`parse_flags_reporting_unknown_fields` -- absl's ``flags_parser`` that turns
   an override of a field the config does not have into "unknown field X" with the
-  valid ones, and a config file that does not compile into ``FILE:LINE: ...``.
+  valid ones, a config file that does not compile into ``FILE:LINE: ...``, one that does
+  not load (also with overrides) into ``--config=FILE: could not load ...`` and an
+  argument its ``get_config`` refuses into that function's own message.
 * :func:`loaded_config` -- a ``--config`` flag's ConfigDict, or one line saying why
   the file did not load.
 * :func:`run_app` -- ``app.run`` whose ``--help`` lists the app module's own flags (and its
@@ -95,12 +97,41 @@ def loaded_config(holder: flags.FlagHolder):
     config.get("seed")
     return config
   except Exception as err:
-    cause = [line.strip() for line in str(err).splitlines() if line.strip()]
-    given = [a for a in sys.argv[1:] if a.startswith(f"--{holder.name}=")]
-    raise ValueError(
-      f"{given[-1] if given else '--' + holder.name}: could not load the config file: "
-      f"{cause[-1] if cause else type(err).__name__}"
-    ) from None
+    raise ValueError(config_load_error(sys.argv, holder.name, err)) from None
+
+
+def _given_flag(argv: list[str], flag: str) -> str:
+  """The last ``--FLAG=VALUE`` argument of ``argv`` (``--FLAG`` when there is none)."""
+  given = [a for a in argv[1:] if a.startswith(f"--{flag}=")]
+  return given[-1] if given else f"--{flag}"
+
+
+def config_load_error(argv: list[str], flag: str, err: BaseException) -> str:
+  """``--FLAG=FILE: could not load the config file: CAUSE`` of a config file that did not
+  load; CAUSE is the last line of ml_collections' several-line message (e.g. ``[Errno 2]
+  No such file or directory: 'FILE'``)."""
+  cause = [line.strip() for line in str(err).splitlines() if line.strip()]
+  return (
+    f"{_given_flag(argv, flag)}: could not load the config file: "
+    f"{cause[-1] if cause else type(err).__name__}"
+  )
+
+
+def config_function_error(err: BaseException) -> BaseException | None:
+  """The error a config file's ``get_config(ARG)`` raised (e.g. a ``configs/shapes.py:NAME``
+  whose NAME is not a variant) when ``err`` is absl's flag error wrapping it, else None.
+
+  ml_collections re-raises it with the whole traceback as its message; absl wraps that
+  again: the original is the innermost exception of the chain.
+  """
+  if "Error whilst parsing config file" not in str(err):
+    return None
+  inner = err
+  while True:  # the chain a traceback would print: causes, and contexts not suppressed
+    below = inner.__cause__ or (None if inner.__suppress_context__ else inner.__context__)
+    if below is None:
+      return inner if inner is not err else None
+    inner = below
 
 
 def _override_paths(argv: list[str], flag: str) -> list[tuple[str, str]]:
@@ -121,7 +152,15 @@ def unknown_field(config: Any, dotted: str) -> str | None:
   for key in dotted.split("."):
     keys = list(node.keys()) if hasattr(node, "keys") else []
     if key not in keys:
-      valid = ", ".join(sorted(map(str, keys))) or "none: it is a value, not a group"
+      if keys:
+        valid = ", ".join(sorted(map(str, keys)))
+      elif hasattr(node, "keys"):  # a group this config leaves empty, e.g. config.graded
+        valid = (
+          f"none: {walked} is empty in this config file and an override cannot add a "
+          f"field; set {walked}.{key} in the config file"
+        )
+      else:
+        valid = "none: it is a value, not a group"
       return f"unknown field {key!r} of {walked} (valid fields: {valid})"
     node, walked = node[key], f"{walked}.{key}"
   return None
@@ -140,18 +179,33 @@ def config_file_error(err: SyntaxError) -> str:
 def parse_flags_reporting_unknown_fields(name: str, flag: str = "config"):
   """An absl ``flags_parser`` for ``app.run``: parses as usual, but an override of a field
   the config file does not define exits 1 with one line
-  ``NAME: error: --config.X=...: unknown field 'X' of config (valid fields: ...)``."""
+  ``NAME: error: --config.X=...: unknown field 'X' of config (valid fields: ...)``; so do a
+  config file that does not compile or load (:func:`config_file_error`,
+  :func:`config_load_error`) and a ``--config=FILE:ARG`` whose ``get_config(ARG)`` raises
+  ``ValueError`` / ``TypeError`` (``NAME: error: --config=FILE:ARG: MESSAGE``)."""
 
   def parse(argv: list[str]) -> list[str]:
     try:
       return flags.FLAGS(argv)
     except flags.Error as err:  # absl's own: a value of the wrong type, a missing file
-      sys.stderr.write(f"{name}: error: {' '.join(str(err).split())}\n")
+      cause = config_function_error(err)
+      if cause is not None:  # get_config(ARG) refused ARG: its own message, no traceback
+        message = f"{_given_flag(argv, flag)}: {' '.join(str(cause).split())}"
+      else:
+        message = " ".join(str(err).split())
+      sys.stderr.write(f"{name}: error: {message}\n")
       raise SystemExit(1) from None
     except SyntaxError as err:  # the config file does not compile (or is not UTF-8)
       sys.stderr.write(f"{name}: error: {config_file_error(err)}\n")
       raise SystemExit(1) from None
-    except (AttributeError, KeyError) as err:
+    except OSError as err:  # an override read the placeholder of a file that did not load
+      if "config file" in str(err):
+        message = config_load_error(argv, flag, err)
+      else:
+        message = f"{type(err).__name__}: {' '.join(str(err).split())}"
+      sys.stderr.write(f"{name}: error: {message}\n")
+      raise SystemExit(1) from None
+    except (AttributeError, KeyError, TypeError) as err:  # TypeError: an override below a value
       overrides = _override_paths(argv, flag)
       base = [a for a in argv if not any(a == arg for arg, _ in overrides)]
       saved_argv = sys.argv

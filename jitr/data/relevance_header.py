@@ -7,6 +7,7 @@ caption-list fingerprint or shard sha256 that differs from the header's.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -23,12 +24,25 @@ class RelevanceRecordsError(ValueError):
   """Relevance records that cannot be read as they are (missing, truncated, mismatched)."""
 
 
+# JSON's name of each value type a header file may hold instead of an object
+_JSON_KINDS = {list: "an array", str: "a string", bool: "true/false", type(None): "null"}
+
+
 def _read_json(path: str) -> dict[str, Any]:
+  """The header object of ``path``; a missing file, text that is not JSON, or JSON that is
+  not an object (e.g. a list) is a :class:`RelevanceRecordsError` naming the file."""
   if not os.path.isfile(path):
     raise RelevanceRecordsError(
       f"{path}: no relevance header (expected the output of jitr-precompute)"
     )
-  return fileio.read_json(path, error=RelevanceRecordsError)
+  header = fileio.read_json(path, error=RelevanceRecordsError)
+  if not isinstance(header, dict):
+    kind = _JSON_KINDS.get(type(header), "a number")
+    raise RelevanceRecordsError(
+      f"{path}: the header is {kind}, expected a JSON object (a damaged header: delete the "
+      "folder and re-run jitr-precompute)"
+    )
+  return header
 
 
 def _check_format(header: Mapping[str, Any], path: str) -> None:
@@ -77,6 +91,7 @@ def _check_fields(header: Mapping[str, Any], path: str) -> None:
         f"{path}: field {'.'.join(keys)!r} is {value!r}, expected {what} (a damaged header: "
         "delete the folder and re-run jitr-precompute)"
       )
+  _check_scale(header, path)
   if len(header["shards"]) != header["num_shards"]:
     raise RelevanceRecordsError(
       f"{path}: field 'shards' has {len(header['shards'])} entries, 'num_shards' is "
@@ -92,6 +107,18 @@ def _check_fields(header: Mapping[str, Any], path: str) -> None:
           f"{path}: field 'shards[{s}].{key}' is {value!r}, expected {what} (a damaged "
           "header: delete the folder and re-run jitr-precompute)"
         )
+
+
+def _check_scale(header: Mapping[str, Any], path: str) -> None:
+  """``relevance.scale`` (relevance = ``clip(score / scale, 0, 1)``) is a finite number > 0."""
+  relevance = header.get("relevance")
+  scale = relevance.get("scale") if isinstance(relevance, dict) else None
+  number = isinstance(scale, (int, float)) and not isinstance(scale, bool)
+  if not (number and math.isfinite(scale) and scale > 0):
+    raise RelevanceRecordsError(
+      f"{path}: field 'relevance.scale' is {scale!r}, expected a finite number > 0 (a damaged "
+      "header: delete the folder and re-run jitr-precompute)"
+    )
 
 
 def _check_fingerprint(header: Mapping[str, Any], path: str, expected: str) -> None:

@@ -18,12 +18,14 @@ module does not import TensorFlow (``tensorflow_datasets`` loads it lazily);
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
 import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
+from google.protobuf import json_format
 
 from jitr.data import (
   shapes_captions,
@@ -136,8 +138,27 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
 
 def builder(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes:
   """The ``jitr_shapes`` builder for ``config`` (a name or a :class:`ShapesConfig`)
-  rooted at ``data_dir`` (nothing is generated)."""
-  return JitrShapes(data_dir=str(data_dir), config=config)
+  rooted at ``data_dir`` (nothing is generated).
+
+  Raises:
+    ValueError: a built dataset whose ``dataset_info.json`` cannot be read (empty, not
+      JSON): names the file and says to delete the dataset folder to rebuild it.
+  """
+  try:
+    return JitrShapes(data_dir=str(data_dir), config=config)
+  except (json_format.Error, tfds.core.dataset_info.DatasetInfoFileError) as err:
+    folder = _variant_dir(data_dir, config)
+    detail = " ".join(str(err).split())
+    raise ValueError(
+      f"{folder}/dataset_info.json: not a readable TFDS dataset info file ({detail}); "
+      f"delete {folder} and run again to rebuild it"
+    ) from None
+
+
+def _variant_dir(data_dir: str, config: str | ShapesConfig) -> str:
+  """``DATA_DIR/jitr_shapes/CONFIG/VERSION``: the folder of one built config."""
+  name = config if isinstance(config, str) else config.name
+  return f"{data_dir}/{JitrShapes.name}/{name}/{JitrShapes.VERSION}"
 
 
 def build(
@@ -163,20 +184,34 @@ def load_split(
   ``region_mask``, ``scene``, ``caption_facts`` ``[N, 5, FACT_FIELDS]``,
   ``image_id``, ``scene_seed`` and ``captions`` / ``facts_json`` as lists of
   ``5·N`` str (image-major). Raises ``FileNotFoundError`` if the split was not
-  built under ``data_dir``.
+  built under ``data_dir``, ``ValueError`` naming the file and the fix when the build is
+  damaged (a record file missing, empty or corrupt; ``dataset_info.json`` missing or
+  unreadable).
   """
   import_tf()  # GPUs hidden from TF before tf.data reads the split
   b = builder(data_dir, config)
   if not b.is_prepared():
+    # TFDS moves a finished build into place: a folder without its info was damaged later
+    if os.path.isdir(b.data_dir):
+      raise ValueError(
+        f"{b.data_dir}/dataset_info.json: missing from a built jitr_shapes/"
+        f"{b.builder_config.name}; delete {b.data_dir} and run again to rebuild it"
+      )
     raise FileNotFoundError(
       f"jitr_shapes/{b.builder_config.name} is not built under {data_dir!r} "
       f"(expected {b.data_dir}); run jitr.data.shapes_tfds.build(data_dir, ...)"
     )
+  _check_split_files(b, split)
   decoders = None if images else {"image": tfds.decode.SkipDecoding()}
   tf = import_tf()
   try:
     data = tfds.as_numpy(b.as_dataset(split=split, batch_size=-1, decoders=decoders))
-  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as err:
+  except (
+    tf.errors.DataLossError,
+    tf.errors.InvalidArgumentError,
+    tf.errors.FailedPreconditionError,  # fewer records than dataset_info.json lists
+    tf.errors.NotFoundError,
+  ) as err:
     raise ValueError(_corrupt_split_message(b, split, err)) from None
   order = np.argsort(data["image_id"], kind="stable")
   out: dict[str, Any] = {}
@@ -202,6 +237,24 @@ def corrupt_files(paths: list[str]) -> list[str]:
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
       bad.append(path)
   return bad
+
+
+def _check_split_files(b: tfds.core.DatasetBuilder, split: str) -> None:
+  """Raises ``ValueError`` naming the first record file of ``split`` that is missing or
+  empty (0 bytes), and how to rebuild it."""
+  if split not in b.info.splits:
+    return  # an unknown split: TFDS's own error lists the splits
+  for path in map(str, b.info.splits[split].filepaths):
+    if not os.path.isfile(path):
+      problem = "missing"
+    elif os.path.getsize(path) == 0:
+      problem = "empty (0 bytes)"
+    else:
+      continue
+    raise ValueError(
+      f"{path}: TFRecord file of jitr_shapes/{b.builder_config.name} split {split!r} is "
+      f"{problem}; delete {b.data_dir} and run again to rebuild it"
+    )
 
 
 def _corrupt_split_message(b: tfds.core.DatasetBuilder, split: str, err: Exception) -> str:

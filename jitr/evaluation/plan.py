@@ -5,7 +5,7 @@
 validated (one clear error naming the argument), the COCO 1K fold layout, the extended
 positive sets and the graded / semantic / class inputs of both directions.
 :func:`sweep_config` then says what one direction's sweep computes. Nothing here
-touches a score.
+touches a score, except the check that the graded relevance is finite (one read of it).
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from jitr.evaluation.class_map import as_multihot
 from jitr.evaluation.cross_modal import DIRECTIONS, CrossModalScores, as_cross_modal
 from jitr.evaluation.engine import SweepConfig
 from jitr.evaluation.folds import FoldGroups, contiguous_folds, fold_groups
+from jitr.evaluation.kernels import nonfinite_count
 from jitr.evaluation.options import DEFAULT_OPTIONS, EvalOptions
 from jitr.evaluation.positives import PositiveSets, positives_from_owner
 from jitr.evaluation.semantic import check_semantic_k
+from jitr.evaluation.sources import Scores, default_chunk_size, iter_chunks
 
 __all__ = ["EvaluationPlan", "plan_evaluation", "sweep_config", "map_config"]
 
@@ -84,12 +86,18 @@ def plan_evaluation(
   and against ``options``, already valid on their own."""
   scores = as_cross_modal(sim, "sim")
   shape = (scores.num_images, scores.num_captions)
+  if 0 in shape:
+    raise ValueError(
+      f"`sim` is {shape[0]} x {shape[1]}, expected at least 1 image (row) and 1 caption (column)"
+    )
   owner = _check_owner(caption_to_image, shape[1])
   positives = dict(zip(DIRECTIONS, positives_from_owner(owner, num_images=shape[0])))
   fold_plan = _fold_plan(fold_ids, options.folds, owner, shape[0])
   extended = _check_extended(extended_positives, shape)
   map_names = _map_names(options.extended_map, tuple(extended))
   rel = as_cross_modal(relevance, "relevance", shape) if relevance is not None else None
+  if rel is not None:
+    _check_finite("relevance", rel.i2t, options.chunk_size)
   ndcg_ks = options.ndcg_ks if rel is not None else ()
   sem, semantic_ks = _semantic_inputs(semantic, rel, options.semantic_ks, shape)
   labels = _class_labels(image_labels, caption_labels, owner, shape)
@@ -138,6 +146,26 @@ def map_config(plan: EvaluationPlan, direction: str) -> SweepConfig | None:
   gallery = plan.scores.direction(direction).num_gallery
   max_r = max(int(plan.extended[n][direction].num_positives.max(initial=0)) for n in plan.map_names)
   return SweepConfig(map_sets=map_sets, topk=min(max(max_r, 1), gallery), with_gt=False)
+
+
+def _nonfinite_entries(source: Scores, chunk_size: int | None = None) -> int:
+  """The number of NaN / +-inf entries of ``source``, read one block of rows at a time."""
+  size = chunk_size or default_chunk_size(source.num_gallery)
+  total = 0
+  for rows, n_valid in iter_chunks(np.arange(source.num_queries), size):
+    total += int(np.sum(np.asarray(nonfinite_count(source.block(rows)))[:n_valid]))
+  return total
+
+
+def _check_finite(name: str, source: Scores, chunk_size: int | None) -> None:
+  """``ValueError`` naming ``name`` and how many of its entries are NaN / +-inf, if any: a
+  non-finite graded value would silently drop its query from NDCG."""
+  bad = _nonfinite_entries(source, chunk_size)
+  if bad:
+    raise ValueError(
+      f"`{name}` has {bad} non-finite entries (NaN or +-inf) of {source.num_queries} x "
+      f"{source.num_gallery}, expected finite graded relevance"
+    )
 
 
 def _check_owner(caption_to_image: Any, num_captions: int) -> np.ndarray:

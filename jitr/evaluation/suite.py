@@ -102,7 +102,8 @@ def evaluate_retrieval(
       Caption, CxC, ...): ``i2t`` over captions for each image, ``t2i`` over
       images for each caption (see :mod:`jitr.evaluation.positives`).
     relevance: graded relevance ``(num_images, num_captions)`` (array or
-      :class:`CrossModalScores`), for NDCG@K.
+      :class:`CrossModalScores`), for NDCG@K; every entry finite (a NaN or +-inf
+      is refused with a ``ValueError`` that counts them).
     semantic: semantic scores (same forms) for NCS / Semantic Recall; defaults
       to ``relevance`` when ``options.semantic_ks`` is non-empty and only
       ``relevance`` is given.
@@ -117,6 +118,10 @@ def evaluate_retrieval(
     metric -- a best positive scored NaN is not retrieved (rank = gallery
     size), a NaN item in a top-k is neither a hit nor a gain, class AP ranks
     NaN items last -- so check this key before trusting the numbers.
+
+  Raises:
+    ValueError: an input that does not fit (one line naming it): a ``sim`` without
+      images or captions, sizes that differ, non-finite ``relevance`` ...
   """
   plan = plan_evaluation(
     sim,

@@ -7,7 +7,8 @@ is not checked. A bool or a string is never taken for a number.
 
 NaN convention (every loss): a non-finite value in a *valid* entry (``where``
 True) of ``sim`` or of the graded matrix of a query that counts makes that
-query's loss NaN (:func:`propagate_nonfinite`), so the mean/sum is NaN too;
+query's loss NaN and the gradient of that query's valid ``sim`` entries NaN
+(:func:`propagate_nonfinite`), so the mean/sum and the gradient are NaN too;
 padded entries (``where`` False) never matter, even if NaN.
 """
 
@@ -97,16 +98,22 @@ def check_choice(name: str, value: Any, choices: Collection[str]) -> None:
 
 
 def propagate_nonfinite(
-  loss: jax.Array, where: jax.Array, *matrices: jax.Array | None
+  loss: jax.Array, where: jax.Array, sim: jax.Array, *matrices: jax.Array | None
 ) -> jax.Array:
-  """``loss + Σ_j [where_j] 0·x_j`` per row: NaN where a valid entry of a matrix is not finite.
+  """``loss + Σ_j [where_j] sim_j·z`` per row, ``z = Σ_j [where_j] 0·x_j`` over ``sim``
+  and ``matrices`` (not differentiated): NaN where a valid entry is not finite, in the
+  value and in the gradient alike.
 
-  ``loss`` is ``[Q]``; each matrix ``[Q, C]`` (None skipped). ``0·x`` is 0 for
-  finite ``x`` and NaN for NaN / ±inf; padded entries are selected away, and
-  the gradient of the added term is 0.
+  ``loss`` is ``[Q]``; ``sim`` and each matrix ``[Q, C]`` (None skipped). ``0·x`` is 0
+  for finite ``x`` and NaN for NaN / ±inf, so ``z`` is 0 for a row whose valid entries
+  are all finite -- the loss and its gradient unchanged -- and NaN otherwise: the row's
+  loss is NaN and so is the gradient of every valid ``sim`` entry of that row (a NaN in
+  the graded matrix, which is not differentiated, still reaches ``∂L/∂sim``). Padded
+  entries are selected away.
   """
-  for x in matrices:
+  z = jnp.zeros(loss.shape, loss.dtype)
+  for x in (sim, *matrices):
     if x is not None:
-      zero = jnp.where(where, x.astype(loss.dtype) * 0, 0)
-      loss = loss + jnp.sum(zero, axis=-1)
-  return loss
+      z = z + jnp.sum(jnp.where(where, x.astype(loss.dtype) * 0, 0), axis=-1)
+  valid_sim = jnp.where(where, sim.astype(loss.dtype), 0)
+  return loss + jnp.sum(valid_sim * jax.lax.stop_gradient(z)[..., None], axis=-1)

@@ -17,13 +17,18 @@ from jitr.losses import ranks as ranks_lib
 
 
 def gain(relevance: jax.Array) -> jax.Array:
-  """The graded gain ``2^r − 1`` (0 for ``r = 0``, 1 for ``r = 1``), elementwise.
+  """The graded gain ``2^max(r, 0) − 1`` (0 for ``r <= 0``, 1 for ``r = 1``), elementwise.
+
+  Relevance lies in ``[0, ∞)``: a negative value counts as 0 (no gain) rather than as a
+  negative gain that would push NDCG below 0 (and a loss ``1 − NDCG`` above 1); it is
+  clipped, not refused, as a traced array cannot be checked without a host sync. NaN
+  stays NaN.
 
   >>> import jax.numpy as jnp
-  >>> gain(jnp.array([0.0, 1.0, 2.0])).tolist()
-  [0.0, 1.0, 3.0]
+  >>> gain(jnp.array([0.0, 1.0, 2.0, -1.0])).tolist()
+  [0.0, 1.0, 3.0, 0.0]
   """
-  return jnp.exp2(relevance) - 1.0
+  return jnp.exp2(jnp.maximum(relevance, 0.0)) - 1.0
 
 
 def discount(rank: jax.Array) -> jax.Array:

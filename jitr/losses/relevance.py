@@ -25,6 +25,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses import checks
 from jitr.losses.normalize import l2_normalize
 
 AGGREGATES = ("max", "mean")
@@ -163,13 +164,14 @@ def relevance_from_topk(
   """``r_ij = clip(m_ij / scale, 0, 1)`` of :func:`topk_score_matrix`, positives set to 1.
 
   ``scale`` is the records header's ``relevance.scale`` (10 for CIDEr-D, 1 for
-  the cosine estimators).
+  the cosine estimators): a finite number > 0, checked at trace time unless traced.
 
   >>> relevance_from_topk(
   ...   jnp.array([[3, 1]]), jnp.array([[5.0, 2.0]]), jnp.array([1, 2, 3]), scale=10.0
   ... ).tolist()
   [[0.20000000298023224, 0.0, 0.5]]
   """
+  checks.check_positive("scale", scale)
   scores = topk_score_matrix(topk_indices, topk_scores, caption_indices)
   return _with_positives(jnp.clip(scores / scale, 0.0, 1.0), positives)
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau, rankdata
 
+from jitr import fileio
 from jitr.relevance.captions_io import CaptionSet, normalize_flickr_image_id
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.registry import default_estimator_settings, make_estimator_from_settings
@@ -96,37 +97,40 @@ def read_judgments(path: str, fmt: str = "auto", expert_scores: str = "mean") ->
     )
   if expert_scores not in ("mean", "separate"):
     raise ValueError(f"expert_scores must be 'mean' or 'separate', got {expert_scores!r}")
+  try:
+    lines = fileio.read_utf8_lines(path)
+  except UnicodeError as err:  # names the file and line
+    raise JudgmentsFileError(str(err)) from None
   images, caps, scores = [], [], []
-  with open(path, encoding="utf-8") as f:
-    for k, line in enumerate(f, start=1):
-      if not line.strip():
-        continue
-      cols = line.rstrip("\n").split("\t")
-      want = 3 if fmt == "crowdflower" else 5
-      if len(cols) < want:
+  for k, line in enumerate(lines, start=1):
+    if not line.strip():
+      continue
+    cols = line.rstrip("\r").split("\t")
+    want = 3 if fmt == "crowdflower" else 5
+    if len(cols) < want:
+      raise JudgmentsFileError(
+        f"{path}:{k}: {len(cols)} tab-separated columns, expected at least {want} ({fmt})"
+      )
+    try:
+      values = [float(c) for c in cols[2:want]]
+    except ValueError as err:
+      raise JudgmentsFileError(f"{path}:{k}: score columns must be numbers ({err})") from err
+    if fmt == "crowdflower":
+      if not (0.0 <= values[0] <= 1.0 or math.isnan(values[0])):
         raise JudgmentsFileError(
-          f"{path}:{k}: {len(cols)} tab-separated columns, expected at least {want} ({fmt})"
+          f"{path}:{k}: fraction of yes is {values[0]}, expected a value in [0, 1]"
         )
-      try:
-        values = [float(c) for c in cols[2:want]]
-      except ValueError as err:
-        raise JudgmentsFileError(f"{path}:{k}: score columns must be numbers ({err})") from err
-      if fmt == "crowdflower":
-        if not (0.0 <= values[0] <= 1.0 or math.isnan(values[0])):
-          raise JudgmentsFileError(
-            f"{path}:{k}: fraction of yes is {values[0]}, expected a value in [0, 1]"
-          )
-        per_row = [values[0]]
-      else:
-        if any(not 1.0 <= v <= 4.0 for v in values):
-          raise JudgmentsFileError(
-            f"{path}:{k}: expert scores {values}, expected three values in [1, 4]"
-          )
-        per_row = [sum(values) / 3.0] if expert_scores == "mean" else values
-      for v in per_row:
-        images.append(cols[0])
-        caps.append(cols[1])
-        scores.append(v)
+      per_row = [values[0]]
+    else:
+      if any(not 1.0 <= v <= 4.0 for v in values):
+        raise JudgmentsFileError(
+          f"{path}:{k}: expert scores {values}, expected three values in [1, 4]"
+        )
+      per_row = [sum(values) / 3.0] if expert_scores == "mean" else values
+    for v in per_row:
+      images.append(cols[0])
+      caps.append(cols[1])
+      scores.append(v)
   if not scores:
     raise JudgmentsFileError(f"{path}: no judgments")
   return Judgments(path, fmt, tuple(images), tuple(caps), np.asarray(scores, np.float64))

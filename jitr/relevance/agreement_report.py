@@ -14,6 +14,7 @@ from typing import Any
 from jitr.fileio import write_text_atomic
 from jitr.relevance import agreement
 from jitr.relevance.captions_io import read_captions
+from jitr.relevance.registry import check_estimator_names
 
 DEFAULT_ESTIMATORS = ("cider", "sentence", "lsa")
 
@@ -38,8 +39,10 @@ def agreement_report(
     judgments_path, judgments_format, expert_scores: as
       :func:`~jitr.relevance.agreement.read_judgments`.
     own_caption: as :func:`~jitr.relevance.agreement.build_protocol`.
-    estimators, settings: as :func:`~jitr.relevance.agreement.score_protocol`.
+    estimators, settings: as :func:`~jitr.relevance.agreement.score_protocol`; one or
+      more names (none, or an unknown one, is a ``ValueError`` before any file is read).
   """
+  check_estimator_names(estimators)  # before the files are read
   captions = read_captions(captions_path, "flickr8k")
   judgments = agreement.read_judgments(judgments_path, judgments_format, expert_scores)
   protocol = agreement.build_protocol(judgments, captions, own_caption)

@@ -23,7 +23,11 @@ from jitr.losses.calibration import TABLES_DIR, check_table
 from jitr.relevance import agreement
 from jitr.relevance.captions_io import CaptionSet, read_captions
 from jitr.relevance.isotonic import isotonic_fit
-from jitr.relevance.registry import default_estimator_settings, make_estimator_from_settings
+from jitr.relevance.registry import (
+  check_estimator_names,
+  default_estimator_settings,
+  make_estimator_from_settings,
+)
 
 
 def fitted_table(name: str, x, y, *, source: str, params: dict) -> dict:
@@ -64,6 +68,7 @@ def fit_calibration_tables(
   ``settings``, default :func:`~jitr.relevance.registry.default_estimator_settings`) into
   ``output_dir`` (default: ``jitr/losses/calibration_tables``); returns one line per table
   written (``PATH: K knots from P judged pairs``)."""
+  check_estimator_names(estimators)  # one or more known names, before the files are read
   settings = default_estimator_settings() if settings is None else settings
   captions = read_captions(captions_path, "flickr8k")
   judgments = agreement.read_judgments(judgments_path, "crowdflower")

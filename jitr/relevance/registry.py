@@ -24,7 +24,7 @@ use), so listing them here costs little.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ml_collections
@@ -51,12 +51,31 @@ def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
   ...
   ValueError: unknown estimator 'bm25' (expected one of ['cider', 'lsa', 'sentence', 'tokens'])
   """
-  if name not in ESTIMATORS:
-    raise ValueError(f"unknown estimator {name!r} (expected one of {sorted(ESTIMATORS)})")
+  _check_known(name)
   try:
     return ESTIMATORS[name](**kwargs)
   except TypeError as err:
     raise ValueError(f"estimator {name!r}: {err}") from None
+
+
+def check_estimator_names(names: Sequence[str]) -> None:
+  """Raises ``ValueError`` unless ``names`` lists one or more registered estimators.
+
+  >>> check_estimator_names([])
+  Traceback (most recent call last):
+  ...
+  ValueError: estimators: expected one or more of ['cider', 'lsa', 'sentence', 'tokens'], got none
+  """
+  if not names:
+    raise ValueError(f"estimators: expected one or more of {sorted(ESTIMATORS)}, got none")
+  for name in names:
+    _check_known(name)
+
+
+def _check_known(name: str) -> None:
+  """Raises ``ValueError`` unless ``name`` is a registered estimator."""
+  if name not in ESTIMATORS:
+    raise ValueError(f"unknown estimator {name!r} (expected one of {sorted(ESTIMATORS)})")
 
 
 def _keyword_defaults(cls: type[RelevanceEstimator]) -> dict[str, Any]:
