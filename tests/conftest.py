@@ -20,3 +20,10 @@ for _name, _value in _XLA_FLAGS.items():
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" {_name}={_value}").strip()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+  """The ``slow`` tests first (stable order otherwise): pytest-xdist hands tests out in
+  collection order, so a long test started last would keep one worker busy while the
+  other has nothing left to do."""
+  items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -8,8 +8,9 @@ use the first 1,000 test images and their 5,000 captions as the gallery, with
 ``eccv_caption``'s ground truth restricted to those queries (its positive lists
 are kept whole, so positives outside the gallery -- counted in R, never
 retrieved -- are exercised on every query); its 1K protocol then splits that
-gallery into five folds of 200 images, as ``folds=5`` does. The slow test runs
-the real 5K x 25K split (perturbed matrix).
+gallery into five folds of 200 images, as ``folds=5`` does. The ``full`` test (run on
+request: ``scripts/test.sh -m full``, about two minutes) compares the real 5K x 25K split
+(perturbed matrix).
 """
 
 import copy
@@ -149,7 +150,7 @@ def test_matches_eccv_caption_on_1k_gallery(kind, eccv_metrics, coco_layout):
   _check(kind, sub, img_ids[:1000], cap_ids[keep], owner[keep])
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_matches_eccv_caption_on_coco_5k(eccv_metrics, coco_layout):
   """The perturbed matrix only: its metrics sit well inside (0, 1), so it is the telling
   comparison on the full split (the random matrix, all recalls near 0, runs on 1K)."""
