@@ -58,19 +58,20 @@ def make_workdir(workdir: pathlib.Path, config):
 
 @pytest.fixture(scope="module")
 def workdirs(tmp_path_factory):
+  """``(root, {name: (model, saved variables, splits)})`` of workdirs ``root/a`` and ``root/b``."""
   root = tmp_path_factory.mktemp("ensemble")
-  for name, seed in (("a", 0), ("b", 1)):
-    make_workdir(root / name, tiny_config(seed))
-  return root
+  members = {
+    name: make_workdir(root / name, tiny_config(seed)) for name, seed in (("a", 0), ("b", 1))
+  }
+  return root, members
 
 
-def _member_sim(workdir: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
-  """The test split's ``img @ txt.T`` from the flax towers run on the whole split at once
-  (independent of score_split's batching), and the split's caption owners."""
-  member = evaluate.load_member(str(workdir))
-  model, state = evaluate.restore_member(member, "best")
-  test = member.data.splits["test"]
-  variables = state.variables
+def _member_sim(member) -> tuple[np.ndarray, np.ndarray]:
+  """The test split's ``img @ txt.T`` from the flax towers under the variables the workdir's
+  checkpoint was written from, run on the whole split at once (independent of
+  score_split's batching and of jitr-eval's restore), and the split's caption owners."""
+  model, variables, splits = member
+  test = splits["test"]
   img = jax.jit(model.encode_images)(variables, test.images, test.image_mask)
   txt = jax.jit(model.encode_captions)(variables, test.tokens, test.lengths)
   return np.asarray(img) @ np.asarray(txt).T, test.caption_image
@@ -130,7 +131,8 @@ def _jitr_eval(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_documented_ensemble_command_scores_the_mean_similarity(workdirs, tmp_path):
-  a, b = workdirs / "a", workdirs / "b"
+  root, members = workdirs
+  a, b = root / "a", root / "b"
   out = _jitr_eval(f"--workdir={a}", f"--ensemble={b}", "--split=test", cwd=tmp_path)
   assert out.returncode == 0, out.stderr[-3000:]
   report = a / "eval_test_ensemble"
@@ -140,7 +142,7 @@ def test_documented_ensemble_command_scores_the_mean_similarity(workdirs, tmp_pa
   assert [m["step"] for m in written["members"]] == [0, 0]
   assert not (a / "eval_test").exists()  # the single-model report is not touched
   assert (report / "queries.png").stat().st_size > 0
-  (sim_a, owner), (sim_b, _) = _member_sim(a), _member_sim(b)
+  (sim_a, owner), (sim_b, _) = _member_sim(members["a"]), _member_sim(members["b"])
   assert np.abs(sim_a - sim_b).max() > 0.05  # two different models
   expected = evaluate_retrieval(mean_similarity([sim_a, sim_b]), caption_to_image=owner)
   for key in ("full/rsum", "full/i2t/R@1", "full/t2i/R@5"):

@@ -145,7 +145,7 @@ def test_partial_sums_of_query_blocks_add_up_to_the_whole_objective():
     inputs = loss_fn.graded_inputs(graded)
     i2t, t2i = _masks.query_rows(s, pos, where)
     sums = None
-    for block in (slice(0, 1), slice(1, 4), slice(4, 6)):
+    for block in (slice(0, 1), slice(1, 6)):  # uneven: a lone row, then five
       pick = lambda r, g, block=block: r._replace(
         sim=r.sim[block],
         positives=r.positives[block],

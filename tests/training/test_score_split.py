@@ -75,6 +75,7 @@ def sgraf():
       sgr_step=2,
       num_region=REGIONS,
       block_size=3,
+      length_buckets=1,  # one compiled branch per scorer; the buckets are the head's concern
     )
     variables = jax.eval_shape(
       module.init,
