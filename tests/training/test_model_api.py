@@ -20,6 +20,18 @@ from tests.training import model_zoo, tiny
 
 # The split of every loss is tested in test_split.py; here the models' side matters.
 TRIPLET = losses.objective({"triplet": {"mining": "max"}})
+# Smaller programs, same code paths: SGR / SAF cut caption blocks to 2 lengths (still a
+# per-device ``lax.switch``; the cut is exact, its buckets are tests/models' concern), and
+# VSRN runs one synced GCN layer (each layer's BatchNorm is the same module).
+SMALL = {
+  "sgr": dict(length_buckets=2),
+  "saf": dict(length_buckets=2),
+  "vsrn": dict(gcn_layers=1),
+}
+
+
+def _model(name, **overrides):
+  return model_zoo.model(name, **{**SMALL.get(name, {}), **overrides})
 
 
 def _state(model, batch, tx=None):
@@ -37,7 +49,7 @@ def test_eight_devices_equal_one_device_for_every_network(name):
   """shard_map over 8 devices (one pair each) = the 1-device step; pmap too for the
   networks with cross-device statistics (SAF's gathered moments, VSRN's sync BatchNorm);
   pmap = shard_map for every loss is test_split.py's."""
-  model = model_zoo.model(name)
+  model = _model(name)
   batch = model_zoo.region_batch()
   batch["valid"][-2:] = False  # padded pairs (on the last two devices) count in no loss
   state = _state(model, batch)
@@ -67,11 +79,19 @@ def test_eight_devices_equal_one_device_for_every_network(name):
 def test_pairwise_rows_are_the_global_sim_scored_once():
   """Each device's i2t / t2i rows of an SGR model, gathered, are ``score`` of the whole
   batch (and its transpose); the device scores all images against its captions only."""
-  model = model_zoo.model("sgr")
+  model = _model("sgr")
   batch = model_zoo.region_batch(seed=4)
   variables = model_zoo.perturbed(jax.jit(model.init)(jax.random.key(0), batch))
-  out = jax.jit(lambda v, b: model.forward(v, b, train=False)[0])(variables, batch)
-  want = jax.jit(lambda v, o: model.score(v, o.images, o.captions, train=False)[0])(variables, out)
+
+  def one_device(v, b):  # one program: the forward, its ``score`` and the unsplit rows
+    out = model.forward(v, b, train=False)[0]
+    want = model.score(v, out.images, out.captions, train=False)[0]
+    rows = step_lib.query_rows(
+      model, v, out.images, out.captions, train=False, rngs=None, axis_name=None
+    )[:2]
+    return out, want, rows
+
+  out, want, (i2t_one, t2i_one) = jax.jit(one_device)(variables, batch)
   assert want.shape == (8, 8)
   mesh = jax.make_mesh((8,), ("batch",), devices=jax.devices())
 
@@ -91,11 +111,6 @@ def test_pairwise_rows_are_the_global_sim_scored_once():
   i2t, t2i = fn(variables, jax.tree.map(put, out.images), jax.tree.map(put, out.captions))
   np.testing.assert_allclose(np.asarray(i2t), np.asarray(want), atol=1e-6)
   np.testing.assert_allclose(np.asarray(t2i), np.asarray(want).T, atol=1e-6)
-  i2t_one, t2i_one = jax.jit(
-    lambda v, o: step_lib.query_rows(
-      model, v, o.images, o.captions, train=False, rngs=None, axis_name=None
-    )[:2]
-  )(variables, out)
   np.testing.assert_allclose(np.asarray(i2t_one), np.asarray(want), atol=1e-6)
   np.testing.assert_allclose(np.asarray(t2i_one), np.asarray(want).T, atol=1e-6)
 
@@ -127,16 +142,13 @@ def test_vsrn_caption_weight_zero_skips_the_branch():
   """Weight 0: no captioner parameters, no ``loss/caption``, loss = the objective, and
   the same step as with a positive weight whose caption gradient is taken away."""
   batch = model_zoo.region_batch(seed=6)
-  off = model_zoo.model("vsrn", caption_weight=0.0)
-  on = model_zoo.model("vsrn", caption_weight=1.0)
+  off = _model("vsrn", caption_weight=0.0)
+  on = _model("vsrn", caption_weight=1.0)
   assert off.aux_weights == {}
-  variables = jax.jit(on.init)(jax.random.key(0), batch)
-  assert "caption_model" in variables["params"]
-  assert set(jax.eval_shape(off.init, jax.random.key(0), batch)["params"]) == {
-    "img_enc",
-    "txt_enc",
-  }
-  tower = {**variables, "params": {k: variables["params"][k] for k in ("img_enc", "txt_enc")}}
+  # Shapes only for the captioning model (no compile); values for the towers alone.
+  assert "caption_model" in jax.eval_shape(on.init, jax.random.key(0), batch)["params"]
+  tower = jax.jit(off.init)(jax.random.key(0), batch)
+  assert set(tower["params"]) == {"img_enc", "txt_enc"}
   state = training.create_train_state(tower, optax.sgd(1.0), jax.random.key(1))
   step = training.make_train_step(tiny.LOSS_FN, model=off, graded_fn=tiny.graded_fn, axis_name=None)
   new, metrics = jax.jit(step)(state, batch)

@@ -60,8 +60,10 @@ def _worker_env() -> dict[str, str]:
   return env
 
 
-def _run_workers(out: Path, backends: tuple[str, ...]) -> None:
-  """Starts the processes, waits for all of them, kills every one on failure or timeout."""
+def _run_workers(out: Path, backends: tuple[str, ...], meanwhile=lambda: None):
+  """Starts the processes, runs ``meanwhile()`` here while they start up and train,
+  waits for all of them (killing every one on failure or timeout) and returns what
+  ``meanwhile()`` returned."""
   coordinator = f"127.0.0.1:{_free_port()}"
   procs, logs = [], []
   try:
@@ -96,6 +98,7 @@ def _run_workers(out: Path, backends: tuple[str, ...]) -> None:
         )
       )
     deadline = time.monotonic() + TIMEOUT_S
+    result = meanwhile()
     while any(p.poll() is None for p in procs):
       # One process failing leaves the others waiting on collectives: stop at the first failure.
       if any(p.returncode not in (None, 0) for p in procs) or time.monotonic() > deadline:
@@ -118,6 +121,7 @@ def _run_workers(out: Path, backends: tuple[str, ...]) -> None:
     )
     timeout = f"timed out after {TIMEOUT_S} s; " if timed_out else ""
     pytest.fail(f"{timeout}worker exit codes {codes}\n{tails}")
+  return result
 
 
 @pytest.mark.slow
@@ -130,12 +134,17 @@ def test_two_processes_train_like_one_process_with_eight_devices(tmp_path):
     "tests/conftest.py asks XLA for 8 host devices"
   )
 
-  _run_workers(tmp_path, worker.BACKENDS)
-  # The plain single-device step (no split at all) on the full global batches: the
-  # reference of both backends (that 8 devices in one process equal it is test_split.py's).
-  one = training.DataParallel(one_step(), devices=jax.devices()[:1])
-  one_params, one_losses = worker.train(one, worker.global_batches(), slice(None))
-  initial = worker.train(one, [], slice(None))[0]
+  def reference():
+    """The plain single-device step (no split at all) on the full global batches: the
+    reference of both backends (that 8 devices in one process equal it is test_split.py's).
+    Computed here while the workers start up and train."""
+    one = training.DataParallel(one_step(), devices=jax.devices()[:1])
+    return (
+      *worker.train(one, worker.global_batches(), slice(None)),
+      worker.train(one, [], slice(None))[0],
+    )
+
+  one_params, one_losses, initial = _run_workers(tmp_path, worker.BACKENDS, reference)
   # The run really trained: parameters moved from the initial state.
   assert any(np.abs(one_params[k] - initial[k]).max() > 1e-3 for k in one_params)
   assert len(one_losses) == worker.STEPS and np.all(np.isfinite(one_losses))
