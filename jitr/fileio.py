@@ -7,7 +7,9 @@ fsynced and ``os.replace``-d onto the target (atomic on POSIX and Windows),
 then the folder is fsynced. If the block raises, the temporary file is removed
 (or kept with ``keep_partial=True``, for resumable writers whose stale-file
 cleanup reports unfinished ``*.tmp-*`` files); a full disk (``ENOSPC``) always
-removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``.
+removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``;
+:func:`is_disk_full` also recognises the disk-full errors of libraries that do not raise
+``OSError`` (TensorFlow's file writers, tensorstore under orbax) by their message.
 :func:`write_bytes_atomic`,
 :func:`write_text_atomic` and :func:`write_json_atomic` are the usual
 conveniences on top of it.
@@ -30,7 +32,9 @@ from typing import Any
 __all__ = [
   "TEMP_MARKER",
   "atomic_path",
+  "disk_full_error",
   "host_tag",
+  "is_disk_full",
   "read_json",
   "read_json_header",
   "read_utf8_lines",
@@ -117,19 +121,43 @@ def atomic_path(path: PathLike, *, keep_partial: bool = False) -> Iterator[str]:
     _fsync_file(tmp)
     os.replace(tmp, path)
   except BaseException as err:
-    if not keep_partial or _is_disk_full(err):
+    full = is_disk_full(err)
+    if not keep_partial or full:
       with contextlib.suppress(FileNotFoundError):
         os.remove(tmp)
-    if _is_disk_full(err):
-      raise OSError(
-        errno.ENOSPC, f"disk full: could not write {path} (temporary file removed)"
-      ) from err
+    if full:
+      raise disk_full_error(path) from err
     raise
   _fsync_folder(folder)
 
 
-def _is_disk_full(err: BaseException) -> bool:
-  return isinstance(err, OSError) and err.errno == errno.ENOSPC
+# How a full disk reads in the messages of libraries that do not raise OSError(ENOSPC):
+# the C library's text (TensorFlow, tensorstore) and the errno's name.
+_DISK_FULL_TEXTS = (os.strerror(errno.ENOSPC), "No space left on device", "ENOSPC")
+
+
+def is_disk_full(err: BaseException | None) -> bool:
+  """Whether ``err``, or an exception it was raised from or during, is a full disk: an
+  ``OSError`` with errno ``ENOSPC``, or any exception whose message says so (TensorFlow's
+  ``ResourceExhaustedError``, orbax's ``ValueError`` from tensorstore)."""
+  seen = set()
+  while err is not None and id(err) not in seen:
+    seen.add(id(err))
+    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
+      return True
+    if any(text in str(err) for text in _DISK_FULL_TEXTS):
+      return True
+    err = err.__cause__ or err.__context__
+  return False
+
+
+def disk_full_error(path: PathLike) -> OSError:
+  """``OSError(ENOSPC)`` whose one line names ``path`` and the fix."""
+  return OSError(
+    errno.ENOSPC,
+    f"disk full: could not write {os.fspath(path)} (temporary file removed); "
+    "free space and run the same command again",
+  )
 
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:

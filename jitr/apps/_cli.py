@@ -1,6 +1,7 @@
 """What every jitr absl main shares: one-line errors, ``--workdir``, ``--config`` parsing.
 
-* :func:`run_reporting_bad_input` -- bad input exits 1 with one ``NAME: error: ...`` line.
+* :func:`run_reporting_bad_input` -- bad input exits 1 with one ``NAME: error: ...`` line,
+  Ctrl-C exits :data:`INTERRUPTED_EXIT_STATUS` with one ``NAME: interrupted ...`` line.
 * :func:`parse_flags_reporting_unknown_fields` -- absl's ``flags_parser`` that turns
   an override of a field the config does not have into "unknown field X" with the
   valid ones, a config file that does not compile into ``FILE:LINE: ...``, one that does
@@ -21,14 +22,23 @@ from typing import Any
 from absl import app, flags
 from ml_collections import config_flags
 
+# Exit status of a command stopped by Ctrl-C (SIGINT): 128 + 2, as the shells report it.
+INTERRUPTED_EXIT_STATUS = 130
 
-def run_reporting_bad_input(name: str, body: Callable[[], Any]) -> Any:
+
+def run_reporting_bad_input(
+  name: str, body: Callable[[], Any], *, interrupted: str = "interrupted (Ctrl-C)"
+) -> Any:
   """Runs ``body`` and returns its result; bad input (``ValueError``/``OSError``) exits 1
-  with one line ``NAME: error: ...``."""
+  with one line ``NAME: error: ...``; Ctrl-C (``KeyboardInterrupt``) exits
+  :data:`INTERRUPTED_EXIT_STATUS` with one line ``NAME: `` + ``interrupted`` (no traceback)."""
   try:
     return body()
   except (ValueError, OSError) as err:
     raise SystemExit(f"{name}: error: {err}") from err
+  except KeyboardInterrupt:
+    sys.stderr.write(f"{name}: {interrupted}\n")
+    raise SystemExit(INTERRUPTED_EXIT_STATUS) from None
 
 
 # Arguments asking for the help text: True for the app's own flags, False for all flags.

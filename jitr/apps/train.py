@@ -4,16 +4,23 @@
       [--config.num_epochs=5] [--config.graded.relevance=oracle]
 
 Exit status: 0 done; 1 bad input or a fault (one line ``jitr-train: error: ...``);
-75 (EX_TEMPFAIL) stopped by SIGTERM after saving: run the same command again to resume.
-Flag parsing, then :func:`jitr.experiment.train_and_evaluate`.
+75 (EX_TEMPFAIL) stopped by SIGTERM after saving; 130 (128 + SIGINT, as the shells report
+a command stopped by Ctrl-C) stopped by Ctrl-C after saving, or by a Ctrl-C before training
+started or a second one during that save (then the previous checkpoint is the latest). A
+stopped run prints one line saying so; the same command resumes it. Flag parsing, then
+:func:`jitr.experiment.train_and_evaluate`.
 """
 
 from __future__ import annotations
+
+import signal
+import sys
 
 from absl import app, flags
 from ml_collections import config_flags
 
 from jitr.apps._cli import (
+  INTERRUPTED_EXIT_STATUS,
   loaded_config,
   parse_flags_reporting_unknown_fields,
   run_app,
@@ -24,6 +31,13 @@ from jitr.apps._cli import (
 # Exit status of a run stopped by SIGTERM after saving its latest checkpoint: EX_TEMPFAIL
 # (sysexits.h: "temporary failure, retry"), so a scheduler requeues it; a re-run resumes.
 PREEMPTED_EXIT_STATUS = 75
+
+# What a Ctrl-C outside the loop's own handling says: before training started, or a second
+# one that abandoned the save of the first (a step without its manifest is never restored).
+INTERRUPTED_LINE = (
+  "interrupted (Ctrl-C) before the current state was saved; run the same command to resume "
+  "from the latest saved checkpoint (or to start again when none was saved)"
+)
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).")
 _WORKDIR = workdir_flag("Directory for checkpoints, logs and results.")
@@ -44,15 +58,32 @@ def main(argv: list[str]) -> None:
     config.distributed.num_processes,
     config.distributed.process_id,
   )
-  if not train_and_evaluate(config, _WORKDIR.value).finished:
-    raise SystemExit(PREEMPTED_EXIT_STATUS)
+  result = train_and_evaluate(config, _WORKDIR.value)
+  if not result.finished:
+    status, line = stopped_exit(result.stop_signal, result.step)
+    sys.stderr.write(f"jitr-train: {line}\n")
+    raise SystemExit(status)
+
+
+def stopped_exit(stop_signal: int | None, step: int | None) -> tuple[int, str]:
+  """``(exit status, line)`` of a run stopped by ``stop_signal`` after saving ``step``:
+  :data:`INTERRUPTED_EXIT_STATUS` for SIGINT (Ctrl-C), :data:`PREEMPTED_EXIT_STATUS`
+  otherwise (SIGTERM)."""
+  at = f" at step {step}" if step is not None else ""
+  if stop_signal == signal.SIGINT:
+    status, what = INTERRUPTED_EXIT_STATUS, f"interrupted (Ctrl-C){at}"
+  else:
+    status, what = PREEMPTED_EXIT_STATUS, f"stopped by SIGTERM{at}"
+  return status, f"{what}; the latest checkpoint is saved: run the same command to resume"
 
 
 def run() -> None:
   """Console-script entry point."""
   run_app(
     __name__,
-    lambda argv: run_reporting_bad_input("jitr-train", lambda: main(argv)),
+    lambda argv: run_reporting_bad_input(
+      "jitr-train", lambda: main(argv), interrupted=INTERRUPTED_LINE
+    ),
     flags_parser=parse_flags_reporting_unknown_fields("jitr-train"),
   )
 

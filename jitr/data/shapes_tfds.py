@@ -18,7 +18,11 @@ module does not import TensorFlow (``tensorflow_datasets`` loads it lazily);
 from __future__ import annotations
 
 import dataclasses
+import errno
+import glob
 import os
+import re
+import shutil
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,7 @@ from absl import logging
 from etils import epath
 from google.protobuf import json_format
 
+from jitr import fileio
 from jitr.data import (
   shapes_captions,
   shapes_example,
@@ -165,14 +170,75 @@ def build(
   data_dir: str, config: str | ShapesConfig = "default", *, progress_bar: bool = False
 ) -> JitrShapes:
   """Generates ``jitr_shapes`` into ``data_dir`` (a no-op if already there) and
-  returns its builder; TFDS's per-split progress bars only if ``progress_bar``."""
+  returns its builder; TFDS's per-split progress bars only if ``progress_bar``.
+
+  TFDS writes into an unfinished folder (``incomplete.*`` beside the version folder) and
+  renames it when every split is written, so a failed build leaves no partial dataset.
+
+  Raises:
+    OSError: ``ENOSPC``, the disk filled up: one line naming the file being written; the
+      unfinished folder of this build is removed (built datasets are untouched), and the
+      same call builds it once space is freed.
+  """
   import_tf()  # GPUs hidden from TF before TFDS writes with it
   tfds.display_progress_bar(progress_bar)
   b = builder(data_dir, config)
-  b.download_and_prepare(
-    download_config=tfds.download.DownloadConfig(compute_stats=tfds.download.ComputeStatsMode.SKIP)
-  )
+  before = _unfinished_builds(b.data_dir)
+  try:
+    b.download_and_prepare(
+      download_config=tfds.download.DownloadConfig(
+        compute_stats=tfds.download.ComputeStatsMode.SKIP
+      )
+    )
+  except Exception as err:
+    if not fileio.is_disk_full(err):
+      raise
+    for path in sorted(_unfinished_builds(b.data_dir) - before):
+      shutil.rmtree(path, ignore_errors=True)
+    raise OSError(errno.ENOSPC, _disk_full_message(b, err)) from None
   return b
+
+
+def _unfinished_builds(version_dir: str) -> set[str]:
+  """TFDS's unfinished build folders of the variant whose version folder is ``version_dir``
+  (``CONFIG/incomplete.XXXXXX_VERSION``)."""
+  parent, version = os.path.split(os.path.normpath(version_dir))
+  return set(glob.glob(os.path.join(glob.escape(parent), f"incomplete.*_{glob.escape(version)}")))
+
+
+def written_path(err: BaseException) -> str | None:
+  """The file that a failed write named: the ``filename`` of an ``OSError`` in ``err``'s
+  chain, or the ``PATH`` of TensorFlow's ``PATH; No space left on device``; else ``None``."""
+  seen = set()
+  while err is not None and id(err) not in seen:
+    seen.add(id(err))
+    if isinstance(err, OSError) and err.filename:
+      return os.fspath(err.filename)
+    found = re.search(r"(\S+); No space left on device", str(err))
+    if found:
+      return found.group(1)
+    err = err.__cause__ or err.__context__
+  return None
+
+
+def final_path(path: str) -> str:
+  """Where a file of TFDS's unfinished build folder ends up once the build completes:
+  ``.../CONFIG/incomplete.XXXXXX_VERSION/NAME`` -> ``.../CONFIG/VERSION/NAME``.
+
+  >>> final_path("/d/jitr_shapes/tiny/incomplete.AB12CD_1.0.0/jitr_shapes-train.tfrecord")
+  '/d/jitr_shapes/tiny/1.0.0/jitr_shapes-train.tfrecord'
+  """
+  return re.sub(r"/incomplete\.[0-9A-Za-z]+_([^/]+)/", r"/\1/", path)
+
+
+def _disk_full_message(b: tfds.core.DatasetBuilder, err: BaseException) -> str:
+  """The one line of a build that ran out of space."""
+  written = written_path(err)
+  target = final_path(written) if written else b.data_dir
+  return (
+    f"disk full: could not write {target} while building jitr_shapes/{b.builder_config.name} "
+    "(its unfinished files were removed); free space and run the same command again"
+  )
 
 
 def load_split(

@@ -5,14 +5,16 @@ stored relevance, builds the model, its train state and the data-parallel step o
 ``config.loss``, trains with validation and checkpoints (:func:`jitr.training.loop.fit`),
 and scores the best checkpoint on the test split into ``metrics.json`` and
 ``results.md``. A validation or test pass with a NaN / infinite similarity score stops
-the run with one line instead (nothing saved or written from it). SIGTERM stops it at a
-step boundary after saving the latest checkpoint; the same call resumes.
+the run with one line instead (nothing saved or written from it). SIGTERM or SIGINT
+(Ctrl-C) stops it at a step boundary after saving the latest checkpoint; the same call
+resumes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 
 import ml_collections
 from absl import logging
@@ -39,13 +41,17 @@ class RunResult:
   """What :func:`train_and_evaluate` ends with.
 
   Attributes:
-    finished: whether every epoch ran (``False``: stopped by SIGTERM after saving; the
-      same call resumes).
+    finished: whether every epoch ran (``False``: stopped by SIGTERM or SIGINT after
+      saving; the same call resumes).
     metrics: the test metrics of the best checkpoint (empty when not finished).
+    stop_signal: the signal that stopped an unfinished run (``None`` when finished).
+    step: the step saved by an unfinished run (``None`` when finished).
   """
 
   finished: bool
   metrics: dict
+  stop_signal: int | None = None
+  step: int | None = None
 
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -121,34 +127,34 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
     every_steps=config.log_every_steps,
   )
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
-  checkpoints = Checkpoints(workdir)
-  with StopRequested() as stop:
-    state, finished = fit(
-      state,
-      parallel=parallel,
-      epoch_batches=lambda e: pairs.epoch_batches(
-        train, batch_size=config.batch_size, seed=config.seed, epoch=e, rows=rows
-      ),
-      steps_per_epoch=steps_per_epoch,
-      num_epochs=config.num_epochs,
-      checkpoints=checkpoints,
-      evaluate=reporter.timed_fn("eval", lambda s: validation_metrics(evaluate, s)),
-      on_step=reporter.on_step,
-      on_epoch=reporter.on_epoch,
-      stop=stop,
-      prefetch=config.get("prefetch", 2),
-      check_finite_every=config.log_every_steps,  # and before every save
-    )
-  reporter.close()
-  if not finished:
-    logging.warning(
-      "stopped at step %d (SIGTERM); the latest checkpoint is saved, run again to resume",
-      int(state.step),
-    )
-    checkpoints.close()
-    return RunResult(finished=False, metrics={})
-  restored = checkpoints.restore(state, which="best")
-  checkpoints.close()
+  with Checkpoints(workdir) as checkpoints:  # closed on every path, an error's included
+    with StopRequested() as stop:
+      state, finished = fit(
+        state,
+        parallel=parallel,
+        epoch_batches=lambda e: pairs.epoch_batches(
+          train, batch_size=config.batch_size, seed=config.seed, epoch=e, rows=rows
+        ),
+        steps_per_epoch=steps_per_epoch,
+        num_epochs=config.num_epochs,
+        checkpoints=checkpoints,
+        evaluate=reporter.timed_fn("eval", lambda s: validation_metrics(evaluate, s)),
+        on_step=reporter.on_step,
+        on_epoch=reporter.on_epoch,
+        stop=stop,
+        prefetch=config.get("prefetch", 2),
+        check_finite_every=config.log_every_steps,  # and before every save
+      )
+    reporter.close()
+    if not finished:
+      stop_signal = stop.signal_number or signal.SIGTERM
+      logging.warning(
+        "stopped at step %d (%s); the latest checkpoint is saved, run again to resume",
+        int(state.step),
+        signal.Signals(stop_signal).name,
+      )
+      return RunResult(finished=False, metrics={}, stop_signal=stop_signal, step=int(state.step))
+    restored = checkpoints.restore(state, which="best")
   best = restored or state
   scored = (
     f"checkpoint {os.path.join(workdir, 'checkpoints', 'best', str(int(best.step)))}"

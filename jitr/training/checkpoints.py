@@ -5,7 +5,17 @@ Every saved step carries ``jitr_manifest.json`` (size and SHA-256 of each of its
 files are committed. A step is restored only when it matches its manifest; a step
 without one (an interrupted save) is not trusted. Restoring ``latest`` falls back to
 the newest step that verifies (and logs which was skipped and why); a save that runs
-out of disk space removes its temporary folder and raises :class:`DiskFullError`.
+out of disk space removes orbax's temporary folder and the step's folder without a
+manifest and raises :class:`DiskFullError`; older steps are deleted only after a new one
+is sealed (:func:`rotate`).
+
+Saves are synchronous (the manifest is written right after each one anyway), so no orbax
+thread outlives a failed save. Orbax's own ERROR records of a failure that jitr reports
+itself become one WARNING line each without their traceback
+(:class:`OrbaxErrorsInOneLine`), and the "Event loop is closed" callbacks of tensorstore
+reads and writes that finish after a failed restore or save closed their event loop are
+dropped (:func:`drop_closed_loop_callbacks`): a damaged checkpoint or a full disk ends in
+the one line of the error.
 """
 
 from __future__ import annotations
@@ -13,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
+import logging as py_logging
 import os
 import shutil
+import sys
 from typing import Any
 
 import jax
@@ -23,7 +35,8 @@ import orbax.checkpoint as ocp
 from absl import logging
 from jax.experimental import multihost_utils
 
-from jitr.training.checkpoint_manifest import verify_manifest, write_manifest
+from jitr import fileio
+from jitr.training.checkpoint_manifest import MANIFEST_NAME, verify_manifest, write_manifest
 from jitr.training.state import TrainState
 
 
@@ -57,30 +70,114 @@ class CheckpointCorruptError(ValueError):
   """The checkpoint to restore is damaged, and so is every one it may fall back to."""
 
 
-def _caused_by_disk_full(err: BaseException) -> bool:
-  """Whether ``err`` or an exception it was raised from or during is ``ENOSPC``."""
-  seen = set()
-  while err is not None and id(err) not in seen:
-    seen.add(id(err))
-    if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-      return True
-    err = err.__cause__ or err.__context__
-  return False
-
-
 def _remove_temporaries(folder: str) -> list[str]:
-  """Removes orbax's unfinished save folders (``*.orbax-checkpoint-tmp-*``) under ``folder``."""
+  """Removes orbax's unfinished save folders (``*.orbax-checkpoint-tmp*``) under ``folder``;
+  returns their paths."""
   stale = sorted(glob.glob(os.path.join(glob.escape(folder), "*.orbax-checkpoint-tmp*")))
   for path in stale:
-    with contextlib.suppress(FileNotFoundError):
-      shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    _remove_path(path)
   return stale
+
+
+def _remove_path(path: str) -> None:
+  """Removes the file or folder ``path`` (nothing when it is gone)."""
+  with contextlib.suppress(FileNotFoundError):
+    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def _remove_unsealed(folder: str, step: int) -> bool:
+  """Removes ``folder/step`` when it has no manifest (a save that did not finish: never
+  restored, so only its space is lost); returns whether it did."""
+  path = os.path.join(folder, str(step))
+  if not os.path.isdir(path) or os.path.isfile(os.path.join(path, MANIFEST_NAME)):
+    return False
+  _remove_path(path)
+  return True
+
+
+def disk_full_message(step: int, folder: str) -> str:
+  """The one line of a checkpoint save that ran out of space."""
+  return (
+    f"disk full: could not save checkpoint step {step} in {folder}; "
+    "free space and run the same command to resume"
+  )
+
+
+class OrbaxErrorsInOneLine(py_logging.Filter):
+  """A filter of the ``absl`` and ``asyncio`` loggers: an ERROR record with a traceback that
+  orbax logged, or that asyncio logged for one of orbax's tasks ("Task exception was never
+  retrieved"), becomes a WARNING with the first line of its message and no traceback (a
+  save or restore failing, which jitr reports as its own one-line error); every other
+  record passes unchanged."""
+
+  def filter(self, record: py_logging.LogRecord) -> bool:
+    if record.levelno >= py_logging.ERROR and record.exc_info and _about_orbax(record):
+      record.msg, record.args = _first_line_of(record.getMessage()), ()
+      record.exc_info = record.exc_text = None
+      record.levelno, record.levelname = py_logging.WARNING, "WARNING"
+    return True
+
+
+def _about_orbax(record: py_logging.LogRecord) -> bool:
+  """Whether ``record`` was logged by orbax's code, or its exception was raised there."""
+  paths = [record.pathname]
+  tb = record.exc_info[2] if record.exc_info else None
+  while tb is not None:
+    paths.append(tb.tb_frame.f_code.co_filename)
+    tb = tb.tb_next
+  return any("/orbax/" in path.replace(os.sep, "/") for path in paths)
+
+
+def _first_line_of(text: str) -> str:
+  """The first non-empty line of ``text`` (``""`` when there is none)."""
+  return next((line for line in text.splitlines() if line.strip()), "")
+
+
+def quiet_orbax_errors() -> None:
+  """Installs :class:`OrbaxErrorsInOneLine` on the ``absl`` and ``asyncio`` loggers (once
+  per process)."""
+  for name in ("absl", "asyncio"):
+    logger = py_logging.getLogger(name)
+    if not any(isinstance(f, OrbaxErrorsInOneLine) for f in logger.filters):
+      logger.addFilter(OrbaxErrorsInOneLine())
+
+
+def is_closed_loop_callback(unraisable: Any) -> bool:
+  """Whether an unraisable error (``sys.unraisablehook``'s argument) is asyncio's
+  ``RuntimeError("Event loop is closed")``: a tensorstore read or write finishing after the
+  orbax call that started it failed and closed its event loop."""
+  err = getattr(unraisable, "exc_value", None)
+  return isinstance(err, RuntimeError) and str(err) == "Event loop is closed"
+
+
+def drop_closed_loop_callbacks() -> None:
+  """Makes ``sys.unraisablehook`` drop :func:`is_closed_loop_callback` errors (once per
+  process); every other unraisable error goes to the hook installed before."""
+  previous = sys.unraisablehook
+  if getattr(previous, "drops_closed_loop_callbacks", False):
+    return
+
+  def hook(unraisable: Any) -> None:
+    if not is_closed_loop_callback(unraisable):
+      previous(unraisable)
+
+  hook.drops_closed_loop_callbacks = True
+  sys.unraisablehook = hook
 
 
 def _all_processes_reach(name: str) -> None:
   """A barrier across the JAX processes of the job (nothing to wait for with one)."""
   if jax.process_count() > 1:
     multihost_utils.sync_global_devices(name)
+
+
+def rotate(manager: ocp.CheckpointManager, keep: int) -> None:
+  """Deletes every step of ``manager`` but the newest ``keep`` that have a manifest (a
+  step without one is an interrupted save, never restored)."""
+  steps = sorted(manager.all_steps(), reverse=True)
+  sealed = [s for s in steps if os.path.isfile(os.path.join(step_dir(manager, s), MANIFEST_NAME))]
+  for step in sorted(set(steps) - set(sealed[:keep])):
+    manager.delete(step)
 
 
 def step_dir(manager: ocp.CheckpointManager, step: int) -> str:
@@ -147,7 +244,9 @@ def _first_line(err: BaseException) -> str:
 
 class Checkpoints:
   """``workdir/checkpoints/latest`` keeps the newest ``keep`` saves;
-  ``workdir/checkpoints/best`` keeps the one with the highest ``best_metric``.
+  ``workdir/checkpoints/best`` keeps the one with the highest ``best_metric``. Older steps
+  are deleted only once the new one is sealed (orbax keeps every step; :func:`rotate`), so
+  a save that fails leaves every step that was there.
 
   Orbax writes each save to a temporary folder and renames it when complete, so
   an interrupted save never damages the previous checkpoint; the step's manifest is
@@ -157,14 +256,21 @@ class Checkpoints:
   def __init__(self, workdir: str, *, keep: int = 2, best_metric: str = "rsum"):
     root = os.path.join(os.path.abspath(workdir), "checkpoints")
     self.best_metric = best_metric
+    self.keep = keep
+    self._closed = False
+    quiet_orbax_errors()
+    drop_closed_loop_callbacks()  # a failed save or restore closes its loop mid-flight
     self.latest = _open_manager(
-      os.path.join(root, "latest"), ocp.CheckpointManagerOptions(max_to_keep=keep)
+      os.path.join(root, "latest"),
+      ocp.CheckpointManagerOptions(enable_async_checkpointing=False),
     )
     try:
       self.best = _open_manager(
         os.path.join(root, "best"),
         ocp.CheckpointManagerOptions(
-          max_to_keep=1, best_fn=lambda m: m[best_metric], best_mode="max"
+          best_fn=lambda m: m[best_metric],
+          best_mode="max",
+          enable_async_checkpointing=False,
         ),
       )
     except BaseException:
@@ -181,26 +287,33 @@ class Checkpoints:
     _drop_damaged(self.latest, later, f"replaced by the save of step {step}")
     if step in self.latest.all_steps():
       return
-    with self._reporting_disk_full(self.latest, step):
+    with self._saving(self.latest, step):
       self.latest.save(step, args=ocp.args.StandardSave(_to_saveable(state)))
       seal(self.latest, step)
+    rotate(self.latest, self.keep)
 
   @contextlib.contextmanager
-  def _reporting_disk_full(self, manager: ocp.CheckpointManager, step: int):
-    """Turns a save that ran out of space into :class:`DiskFullError` (temporaries removed)."""
+  def _saving(self, manager: ocp.CheckpointManager, step: int):
+    """Around a save of ``step`` by ``manager``. First, process 0 removes the unfinished
+    save folders that an interrupted save left (only this run writes the folder, and the
+    other processes start writing after orbax's barrier). A save that runs out of space
+    (an ``OSError`` or orbax's ``ValueError`` from tensorstore saying so) becomes
+    :class:`DiskFullError`, after orbax's temporary folders and the step's folder without
+    a manifest are removed, so the earlier steps are the ones left."""
+    folder = os.fspath(manager.directory)
+    if jax.process_index() == 0:
+      _remove_temporaries(folder)
     try:
       yield
     except Exception as err:
-      if not _caused_by_disk_full(err):
+      if not fileio.is_disk_full(err):
         raise
-      folder = os.fspath(manager.directory)
-      removed = _remove_temporaries(folder)
-      raise DiskFullError(
-        errno.ENOSPC,
-        f"disk full: could not save checkpoint step {step} in {folder} "
-        f"({len(removed)} temporary folder(s) removed; the earlier checkpoints are intact); "
-        "free some space and run the same command again to resume",
-      ) from None
+      if jax.process_index() == 0:  # one remover of the shared folder
+        _remove_temporaries(folder)
+        _remove_unsealed(folder, step)
+      with contextlib.suppress(Exception):  # orbax's list of steps, read from disk again
+        manager.reload()
+      raise DiskFullError(errno.ENOSPC, disk_full_message(step, folder)) from None
 
   def save_best(self, state: TrainState, metrics: dict[str, float]) -> bool:
     """Saves if ``metrics[best_metric]`` beats every earlier best, or the earlier best is
@@ -218,7 +331,7 @@ class Checkpoints:
           return False
         _drop_damaged(self.best, [best_step], "a new best is saved in its place")
     step = int(jax.device_get(state.step))
-    with self._reporting_disk_full(self.best, step):
+    with self._saving(self.best, step):
       self.best.save(
         step,
         args=ocp.args.StandardSave(_to_saveable(state)),
@@ -226,6 +339,9 @@ class Checkpoints:
         force=True,
       )
       seal(self.best, step)
+    for other in sorted(self.best.all_steps()):  # the earlier best, once this one is sealed
+      if other != step:
+        self.best.delete(other)
     return True
 
   def restore(
@@ -286,5 +402,23 @@ class Checkpoints:
     )
 
   def close(self) -> None:
-    self.latest.close()
-    self.best.close()
+    """Waits for orbax's saves in flight and closes both managers (once)."""
+    if self._closed:
+      return
+    self._closed = True
+    try:
+      self.latest.close()
+    finally:
+      self.best.close()
+
+  def __enter__(self) -> Checkpoints:
+    return self
+
+  def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    """Closes the managers; while an error is raised, an error of the close (a save that
+    failed with it) is dropped so that the first one is what the caller sees."""
+    if exc is None:
+      self.close()
+      return
+    with contextlib.suppress(Exception):
+      self.close()

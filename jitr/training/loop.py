@@ -1,5 +1,5 @@
 """The epoch loop: resume, step (batches prefetched to the devices), checkpoint every
-epoch and on SIGTERM, validate."""
+epoch and on SIGTERM or SIGINT (Ctrl-C), validate."""
 
 from __future__ import annotations
 
@@ -22,26 +22,46 @@ EpochBatches = Callable[[int], Iterable[dict[str, Any]]]
 
 
 class StopRequested:
-  """Set by SIGTERM (preemption) while installed; the loop saves and returns."""
+  """Set by SIGTERM (preemption) or SIGINT (Ctrl-C) while installed; the loop saves the
+  latest state and returns.
+
+  :attr:`signal_number` is the first of those signals received (``None`` before). A
+  SIGINT after a stop was requested (a second Ctrl-C, e.g. during the save) raises
+  ``KeyboardInterrupt`` at once: the save in progress is abandoned, and as a step's
+  manifest is written last, that step is never restored (the previous one is).
+  """
+
+  SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
   def __init__(self) -> None:
     self._event = threading.Event()
-    self._previous = None
+    self._previous: dict[int, Any] = {}
+    self.signal_number: int | None = None
 
   def __call__(self) -> bool:
     return self._event.is_set()
 
-  def request(self, *_: Any) -> None:
+  def request(self, signum: int = signal.SIGTERM, frame: Any = None) -> None:
+    """The signal handler: asks the loop to stop (records ``signum``); a SIGINT after a
+    stop was already requested raises ``KeyboardInterrupt``."""
+    del frame
+    if signum == signal.SIGINT and self._event.is_set():
+      raise KeyboardInterrupt
+    if self.signal_number is None:
+      self.signal_number = signum
     self._event.set()
 
   def __enter__(self) -> StopRequested:
     if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self.request)
+      for signum in self.SIGNALS:
+        self._previous[signum] = signal.signal(signum, self.request)
     return self
 
   def __exit__(self, *exc: Any) -> None:
-    if self._previous is not None:
-      signal.signal(signal.SIGTERM, self._previous)
+    for signum, previous in self._previous.items():
+      if previous is not None:  # None: a handler installed outside Python, left in place
+        signal.signal(signum, previous)
+    self._previous = {}
 
 
 def fit(
