@@ -21,7 +21,10 @@ _CHECKPOINT = flags.DEFINE_enum(
   "checkpoint", "best", ["best", "latest"], "Which checkpoint to load."
 )
 _NUM_QUERIES = flags.DEFINE_integer(
-  "num_queries", 4, "Queries per direction in the jitr_shapes panel."
+  "num_queries",
+  4,
+  "Queries per direction in the jitr_shapes panel (queries.png); 0: no panel.",
+  lower_bound=0,
 )
 _ENSEMBLE = flags.DEFINE_list(
   "ensemble",

@@ -25,13 +25,13 @@ nothing is written then.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
-import ml_collections
 import numpy as np
 from absl import logging
 
@@ -90,19 +90,27 @@ class Member:
   data: LoadedData
 
 
+def require_checkpoint(workdir: str, checkpoint: str) -> None:
+  """Raises ``FileNotFoundError`` naming ``workdir/checkpoints/<checkpoint>`` when it holds
+  no saved step (checked before orbax opens it, which would create the folders)."""
+  folder = os.path.join(workdir, "checkpoints", checkpoint)
+  if not (os.path.isdir(folder) and any(n.isdigit() for n in os.listdir(folder))):
+    raise FileNotFoundError(
+      f"{folder}: no checkpoint to evaluate (jitr-train saves one at the end of each epoch)"
+    )
+
+
 def load_member(workdir: str) -> Member:
-  """``workdir``'s ``config.json`` and its data (as ``jitr-train`` loaded them); writes
-  nothing into ``workdir``."""
+  """``workdir``'s ``config.json`` (checked as a training config) and its data (as
+  ``jitr-train`` loaded them); writes nothing into ``workdir``."""
   workdir = os.path.abspath(workdir)
-  saved = workdir_lib.read_workdir_config(
-    workdir
-  )  # names the file and line of a damaged config.json
-  if saved is None:
+  # names the file and the line or field of a damaged config.json
+  config = workdir_lib.read_trained_config(workdir)
+  if config is None:
     raise FileNotFoundError(
       f"{os.path.join(workdir, workdir_lib.CONFIG_NAME)}: no config.json; "
       f"is {workdir!r} a jitr-train workdir?"
     )
-  config = ml_collections.ConfigDict(saved)
   data_dir = workdir_lib.data_dir(config, workdir)
   return Member(workdir, config, data_dir, load_data(config, data_dir, teachers=False))
 
@@ -166,19 +174,30 @@ def evaluate_workdir(
   restored from its own config, vocabulary and checkpoint) and writes the report to
   ``<workdir>/eval_<split>_ensemble/`` (``metrics.json`` lists the ``members``). Members
   whose ``split`` differs from ``workdir``'s are refused before anything is written.
+  ``num_queries`` image and caption queries go into ``queries.png`` (jitr_shapes only);
+  0 writes no panel (and removes the one the last evaluation left).
   """
+  if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 0:
+    raise ValueError(f"num_queries: expected a whole number >= 0, got {num_queries!r}")
   members = [load_member(w) for w in (workdir, *ensemble)]
   first = members[0]
   for other in members[1:]:
     reason = split_mismatch(first, other, split)
     if reason is not None:
       raise ValueError(f"--ensemble: {other.workdir} does not match {first.workdir}: {reason}")
+  for member in members:
+    require_checkpoint(member.workdir, checkpoint)
   sims, steps = [], []
   for member in members:
     model, state = restore_member(member, checkpoint)
     data = member.data
     evaluator = Evaluator(
-      model, data.splits, data.exact, data.folds, batch_size=member.config.eval_batch_size
+      model,
+      data.splits,
+      data.exact,
+      data.folds,
+      batch_size=member.config.eval_batch_size,
+      show_progress=True,  # a large split: one line on stderr, pairs scored of the total
     )
     sims.append(evaluator.similarity(split, state.variables))
     steps.append(int(state.step))
@@ -201,14 +220,18 @@ def evaluate_workdir(
       written = json.load(f)
     written["members"] = [{"workdir": m.workdir, "step": s} for m, s in zip(members, steps)]
     fileio.write_json_atomic(paths["json"], written, indent=2, sort_keys=True, allow_nan=False)
-  if first.data.exact is not None:
+  panel = os.path.join(out, "queries.png")
+  if first.data.exact is None or num_queries == 0:
+    with contextlib.suppress(FileNotFoundError):  # never left beside other metrics
+      os.remove(panel)
+  else:
     query_panel(
       first_evaluator,
       split,
       sim,
       first.data_dir,
       config,
-      os.path.join(out, "queries.png"),
+      panel,
       num_queries,
     )
   logging.info("wrote %s", out)

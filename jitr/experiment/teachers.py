@@ -3,8 +3,9 @@
 For every teacher a run's ``config.graded`` names (also inside a combination such as
 ``hmean:vectors:sentence|teacher:workdirs/vse``), :func:`stored_teachers`
 
-1. checks the teacher workdir (it exists, its ``config.json`` trains a dual encoder on
-   this run's dataset, its ``vocab.json`` is this run's vocabulary, it has a checkpoint)
+1. checks the teacher workdir (it exists, its ``config.json`` is a valid training config
+   of a dual encoder on this run's dataset, its ``vocab.json`` is this run's vocabulary,
+   it has a checkpoint and its training finished: ``metrics.json`` is written)
    -- each failure one :class:`~jitr.training.teacher.TeacherError` line;
 2. reuses the embeddings stored under
    ``<data_dir>/relevance/<dataset slug>/teacher-<sha>`` (:func:`teacher_dir`: keyed by
@@ -34,7 +35,7 @@ from jitr.data.datasets import SHAPES
 from jitr.data.vocab import Vocab
 from jitr.experiment.model_state import example_inputs
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
-from jitr.experiment.workdir import CONFIG_NAME, read_workdir_config
+from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.models import make_model
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.embedding_store import (
@@ -46,6 +47,7 @@ from jitr.training.checkpoints import Checkpoints
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
 from jitr.training.teacher import (
   TeacherError,
+  check_finished,
   check_teacher_config,
   check_teacher_vocab,
   saved_checkpoint,
@@ -112,12 +114,15 @@ def _teacher_config(workdir: str) -> dict[str, Any]:
   path = os.path.abspath(workdir)
   if not os.path.isdir(path):
     raise TeacherError(f"teacher:{workdir}: no such workdir ({path})")
-  saved = read_workdir_config(path)
+  try:
+    saved = read_trained_config(path)
+  except ValueError as err:
+    raise TeacherError(f"teacher:{workdir}: {err}") from None
   if saved is None:
     raise TeacherError(
       f"teacher:{workdir}: no {CONFIG_NAME} in {path}; expected a jitr-train workdir"
     )
-  return saved
+  return saved.to_dict()
 
 
 def _teacher_vocab(workdir: str):
@@ -164,6 +169,7 @@ def teacher_embeddings(
   check_teacher_config(workdir, teacher, config.to_dict(), len(vocab))
   check_teacher_vocab(workdir, _teacher_vocab(workdir), vocab)
   which, step = saved_checkpoint(workdir)
+  check_finished(workdir)
   identity = teacher_identity(workdir, which, step, teacher.get("model") or {}, captions)
   out = teacher_dir(data_dir, identity)
   try:
@@ -213,6 +219,7 @@ def shapes_split_embeddings(
     arrays, vocab, max_len=int(teacher.get("max_caption_len", 48))
   )
   which, _ = saved_checkpoint(workdir)
+  check_finished(workdir)
   model, variables, _ = _restore(workdir, teacher, vocab, split, which)
   return split_embeddings(model, variables, split, batch_size=batch_size)
 

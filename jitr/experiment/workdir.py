@@ -14,7 +14,8 @@ resumes that run, so the new config must describe the same run:
   absent, or sets its ``num_epochs`` to the new one when a resume changed it (one
   atomic replace); every other field keeps the value first written.
 * :func:`write_config_once` -- ``config.json`` written only when absent.
-* :func:`read_workdir_config` -- the saved config of a workdir.
+* :func:`read_workdir_config` -- the saved config of a workdir;
+  :func:`read_trained_config` -- the same, checked as a training config.
 * :func:`data_dir` -- where a run keeps its TFDS data, relevance records and compile cache.
 
 Why ``num_epochs`` may change: the learning-rate schedule (``optimizer.decay_epochs``)
@@ -32,7 +33,10 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import ml_collections
+
 from jitr import fileio
+from jitr.training.train_config import check_train_config
 
 CONFIG_NAME = "config.json"
 
@@ -50,6 +54,8 @@ EXECUTION_FIELDS: dict[str, str] = {
   ),
   "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",
   "distributed": "how the processes of a multi-host run reach each other",
+  "estimators.sentence.show_progress": "whether the sentence model draws its own progress bars",
+  "estimators.tokens.show_progress": "whether the tokens model draws its own progress bars",
 }
 # May change within the bounds of check_num_epochs; config.json then records the new value.
 EPOCHS_FIELD = "num_epochs"
@@ -125,6 +131,26 @@ def read_workdir_config(workdir: str) -> dict[str, Any] | None:
   if not isinstance(saved, dict):
     raise ValueError(f"{path}: expected a JSON object, got {type(saved).__name__}")
   return saved
+
+
+def read_trained_config(workdir: str) -> ml_collections.ConfigDict | None:
+  """``workdir/config.json`` as a config, checked as ``jitr-train`` checks a config
+  (:func:`jitr.training.train_config.check_train_config`); ``None`` if absent.
+
+  Raises:
+    ValueError: the file is not a JSON object, or a field is missing, of the wrong type or
+      out of range (one line naming the file and the field).
+  """
+  saved = read_workdir_config(workdir)
+  if saved is None:
+    return None
+  config = ml_collections.ConfigDict(saved)
+  try:
+    check_train_config(config)
+  except ValueError as err:
+    path = os.path.join(workdir, CONFIG_NAME)
+    raise ValueError(f"{path}: {err}") from None
+  return config
 
 
 def _as_json(config: Any) -> dict[str, Any]:

@@ -298,8 +298,9 @@ class Checkpoints:
     save folders that an interrupted save left (only this run writes the folder, and the
     other processes start writing after orbax's barrier). A save that runs out of space
     (an ``OSError`` or orbax's ``ValueError`` from tensorstore saying so) becomes
-    :class:`DiskFullError`, after orbax's temporary folders and the step's folder without
-    a manifest are removed, so the earlier steps are the ones left."""
+    :class:`DiskFullError`, once orbax's background threads have finished and its temporary
+    folders and the step's folder without a manifest are removed, so the earlier steps are
+    the ones left and nothing is logged after the error."""
     folder = os.fspath(manager.directory)
     if jax.process_index() == 0:
       _remove_temporaries(folder)
@@ -308,6 +309,8 @@ class Checkpoints:
     except Exception as err:
       if not fileio.is_disk_full(err):
         raise
+      with contextlib.suppress(Exception):  # orbax's threads still writing metadata
+        manager.wait_until_finished()
       if jax.process_index() == 0:  # one remover of the shared folder
         _remove_temporaries(folder)
         _remove_unsealed(folder, step)

@@ -10,6 +10,7 @@ caption embeddings. This module holds its pieces that need the models:
   the same words to it);
 * :func:`saved_checkpoint` -- which checkpoint it is read from (best, else latest) and
   its step, found without opening it (the key of the stored embeddings);
+* :func:`check_finished` -- its training finished (an interrupted run is refused);
 * :func:`split_embeddings` -- the l2-normalised embeddings of every image and caption.
 
 Reading the workdir's files, restoring the checkpoint and storing the embeddings is
@@ -104,6 +105,17 @@ def saved_checkpoint(workdir: str) -> tuple[str, int]:
   raise TeacherError(
     f"teacher:{workdir}: no checkpoint in {root} (expected best/ or latest/ of jitr-train)"
   )
+
+
+def check_finished(workdir: str) -> None:
+  """Raises :class:`TeacherError` unless the teacher's training finished: ``jitr-train``
+  writes ``metrics.json`` last, after the test split of the best checkpoint; a run stopped
+  before that (interrupted, preempted, failed) has checkpoints but no ``metrics.json``."""
+  if not os.path.isfile(os.path.join(os.path.abspath(workdir), "metrics.json")):
+    raise TeacherError(
+      f"teacher:{workdir}: its training did not finish (no metrics.json, which jitr-train "
+      "writes last); run jitr-train on that workdir again to finish it"
+    )
 
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:

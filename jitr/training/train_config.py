@@ -9,6 +9,7 @@ from typing import Any
 from jitr.data.datasets import DATASETS, dataset_info
 from jitr.data.precomp import DATASET_SPLITS
 from jitr.losses import objective
+from jitr.models.model_settings import check_model_settings
 from jitr.training.graded import parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
@@ -40,6 +41,42 @@ def check_counts(config: Any) -> None:
       )
     if value < minimum:
       raise ValueError(f"config.{name}: expected a whole number >= {minimum}, got {value}")
+
+
+# Fields every training config has (configs/default.py sets each) and what they hold.
+REQUIRED_FIELDS: dict[str, str] = {
+  "dataset": "a string",
+  "data_dir": "a string",
+  "precomp_root": "a string",
+  "test_split": "a string",
+  "backend": "a string",
+  "batch_size": "a whole number",
+  "eval_batch_size": "a whole number",
+  "num_epochs": "a whole number",
+  "seed": "a whole number",
+  "max_caption_len": "a whole number",
+  "vocab_min_count": "a whole number",
+  "log_every_steps": "a whole number",
+  "model": "an object",
+  "loss": "an object",
+  "optimizer": "an object",
+  "graded": "an object",
+}
+
+
+def check_required_fields(config: Any) -> None:
+  """Raises ``ValueError`` naming the first field of :data:`REQUIRED_FIELDS` that
+  ``config`` lacks, or that holds a string where an object is expected or the reverse
+  (numbers are checked by :func:`check_counts`)."""
+  for name, kind in REQUIRED_FIELDS.items():
+    if name not in config:
+      raise ValueError(f"config.{name}: missing; expected {kind} (see configs/default.py)")
+    value = config[name]
+    is_object = hasattr(value, "keys")
+    if (kind == "an object" and not is_object) or (
+      kind == "a string" and not isinstance(value, str)
+    ):
+      raise ValueError(f"config.{name}: expected {kind}, got {value!r} ({type(value).__name__})")
 
 
 # Number fields and their range: (smallest value, whether the smallest value is valid).
@@ -144,8 +181,12 @@ def check_train_config(config: Any) -> None:
   ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
   a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
   switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), a loss term that
-  starts at or after ``num_epochs``, a bad ``calibration`` chain."""
+  starts at or after ``num_epochs``, a bad ``calibration`` chain; first, a missing field
+  or one of the wrong kind (:func:`check_required_fields`) and a ``model`` the network
+  it names does not take (:func:`jitr.models.model_settings.check_model_settings`)."""
+  check_required_fields(config)
   check_counts(config)
+  check_model_settings(config.model)
   dataset = dataset_info(config.dataset)
   if dataset.kind == "precomp" and not config.precomp_root:
     raise ValueError(

@@ -27,7 +27,7 @@ from jitr import experiment, fileio
 from jitr.apps import _cli, train
 from jitr.experiment import workdir as workdir_lib
 from jitr.training.finite import NonFiniteTrainingError
-from tests.file_fixtures import snapshot, write_precomp
+from tests.file_fixtures import finished_workdir, precomp_config, snapshot, write_precomp
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -36,36 +36,6 @@ def _unchanged(before: dict[str, str], root) -> bool:
   """Every file of ``before`` still exists with the same bytes (new files may appear)."""
   after = snapshot(root)
   return all(after.get(name) == digest for name, digest in before.items())
-
-
-def _precomp_config(root) -> ml_collections.ConfigDict:
-  """A tiny precomp run: triplet loss only (no relevance records), 6 steps of 16."""
-  config = default.get_config()
-  config.dataset = "f30k_precomp"
-  config.precomp_root = str(root)
-  config.data_dir = str(root / "cache")
-  config.graded = ml_collections.ConfigDict({})
-  config.loss = ml_collections.ConfigDict({"triplet": {"weight": 1.0, "margin": 0.2}})
-  config.num_epochs = 1
-  config.batch_size = 16
-  config.eval_batch_size = 16
-  config.log_every_steps = 2
-  config.compilation_cache = False
-  config.model.embed_dim = 16
-  config.model.word_dim = 8
-  return config
-
-
-def _finished_workdir(workdir, config) -> dict[str, str]:
-  """A workdir as a finished run leaves it (its config.json, vocabulary, checkpoint files,
-  metrics); returns its snapshot."""
-  workdir_lib.write_config_once(config, str(workdir))
-  fileio.write_json_atomic(workdir / "vocab.json", {"words": ["<pad>", "a"]})
-  fileio.write_json_atomic(workdir / "metrics.json", {"full/rsum": 300.0})
-  step = workdir / "checkpoints" / "latest" / "6"
-  step.mkdir(parents=True)
-  (step / "_CHECKPOINT_METADATA").write_bytes(b'{"step": 6}')
-  return snapshot(workdir)
 
 
 def _jitr_train(*args: str, **kwargs) -> subprocess.Popen:
@@ -112,7 +82,7 @@ def test_nan_feature_in_a_precomp_folder_is_refused_before_anything_is_written(t
 
 def test_nan_learning_rate_is_refused_before_anything_is_written(tmp_path):
   write_precomp(tmp_path / "data")
-  config = _precomp_config(tmp_path / "data")
+  config = precomp_config(tmp_path / "data")
   config.optimizer.learning_rate = float("nan")
   before = snapshot(tmp_path)
   with pytest.raises(ValueError) as err:
@@ -124,7 +94,7 @@ def test_nan_learning_rate_is_refused_before_anything_is_written(tmp_path):
 @pytest.mark.slow  # 30 s; the loop's own test (tests/training/test_finite.py) is fast
 def test_diverging_learning_rate_stops_the_run_before_any_checkpoint(tmp_path):
   write_precomp(tmp_path / "data")
-  config = _precomp_config(tmp_path / "data")
+  config = precomp_config(tmp_path / "data")
   config.optimizer.learning_rate = 3e38  # finite, but the first update overflows float32
   with pytest.raises(NonFiniteTrainingError) as err:
     experiment.train_and_evaluate(config, str(tmp_path / "run"))
@@ -142,8 +112,8 @@ def test_diverging_learning_rate_stops_the_run_before_any_checkpoint(tmp_path):
 def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_path):
   write_precomp(tmp_path / "data")
   workdir = tmp_path / "run"
-  before = _finished_workdir(workdir, _precomp_config(tmp_path / "data"))
-  config = _precomp_config(tmp_path / "data")
+  before = finished_workdir(workdir, precomp_config(tmp_path / "data"))
+  config = precomp_config(tmp_path / "data")
   config.model.embed_dim = 32
   config.optimizer.name = "sgd"
   with pytest.raises(ValueError) as err:
@@ -158,8 +128,8 @@ def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_
 
 def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_recorded(tmp_path):
   write_precomp(tmp_path / "data")
-  config = _precomp_config(tmp_path / "data")
-  before = _finished_workdir(tmp_path / "run", config)
+  config = precomp_config(tmp_path / "data")
+  before = finished_workdir(tmp_path / "run", config)
   saved = json.loads((tmp_path / "run" / "config.json").read_text())
   config.num_epochs = 3
   workdir_lib.check_workdir(config, str(tmp_path / "run"))  # extends the schedule: accepted
@@ -174,7 +144,7 @@ def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_recorded(tmp_pa
 
 def test_batch_larger_than_the_data_is_refused_before_the_workdir_is_written(tmp_path):
   write_precomp(tmp_path / "data")
-  config = _precomp_config(tmp_path / "data")
+  config = precomp_config(tmp_path / "data")
   config.batch_size = 128  # the train split has 100 captions
   before = snapshot(tmp_path)
   with pytest.raises(ValueError, match=r"^batch_size 128 is larger than the split's 100 captions"):
@@ -203,6 +173,7 @@ def test_unreadable_config_json_of_a_workdir_names_file_and_line(tmp_path):
     ("max_caption_len", 0, "config.max_caption_len: expected a whole number >= 1, got 0"),
     ("eval_folds", -1, "config.eval_folds: expected a whole number >= 0, got -1"),
     ("prefetch", -1, "config.prefetch: expected a whole number >= 0, got -1"),
+    ("top_k", 0, "config.top_k: expected a whole number >= 1, got 0"),
     ("batch_size", 16.5, "config.batch_size: expected a whole number >= 1, got 16.5 (float)"),
     ("log_every_steps", True, "config.log_every_steps: expected a whole number >= 1, got True"),
   ],
@@ -217,22 +188,34 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
   assert os.listdir(tmp_path) == []
 
 
-def test_unknown_config_field_is_one_line_naming_the_valid_ones(tmp_path):
+@pytest.mark.parametrize(
+  ("override", "problem"),
+  [
+    (
+      "--config.batch_size=abc",
+      "flag --config.batch_size=abc: invalid literal for int() with base 10: 'abc'",
+    ),
+    (
+      "--config.modle.embed_dim=8",
+      "--config.modle.embed_dim=8: unknown field 'modle' of config (valid fields: backend, "
+      "batch_size, calibration, compilation_cache, data_dir, dataset, distributed, estimators, "
+      "eval_batch_size, eval_folds, graded, log_every_steps, loss, max_caption_len, model, "
+      "num_epochs, optimizer, precomp_root, prefetch, seed, shapes_config, test_split, top_k, "
+      "vocab_min_count)",
+    ),
+  ],
+  ids=["wrong type", "unknown field"],
+)
+def test_a_bad_override_is_one_line(tmp_path, override, problem):
   proc = _jitr_train(
     f"--config={REPO / 'configs' / 'default.py'}",
     f"--workdir={tmp_path / 'run'}",
-    "--config.modle.embed_dim=8",
+    override,
     cwd=tmp_path,
   )
   _, err = proc.communicate(timeout=300)
   assert proc.returncode == 1, err[-2000:]
-  assert err.strip() == (
-    "jitr-train: error: --config.modle.embed_dim=8: unknown field 'modle' of config (valid "
-    "fields: backend, batch_size, calibration, compilation_cache, data_dir, dataset, distributed, "
-    "estimators, eval_batch_size, eval_folds, graded, log_every_steps, loss, max_caption_len, "
-    "model, num_epochs, optimizer, precomp_root, prefetch, seed, shapes_config, test_split, "
-    "top_k, vocab_min_count)"
-  )
+  assert err.strip() == f"jitr-train: error: {problem}"
   assert os.listdir(tmp_path) == []
 
 
@@ -361,14 +344,15 @@ def test_a_config_file_that_does_not_compile_is_named_with_its_line(tmp_path, so
     raise AssertionError("compiled")
 
 
-def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
+@pytest.mark.parametrize("count", ["captions_per_image", "images_per_shard", "top_k"])
+def test_precompute_refuses_a_zero_count_before_writing(tmp_path, count):
   (tmp_path / "caps.txt").write_text("a dog\nb cat\n")
   exe = shutil.which("jitr-precompute") or str(
     pathlib.Path(sys.executable).with_name("jitr-precompute")
   )
   env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
   out = subprocess.run(
-    [exe, "--captions=caps.txt", "--estimator=cider", "--out=rel", "--captions_per_image=0"],
+    [exe, "--captions=caps.txt", "--estimator=cider", "--out=rel", f"--{count}=0"],
     cwd=tmp_path,
     env=env,
     capture_output=True,
@@ -377,7 +361,7 @@ def test_precompute_refuses_a_zero_count_before_writing(tmp_path):
   )
   assert out.returncode == 1
   assert out.stderr.splitlines()[0] == (
-    "FATAL Flags parsing error: flag --captions_per_image=0: 0 is not a positive integer"
+    f"FATAL Flags parsing error: flag --{count}=0: 0 is not a positive integer"
   )
   assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
 
@@ -419,7 +403,7 @@ def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
   """jitr-train computes its relevance records on first use; a shard corrupted at the same
   size no longer counts as complete, so the next run's data loading rewrites it."""
   write_precomp(tmp_path / "data")
-  config = _precomp_config(tmp_path / "data")
+  config = precomp_config(tmp_path / "data")
   config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
   config.estimators.lsa.k = 4
   first = experiment.load_data(config, config.data_dir).splits["train"].vectors["lsa"]

@@ -111,6 +111,7 @@ def test_mismatched_workdirs_are_refused_and_left_untouched(tmp_path):
   precomp = tiny_config(0)
   precomp.dataset = "f30k_precomp"
   precomp.precomp_root = str(tmp_path / "data")
+  precomp.graded = ml_collections.ConfigDict({"relevance": "vectors:sentence"})
   for workdir, config in ((first, tiny_config(0)), (other, precomp)):
     workdir.mkdir()
     write_text_atomic(str(workdir / "config.json"), config.to_json_best_effort(indent=2))

@@ -40,8 +40,8 @@ def tiny_config(data_dir) -> ml_collections.ConfigDict:
 
 
 def make_teacher(workdir: pathlib.Path, config):
-  """What jitr-train leaves: config.json, vocab.json and a best checkpoint (the initial state
-  of ``config.seed``: no training). Returns ``(model, state, train split)``."""
+  """What jitr-train leaves: config.json, vocab.json, a best checkpoint (the initial state
+  of ``config.seed``: no training) and metrics.json. Returns ``(model, state, train split)``."""
   workdir.mkdir(parents=True)
   data = experiment.load_data(config, config.data_dir)
   splits, vocab = data.splits, data.vocab
@@ -50,6 +50,7 @@ def make_teacher(workdir: pathlib.Path, config):
   steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
   model, state = experiment.initial_state(config, len(vocab), splits["train"], steps)
   save_best(workdir, state, 0.0)
+  write_text_atomic(str(workdir / "metrics.json"), '{"full/rsum": 0.0}')
   return model, state, splits["train"]
 
 
@@ -185,6 +186,22 @@ def test_bad_teachers_are_one_line_errors(shapes, tmp_path):
   assert _error(student_config(root, f"hmean:oracle|teacher:{untrained}"), root) == (
     f"teacher:{untrained}: no checkpoint in {untrained / 'checkpoints'} "
     "(expected best/ or latest/ of jitr-train)"
+  )
+  interrupted = tmp_path / "interrupted"  # checkpoints, but stopped before metrics.json
+  shutil.copytree(workdir, interrupted)
+  (interrupted / "metrics.json").unlink()
+  assert _error(student_config(root, f"teacher:{interrupted}"), root) == (
+    f"teacher:{interrupted}: its training did not finish (no metrics.json, which jitr-train "
+    "writes last); run jitr-train on that workdir again to finish it"
+  )
+  damaged = tmp_path / "damaged_config"  # config.json with a field of the wrong type
+  shutil.copytree(workdir, damaged)
+  saved = json.loads((damaged / "config.json").read_text())
+  saved["model"]["embed_dim"] = "16"
+  (damaged / "config.json").write_text(json.dumps(saved))
+  assert _error(student_config(root, f"teacher:{damaged}"), root) == (
+    f"teacher:{damaged}: {damaged / 'config.json'}: config.model.embed_dim: expected a whole "
+    "number, got '16' (str)"
   )
   sgr = tmp_path / "sgr"
   sgr.mkdir()

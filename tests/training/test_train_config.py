@@ -7,7 +7,8 @@ import ml_collections
 import pytest
 
 from configs import default, paper, shapes
-from jitr.training.train_config import check_train_config
+from jitr.models.model_settings import check_model_settings
+from jitr.training.train_config import REQUIRED_FIELDS, check_train_config
 
 
 def _shipped_configs():
@@ -116,6 +117,32 @@ REFUSED = [
     "config.loss.smooth_ndcg.temperature: expected a finite number > 0, got True (bool)",
   ),
   (
+    "model.embed_dim",
+    "16",
+    "config.model.embed_dim: expected a whole number, got '16' (str)",
+  ),
+  (
+    "model.text",
+    7,
+    "config.model.text: expected a string, got 7 (int)",
+  ),
+  (
+    "model.embed_size",
+    16,
+    "config.model.embed_size: not a setting of the 'vse' network; expected one of dtype, "
+    "embed_dim, image, image_pooling, text, text_pooling, unroll, word_dim",
+  ),
+  (
+    "model",
+    "vse",
+    "config.model: expected an object, got 'vse' (str)",
+  ),
+  (
+    "dataset",
+    ["jitr_shapes"],
+    "config.dataset: expected a string, got ['jitr_shapes'] (list)",
+  ),
+  (
     "compilation_cache",
     "yes",
     "config.compilation_cache: expected True or False, got 'yes' (str)",
@@ -140,6 +167,29 @@ def test_a_setting_that_cannot_be_meant_is_one_line(field, value, message):
   with pytest.raises(ValueError) as err:
     check_train_config(config)
   assert str(err.value) == message
+
+
+@pytest.mark.parametrize("field", ["model", "dataset", "loss", "batch_size"])
+def test_a_missing_field_is_named_with_what_it_holds(field):
+  raw = default.get_config().to_dict()
+  kind = REQUIRED_FIELDS[field]
+  del raw[field]
+  with pytest.raises(ValueError) as err:
+    check_train_config(ml_collections.ConfigDict(raw))
+  assert str(err.value) == f"config.{field}: missing; expected {kind} (see configs/default.py)"
+
+
+def test_every_model_setting_of_every_network_is_checked_by_its_default_type():
+  # A setting whose default is a whole number refuses a float; a float setting takes an int.
+  check_model_settings({"name": "sgr", "smooth": 9, "sgr_step": 2})
+  with pytest.raises(ValueError, match=r"config.model.sgr_step: expected a whole number, got 2.0"):
+    check_model_settings({"name": "sgr", "sgr_step": 2.0})
+  with pytest.raises(ValueError, match=r"config.model.fc_l2norm: expected True or False, got 1"):
+    check_model_settings({"name": "vsrn", "fc_l2norm": 1})
+  with pytest.raises(ValueError, match=r"config.model.caption_weight: expected a finite number"):
+    check_model_settings({"name": "vsrn", "caption_weight": float("nan")})
+  with pytest.raises(ValueError, match=r"config.model.name: expected one of \['saf', 'sgr', "):
+    check_model_settings({"name": "cvse"})
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,104 @@
+"""Checks of ``config.model`` against the keyword arguments of the network it names.
+
+Each network's settings are the keyword arguments of its builder (the signature of
+:func:`jitr.models.create_dual_encoder`, the fields of :class:`jitr.models.SGRAF` and
+:class:`jitr.models.VSRN`, plus VSRN's ``caption_weight`` and ``dataset``); a setting's
+type is its default's: a bool takes ``True``/``False``, a whole number an ``int`` (not a
+bool), a real number any finite ``int`` or ``float``, a string a ``str``, a tuple a list or
+tuple. Settings whose default is ``None`` or an object (``dtype``) are not checked here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jitr.models.dual_encoder import create_dual_encoder
+from jitr.models.registry import DEFAULT_MODEL
+from jitr.models.sgraf import SGRAF
+from jitr.models.vsrn import VSRN
+
+# The callable whose keyword arguments are each network's settings (see registry.MODELS).
+SETTINGS_OF: dict[str, Callable[..., Any]] = {
+  "vse": create_dual_encoder,
+  "sgr": SGRAF,
+  "saf": SGRAF,
+  "vsrn": VSRN,
+}
+# Settings the builder takes besides those keyword arguments, with their defaults.
+EXTRA_SETTINGS: dict[str, dict[str, Any]] = {"vsrn": {"caption_weight": 1.0, "dataset": "f30k"}}
+# Keyword arguments that are not settings of a config (given by the builder or by Flax).
+NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})
+
+
+def model_settings(name: str) -> dict[str, Any]:
+  """``{setting: default}`` of network ``name`` (a key of :data:`SETTINGS_OF`)."""
+  params = inspect.signature(SETTINGS_OF[name]).parameters
+  settings = {
+    key: p.default
+    for key, p in params.items()
+    if key not in NOT_SETTINGS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+  }
+  return {**settings, **EXTRA_SETTINGS.get(name, {})}
+
+
+def expected_kind(default: Any) -> str | None:
+  """What a setting whose default is ``default`` takes (``"True or False"``, ``"a whole
+  number"``, ``"a finite number"``, ``"a string"``, ``"a list"``), or ``None`` when its
+  type is not checked."""
+  if isinstance(default, bool):
+    return "True or False"
+  if isinstance(default, int):
+    return "a whole number"
+  if isinstance(default, float):
+    return "a finite number"
+  if isinstance(default, str):
+    return "a string"
+  if isinstance(default, tuple):
+    return "a list"
+  return None
+
+
+def has_kind(value: Any, kind: str) -> bool:
+  """Whether ``value`` is ``kind`` (one of :func:`expected_kind`'s answers)."""
+  if kind == "True or False":
+    return isinstance(value, bool)
+  if isinstance(value, bool):
+    return False
+  if kind == "a whole number":
+    return isinstance(value, int)
+  if kind == "a finite number":
+    return isinstance(value, numbers.Real) and math.isfinite(float(value))
+  if kind == "a string":
+    return isinstance(value, str)
+  return isinstance(value, (list, tuple))
+
+
+def check_model_settings(model: Any, field: str = "config.model") -> None:
+  """Raises ``ValueError`` naming the first bad part of ``model`` (``config.model``): not
+  an object, a ``name`` that is not a network (:data:`SETTINGS_OF`), a setting the
+  network does not have (the known ones listed), or a value of the wrong type
+  (:func:`expected_kind`)."""
+  if not isinstance(model, Mapping) and not hasattr(model, "keys"):
+    raise ValueError(
+      f"{field}: expected an object of model settings, got {model!r} ({type(model).__name__})"
+    )
+  name = model.get("name", DEFAULT_MODEL)
+  if name not in SETTINGS_OF:
+    raise ValueError(f"{field}.name: expected one of {sorted(SETTINGS_OF)}, got {name!r}")
+  settings = model_settings(name)
+  for key in model.keys():
+    if key == "name":
+      continue
+    if key not in settings:
+      raise ValueError(
+        f"{field}.{key}: not a setting of the {name!r} network; expected one of "
+        f"{', '.join(sorted(settings))}"
+      )
+    kind = expected_kind(settings[key])
+    value = model[key]
+    if kind is not None and not has_kind(value, kind):
+      raise ValueError(f"{field}.{key}: expected {kind}, got {value!r} ({type(value).__name__})")
