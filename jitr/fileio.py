@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
@@ -259,3 +260,14 @@ def read_json_header(
       f"{os.fspath(path)}: field 'format' is {got!r}, expected {file_format!r}"
     )
   return header
+
+
+def file_digest(path: str, *, chunk_bytes: int = 1 << 20) -> tuple[int, str]:
+  """``(size in bytes, sha256 hex)`` of the file at ``path``, read ``chunk_bytes`` at a time
+  (the checksum of checkpoint manifests, relevance shards and stored embeddings)."""
+  digest, size = hashlib.sha256(), 0
+  with open(path, "rb") as f:
+    while chunk := f.read(chunk_bytes):
+      digest.update(chunk)
+      size += len(chunk)
+  return size, digest.hexdigest()

@@ -1,11 +1,17 @@
-"""Files the app tests build or compare: a fake ``*_precomp`` folder, folder snapshots."""
+"""Files the app tests build or compare: a fake ``*_precomp`` folder, a tiny precomp run's
+config and the workdir a finished run leaves, folder snapshots."""
 
 from __future__ import annotations
 
 import hashlib
 import pathlib
 
+import ml_collections
 import numpy as np
+
+from configs import default
+from jitr import fileio
+from jitr.experiment import workdir as workdir_lib
 
 WORDS = ("a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat")
 
@@ -31,3 +37,33 @@ def snapshot(root) -> dict[str, str]:
     for path in sorted(root.rglob("*"))
     if path.is_file()
   }
+
+
+def precomp_config(root) -> ml_collections.ConfigDict:
+  """A tiny precomp run: triplet loss only (no relevance records), 6 steps of 16."""
+  config = default.get_config()
+  config.dataset = "f30k_precomp"
+  config.precomp_root = str(root)
+  config.data_dir = str(root / "cache")
+  config.graded = ml_collections.ConfigDict({})
+  config.loss = ml_collections.ConfigDict({"triplet": {"weight": 1.0, "margin": 0.2}})
+  config.num_epochs = 1
+  config.batch_size = 16
+  config.eval_batch_size = 16
+  config.log_every_steps = 2
+  config.compilation_cache = False
+  config.model.embed_dim = 16
+  config.model.word_dim = 8
+  return config
+
+
+def finished_workdir(workdir, config) -> dict[str, str]:
+  """A workdir as a finished run leaves it (its config.json, vocabulary, checkpoint files,
+  metrics); returns its snapshot."""
+  workdir_lib.write_config_once(config, str(workdir))
+  fileio.write_json_atomic(workdir / "vocab.json", {"words": ["<pad>", "a"]})
+  fileio.write_json_atomic(workdir / "metrics.json", {"full/rsum": 300.0})
+  step = workdir / "checkpoints" / "latest" / "6"
+  step.mkdir(parents=True)
+  (step / "_CHECKPOINT_METADATA").write_bytes(b'{"step": 6}')
+  return snapshot(workdir)

@@ -12,22 +12,19 @@ their time stamps.
 from __future__ import annotations
 
 import collections
-import hashlib
 import os
 import time
 from collections.abc import Callable
+
+from jitr.fileio import file_digest
 
 MARGIN_NS = 2_000_000_000  # 2 s: above the time-stamp granularity of local and network disks
 MAX_ENTRIES = 4096
 
 
 def file_sha256(path: str) -> str:
-  """The sha256 hex digest of the file at ``path``, read in 1 MiB chunks."""
-  h = hashlib.sha256()
-  with open(path, "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-      h.update(chunk)
-  return h.hexdigest()
+  """The sha256 hex digest of the file at ``path`` (:func:`jitr.fileio.file_digest`)."""
+  return file_digest(path)[1]
 
 
 def file_version(path: str, st: os.stat_result) -> tuple[str, int, int, int, int, int]:

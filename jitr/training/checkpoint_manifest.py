@@ -15,25 +15,14 @@ leaves a step without a manifest: never trusted.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
 from jitr import fileio
+from jitr.fileio import file_digest
 
 MANIFEST_NAME = "jitr_manifest.json"
 MANIFEST_FORMAT = 1
-CHUNK_BYTES = 1 << 20
-
-
-def file_digest(path: str, *, chunk_bytes: int = CHUNK_BYTES) -> tuple[int, str]:
-  """``(size in bytes, sha256 hex)`` of the file at ``path``, read ``chunk_bytes`` at a time."""
-  digest, size = hashlib.sha256(), 0
-  with open(path, "rb") as f:
-    while chunk := f.read(chunk_bytes):
-      digest.update(chunk)
-      size += len(chunk)
-  return size, digest.hexdigest()
 
 
 def step_files(step_dir: str) -> list[str]:

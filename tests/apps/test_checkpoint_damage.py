@@ -29,15 +29,15 @@ from jitr.experiment.finite_scores import NonFiniteScoresError, refuse_nonfinite
 from jitr.experiment.train import validation_metrics
 from jitr.training.checkpoint_manifest import MANIFEST_NAME, verify_manifest
 from jitr.training.checkpoints import CheckpointCorruptError, Checkpoints
-from tests.apps.test_faults import REPO, _last_line, _precomp_config
-from tests.file_fixtures import snapshot, write_precomp
+from tests.apps.test_faults import REPO, _last_line
+from tests.file_fixtures import precomp_config, snapshot, write_precomp
 
 STEPS_PER_EPOCH = 6  # 100 train captions / batch 16, the remainder dropped
 LAST = str(2 * STEPS_PER_EPOCH)  # the newest latest checkpoint
 
 
 def _config(data):
-  config = _precomp_config(data)
+  config = precomp_config(data)
   config.num_epochs = 2
   return config
 

@@ -15,8 +15,7 @@ import pytest
 from jitr import experiment
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.workdir import ABSENT, run_differences
-from tests.apps.test_faults import _finished_workdir, _precomp_config
-from tests.file_fixtures import snapshot, write_precomp
+from tests.file_fixtures import finished_workdir, precomp_config, snapshot, write_precomp
 
 SAVED = {
   "seed": 0,
@@ -177,8 +176,8 @@ def test_another_loss_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_p
   triplet) is refused before anything is written, naming both terms."""
   write_precomp(tmp_path / "data")
   workdir = tmp_path / "run"
-  before = _finished_workdir(workdir, _precomp_config(tmp_path / "data"))
-  config = _precomp_config(tmp_path / "data")
+  before = finished_workdir(workdir, precomp_config(tmp_path / "data"))
+  config = precomp_config(tmp_path / "data")
   config.loss = ml_collections.ConfigDict({"adaptive_listwise": {"weight": 1.0}})
   with pytest.raises(ValueError) as err:
     experiment.train_and_evaluate(config, str(workdir))
@@ -195,9 +194,9 @@ def test_fewer_epochs_than_trained_are_refused_and_change_nothing(tmp_path):
   steps of an epoch are known (after loading the data), before anything is written."""
   write_precomp(tmp_path / "data")
   workdir = tmp_path / "run"
-  config = _precomp_config(tmp_path / "data")
+  config = precomp_config(tmp_path / "data")
   config.num_epochs = 3
-  _finished_workdir(workdir, config)
+  finished_workdir(workdir, config)
   (workdir / "checkpoints" / "latest" / "6").rename(workdir / "checkpoints" / "latest" / "12")
   before = snapshot(workdir)
   config.num_epochs = 1
