@@ -19,11 +19,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from absl import app, flags
+from absl import app, flags, logging
 from ml_collections import config_flags
+
+from jitr import progress
 
 # Exit status of a command stopped by Ctrl-C (SIGINT): 128 + 2, as the shells report it.
 INTERRUPTED_EXIT_STATUS = 130
+
+# A line logged through a progress line's wrap_log (jitr.progress) names the function that
+# logged it, not jitr/progress.py.
+logging.ABSLLogger.register_frame_to_skip(progress.__file__, "log_around_line")
 
 
 def run_reporting_bad_input(

@@ -1,6 +1,6 @@
 """jitr-relevance-agreement: how well each relevance estimator ranks pairs like people do.
 
-  jitr-relevance-agreement --captions=$FLICKR8K/Flickr8k.token.txt \
+  jitr-relevance-agreement --captions=$FLICKR8K/Flickr8k.token.txt \\
       --judgments=$FLICKR8K/CrowdFlowerAnnotations.txt
 
 Prints a markdown table of Kendall tau (x100): tau-b for CrowdFlower, tau-c for
@@ -49,6 +49,9 @@ _OWN = flags.DEFINE_enum(
 )
 _ESTIMATORS = flags.DEFINE_list("estimators", list(DEFAULT_ESTIMATORS), "Estimators to compare.")
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the table (markdown) to this file.")
+_PROGRESS = flags.DEFINE_bool(
+  "progress", True, "Show one progress line on stderr: estimators scored of the total, ETA."
+)
 _CONFIG = config_dict_flag(
   NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
@@ -69,6 +72,7 @@ def main(argv: list[str]) -> None:
       settings=_CONFIG.value.estimators,
       output=_OUTPUT.value,
       log=logging.info,
+      progress=_PROGRESS.value,
     ),
   )
   print(report)

@@ -1,6 +1,6 @@
 """jitr-relevance-calibrate: fit the isotonic map of each estimator's relevance to human judgments.
 
-  jitr-relevance-calibrate --captions=$FLICKR8K/Flickr8k.token.txt \
+  jitr-relevance-calibrate --captions=$FLICKR8K/Flickr8k.token.txt \\
       --judgments=$FLICKR8K/CrowdFlowerAnnotations.txt --estimators=sentence
 
 Writes ``<output_dir>/crowdflower-<estimator>.json`` (default: the tables shipped in

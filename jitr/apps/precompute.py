@@ -1,8 +1,8 @@
 """jitr-precompute: relevance estimates of a caption file -> TFRecords.
 
-  jitr-precompute --captions=data/f30k_precomp/train_caps.txt --estimator=sentence \
+  jitr-precompute --captions=data/f30k_precomp/train_caps.txt --estimator=sentence \\
     --out=rel/f30k_sentence
-  jitr-precompute --captions=$FLICKR8K/Flickr8k.token.txt --estimator=lsa \
+  jitr-precompute --captions=$FLICKR8K/Flickr8k.token.txt --estimator=lsa \\
     --out=rel/f8k_lsa --config.estimators.lsa.k=64
 
 The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the one
@@ -11,7 +11,9 @@ default (:func:`jitr.relevance.registry.default_estimator_settings`, the same fi
 interrupted run (complete shards are skipped); an --out written for other captions or
 settings is refused. Several processes or hosts share one --out with --num_workers=N and
 --worker_index=i (one process per i, e.g. a job array); the last one to finish completes
-the header, and the files are those of a single process. Flag parsing, then
+the header, and the files are those of a single process. Progress goes to stderr as one
+line (each worker its own share: images written of the total, images per second, ETA;
+``--noprogress`` for none); stdout gets only the closing summary. Flag parsing, then
 :func:`jitr.relevance.precompute.precompute_relevance`.
 """
 
@@ -58,6 +60,12 @@ _NUM_WORKERS = flags.DEFINE_integer(
 _WORKER_INDEX = flags.DEFINE_integer(
   "worker_index", 0, "This process's index in [0, num_workers): it writes shards s % N == i."
 )
+_PROGRESS = flags.DEFINE_bool(
+  "progress",
+  True,
+  "Show one progress line on stderr: this worker's images written of its total, images per "
+  "second and ETA (redrawn in place on a terminal, a line every 10 s in a log).",
+)
 _CONFIG = config_dict_flag(
   NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
@@ -81,6 +89,7 @@ def main(argv: list[str]) -> None:
       num_workers=_NUM_WORKERS.value,
       worker_index=_WORKER_INDEX.value,
       log=logging.info,
+      progress=_PROGRESS.value,
     ),
   )
   print(line)

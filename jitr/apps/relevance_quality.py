@@ -1,6 +1,6 @@
 """jitr-relevance-quality: each graded source, calibrated or not, against jitr_shapes' truth.
 
-  jitr-relevance-quality --data_dir=/tmp/jitr/tfds --output=/tmp/jitr/relevance_quality.json \
+  jitr-relevance-quality --data_dir=/tmp/jitr/tfds --output=/tmp/jitr/relevance_quality.json \\
       --config.estimators.lsa.k=64
 
 ``--estimators`` takes the graded sources of training (``config.graded``): ``oracle``,
@@ -9,7 +9,7 @@
 overrides of the one default (:func:`jitr.relevance.registry.default_estimator_settings`).
 Prints one markdown table and writes the rows as JSON (``--output``). Flag parsing, then
 :func:`jitr.experiment.relevance_quality.relevance_quality_report` (the columns are
-described in :mod:`jitr.experiment.quality_table`).
+described in :mod:`!jitr.experiment.quality_table`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ _CALIBRATIONS = flags.DEFINE_multi_string(
   "calibration", DEFAULT_CALIBRATIONS, "Calibration chains (repeat the flag for several)."
 )
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the rows as JSON to this file.")
+_PROGRESS = flags.DEFINE_bool(
+  "progress",
+  True,
+  "Show one progress line on stderr: (split, source) pairs scored of the total, ETA.",
+)
 _CONFIG = config_dict_flag(
   NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
@@ -66,6 +71,7 @@ def main(argv: list[str]) -> None:
       settings=_CONFIG.value.estimators,
       output=_OUTPUT.value,
       log=logging.info,
+      progress=_PROGRESS.value,
     ),
   )
   print(table)

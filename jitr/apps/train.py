@@ -1,6 +1,6 @@
 """``jitr-train``: train a retrieval model (``config.model.name``) with any jitr loss.
 
-  jitr-train --config=configs/default.py --workdir=/tmp/jitr/default \
+  jitr-train --config=configs/default.py --workdir=/tmp/jitr/default \\
       [--config.num_epochs=5] [--config.graded.relevance=oracle]
 
 Exit status: 0 done; 1 bad input or a fault (one line ``jitr-train: error: ...``);

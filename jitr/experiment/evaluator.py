@@ -44,7 +44,9 @@ class Evaluator:
   product, similarity models by their ``score``) and
   :func:`jitr.evaluation.evaluate_retrieval` (exact relevance and its relevance-1 items as
   extended positives where the dataset has them; COCO folds on test). ``variables``: a
-  state's ``state.variables``."""
+  state's ``state.variables``. ``show_progress``: scoring a large split draws one progress
+  line on stderr (``scoring SPLIT: pairs done of the total, pairs/s, ETA``; see
+  :mod:`!jitr.training.score_split`)."""
 
   def __init__(
     self,
@@ -54,16 +56,19 @@ class Evaluator:
     folds: int | None,
     *,
     batch_size: int,
+    show_progress: bool = False,
   ):
     self.splits, self.exact, self.folds = splits, exact, folds
     # COCO folds on test only
     self.options, self.test_options = evaluation_options(None), evaluation_options(folds)
     self._graded: dict[str, dict] = {}  # per split, built once (validation runs every epoch)
-    self.scorer = SplitScorer(model, image_batch=batch_size, caption_batch=batch_size)
+    self.scorer = SplitScorer(
+      model, image_batch=batch_size, caption_batch=batch_size, show_progress=show_progress
+    )
 
   def similarity(self, split: str, variables: Any) -> np.ndarray:
     """``sim [N_img, N_cap]`` (float32 numpy) of ``split`` under ``variables``."""
-    return self.scorer(variables, self.splits[split])
+    return self.scorer(variables, self.splits[split], label=f"scoring {split}")
 
   def _graded_inputs(self, split: str) -> dict:
     if self.exact is None:

@@ -24,6 +24,7 @@ from jitr.experiment.stored_relevance import caption_set
 from jitr.experiment.teachers import shapes_split_embeddings, teacher_workdirs
 from jitr.fileio import write_json_atomic
 from jitr.losses.calibration import parse_calibration
+from jitr.progress import Progress
 from jitr.relevance.registry import default_estimator_settings
 
 CAPTIONS_PER_IMAGE = 5  # jitr_shapes
@@ -38,6 +39,7 @@ def relevance_quality_rows(
   calibrations: Sequence[str],
   settings: Mapping[str, Any] | None = None,
   log: Callable[[str], None] = print,
+  progress: bool = False,
 ) -> list[dict]:
   """``{"split", "estimator", "calibration", <metric>: fraction}`` for every split, graded
   source (``estimators``) and calibration chain, in that order. Bad sources and chains
@@ -50,6 +52,8 @@ def relevance_quality_rows(
     calibrations: calibration chains, e.g. ``("none", "minmax,power:2")``.
     settings: the estimators' settings (default
       :func:`~jitr.relevance.registry.default_estimator_settings`).
+    progress: one :class:`~jitr.progress.Progress` line on stderr: (split, source) pairs
+      scored of ``len(splits) * len(estimators)``, seconds each, ETA.
   """
   for spec in calibrations:
     parse_calibration(spec)
@@ -59,21 +63,25 @@ def relevance_quality_rows(
   shapes_tfds.build(data_dir, shapes_config)
   teachers = teacher_workdirs(dict(enumerate(estimators)))
   rows = []
-  for split in splits:
-    data = shapes_tfds.load_split(
-      split, data_dir=data_dir, config=shapes_config, images=bool(teachers)
-    )
-    embeddings = {w: shapes_split_embeddings(w, data, shapes_config) for w in teachers}
-    exact = shapes_tfds.split_relevance(split, data_dir=data_dir, config=shapes_config)
-    source = f"jitr_shapes/{shapes_config}/{split}"
-    captions = caption_set(data["captions"], CAPTIONS_PER_IMAGE, source)
-    for name in estimators:
-      log(f"{split}: {name}")
-      estimated, positives = estimated_relevance(
-        name, captions, exact, settings=settings, teacher=embeddings.get
+  total = len(splits) * len(estimators)
+  with Progress(total, "sources", label="relevance quality", enabled=progress) as shown:
+    log_step = shown.wrap_log(log)
+    for split in splits:
+      data = shapes_tfds.load_split(
+        split, data_dir=data_dir, config=shapes_config, images=bool(teachers)
       )
-      for row in quality_rows(estimated, exact, positives, calibrations, log=log):
-        rows.append({"split": split, "estimator": name, **row})
+      embeddings = {w: shapes_split_embeddings(w, data, shapes_config) for w in teachers}
+      exact = shapes_tfds.split_relevance(split, data_dir=data_dir, config=shapes_config)
+      source = f"jitr_shapes/{shapes_config}/{split}"
+      captions = caption_set(data["captions"], CAPTIONS_PER_IMAGE, source)
+      for name in estimators:
+        log_step(f"{split}: {name}")
+        estimated, positives = estimated_relevance(
+          name, captions, exact, settings=settings, teacher=embeddings.get
+        )
+        for row in quality_rows(estimated, exact, positives, calibrations, log=log_step):
+          rows.append({"split": split, "estimator": name, **row})
+        shown.advance()
   return rows
 
 
@@ -92,8 +100,9 @@ def relevance_quality_report(
   settings: Mapping[str, Any] | None = None,
   output: str | None = None,
   log: Callable[[str], None] = print,
+  progress: bool = False,
 ) -> str:
-  """The markdown table of :func:`relevance_quality_rows` (same arguments); with ``output``,
+  """The markdown table of :func:`!relevance_quality_rows` (same arguments); with ``output``,
   also ``{"settings": {shapes_config, estimators, teachers}, "rows": [...]}`` as JSON there
   (``teachers``: each workdir as written -> its absolute path)."""
   settings = default_estimator_settings() if settings is None else settings
@@ -105,6 +114,7 @@ def relevance_quality_report(
     calibrations=calibrations,
     settings=settings,
     log=log,
+    progress=progress,
   )
   if output:
     meta = {

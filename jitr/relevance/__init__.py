@@ -1,26 +1,26 @@
 """Offline relevance estimators and their TFRecords.
 
-* :mod:`~jitr.relevance.captions_io` -- caption files (precomp ``*_caps.txt``,
+* :mod:`!captions_io` -- caption files (precomp ``*_caps.txt``,
   ``Flickr8k.token.txt``) -> :class:`CaptionSet` with a fingerprint;
-* :mod:`~jitr.relevance.tokenize` -- PTB tokenization as in pycocoevalcap;
-* :mod:`~jitr.relevance.cider` -- vectorized CIDEr-D; :mod:`~jitr.relevance.cider_estimator`;
-* :mod:`~jitr.relevance.sentence` -- Sentence-Transformers RSC;
-* :mod:`~jitr.relevance.lsa` -- TF-IDF + truncated SVD (LSEH);
-* :mod:`~jitr.relevance.estimator` -- the common interface, top-K selection;
-* :mod:`~jitr.relevance.registry` -- the estimators by name (``make_estimator``) and their
+* :mod:`!tokenize` -- PTB tokenization as in pycocoevalcap;
+* :mod:`!cider` -- vectorized CIDEr-D; :mod:`!cider_estimator`;
+* :mod:`!sentence` -- Sentence-Transformers RSC;
+* :mod:`!lsa` -- TF-IDF + truncated SVD (LSEH);
+* :mod:`!estimator` -- the common interface, top-K selection;
+* :mod:`!registry` -- the estimators by name (``make_estimator``) and their
   one default settings (``default_estimator_settings``, ``make_estimator_from_settings``);
-* :mod:`~jitr.relevance.token_coverage` -- token coverage (a codebook of word pieces);
-* :mod:`~jitr.relevance.records` -- the resumable TFRecord writer, from
-  :mod:`~jitr.relevance.record_schema` (the features of a record),
-  :mod:`~jitr.relevance.record_shards` (shards and workers),
-  :mod:`~jitr.relevance.record_header` (the header and its identity),
-  :mod:`~jitr.relevance.record_manifests` (completed shards, the header they determine),
-  :mod:`~jitr.relevance.temp_files` and :mod:`~jitr.relevance.checksums`;
-* :mod:`~jitr.relevance.precompute` -- a caption file's relevance into records
+* :mod:`!token_coverage` -- token coverage (a codebook of word pieces);
+* :mod:`!records` -- the resumable TFRecord writer, from
+  :mod:`!record_schema` (the features of a record),
+  :mod:`!record_shards` (shards and workers),
+  :mod:`!record_header` (the header and its identity),
+  :mod:`!record_manifests` (completed shards, the header they determine),
+  :mod:`!temp_files` and :mod:`!checksums`;
+* :mod:`!precompute` -- a caption file's relevance into records
   (``jitr-precompute``);
-* :mod:`~jitr.relevance.agreement` -- agreement with human judgments (Kendall tau), and
-  :mod:`~jitr.relevance.agreement_report` (``jitr-relevance-agreement``'s table);
-* :mod:`~jitr.relevance.calibration_fit` -- the isotonic maps from estimator relevance to
+* :mod:`!agreement` -- agreement with human judgments (Kendall tau), and
+  :mod:`!agreement_report` (``jitr-relevance-agreement``'s table);
+* :mod:`!calibration_fit` -- the isotonic maps from estimator relevance to
   human judgments (``jitr-relevance-calibrate``).
 
 Heavy dependencies (TensorFlow, torch, scikit-learn) are imported only where used.

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.stats import kendalltau, rankdata
 
 from jitr import fileio
+from jitr.progress import Progress
 from jitr.relevance.captions_io import CaptionSet, normalize_flickr_image_id
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.registry import default_estimator_settings, make_estimator_from_settings
@@ -255,6 +256,7 @@ def score_protocol(
   *,
   settings: Mapping[str, Any] | None = None,
   log: Callable[[str], None] = print,
+  progress: bool = False,
 ) -> dict[str, np.ndarray]:
   """Scores of every protocol pair for each estimator, with its aggregations and ensembles.
 
@@ -265,20 +267,24 @@ def score_protocol(
   (:data:`ROWS_BY_KIND`): ``cider`` -> ``CIDEr-D``; ``sentence`` -> ``sentence (max)``
   (RSC), ``sentence (mean)``, ``sentence (smooth max)``, the same three for ``lsa``;
   ``tokens`` -> ``tokens (coverage)``. With several estimators, rank-mean ensembles of
-  their own rows (``a + b (rank mean)``, and all of them from three on).
+  their own rows (``a + b (rank mean)``, and all of them from three on). ``progress``: one
+  :class:`~jitr.progress.Progress` line on stderr, estimators scored of the total.
   """
   settings = default_estimator_settings() if settings is None else settings
   pairs = (protocol.candidates, protocol.reference_sets)
   out: dict[str, np.ndarray] = {}
   own: dict[str, np.ndarray] = {}
-  for name in estimators:
-    log(f"scoring {len(protocol.candidates)} pairs with {name}")
-    estimator = make_estimator_from_settings(name, settings)
-    if estimator.stores_vectors:
-      estimator.fit(captions)
-    rows, row = ROWS_BY_KIND[estimator.relevance_kind](name, estimator, pairs)
-    out.update(rows)
-    own[name] = rows[row]
+  with Progress(len(estimators), "estimators", label="agreement", enabled=progress) as shown:
+    log_step = shown.wrap_log(log)
+    for name in estimators:
+      log_step(f"scoring {len(protocol.candidates)} pairs with {name}")
+      estimator = make_estimator_from_settings(name, settings)
+      if estimator.stores_vectors:
+        estimator.fit(captions)
+      rows, row = ROWS_BY_KIND[estimator.relevance_kind](name, estimator, pairs)
+      out.update(rows)
+      own[name] = rows[row]
+      shown.advance()
   names = list(own)
   for a in range(len(names)):
     for b in range(a + 1, len(names)):

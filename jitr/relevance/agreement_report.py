@@ -30,6 +30,7 @@ def agreement_report(
   settings: Mapping[str, Any] | None = None,
   output: str | None = None,
   log: Callable[[str], None] = print,
+  progress: bool = False,
 ) -> str:
   """``"<judgments>: P judged pairs"``, a blank line and the agreement table; the table
   alone is also written to ``output`` (markdown) when given.
@@ -37,17 +38,19 @@ def agreement_report(
   Args:
     captions_path: ``Flickr8k.token.txt`` (the captions the judgments refer to).
     judgments_path, judgments_format, expert_scores: as
-      :func:`~jitr.relevance.agreement.read_judgments`.
-    own_caption: as :func:`~jitr.relevance.agreement.build_protocol`.
-    estimators, settings: as :func:`~jitr.relevance.agreement.score_protocol`; one or
-      more names (none, or an unknown one, is a ``ValueError`` before any file is read).
+      :func:`!read_judgments`.
+    own_caption: as :func:`!build_protocol`.
+    estimators, settings, progress: as :func:`!score_protocol`; one
+      or more names (none, or an unknown one, is a ``ValueError`` before any file is read).
   """
   check_estimator_names(estimators)  # before the files are read
   captions = read_captions(captions_path, "flickr8k")
   judgments = agreement.read_judgments(judgments_path, judgments_format, expert_scores)
   protocol = agreement.build_protocol(judgments, captions, own_caption)
   log(f"{len(protocol.candidates)} judged pairs ({judgments.fmt})")
-  scores = agreement.score_protocol(protocol, captions, estimators, settings=settings, log=log)
+  scores = agreement.score_protocol(
+    protocol, captions, estimators, settings=settings, log=log, progress=progress
+  )
   rows = agreement.agreement_table(scores, protocol)
   published = agreement.PUBLISHED_CROWDFLOWER_TAU_B if judgments.fmt == "crowdflower" else None
   table = agreement.format_table(rows, protocol.tau_variant, published)

@@ -44,16 +44,18 @@ def precompute_relevance(
   num_workers: int = 1,
   worker_index: int = 0,
   log: Callable[[str], None] = print,
+  progress: bool = False,
 ) -> str:
   """Writes the ``estimator`` relevance of the captions in ``captions_path`` to ``out`` and
-  returns the :func:`progress_line` to print.
+  returns the :func:`!progress_line` to print.
 
   Args:
     captions_path: precomp ``*_caps.txt`` or ``Flickr8k.token.txt``
-      (:func:`~jitr.relevance.captions_io.read_captions` with ``caption_format``).
+      (:func:`!read_captions` with ``caption_format``).
     estimator: a registry name; built from ``settings`` (``{name: {keyword: value}}``).
-    vectors, top_k, images_per_shard, num_workers, worker_index: as
-      :func:`~jitr.relevance.records.write_relevance_records`.
+    vectors, top_k, images_per_shard, num_workers, worker_index, log, progress: as
+      :func:`!write_relevance_records` (``progress``: one line on
+      stderr, this worker's images done of its total, images per second, ETA).
   """
   captions = read_captions(captions_path, caption_format, captions_per_image)
   log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
@@ -67,6 +69,7 @@ def precompute_relevance(
     num_workers=num_workers,
     worker_index=worker_index,
     log=log,
+    progress=progress,
   )
   workers = (worker_index, num_workers)
   return progress_line(header, estimator, out, captions.num_images, workers=workers)

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from jitr.progress import Progress
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.estimator import RelevanceEstimator
@@ -66,6 +67,14 @@ from jitr.relevance.record_shards import (
   worker_shards,
 )
 from jitr.relevance.temp_files import remove_stale_tmp_files
+
+
+def progress_label(estimator: str, worker_index: int, num_workers: int) -> str:
+  """What the progress line of a worker's shards starts with: ``ESTIMATOR relevance``, and
+  ``, worker I of N`` when several workers share the shards (``sentence relevance``,
+  ``cider relevance, worker 2 of 4``)."""
+  worker = f", worker {worker_index} of {num_workers}" if num_workers > 1 else ""
+  return f"{estimator} relevance{worker}"
 
 
 def compute_shard(
@@ -132,6 +141,7 @@ def write_relevance_records(
   num_workers: int = 1,
   worker_index: int = 0,
   log: Callable[[str], None] = print,
+  progress: bool = False,
 ) -> dict[str, Any]:
   """Write (or finish writing) the relevance TFRecords of ``captions`` to ``out_dir``.
 
@@ -150,7 +160,9 @@ def write_relevance_records(
     images_per_shard: images per TFRecord shard.
     num_workers: how many workers share the shards (``N >= 1``).
     worker_index: this worker's index in ``[0, N)``.
-    log: where progress lines go.
+    log: where the lines on each step (fit, each shard) go.
+    progress: draw one :class:`~jitr.progress.Progress` line on stderr: the images of this
+      worker's shards still to write, done of their total, images per second and ETA.
 
   Returns:
     The header as this worker leaves it (complete when every shard is).
@@ -200,23 +212,32 @@ def write_relevance_records(
   identity = {k: v for k, v in wanted.items() if k != "shards"}
   header = publish_header(out_dir, identity, checksums)
 
-  # 3. this worker's shards, the header after each
+  # 3. this worker's shards still to write, the header after each
   n = header["num_shards"]
   mine = worker_shards(n, num_workers, worker_index)
   if num_workers > 1:
     log(f"worker {worker_index} of {num_workers}: {len(mine)} of {n} shards")
-  for s in mine:
-    name = shard_name(s, n)
-    if complete_entry(out_dir, s, identity, checksums) is not None:
-      log(f"shard {s + 1}/{n}: complete, skipped")
-      continue
-    if read_manifest(out_dir, s, n) is not None:
-      log(f"shard {s + 1}/{n}: {name} is missing, truncated or corrupt (sha256); rewriting it")
-    entry = _write_one_shard(
-      out_dir, s, captions, estimator, identity, vectors=vectors, top_k=top_k
-    )
-    header = publish_header(out_dir, identity, checksums)
-    log(f"shard {s + 1}/{n}: wrote {entry['records']} images to {name}")
+  complete = {s for s in mine if complete_entry(out_dir, s, identity, checksums) is not None}
+  bounds = [shard_bounds(s, images_per_shard, captions.num_images) for s in mine]
+  images = sum(hi - lo for s, (lo, hi) in zip(mine, bounds) if s not in complete)
+  label = progress_label(estimator.name, worker_index, num_workers)
+  with Progress(images, "images", label=label, enabled=progress) as shown:
+    log_step = shown.wrap_log(log)
+    for s in mine:
+      if s in complete:
+        log_step(f"shard {s + 1}/{n}: complete, skipped")
+        continue
+      name = shard_name(s, n)
+      if read_manifest(out_dir, s, n) is not None:
+        log_step(
+          f"shard {s + 1}/{n}: {name} is missing, truncated or corrupt (sha256); rewriting it"
+        )
+      entry = _write_one_shard(
+        out_dir, s, captions, estimator, identity, vectors=vectors, top_k=top_k
+      )
+      header = publish_header(out_dir, identity, checksums)
+      shown.advance(entry["records"])
+      log_step(f"shard {s + 1}/{n}: wrote {entry['records']} images to {name}")
   header = publish_header(out_dir, identity, checksums)
   done = sum(entry is not None for entry in header["shards"])
   if done < n:

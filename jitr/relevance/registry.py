@@ -35,6 +35,7 @@ from jitr.relevance.lsa import LsaEstimator
 from jitr.relevance.sentence import SentenceEstimator
 from jitr.relevance.token_coverage import TokenCoverageEstimator
 
+#: The relevance estimator classes by name (``make_estimator(name)``).
 ESTIMATORS: Mapping[str, type[RelevanceEstimator]] = {
   cls.name: cls for cls in (SentenceEstimator, CiderEstimator, LsaEstimator, TokenCoverageEstimator)
 }

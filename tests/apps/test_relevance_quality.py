@@ -126,6 +126,9 @@ def test_command_prints_and_writes_the_table(tiny_val, quality_run):
     done.stdout
   )
   assert written["settings"]["estimators"]["lsa"]["k"] == 64  # --config reached the run
+  # progress: the (split, source) pairs scored, on stderr only
+  assert "relevance quality: 4/4 sources (100%), " in done.stderr
+  assert "sources (" not in done.stdout
   rows = written["rows"]
   assert [(r["estimator"], r["calibration"]) for r in rows] == [
     ("oracle", "none"), ("oracle", "minmax,power:2"),

@@ -1,0 +1,328 @@
+"""Progress of a long job, for a person: items done of the total, items per second, ETA.
+
+One line per job, e.g.::
+
+    sentence relevance: 2048/5000 images (40%), 85.3 images/s, ETA 35s
+    sentence relevance: 5000/5000 images (100%), 84.1 images/s, took 59s
+
+The text comes from pure functions (:func:`rate_per_second`, :func:`eta_seconds`,
+:func:`format_count`, :func:`format_rate`, :func:`format_duration`,
+:func:`progress_line`); :class:`Progress` draws it, on stderr by default and never on
+stdout (stdout may be piped into a file or another program):
+
+* on a terminal (the stream is a TTY) it redraws one line in place (``\\r``) at most
+  every :data:`TTY_INTERVAL_S` seconds, and ends it with a newline when closed;
+* elsewhere (a log file, CI, a pipe) it writes a plain line at most every ``interval_s``
+  seconds (:data:`LOG_INTERVAL_S`, 10, by default) and one final line when closed, so a
+  log file gets a few lines, not one per item.
+
+``enabled=False``, or a total below ``min_total``, silences it. A shared utility (like
+:mod:`jitr.fileio`): standard library only, so any jitr subpackage may import it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+LOG_INTERVAL_S = 10.0  # seconds between two lines when the stream is not a terminal
+TTY_INTERVAL_S = 0.2  # seconds between two redraws of the line on a terminal
+DEFAULT_WIDTH = 80  # a terminal's width when it cannot be read
+
+
+def rate_per_second(done: int, elapsed_s: float) -> float | None:
+  """Items per second: ``done / elapsed_s``; ``None`` before any time has passed.
+
+  >>> rate_per_second(150, 60.0)
+  2.5
+  >>> rate_per_second(0, 0.0) is None
+  True
+  """
+  if elapsed_s <= 0:
+    return None
+  return done / elapsed_s
+
+
+def eta_seconds(done: int, total: int, elapsed_s: float) -> float | None:
+  """Seconds left at the rate so far: ``(total - done) * elapsed_s / done`` (0 once
+  ``done >= total``); ``None`` while nothing is done or no time has passed.
+
+  >>> eta_seconds(25, 100, 10.0)
+  30.0
+  >>> eta_seconds(0, 100, 10.0) is None
+  True
+  """
+  if done >= total:
+    return 0.0
+  if done <= 0 or elapsed_s <= 0:
+    return None
+  return (total - done) * elapsed_s / done
+
+
+def format_count(count: int) -> str:
+  """A count as a person reads it: exact below a million, else three significant digits
+  with ``M`` (millions) or ``G`` (billions).
+
+  >>> format_count(5000), format_count(1_234_567), format_count(125_000_000)
+  ('5000', '1.23M', '125M')
+  >>> format_count(2_500_000_000), format_count(999_600_000)
+  ('2.50G', '1.00G')
+  """
+  count = int(count)
+  if abs(count) < 1_000_000:
+    return str(count)
+  if abs(count) < 999_500_000:  # 999.5M and up round to 1.00G, not 1000M
+    return _three_digits(count / 1e6) + "M"
+  return _three_digits(count / 1e9) + "G"
+
+
+def _three_digits(value: float) -> str:
+  """``value`` (>= 1) with three significant digits: ``1.23``, ``12.3``, ``123``."""
+  for limit, decimals in ((10, 2), (100, 1)):
+    if abs(round(value, decimals)) < limit:
+      return f"{value:.{decimals}f}"
+  return f"{value:.0f}"
+
+
+def singular(unit: str) -> str:
+  """The singular of a plural unit name: a trailing ``s`` dropped (``images`` -> ``image``).
+
+  >>> singular("images"), singular("pairs"), singular("MB")
+  ('image', 'pair', 'MB')
+  """
+  return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit
+
+
+def format_rate(rate: float, unit: str) -> str:
+  """``rate`` items per second of ``unit`` (plural): ``X unit/s`` from one item a second
+  up (one decimal below 100, :func:`format_count` above), else the seconds one item
+  takes, ``Ns/item``.
+
+  >>> format_rate(85.32, "images"), format_rate(3_200_000, "pairs")
+  ('85.3 images/s', '3.20M pairs/s')
+  >>> format_rate(0.04, "sources"), format_rate(0.0, "images")
+  ('25.0s/source', '0 images/s')
+  """
+  if rate >= 1 or rate <= 0:
+    shown = f"{rate:.1f}" if 0 < rate < 100 else format_count(round(rate))
+    return f"{shown} {unit}/s"
+  seconds = 1.0 / rate
+  shown = f"{seconds:.1f}s" if seconds < 60 else format_duration(seconds)
+  return f"{shown}/{singular(unit)}"
+
+
+def format_duration(seconds: float) -> str:
+  """A duration, rounded to the second, in its two largest units: ``42s``, ``3m05s``,
+  ``1h02m``, ``2d03h``.
+
+  >>> format_duration(42.4), format_duration(185), format_duration(3725), format_duration(183600)
+  ('42s', '3m05s', '1h02m', '2d03h')
+  """
+  s = max(0, int(round(seconds)))
+  if s < 60:
+    return f"{s}s"
+  if s < 3600:
+    return f"{s // 60}m{s % 60:02d}s"
+  if s < 86400:
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+  return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def percent_done(done: int, total: int) -> int:
+  """Whole percent of ``total`` done, rounded down (100 only when all is done; an empty
+  job is 100).
+
+  >>> percent_done(1, 3), percent_done(999, 1000), percent_done(0, 0)
+  (33, 99, 100)
+  """
+  if total <= 0:
+    return 100
+  return min(100, math.floor(100 * done / total))
+
+
+def progress_line(
+  label: str, done: int, total: int, unit: str, elapsed_s: float, *, final: bool = False
+) -> str:
+  """The line a person reads: ``LABEL: DONE/TOTAL UNIT (P%), RATE, ETA T``.
+
+  While running the last part is the ETA (:func:`eta_seconds`; left out while unknown);
+  the ``final`` line says how long the job ``took``, or how long it ran before it
+  ``stopped`` short of the total. An empty ``label`` leaves out ``LABEL: ``.
+
+  >>> progress_line("sentence relevance", 2000, 5000, "images", 25.0)
+  'sentence relevance: 2000/5000 images (40%), 80.0 images/s, ETA 38s'
+  >>> progress_line("", 5000, 5000, "images", 62.0, final=True)
+  '5000/5000 images (100%), 80.6 images/s, took 1m02s'
+  >>> progress_line("eval", 3, 8, "blocks", 6.0, final=True)
+  'eval: 3/8 blocks (37%), 2.0s/block, stopped after 6s'
+  """
+  head = f"{label}: " if label else ""
+  parts = [
+    f"{head}{format_count(done)}/{format_count(total)} {unit} ({percent_done(done, total)}%)"
+  ]
+  rate = rate_per_second(done, elapsed_s)
+  if rate is not None and done > 0:
+    parts.append(format_rate(rate, unit))
+  if final:
+    verb = "took" if done >= total else "stopped after"
+    parts.append(f"{verb} {format_duration(elapsed_s)}")
+  else:
+    eta = eta_seconds(done, total, elapsed_s)
+    if eta is not None:
+      parts.append(f"ETA {format_duration(eta)}")
+  return ", ".join(parts)
+
+
+def fit_width(line: str, width: int) -> str:
+  """``line`` cut to ``width - 1`` characters (a terminal line that wraps can no longer be
+  redrawn in place by ``\\r``; the last column is left free).
+
+  >>> fit_width("abcdef", 4)
+  'abc'
+  """
+  return line[: max(1, width - 1)]
+
+
+def stream_width(stream: IO[str]) -> int:
+  """The column count of the terminal ``stream`` writes to (:data:`DEFAULT_WIDTH` when it
+  cannot be read)."""
+  try:
+    return os.get_terminal_size(stream.fileno()).columns or DEFAULT_WIDTH
+  except (AttributeError, OSError, ValueError):
+    return DEFAULT_WIDTH
+
+
+def is_terminal(stream: IO[str]) -> bool:
+  """Whether ``stream`` is a terminal (a stream without ``isatty`` is not)."""
+  try:
+    return bool(stream.isatty())
+  except (AttributeError, OSError, ValueError):
+    return False
+
+
+class Progress:
+  """Draws :func:`progress_line` of a job of ``total`` items on ``stream`` (stderr).
+
+  ``advance(n)`` after each piece of work, ``close()`` (or a ``with`` block) at the end;
+  see the module docstring for when it writes. Use as::
+
+      with Progress(len(shards), "shards", label="precompute") as progress:
+        for shard in shards:
+          ...
+          progress.advance()
+
+  Args:
+    total: the items the job has in all.
+    unit: their name, plural (``images``, ``captions``, ``pairs``).
+    label: what the job is; the line starts with ``LABEL: ``.
+    enabled: False draws nothing (e.g. on every process but the first).
+    min_total: a total below it draws nothing (a job too small to watch).
+    stream: where the line goes; ``sys.stderr`` when None.
+    interval_s: seconds between two lines when the stream is not a terminal.
+    redraw: redraw one line in place (``\\r``); None: when the stream is a terminal.
+    clock: seconds, monotonic (``time.monotonic``; tests pass their own).
+  """
+
+  def __init__(
+    self,
+    total: int,
+    unit: str,
+    *,
+    label: str = "",
+    enabled: bool = True,
+    min_total: int = 1,
+    stream: IO[str] | None = None,
+    interval_s: float = LOG_INTERVAL_S,
+    redraw: bool | None = None,
+    clock: Callable[[], float] = time.monotonic,
+  ) -> None:
+    self.total, self.unit, self.label = int(total), unit, label
+    self.done = 0
+    self.enabled = bool(enabled) and self.total >= min_total
+    self.stream = sys.stderr if stream is None else stream
+    self.redraw = is_terminal(self.stream) if redraw is None else bool(redraw)
+    self.interval_s = TTY_INTERVAL_S if self.redraw else float(interval_s)
+    self.clock = clock
+    self.start = clock()
+    self._last_draw = self.start
+    self._drawn_width = 0  # characters of the line now on the terminal (redraw mode)
+    self._closed = False
+    if self.enabled and self.redraw:
+      self._draw(self.line(self.start))  # the total, at once
+
+  def line(self, now: float, *, final: bool = False) -> str:
+    """The :func:`progress_line` at clock time ``now``."""
+    return progress_line(
+      self.label, self.done, self.total, self.unit, now - self.start, final=final
+    )
+
+  def advance(self, count: int = 1) -> None:
+    """Counts ``count`` more items done; draws the line when ``interval_s`` has passed
+    since the last one (in a log, not once all is done: the final line follows)."""
+    self.done += int(count)
+    if not self.enabled or self._closed or (not self.redraw and self.done >= self.total):
+      return
+    now = self.clock()
+    if now - self._last_draw >= self.interval_s:
+      self._draw(self.line(now))
+      self._last_draw = now
+
+  def close(self) -> None:
+    """Draws the final line (:func:`progress_line` with ``final``) and ends it; later calls
+    do nothing."""
+    if self._closed:
+      return
+    self._closed = True
+    if self.enabled:
+      self._draw(self.line(self.clock(), final=True))
+      if self.redraw:
+        self._write("\n")
+        self._drawn_width = 0
+
+  def wrap_log(self, log: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``log`` for messages written while the line is shown: when the line is redrawn in
+    place, the line is erased before each message and drawn again after it (so neither
+    runs into the other); otherwise ``log`` itself. (An absl app registers
+    ``log_around_line`` as a frame for absl's logging to skip, so its lines name their
+    own caller.)"""
+    if not (self.enabled and self.redraw):
+      return log
+
+    def log_around_line(message: str) -> None:
+      if not self.enabled or self._closed:
+        log(message)
+        return
+      self._write("\r" + " " * self._drawn_width + "\r")
+      self._drawn_width = 0
+      log(message)
+      self._draw(self.line(self.clock()))
+
+    return log_around_line
+
+  def __enter__(self) -> Progress:
+    return self
+
+  def __exit__(self, *exc: object) -> None:
+    self.close()
+
+  def _draw(self, line: str) -> None:
+    if self.redraw:
+      line = fit_width(line, stream_width(self.stream))
+      pad = " " * max(0, self._drawn_width - len(line))
+      self._write("\r" + line + pad)
+      self._drawn_width = len(line)
+    else:
+      self._write(line + "\n")
+
+  def _write(self, text: str) -> None:
+    """Writes and flushes ``text``; a stream that fails (closed, a broken pipe) silences
+    the progress rather than the job."""
+    try:
+      self.stream.write(text)
+      self.stream.flush()
+    except (OSError, ValueError):
+      self.enabled = False
