@@ -12,7 +12,7 @@ jitr_step() { printf '==> %s\n' "$*" >&2; }
 jitr_install() {
   python -m pip install --quiet --upgrade pip setuptools wheel &&
     python -m pip install --quiet "torch==2.13.0" &&
-    python -m pip install --quiet -e ".[train,relevance,dev]"
+    python -m pip install --quiet -e ".[train,relevance,dev,docs]"
 }
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -1,5 +1,5 @@
 """Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
-TFRecord readers. The jitr_shapes TFDS builder (:mod:`jitr.data.shapes_tfds`) imports
+TFRecord readers. The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes_tfds`) imports
 TensorFlow Datasets: import it directly where it is needed.
 """
 

@@ -40,6 +40,7 @@ class DatasetInfo:
     return "/".join([self.name, *(str(config.get(f)) for f in self.data_fields)])
 
 
+#: The datasets by name (``config.dataset``): how each one is read.
 DATASETS: dict[str, DatasetInfo] = {
   info.name: info
   for info in (

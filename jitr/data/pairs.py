@@ -100,7 +100,7 @@ def make_batch(
 
   Tokens are trimmed to the smallest bucket holding the longest caption, so the
   text encoder scans no more padding than needed while jit sees few shapes.
-  Stored relevance data goes in under the keys of :mod:`jitr.data.batch_keys`: each
+  Stored relevance data goes in under the keys of :mod:`!jitr.data.batch_keys`: each
   vectors estimator's caption vectors ``[B, D]`` and its references' ``[B, R, D]`` (the
   vectors of each row's image's own captions), each top-K estimator's indices and
   scores ``[B, K]`` (with ``caption_indices`` ``[B]``), each teacher's image and caption

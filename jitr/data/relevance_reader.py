@@ -165,7 +165,7 @@ def load_relevance_table(
   """Read every record of ``directory`` into a :class:`RelevanceTable`.
 
   Raises:
-    RelevanceRecordsError: see :func:`load_header`; also an image without a record.
+    RelevanceRecordsError: see :func:`!load_header`; also an image without a record.
   """
   header = load_header(
     directory, expected_fingerprint=expected_fingerprint, verify_checksums=verify_checksums

@@ -100,7 +100,7 @@ def evaluate_retrieval(
       protocol on that layout (equal contiguous folds: ``options.folds``).
     extended_positives: ``{name: (i2t, t2i)}`` extended positive sets (ECCV
       Caption, CxC, ...): ``i2t`` over captions for each image, ``t2i`` over
-      images for each caption (see :mod:`jitr.evaluation.positives`).
+      images for each caption (see :mod:`!jitr.evaluation.positives`).
     relevance: graded relevance ``(num_images, num_captions)`` (array or
       :class:`CrossModalScores`), for NDCG@K; every entry finite (a NaN or +-inf
       is refused with a ``ValueError`` that counts them).

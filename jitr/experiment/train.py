@@ -76,7 +76,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
 
   A workdir with a ``config.json`` is resumed: ``config`` may differ from it only in how
-  the run is executed (:data:`jitr.experiment.workdir.EXECUTION_FIELDS`) and in
+  the run is executed (:data:`!jitr.experiment.workdir.EXECUTION_FIELDS`) and in
   ``num_epochs``, which may extend the schedule or end it no earlier than the epochs
   already trained; ``config.json`` then records the new ``num_epochs``.
 

@@ -57,7 +57,7 @@ class QueryRows(NamedTuple):
     graded: ``[Q, C]`` graded matrix rows (relevance, metric, semantic) or None.
     index: int ``[Q]`` global index of each query in its direction (random
       draws are keyed by it, so they do not depend on how rows are split).
-    direction: :data:`IMAGE_TO_TEXT` or :data:`TEXT_TO_IMAGE` (a Python int).
+    direction: :data:`!IMAGE_TO_TEXT` or :data:`!TEXT_TO_IMAGE` (a Python int).
   """
 
   sim: jax.Array

@@ -39,6 +39,8 @@ class LossSpec:
   needs_key: bool = False
 
 
+#: The losses by the name an objective's terms use: each one's function, its per-query
+#: core, the graded matrix it reads and whether it draws random numbers.
 LOSSES: dict[str, LossSpec] = {
   "triplet": LossSpec(triplet, triplet_queries),
   "smooth_ndcg": LossSpec(smooth_ndcg, smooth_ndcg_queries, graded="relevance"),
@@ -215,7 +217,7 @@ def objective(
   query rows over devices (:meth:`Objective.partial_sums`).
 
   Calibration: ``calibration`` maps a graded input name to a chain of
-  :mod:`jitr.losses.calibration` (``{"relevance": "minmax,power:2"}``; ``""``:
+  :mod:`!jitr.losses.calibration` (``{"relevance": "minmax,power:2"}``; ``""``:
   none). Every term reading that input (relevance terms only) calibrates each
   direction's query rows before its loss: image queries per row, caption
   queries per column, so per-query transforms see whole queries on any number

@@ -84,7 +84,7 @@ def smooth_ndcg(
     sim: ``[N_img, N_txt]`` similarities.
     relevance: ``[N_img, N_txt]`` graded relevance in [0, 1] (pass it as an
       argument of the jitted function, not as a closed-over constant); a negative
-      value counts as 0 (:func:`jitr.losses.dcg.gain`), so the loss stays <= 1.
+      value counts as 0 (:func:`!jitr.losses.dcg.gain`), so the loss stays <= 1.
     positives: optional bool mask of annotated pairs, whose relevance is set to 1.
     where: bool mask of valid pairs, broadcastable to ``sim`` (padding).
     temperature: τ > 0 of the rank sigmoid (0.01 in the paper); not differentiated.

@@ -47,6 +47,8 @@ def _vsrn(config: dict[str, Any], vocab_size: int) -> RetrievalModel:
   return vsrn_model(VSRN(vocab_size=vocab_size, **{**options, **config}), caption_weight)
 
 
+#: The networks by name (``config.model.name``): each builds a :class:`RetrievalModel` from
+#: the model config and the vocabulary size.
 MODELS: dict[str, Callable[[dict[str, Any], int], RetrievalModel]] = {
   "vse": _vse,
   "sgr": _sgraf("SGR"),

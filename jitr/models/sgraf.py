@@ -263,7 +263,7 @@ class SGRAFSimilarity(nn.Module):
 
   The globals are computed once per image / caption; the pairs are scored
   ``block_size`` captions at a time against all images, in length buckets, rematerialised
-  in the backward pass (:func:`jitr.models.sgraf_head.score_all_pairs`). XLA
+  in the backward pass (:func:`!jitr.models.sgraf_head.score_all_pairs`). XLA
   ``memory_analysis`` of the whole jitted SGR train step, 128 images x 128 captions, 36
   regions, 8-16 words, dims 1024 / 256 (CPU, ``scripts/bench_train.py --memory_only``):
   1.23 GiB at the defaults (blocks of 8, 8 length buckets), 1.61 GiB at blocks of 16,
@@ -361,7 +361,7 @@ class SGRAF(nn.Module):
   sa_dropout: float = 0.4
   block_size: int = 8
   remat: str = "full"
-  """``"dots"`` / ``"full"`` / ``"none"``: see :func:`jitr.models.sgraf_head.score_all_pairs`."""
+  """``"dots"`` / ``"full"`` / ``"none"``: see :func:`!jitr.models.sgraf_head.score_all_pairs`."""
   length_buckets: int = 8
   """Caption blocks are cut to one of this many lengths (1: always the padded length)."""
   axis_name: str | None = None

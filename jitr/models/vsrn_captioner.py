@@ -148,7 +148,7 @@ class AttentionDecoder(nn.Module):
 
 
 class VSRNCaptioner(nn.Module):
-  """``S2VTAttModel``: :class:`CaptionEncoder` (``encoder``) + :class:`AttentionDecoder`
+  """``S2VTAttModel``: :class:`!CaptionEncoder` (``encoder``) + :class:`!AttentionDecoder`
   (``decoder``). ``__call__`` returns the per-step log-probabilities ``[B, T−1, V]``."""
 
   vocab_size: int

@@ -46,7 +46,7 @@ class TripletSNDCGLoss(torch.nn.Module):
 
   Under ``torch.distributed``, ``ranking="local"`` ranks each process's own batch
   (the official code's behaviour per GPU); ``"global"`` gathers the embeddings of
-  every process (:mod:`jitr.torch.distributed`) and each process computes the terms
+  every process (:mod:`!jitr.torch.distributed`) and each process computes the terms
   of its own image and caption queries against the whole gathered batch, so with
   DistributedDataParallel W processes of N pairs train exactly as one process of
   W·N pairs at 1/W of its loss computation each. ``loss`` is then the global loss

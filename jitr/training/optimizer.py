@@ -42,7 +42,7 @@ OPTIMIZERS: Mapping[str, OptimizerBuilder] = {"adam": _adam, "adamw": _adamw}
 def make_optimizer(
   config: Mapping[str, Any], *, steps_per_epoch: int
 ) -> optax.GradientTransformation:
-  """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`OPTIMIZERS` named
+  """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`!OPTIMIZERS` named
   ``config["name"]`` on the step-decay schedule.
 
   ``config`` keys: ``name`` ('adam' | 'adamw', default 'adam'), ``learning_rate``,
@@ -52,7 +52,7 @@ def make_optimizer(
   One update per parameter per step, for every network. The official VSRN Adam lists the
   captioning encoder / decoder parameters twice (two Adam steps per iteration for them,
   and their gradients counted twice by ``clip_grad_norm``); jitr does not reproduce that
-  (see :mod:`jitr.models.vsrn`).
+  (see :mod:`!jitr.models.vsrn`).
   """
   name = config.get("name", "adam")
   if name not in OPTIMIZERS:

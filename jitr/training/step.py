@@ -464,7 +464,7 @@ def make_train_step(
   Each device runs ``model.forward`` on its rows (train mode, dropout keyed per
   device), all-gathers the representations it needs and the non-model fields of the
   batch (ids, validity, stored relevance data) over ``axis_name``, scores its query
-  rows (:func:`query_rows`) and computes the objective's per-query terms of **its
+  rows (:func:`!query_rows`) and computes the objective's per-query terms of **its
   own** queries against the global batch (see the module docstring):
   ``L = Σ_t w_t Σ_dir (Σ_d Σ_{q∈d} w_q·l_q) / (Σ_d Σ_{q∈d} w_q) + Σ_a w_a·mean(aux_a)``
   with ``w_a = model.aux_weights[a]`` and the mean over the valid rows of the global
@@ -475,9 +475,9 @@ def make_train_step(
   ``pmean``-ed and stored in ``state.model_state``. ``axis_name=None`` gives the
   single-device step.
 
-  The step, top to bottom: :func:`step_keys`, :func:`device_queries`, the gradient of
-  :func:`device_share`, :func:`reduce_across_devices`, :func:`global_loss`,
-  :func:`ndcg_metrics`, :func:`step_metrics` and :func:`apply_update`.
+  The step, top to bottom: :func:`!step_keys`, :func:`!device_queries`, the gradient of
+  :func:`!device_share`, :func:`!reduce_across_devices`, :func:`!global_loss`,
+  :func:`!ndcg_metrics`, :func:`!step_metrics` and :func:`!apply_update`.
 
   Metrics: ``loss`` (the total), ``loss/<term>`` of each objective term,
   ``loss/<aux>`` (unweighted mean) of each auxiliary loss, ``grad_norm`` and, with a
