@@ -11,6 +11,7 @@ skipped and the in-process ones (the same code path, the write call patched) sti
 
 import errno
 import functools
+import gc
 import glob
 import logging
 import os
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 
 import jax
@@ -404,14 +406,26 @@ def test_every_latest_step_damaged_past_its_manifest_is_one_error_and_no_traceba
 
 
 # ---------------------------------------------------------------- Ctrl-C
+def ctrl_c() -> None:
+  """Sends SIGINT to this process with the garbage collector off, so Python's handler runs
+  here, in this frame: run inside a gc callback (a library's, at the next collection) a
+  KeyboardInterrupt it raises would be swallowed as an unraisable error."""
+  gc.disable()
+  try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0)  # a call: the pending handler runs at the latest here
+  finally:
+    gc.enable()
+
+
 def test_sigint_requests_a_stop_and_a_second_one_interrupts_at_once():
   before = signal.getsignal(signal.SIGINT)
   with StopRequested() as stop:
     assert not stop() and stop.signal_number is None
-    os.kill(os.getpid(), signal.SIGINT)
+    ctrl_c()
     assert stop() and stop.signal_number == signal.SIGINT
     with pytest.raises(KeyboardInterrupt):
-      os.kill(os.getpid(), signal.SIGINT)
+      ctrl_c()
     os.kill(os.getpid(), signal.SIGTERM)  # the first signal is the one recorded
     assert stop.signal_number == signal.SIGINT
   assert signal.getsignal(signal.SIGINT) is before
@@ -460,7 +474,7 @@ def test_a_second_ctrl_c_during_the_save_never_leaves_a_step_that_looks_complete
   latest = os.path.join(workdir, "checkpoints", "latest")
 
   def second_ctrl_c(*args, **kwargs):
-    os.kill(os.getpid(), signal.SIGINT)  # the handler raises on return
+    ctrl_c()  # the handler raises on return
 
   checkpoints = Checkpoints(str(workdir))
   if where == "orbax's write":
@@ -473,7 +487,7 @@ def test_a_second_ctrl_c_during_the_save_never_leaves_a_step_that_looks_complete
   else:
     monkeypatch.setattr(checkpoints_lib, "write_manifest", second_ctrl_c)
   with StopRequested() as stop:
-    os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C
+    ctrl_c()  # the first Ctrl-C
     assert stop()
     with pytest.raises(KeyboardInterrupt):
       checkpoints.save_latest(state.replace(step=jax.numpy.asarray(9)))

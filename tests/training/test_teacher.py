@@ -34,11 +34,12 @@ def test_split_embeddings_are_the_unit_rows_of_the_encoders():
   everything at once."""
   model = model_zoo.model("vsrn", caption_weight=0.0)  # no captioner: retrieval towers only
   batch = model_zoo.region_batch()
-  variables = model_zoo.perturbed(model.init(jax.random.key(0), batch))
+  variables = model_zoo.perturbed(jax.jit(model.init)(jax.random.key(0), batch))
   split = _split(batch)
   images, captions = split_embeddings(model, variables, split, batch_size=3)
-  img = np.asarray(model.encode_images(variables, split.images, split.image_mask), np.float64)
-  cap = np.asarray(model.encode_captions(variables, split.tokens, split.lengths), np.float64)
+  img = jax.jit(model.encode_images)(variables, split.images, split.image_mask)
+  cap = jax.jit(model.encode_captions)(variables, split.tokens, split.lengths)
+  img, cap = np.asarray(img, np.float64), np.asarray(cap, np.float64)
   assert images.dtype == captions.dtype == np.float32
   np.testing.assert_allclose(images, img / np.linalg.norm(img, axis=1, keepdims=True), atol=1e-5)
   np.testing.assert_allclose(captions, cap / np.linalg.norm(cap, axis=1, keepdims=True), atol=1e-5)
