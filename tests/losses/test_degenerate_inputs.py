@@ -15,16 +15,14 @@ import pytest
 
 from jitr import losses
 from jitr.losses import checks
-from tests.losses.test_nonfinite import GRADED, LOSS_FNS, _inputs
+from tests.losses.test_nonfinite import _VALUE_AND_GRAD, GRADED, LOSS_FNS, _inputs
 
 NAN, INF = float("nan"), float("inf")
 
 
-_VALUE_AND_GRAD = {name: jax.jit(jax.value_and_grad(fn)) for name, fn in LOSS_FNS.items()}
-
-
 def _value_and_sim_grad(name, sim, graded, where, positives):
-  """The loss ``name`` and its gradient with respect to ``sim`` (jitted once per loss)."""
+  """The loss ``name`` and its gradient with respect to ``sim`` (jitted once per loss, the
+  same compiled programs as test_nonfinite.py's)."""
   value, grad = _VALUE_AND_GRAD[name](sim, graded, where, positives)
   return float(value), np.asarray(grad)
 
@@ -91,21 +89,26 @@ def _without_propagation(fn):
 def test_smooth_ndcg_with_negative_relevance_stays_at_most_1_and_equals_relevance_0():
   sim = jnp.array([[0.1, 0.9, 0.5], [0.8, 0.2, 0.3]])
   relevance = jnp.array([[0.2, -1.0, 1.0], [-1.0, 0.0, 0.7]])
-  loss = jax.jit(lambda s, r: losses.smooth_ndcg(s, r, reduction="none"))
-  for got, want in zip(
-    jax.tree.leaves(loss(sim, relevance)), jax.tree.leaves(loss(sim, jnp.maximum(relevance, 0)))
-  ):
+  # One compiled program: per-direction losses, the mean, and its gradient w.r.t. ``sim``.
+  loss = jax.jit(
+    lambda s, r: (
+      losses.smooth_ndcg(s, r, reduction="none"),
+      jax.value_and_grad(losses.smooth_ndcg)(s, r),
+    )
+  )
+  per_query, (total, grad) = loss(sim, relevance)
+  clipped_per_query, (clipped_total, _) = loss(sim, jnp.maximum(relevance, 0.0))
+  for got, want in zip(jax.tree.leaves(per_query), jax.tree.leaves(clipped_per_query)):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-  total = float(jax.jit(losses.smooth_ndcg)(sim, relevance))
-  assert 0.0 <= total <= 1.0
-  assert total == float(losses.smooth_ndcg(sim, jnp.maximum(relevance, 0.0)))
-  grad = jax.grad(lambda s: losses.smooth_ndcg(s, relevance))(sim)
+  assert 0.0 <= float(total) <= 1.0
+  assert float(total) == float(clipped_total)
   assert np.isfinite(np.asarray(grad)).all()
 
 
 def test_exact_ndcg_of_negative_relevance_stays_in_0_1():
   scores, relevance = jnp.array([0.9, 0.5, 0.1]), jnp.array([-2.0, 0.0, 1.0])
-  value = float(losses.ndcg(scores, relevance))
+  ndcg = jax.jit(losses.ndcg)  # one program for the three relevance vectors
+  value = float(ndcg(scores, relevance))
   assert 0.0 <= value <= 1.0
-  assert value == float(losses.ndcg(scores, jnp.maximum(relevance, 0.0)))
-  assert np.isnan(float(losses.ndcg(scores, relevance.at[1].set(NAN))))  # NaN stays NaN
+  assert value == float(ndcg(scores, jnp.maximum(relevance, 0.0)))
+  assert np.isnan(float(ndcg(scores, relevance.at[1].set(NAN))))  # NaN stays NaN

@@ -35,6 +35,15 @@ LOSS_FNS = {
 }
 GRADED = ("smooth_ndcg", "sam_hard", "sam_soft", "sam_random", "lseh")
 
+# One jitted value-and-gradient (w.r.t. ``sim``) per loss, shared by every test of this file and
+# of test_degenerate_inputs.py: all [3, 4] cases reuse one compiled program per loss.
+_VALUE_AND_GRAD = {name: jax.jit(jax.value_and_grad(fn)) for name, fn in LOSS_FNS.items()}
+
+
+def _loss_value(name, sim, graded, where, positives):
+  """The loss ``name`` as a float, through the shared jitted program."""
+  return float(_VALUE_AND_GRAD[name](sim, graded, where, positives)[0])
+
 
 def _inputs():
   rng = np.random.default_rng(0)
@@ -49,27 +58,26 @@ def _inputs():
 @pytest.mark.parametrize("bad", [NAN, float("inf"), -float("inf")])
 def test_nonfinite_valid_sim_entry_gives_nan(name, bad):
   sim, graded, where, pos = _inputs()
-  fn = LOSS_FNS[name]
-  assert np.isfinite(float(fn(sim, graded, where, pos)))
+  assert np.isfinite(_loss_value(name, sim, graded, where, pos))
   for i, j in ((0, 0), (0, 1), (1, 2)):  # a positive, a negative of a counted query
-    assert np.isnan(float(fn(sim.at[i, j].set(bad), graded, where, pos))), (i, j)
+    assert np.isnan(_loss_value(name, sim.at[i, j].set(bad), graded, where, pos)), (i, j)
 
 
 @pytest.mark.parametrize("name", GRADED)
 def test_nan_valid_graded_entry_gives_nan(name):
   sim, graded, where, pos = _inputs()
   for i, j in ((0, 1), (1, 2), (1, 0)):
-    assert np.isnan(float(LOSS_FNS[name](sim, graded.at[i, j].set(NAN), where, pos))), (i, j)
+    assert np.isnan(_loss_value(name, sim, graded.at[i, j].set(NAN), where, pos)), (i, j)
 
 
 @pytest.mark.parametrize("name", sorted(LOSS_FNS))
 def test_nan_in_padded_entries_changes_neither_value_nor_gradient(name):
   sim, graded, where, pos = _inputs()
-  fn = LOSS_FNS[name]
+  fn = _VALUE_AND_GRAD[name]
   dirty_sim = sim.at[2, :].set(NAN).at[:, 3].set(NAN)
   dirty_graded = graded.at[2, 1].set(NAN).at[0, 3].set(NAN)
-  value, grad = jax.value_and_grad(fn)(sim, graded, where, pos)
-  dirty_value, dirty_grad = jax.value_and_grad(fn)(dirty_sim, dirty_graded, where, pos)
+  value, grad = fn(sim, graded, where, pos)
+  dirty_value, dirty_grad = fn(dirty_sim, dirty_graded, where, pos)
   assert np.isfinite(float(dirty_value))
   np.testing.assert_allclose(float(dirty_value), float(value), rtol=1e-6)
   np.testing.assert_allclose(np.asarray(dirty_grad), np.asarray(grad), rtol=1e-5, atol=1e-7)
@@ -125,22 +133,23 @@ def test_bad_hyper_parameters_raise_one_clear_error(call, message):
 
 def test_traced_hyper_parameters_are_not_checked():
   sim, graded, where, pos = _inputs()
-  traced = jax.jit(
-    lambda t, b: (
-      losses.smooth_ndcg(sim, graded, positives=pos, where=where, temperature=t)
-      + losses.adaptive_listwise(sim, positives=pos, where=where, sharpness=b)
-    )
-  )
-  eager = losses.smooth_ndcg(sim, graded, positives=pos, where=where, temperature=0.5)
-  eager = eager + losses.adaptive_listwise(sim, positives=pos, where=where, sharpness=0.3)
-  np.testing.assert_allclose(float(traced(0.5, 0.3)), float(eager), rtol=1e-5)
+
+  def both(t, b):  # traced hyper-parameters, and the same as Python numbers (checked)
+    traced = losses.smooth_ndcg(sim, graded, positives=pos, where=where, temperature=t)
+    traced = traced + losses.adaptive_listwise(sim, positives=pos, where=where, sharpness=b)
+    given = losses.smooth_ndcg(sim, graded, positives=pos, where=where, temperature=0.5)
+    given = given + losses.adaptive_listwise(sim, positives=pos, where=where, sharpness=0.3)
+    return traced, given
+
+  traced, given = jax.jit(both)(0.5, 0.3)  # one compiled program for both
+  np.testing.assert_allclose(float(traced), float(given), rtol=1e-5)
 
 
 @pytest.mark.parametrize("name", sorted(LOSS_FNS))
 @pytest.mark.parametrize("shape", [(0, 0), (2, 0), (0, 3)])
 def test_empty_inputs_give_zero(name, shape):
   z = jnp.zeros(shape)
-  value = LOSS_FNS[name](z, z, None, jnp.zeros(shape, bool))
+  value = _JITTED[name](z, z, None, jnp.zeros(shape, bool))
   assert float(value) == 0.0
 
 
@@ -181,17 +190,19 @@ _TINY_TAU = {
 def test_property_finite_and_invariant_to_permutation_and_padding(name, case):
   sim, graded, pos, pi, pt = _case_arrays(case)
   where = jnp.ones((3, 4), bool)
-  fn = _JITTED[name]
-  value = float(fn(sim, graded, where, pos))
+  fn = _JITTED[name]  # for the padded [4, 5] case; [3, 4] goes through the shared program
+  value = _loss_value(name, sim, graded, where, pos)
   assert np.isfinite(value)
   # SAM picks one negative: among tied scores, the first by index.
   if not name.startswith("sam") or len(set(np.asarray(sim).ravel().tolist())) == sim.size:
-    moved = float(fn(sim[pi][:, pt], graded[pi][:, pt], where, pos[pi][:, pt]))
+    s, g, p = (np.asarray(x)[pi][:, pt] for x in (sim, graded, pos))  # host-side: no dispatch
+    moved = _loss_value(name, s, g, where, p)
     np.testing.assert_allclose(moved, value, rtol=1e-5, atol=1e-6)
   # Padding: a 4th image row and a 5th caption column full of NaN, masked out.
-  pad_sim = jnp.full((4, 5), NAN).at[:3, :4].set(sim)
-  pad_g = jnp.full((4, 5), NAN).at[:3, :4].set(graded)
-  pad_pos = jnp.zeros((4, 5), bool).at[:3, :4].set(pos).at[3, 4].set(True)
+  pad_sim, pad_g = np.full((2, 4, 5), NAN, np.float32)
+  pad_sim[:3, :4], pad_g[:3, :4] = sim, graded
+  pad_pos = np.zeros((4, 5), bool)
+  pad_pos[:3, :4], pad_pos[3, 4] = pos, True
   pad_where = losses.pair_mask(jnp.arange(4) < 3, jnp.arange(5) < 4)
   padded = float(fn(pad_sim, pad_g, pad_where, pad_pos))  # one more compile: shape (4, 5)
   np.testing.assert_allclose(padded, value, rtol=1e-5, atol=1e-6)
@@ -212,27 +223,29 @@ def test_cores_ignore_padded_nan_however_rows_are_built(name):
   from jitr.losses import _masks  # pylint: disable=g-import-not-at-top
 
   sim, graded, where, pos = _inputs()
-  core = losses.LOSSES[name].per_query
+  spec = losses.LOSSES[name]
+  core = spec.per_query
   key = jax.random.key(0)
   dirty_sim = sim.at[2, :].set(NAN).at[:, 3].set(NAN)
   dirty_graded = graded.at[2, 0].set(NAN).at[1, 3].set(NAN)
-  for direction, (s, ds, g, dg, p, w) in enumerate(
-    ((sim, dirty_sim, graded, dirty_graded, pos, where),)
-    + ((sim.T, dirty_sim.T, graded.T, dirty_graded.T, pos.T, where.T),)
-  ):
-    index = jnp.arange(s.shape[0])
-    clean = core(_masks.QueryRows(s, p, w, g, index, direction), key=key)
-    dirty = core(_masks.QueryRows(ds, p, w, dg, index, direction), key=key)
+  # And through the objective, with the graded matrix given separately.
+  term = {name: {"sampling": "random"} if spec.needs_key else {}}
+  loss_fn = losses.objective(term)
+
+  @jax.jit  # both directions' cores and the objective in one program, for clean and dirty
+  def run(s, g):
+    rows = []
+    for direction, (ds, dg, p, w) in enumerate(((s, g, pos, where), (s.T, g.T, pos.T, where.T))):
+      index = jnp.arange(ds.shape[0])
+      rows.append(core(_masks.QueryRows(ds, p, w, dg, index, direction), key=key))
+    graded_in = None if spec.graded is None else {"relevance": g}
+    return rows, loss_fn(s, positives=pos, where=where, graded=graded_in, key=key)[0]
+
+  clean_rows, base = run(sim, graded)
+  dirty_rows, total = run(dirty_sim, dirty_graded)
+  for clean, dirty in zip(clean_rows, dirty_rows):
     counted = np.asarray(clean[1])
     np.testing.assert_array_equal(np.asarray(dirty[1]), counted)
     np.testing.assert_allclose(np.asarray(dirty[0])[counted], np.asarray(clean[0])[counted])
-  # And through the objective, with the graded matrix given separately.
-  spec = losses.LOSSES[name]
-  term = {name: {"sampling": "random"} if spec.needs_key else {}}
-  loss_fn = losses.objective(term)
-  graded_in = None if spec.graded is None else {"relevance": graded}
-  dirty_in = None if spec.graded is None else {"relevance": dirty_graded}
-  base, _ = loss_fn(sim, positives=pos, where=where, graded=graded_in, key=key)
-  total, _ = loss_fn(dirty_sim, positives=pos, where=where, graded=dirty_in, key=key)
   assert np.isfinite(float(total))
   np.testing.assert_allclose(float(total), float(base), rtol=1e-6)

@@ -21,10 +21,11 @@ from tests.training import model_zoo, tiny
 # The split of every loss is tested in test_split.py; here the models' side matters.
 TRIPLET = losses.objective({"triplet": {"mining": "max"}})
 # Smaller programs, same code paths: SGR / SAF cut caption blocks to 2 lengths (still a
-# per-device ``lax.switch``; the cut is exact, its buckets are tests/models' concern), and
-# VSRN runs one synced GCN layer (each layer's BatchNorm is the same module).
+# per-device ``lax.switch``; the cut is exact, its buckets are tests/models' concern), SGR
+# runs one reasoning step (each step is the same module) and VSRN one synced GCN layer
+# (each layer's BatchNorm is the same module).
 SMALL = {
-  "sgr": dict(length_buckets=2),
+  "sgr": dict(length_buckets=2, sgr_step=1),
   "saf": dict(length_buckets=2),
   "vsrn": dict(gcn_layers=1),
 }
@@ -55,7 +56,7 @@ def test_eight_devices_equal_one_device_for_every_network(name):
   state = _state(model, batch)
   make = lambda **kw: training.make_train_step(TRIPLET, model=model, **kw)  # noqa: E731
   ref_state, ref_metrics = jax.jit(make(axis_name=None))(state, batch)
-  assert jnp.isfinite(ref_metrics["loss"])
+  assert np.isfinite(float(ref_metrics["loss"]))  # numpy: no op-by-op compile
   if name in ("sgr", "saf", "vsrn"):  # the step moved the running statistics
     moved = jax.tree.map(
       lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))),
