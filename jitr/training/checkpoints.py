@@ -105,17 +105,32 @@ def disk_full_message(step: int, folder: str) -> str:
 
 class OrbaxErrorsInOneLine(py_logging.Filter):
   """A filter of the ``absl`` and ``asyncio`` loggers: an ERROR record with a traceback that
-  orbax logged, or that asyncio logged for one of orbax's tasks ("Task exception was never
-  retrieved"), becomes a WARNING with the first line of its message and no traceback (a
-  save or restore failing, which jitr reports as its own one-line error); every other
-  record passes unchanged."""
+  orbax logged becomes a WARNING with the first line of its message and no traceback (a
+  save or restore failing, which jitr reports as its own one-line error); asyncio's "Task
+  exception was never retrieved" for one of orbax's tasks is dropped (it comes when the
+  task is collected, possibly after that line); every other record passes unchanged."""
 
   def filter(self, record: py_logging.LogRecord) -> bool:
+    if _unretrieved_orbax_task(record):
+      return False
     if record.levelno >= py_logging.ERROR and record.exc_info and _about_orbax(record):
       record.msg, record.args = _first_line_of(record.getMessage()), ()
       record.exc_info = record.exc_text = None
       record.levelno, record.levelname = py_logging.WARNING, "WARNING"
     return True
+
+
+def _unretrieved_orbax_task(record: py_logging.LogRecord) -> bool:
+  """Whether ``record`` is asyncio's "Task exception was never retrieved" for a task of
+  orbax's: logged when the task is garbage-collected, which can be after jitr's one line
+  reported the failed save or restore that the task was part of."""
+  message = record.msg if isinstance(record.msg, str) else ""
+  return (
+    record.name == "asyncio"
+    and message.startswith("Task exception was never retrieved")
+    and record.exc_info is not None
+    and _about_orbax(record)
+  )
 
 
 def _about_orbax(record: py_logging.LogRecord) -> bool:

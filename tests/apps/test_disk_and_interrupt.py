@@ -371,6 +371,26 @@ def test_orbax_errors_with_a_traceback_become_one_warning_line(logger, path, rai
     assert record.levelno == logging.ERROR and record.exc_info is not None
 
 
+@pytest.mark.parametrize(
+  ("raised_in", "dropped"),
+  [("/site-packages/orbax/serialization.py", True), ("/work/jitr/data/pairs.py", False)],
+)
+def test_an_unretrieved_orbax_task_is_dropped(raised_in, dropped):
+  """asyncio logs "Task exception was never retrieved" when a failed orbax task is collected,
+  which can be after jitr-train's one line: such records are dropped, others kept."""
+  record = logging.LogRecord(
+    "asyncio",
+    logging.ERROR,
+    "/lib/asyncio/base_events.py",
+    1,
+    "Task exception was never retrieved\nfuture: <Task finished>",
+    (),
+    _raised_in(raised_in),
+    None,
+  )
+  assert OrbaxErrorsInOneLine().filter(record) is not dropped
+
+
 def test_closed_loop_callbacks_are_dropped_and_other_unraisables_kept(monkeypatch):
   seen = []
   monkeypatch.setattr(sys, "unraisablehook", seen.append)
