@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import glob
 import logging as py_logging
 import os
@@ -120,17 +121,18 @@ class OrbaxErrorsInOneLine(py_logging.Filter):
     return True
 
 
+UNRETRIEVED = ("Task exception was never retrieved", "Future exception was never retrieved")
+
+
 def _unretrieved_orbax_task(record: py_logging.LogRecord) -> bool:
-  """Whether ``record`` is asyncio's "Task exception was never retrieved" for a task of
-  orbax's: logged when the task is garbage-collected, which can be after jitr's one line
-  reported the failed save or restore that the task was part of."""
+  """Whether ``record`` is asyncio's "Task / Future exception was never retrieved" for one of
+  orbax's tasks or futures (raised in orbax's code, or tensorstore's full disk): logged when
+  it is garbage-collected, which can be after jitr's one line reported the failed save or
+  restore that it was part of."""
   message = record.msg if isinstance(record.msg, str) else ""
-  return (
-    record.name == "asyncio"
-    and message.startswith("Task exception was never retrieved")
-    and record.exc_info is not None
-    and _about_orbax(record)
-  )
+  if record.name != "asyncio" or not message.startswith(UNRETRIEVED) or not record.exc_info:
+    return False
+  return _about_orbax(record) or fileio.is_disk_full(record.exc_info[1])
 
 
 def _about_orbax(record: py_logging.LogRecord) -> bool:
@@ -326,6 +328,7 @@ class Checkpoints:
         raise
       with contextlib.suppress(Exception):  # orbax's threads still writing metadata
         manager.wait_until_finished()
+      gc.collect()  # orbax's failed futures log (and are filtered) now, not after the line
       if jax.process_index() == 0:  # one remover of the shared folder
         _remove_temporaries(folder)
         _remove_unsealed(folder, step)

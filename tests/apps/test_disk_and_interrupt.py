@@ -371,21 +371,34 @@ def test_orbax_errors_with_a_traceback_become_one_warning_line(logger, path, rai
     assert record.levelno == logging.ERROR and record.exc_info is not None
 
 
+def _future_error(message: str):
+  """``sys.exc_info()``-like triple of a ValueError without a traceback (as a future that
+  tensorstore failed holds it)."""
+  err = ValueError(message)
+  return (ValueError, err, None)
+
+
 @pytest.mark.parametrize(
-  ("raised_in", "dropped"),
-  [("/site-packages/orbax/serialization.py", True), ("/work/jitr/data/pairs.py", False)],
+  ("what", "exc_info", "dropped"),
+  [
+    ("Task", _raised_in("/site-packages/orbax/serialization.py"), True),
+    ("Task", _future_error("something else"), False),
+    ("Future", _future_error(TENSORSTORE_DISK_FULL), True),
+    ("Future", _future_error("something else"), False),
+  ],
 )
-def test_an_unretrieved_orbax_task_is_dropped(raised_in, dropped):
-  """asyncio logs "Task exception was never retrieved" when a failed orbax task is collected,
-  which can be after jitr-train's one line: such records are dropped, others kept."""
+def test_an_unretrieved_orbax_task_is_dropped(what, exc_info, dropped):
+  """asyncio logs "Task / Future exception was never retrieved" when a failed orbax task or
+  future is collected, which can be after jitr-train's one line: such records (raised in
+  orbax, or tensorstore's full disk) are dropped, others kept."""
   record = logging.LogRecord(
     "asyncio",
     logging.ERROR,
     "/lib/asyncio/base_events.py",
     1,
-    "Task exception was never retrieved\nfuture: <Task finished>",
+    f"{what} exception was never retrieved\nfuture: <{what} finished>",
     (),
-    _raised_in(raised_in),
+    exc_info,
     None,
   )
   assert OrbaxErrorsInOneLine().filter(record) is not dropped
