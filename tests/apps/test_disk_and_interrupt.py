@@ -53,28 +53,19 @@ TENSORSTORE_DISK_FULL = (
   "Failed to write 186382 bytes to file 8: No space left on device [os_error_code='28']"
 )
 
-# A tiny precomp run as a config file (jitr-train reads configs from files): triplet loss
-# only, batches of 16 (6 steps per epoch over write_precomp's 100 train captions).
+# A tiny precomp run as a config file (jitr-train reads configs from files): precomp_config,
+# two epochs, every step logged (6 steps of 16 per epoch over write_precomp's 100 captions).
 TINY_CONFIG = """
-import ml_collections
+import pathlib
 
-from configs import default
+from tests.file_fixtures import precomp_config
 
 
 def get_config():
-  config = default.get_config()
-  config.dataset = "f30k_precomp"
-  config.precomp_root = {data!r}
+  config = precomp_config(pathlib.Path({data!r}))
   config.data_dir = {cache!r}
-  config.graded = ml_collections.ConfigDict({{}})
-  config.loss = ml_collections.ConfigDict({{"triplet": {{"weight": 1.0, "margin": 0.2}}}})
   config.num_epochs = 2
-  config.batch_size = 16
-  config.eval_batch_size = 16
   config.log_every_steps = 1
-  config.compilation_cache = False
-  config.model.embed_dim = 16
-  config.model.word_dim = 8
   return config
 """
 
