@@ -1,6 +1,6 @@
 """One process of the two-process DistributedDataParallel test (gloo, CPU)."""
 
-import os
+import datetime as dt
 import types
 
 import torch
@@ -41,24 +41,33 @@ def grads(model, loss):
   return {name: p.grad.clone() for name, p in model.named_parameters()}
 
 
-def run(rank: int, world: int, port: int, ranking: str, out: str, pad: int = 0) -> None:
-  """One process; ``pad`` > 0 makes ``opt.batch_size`` larger than the batch (a ragged one)."""
+def join_group(rank: int, world: int, store_file: str) -> None:
+  """The gloo process group, met through a file (no port to race for), with a timeout so
+  that a stalled collective raises instead of hanging."""
+  torch.set_num_threads(1)
+  dist.init_process_group(
+    "gloo",
+    init_method=f"file://{store_file}",
+    rank=rank,
+    world_size=world,
+    timeout=dt.timedelta(seconds=120),
+  )
+
+
+def run(rank: int, world: int, ranking: str, out: str, pad: int = 0) -> None:
+  """One step of one process in the joined group; ``pad`` > 0 makes ``opt.batch_size``
+  larger than the batch (a ragged one)."""
   from jitr.torch import TripletSNDCGLoss
 
-  os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-  dist.init_process_group("gloo", rank=rank, world_size=world)
-  try:
-    model = torch.nn.parallel.DistributedDataParallel(DualLinear())
-    per = N // world
-    images, captions, refs, caps = (x[rank * per : (rank + 1) * per] for x in batch())
-    opt = types.SimpleNamespace(**OPT, batch_size=per + pad)
-    loss_fn = TripletSNDCGLoss(opt, ranking=ranking)
-    v, t = model(images, captions)
-    outputs = loss_fn(v, t, refs, caps)
-    result = grads(model.module, outputs[0])
-    if ranking == "global":  # the loss and the logged values are the global batch's
-      result.update(zip(OUTPUTS, (x.detach() for x in outputs)))
-    if rank == 0:
-      torch.save(result, out)
-  finally:
-    dist.destroy_process_group()
+  model = torch.nn.parallel.DistributedDataParallel(DualLinear())
+  per = N // world
+  images, captions, refs, caps = (x[rank * per : (rank + 1) * per] for x in batch())
+  opt = types.SimpleNamespace(**OPT, batch_size=per + pad)
+  loss_fn = TripletSNDCGLoss(opt, ranking=ranking)
+  v, t = model(images, captions)
+  outputs = loss_fn(v, t, refs, caps)
+  result = grads(model.module, outputs[0])
+  if ranking == "global":  # the loss and the logged values are the global batch's
+    result.update(zip(OUTPUTS, (x.detach() for x in outputs)))
+  if rank == 0:
+    torch.save(result, out)
