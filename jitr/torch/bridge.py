@@ -9,17 +9,23 @@ cross between the frameworks by DLPack, without a copy when the buffer allows it
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import torch
 
 from jitr.losses import LOSSES
+from jitr.torch.calls import (
+  Call,
+  array_names,
+  check_devices,
+  function_name,
+  nonfinite_inputs,
+  split_call,
+)
 
 __all__ = ["cache_size", "loss", "resolve", "to_jax", "to_torch"]
 
@@ -65,147 +71,42 @@ def cache_size() -> int:
   return sum(program._cache_size() for program in _PROGRAMS.values())
 
 
-@dataclasses.dataclass(frozen=True)
-class _Call:
-  """One call's argument structure: which leaves are tensors, which are static values."""
-
-  fn: Callable[..., Any]
-  treedef: Any
-  names: tuple[str, ...]  # a readable name per leaf, for error messages
-  statics: tuple[Any, ...]  # per leaf: the static value, or _ARRAY for array leaves
-  wrt: tuple[bool, ...]  # per array leaf: differentiated or not
-
-  def program(self) -> Callable:
-    key = (self.fn, self.treedef, self.statics, self.wrt)
-    if key not in _PROGRAMS:
-      _PROGRAMS[key] = jax.jit(jax.value_and_grad(self._scalar, has_aux=True))
-    return _PROGRAMS[key]
-
-  def apply(self, diff: tuple[jax.Array, ...], rest: tuple[jax.Array, ...]) -> Any:
-    """``fn`` on the rebuilt arguments (the differentiated and the other array leaves)."""
-    diff_it, rest_it = iter(diff), iter(rest)
-    arrays = iter([next(diff_it) if w else next(rest_it) for w in self.wrt])
-    leaves = [next(arrays) if s is _ARRAY else s for s in self.statics]
-    args, kwargs = jax.tree_util.tree_unflatten(self.treedef, leaves)
-    return self.fn(*args, **kwargs)
-
-  def _scalar(self, diff: tuple[jax.Array, ...], rest: tuple[jax.Array, ...]):
-    """``fn`` on the rebuilt arguments: ``(loss, aux)``; ``aux`` is what follows the loss."""
-    out = self.apply(diff, rest)
-    value, aux = (out[0], tuple(out[1:])) if isinstance(out, tuple | list) else (out, None)
-    if not hasattr(value, "ndim") or value.ndim != 0:
-      raise ValueError(
-        f"loss: {_name(self.fn)} must return a scalar (or a tuple starting with one); "
-        "for per-query values (reduction='none') use jitr.torch.per_query"
-      )
-    return value, aux
+def _scalar_and_aux(call: Call, diff: tuple[jax.Array, ...], rest: tuple[jax.Array, ...]):
+  """``call``'s function on the rebuilt arguments as ``(loss, aux)``; ``aux`` is what
+  follows the loss (None when the function returns the scalar alone)."""
+  out = call.apply(diff, rest)
+  value, aux = (out[0], tuple(out[1:])) if isinstance(out, tuple | list) else (out, None)
+  if not hasattr(value, "ndim") or value.ndim != 0:
+    raise ValueError(
+      f"loss: {function_name(call.fn)} must return a scalar (or a tuple starting with one); "
+      "for per-query values (reduction='none') use jitr.torch.per_query"
+    )
+  return value, aux
 
 
-class _Array:
-  def __repr__(self) -> str:
-    return "<array>"
+def _program(call: Call) -> Callable:
+  """The jitted ``value_and_grad`` of :func:`_scalar_and_aux` for ``call``'s structure
+  (one per :attr:`~jitr.torch.calls.Call.key`, kept in ``_PROGRAMS``)."""
+  if call.key not in _PROGRAMS:
+    scalar = functools.partial(_scalar_and_aux, call)
+    _PROGRAMS[call.key] = jax.jit(jax.value_and_grad(scalar, has_aux=True))
+  return _PROGRAMS[call.key]
 
 
-_ARRAY = _Array()
-
-
-def _name(fn: Callable[..., Any]) -> str:
-  return getattr(fn, "__name__", type(fn).__name__)
-
-
-def _positional_names(fn: Callable[..., Any]) -> list[str]:
-  """The names of ``fn``'s positional parameters (``sim``, ``relevance``, …)."""
-  try:
-    params = inspect.signature(fn).parameters.values()
-  except (TypeError, ValueError):
-    return []
-  kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-  return [p.name for p in params if p.kind in kinds]
-
-
-def _leaf_name(path: tuple, positional: Sequence[str]) -> str:
-  """``sim``, ``relevance``, ``graded['relevance']`` from a pytree path of ``(args, kwargs)``."""
-  head, *tail = path
-  if head.idx == 0:  # positional arguments
-    index = tail[0].idx
-    name = positional[index] if index < len(positional) else f"argument {index}"
-    name = "sim" if index == 0 else name
-    rest = tail[1:]
-  else:  # keyword arguments
-    name, rest = str(tail[0].key), tail[1:]
-  return name + jax.tree_util.keystr(tuple(rest))
-
-
-def _is_array(leaf: Any) -> bool:
-  return isinstance(leaf, torch.Tensor | jax.Array | np.ndarray)
-
-
-def _split_call(fn, args, kwargs) -> tuple[_Call, list[Any]]:
-  """The call's static structure and its array leaves (tensors and JAX arrays)."""
-  with_path, treedef = jax.tree_util.tree_flatten_with_path(
-    (tuple(args), dict(kwargs)), is_leaf=lambda x: isinstance(x, torch.Tensor)
-  )
-  positional = _positional_names(fn)
-  names = tuple(_leaf_name(path, positional) for path, _ in with_path)
-  leaves = [leaf for _, leaf in with_path]
-  arrays = [leaf for leaf in leaves if _is_array(leaf)]
-  statics = tuple(_ARRAY if _is_array(leaf) else leaf for leaf in leaves)
-  grad_on = torch.is_grad_enabled()
-  wrt = tuple(
-    isinstance(a, torch.Tensor) and grad_on and a.requires_grad and a.is_floating_point()
-    for a in arrays
-  )
-  return _Call(fn, treedef, names, statics, wrt), arrays
-
-
-def _array_names(call: _Call) -> list[str]:
-  return [n for n, s in zip(call.names, call.statics) if s is _ARRAY]
-
-
-def _check_devices(call: _Call, arrays: Sequence[Any]) -> None:
-  """All tensors on one device, else one error listing them."""
-  devices = {
-    name: str(a.device)
-    for name, a in zip(_array_names(call), arrays)
-    if isinstance(a, torch.Tensor)
-  }
-  if len(set(devices.values())) > 1:
-    listed = ", ".join(f"{name} on {device}" for name, device in devices.items())
-    raise ValueError(f"loss: tensors must all be on one device, got {listed}")
-
-
-def _nonfinite_inputs(call: _Call, arrays: Sequence[jax.Array]) -> list[str]:
-  """Names of the float inputs with a non-finite entry where ``where`` is True."""
-  names = _array_names(call)
-  by_name = dict(zip(names, arrays))
-  sim_shape = arrays[names.index("sim")].shape if "sim" in by_name else None
-  where = by_name.get("where")
-  bad = []
-  for name, a in by_name.items():
-    if not jnp.issubdtype(a.dtype, jnp.floating):
-      continue
-    finite = jnp.isfinite(a)
-    if where is not None and a.shape == sim_shape:
-      finite = finite | ~jnp.broadcast_to(where.astype(bool), sim_shape)
-    if not bool(jnp.all(finite)):
-      bad.append(name)
-  return bad
-
-
-def _run(call: _Call, arrays: Sequence[Any]):
+def _run(call: Call, arrays: Sequence[Any]):
   """``(loss, grads per array leaf (None if not differentiated), aux)`` as JAX arrays."""
   jax_arrays = [to_jax(a) if isinstance(a, torch.Tensor) else a for a in arrays]
   diff = tuple(a for a, w in zip(jax_arrays, call.wrt) if w)
   rest = tuple(a for a, w in zip(jax_arrays, call.wrt) if not w)
-  (value, aux), grads = call.program()(diff, rest)
+  (value, aux), grads = _program(call)(diff, rest)
   # Reading the value waits for the program, so PyTorch cannot overwrite an input
   # buffer (e.g. an optimizer step) while JAX still reads it.
   if not bool(jnp.isfinite(value)):
-    bad = _nonfinite_inputs(call, jax_arrays)
-    where = "valid entries (where=True) of " if "where" in _array_names(call) else ""
+    bad = nonfinite_inputs(call, jax_arrays)
+    where = "valid entries (where=True) of " if "where" in array_names(call) else ""
     culprit = f"non-finite values in {where}{', '.join(bad)}" if bad else "finite inputs"
     raise ValueError(
-      f"loss: {_name(call.fn)} is {float(value)} from {culprit}; jitr's losses are NaN "
+      f"loss: {function_name(call.fn)} is {float(value)} from {culprit}; jitr's losses are NaN "
       "exactly when a valid entry is NaN or ±inf (padded entries, where=False, never count)"
     )
   grads_it = iter(grads)
@@ -217,7 +118,7 @@ class _JaxLoss(torch.autograd.Function):
   computed in the forward. ``structure["aux"]`` receives the aux tree (None: no aux)."""
 
   @staticmethod
-  def forward(ctx, call: _Call, structure: dict, *arrays):
+  def forward(ctx, call: Call, structure: dict, *arrays):
     value, grads, aux = _run(call, arrays)
     structure["aux"] = jax.tree_util.tree_structure(aux) if aux is not None else None
     ctx.grads = [None if g is None else to_torch(g) for g in grads]
@@ -255,8 +156,8 @@ def loss(name_or_fn: str | Callable[..., Any], sim: torch.Tensor, *args: Any, **
       non-finite valid entry).
   """
   fn = resolve(name_or_fn)
-  call, arrays = _split_call(fn, (sim, *args), kwargs)
-  _check_devices(call, arrays)
+  call, arrays = split_call(fn, (sim, *args), kwargs)
+  check_devices(call, arrays)
   structure: dict[str, Any] = {}
   value, *aux_leaves = _JaxLoss.apply(call, structure, *arrays)
   if structure["aux"] is None:

@@ -17,16 +17,8 @@ import jax
 import jax.numpy as jnp
 import torch
 
-from jitr.torch.bridge import (
-  _Call,
-  _check_devices,
-  _nonfinite_inputs,
-  _split_call,
-  resolve,
-  to_jax,
-  to_torch,
-)
-from jitr.torch.bridge import _name as fn_name
+from jitr.torch.bridge import resolve, to_jax, to_torch
+from jitr.torch.calls import Call, check_devices, function_name, nonfinite_inputs, split_call
 
 __all__ = ["per_query"]
 
@@ -35,29 +27,27 @@ _FORWARD: dict[tuple, Callable] = {}
 _VJP: dict[tuple, Callable] = {}
 
 
-def _key(call: _Call) -> tuple:
-  return (call.fn, call.treedef, call.statics, call.wrt)
+def _forward(call: Call) -> Callable:
+  """``(diff, rest) -> fn(...)``, jitted once per :attr:`~jitr.torch.calls.Call.key`."""
+  if call.key not in _FORWARD:
+    _FORWARD[call.key] = jax.jit(call.apply)
+  return _FORWARD[call.key]
 
 
-def _forward(call: _Call) -> Callable:
-  if _key(call) not in _FORWARD:
-    _FORWARD[_key(call)] = jax.jit(call.apply)
-  return _FORWARD[_key(call)]
-
-
-def _vjp(call: _Call) -> Callable:
+def _vjp(call: Call) -> Callable:
   """``(diff, rest, cotangents) -> ∂⟨cotangents, fn⟩/∂diff``."""
-  if _key(call) not in _VJP:
+  if call.key not in _VJP:
 
     def vjp(diff, rest, cotangents):
       _, pullback = jax.vjp(lambda d: call.apply(d, rest), diff)
       return pullback(cotangents)[0]
 
-    _VJP[_key(call)] = jax.jit(vjp)
-  return _VJP[_key(call)]
+    _VJP[call.key] = jax.jit(vjp)
+  return _VJP[call.key]
 
 
-def _split(call: _Call, arrays: Sequence[Any]) -> tuple[tuple, tuple]:
+def _split(call: Call, arrays: Sequence[Any]) -> tuple[tuple, tuple]:
+  """``(diff, rest)``: the differentiated array leaves and the others, as JAX arrays."""
   jax_arrays = [to_jax(a) if isinstance(a, torch.Tensor) else a for a in arrays]
   diff = tuple(a for a, w in zip(jax_arrays, call.wrt) if w)
   rest = tuple(a for a, w in zip(jax_arrays, call.wrt) if not w)
@@ -69,15 +59,15 @@ class _JaxValues(torch.autograd.Function):
   the output tree. The backward pass runs the jitted vector-Jacobian product."""
 
   @staticmethod
-  def forward(ctx, call: _Call, structure: dict, *arrays):
+  def forward(ctx, call: Call, structure: dict, *arrays):
     diff, rest = _split(call, arrays)
     leaves, treedef = jax.tree_util.tree_flatten(_forward(call)(diff, rest))
     if not all(bool(jnp.all(jnp.isfinite(leaf))) for leaf in leaves):
       jax_arrays = [to_jax(a) if isinstance(a, torch.Tensor) else a for a in arrays]
-      bad = _nonfinite_inputs(call, jax_arrays)
+      bad = nonfinite_inputs(call, jax_arrays)
       culprit = f"non-finite values in {', '.join(bad)}" if bad else "finite inputs"
       raise ValueError(
-        f"per_query: {fn_name(call.fn)} has non-finite values from {culprit}; jitr's losses "
+        f"per_query: {function_name(call.fn)} has non-finite values from {culprit}; jitr's losses "
         "are NaN exactly when a valid entry is NaN or ±inf (padded entries never count)"
       )
     structure["out"] = treedef
@@ -109,8 +99,8 @@ def per_query(name_or_fn: str | Callable[..., Any], sim: torch.Tensor, *args: An
       inputs with a non-finite valid entry).
   """
   fn = resolve(name_or_fn)
-  call, arrays = _split_call(fn, (sim, *args), kwargs)
-  _check_devices(call, arrays)
+  call, arrays = split_call(fn, (sim, *args), kwargs)
+  check_devices(call, arrays)
   structure: dict[str, Any] = {}
   leaves = _JaxValues.apply(call, structure, *arrays)
   return jax.tree_util.tree_unflatten(structure["out"], list(leaves))
