@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The slim install: `pip install "jitr[torch]"` (not editable) into a fresh virtual
-# environment brings nothing of the `train` extra, and the README's jitr.torch example
-# runs from outside the source tree. torch==2.13.0 goes in first: it is the CPU wheel on
-# this disk (any other torch requirement would download a CUDA build).
+# environment brings nothing of the `train` extra, the README's jitr.torch example
+# runs from outside the source tree, and the apps' console scripts (installed all the
+# same) stop with one line asking for the train extra. torch==2.13.0 goes in first: it
+# is the CPU wheel on this disk (any other torch requirement would download a CUDA build).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 START=$SECONDS
@@ -62,5 +63,24 @@ print(f"jitr.torch example: loss {loss.item():.4f}, |grad| {img_emb.grad.norm().
 EOF
 mkdir "$TMP/elsewhere"
 (cd "$TMP/elsewhere" && "$TMP/venv/bin/python" "$TMP/example.py")
+
+step "Checking that jitr-train without the train extra stops with one line"
+# The train extra's modules in the order jitr.apps checks them, less absl and scipy:
+# the core dependencies bring those (chex needs absl-py, jax needs scipy).
+MISSING="ml_collections, flax, optax, orbax, tensorflow, tensorflow_datasets, sklearn, tensorboard, matplotlib, clu"
+EXPECTED="jitr-train: error: jitr's apps need the train extra, which is not installed (missing: $MISSING); install it with: pip install 'jitr[train]'"
+if (cd "$TMP/elsewhere" && "$TMP/venv/bin/jitr-train" --help) >"$TMP/train.out" 2>"$TMP/train.err"; then
+  STATUS=0
+else
+  STATUS=$?
+fi
+if [ "$STATUS" -ne 1 ] || [ "$(wc -l <"$TMP/train.err")" -ne 1 ] || [ "$(cat "$TMP/train.err")" != "$EXPECTED" ]; then
+  echo "jitr-train --help exited $STATUS; expected 1 with this one line on stderr:" >&2
+  echo "  $EXPECTED" >&2
+  echo "its stderr:" >&2
+  sed 's/^/  /' "$TMP/train.err" >&2
+  exit 1
+fi
+cat "$TMP/train.err" >&2
 rm -rf "$TMP"
 echo "slim install checked in $((SECONDS - START)) s (removing the environment included)"
