@@ -84,22 +84,23 @@ def test_sgr_and_vsrn_learn_on_tiny_shapes(tmp_path):
   # train RSUM (scored by score_split, eval mode) well above the untrained model's.
   config = _config(MODELS["sgr"])
   config.optimizer.learning_rate = 1e-2  # sigmoid scores start flat: a higher rate
-  model, splits, initial, sgr_state, seen, steps = _run(config, data_dir, epochs=6)
+  model, splits, initial, sgr_state, seen, steps = _run(config, data_dir, epochs=4)
   loss = _epoch_means(seen, steps, "loss")
-  assert loss[-1] < 0.5 * loss[0], loss  # measured: 15.2 -> 5.2
+  assert loss[-1] < 0.75 * loss[0], loss  # measured: 15.2 -> 9.9
   assert sgr_state.model_state["batch_stats"]  # VisualSA / no SAF: running stats kept
   evaluator = experiment.Evaluator(model, splits, None, None, batch_size=100)
   before, after = evaluator("train", initial.variables), evaluator("train", sgr_state.variables)
-  # measured: 80.5 -> 417.5
-  assert after["full/rsum"] >= before["full/rsum"] + 200, (before["full/rsum"], after["full/rsum"])
+  # measured: 80.5 -> 294.5
+  assert after["full/rsum"] >= before["full/rsum"] + 150, (before["full/rsum"], after["full/rsum"])
   # VSRN: both the ranking loss and the caption NLL fall; validation RSUM rises.
-  model, splits, initial, final, seen, steps = _run(_config(MODELS["vsrn"]), data_dir, epochs=6)
+  model, splits, initial, final, seen, steps = _run(_config(MODELS["vsrn"]), data_dir, epochs=4)
   ranking, caption = (
     _epoch_means(seen, steps, "loss/triplet"),
     _epoch_means(seen, steps, "loss/caption"),
   )
-  assert ranking[-1] < 0.7 * ranking[0], ranking
-  assert caption[-1] < 0.9 * caption[0], caption
+  assert ranking[-1] < 0.7 * ranking[0], ranking  # measured: 15.5 -> 7.3
+  assert caption[-1] < 0.95 * caption[0], caption  # measured: 59.9 -> 53.2
   evaluator = experiment.Evaluator(model, splits, None, None, batch_size=100)
   before, after = evaluator("train", initial.variables), evaluator("train", final.variables)
-  assert after["full/rsum"] >= before["full/rsum"] + 60, (before["full/rsum"], after["full/rsum"])
+  # measured: 73.0 -> 349.5
+  assert after["full/rsum"] >= before["full/rsum"] + 150, (before["full/rsum"], after["full/rsum"])
