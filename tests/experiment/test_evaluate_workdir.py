@@ -176,8 +176,11 @@ def test_sgr_and_saf_workdirs_ensemble_to_sgraf(tmp_path):
   for name in ("sgr", "saf"):
     config = tiny_config(0)
     config.model = ml_collections.ConfigDict(
-      dict(name=name, img_dim=128, word_dim=8, embed_dim=16, sim_dim=8, sgr_step=2, num_region=3)
-    )
+      dict(
+        name=name, img_dim=128, word_dim=8, embed_dim=16, sim_dim=8, sgr_step=2, num_region=3,
+        length_buckets=1,
+      )
+    )  # fmt: skip
     members[name] = make_workdir(tmp_path / name, config)
   metrics = evaluate.evaluate_workdir(
     str(tmp_path / "sgr"), split="test", ensemble=[str(tmp_path / "saf")]

@@ -18,7 +18,8 @@ from jitr.models.sgraf_convert import config_from_state_dict, params_from_state_
 def jax_forward(state_dict, images, tokens, lengths, train, block_size=3):
   params, stats = params_from_state_dict(state_dict)
   model = SGRAF(**config_from_state_dict(state_dict), text_dropout=0.0, sa_dropout=0.0)
-  model = model.clone(block_size=block_size)
+  # two length buckets: the cut branch and the uncut one (each bucket compiles a branch)
+  model = model.clone(block_size=block_size, length_buckets=2)
   variables = {"params": params, "batch_stats": stats}
   apply = jax.jit(lambda v, *a: model.apply(v, *a, train=train, mutable=["batch_stats"]))
   sim, updated = apply(variables, jnp.asarray(images), None, jnp.asarray(tokens), lengths)

@@ -19,6 +19,7 @@ SGRAF = dict(
   text_dropout=0.0,
   sa_dropout=0.0,
   block_size=4,
+  length_buckets=2,  # two compiled scoring branches (the cut is exact; 8 by default)
 )
 CONFIGS = {
   "vse": dict(embed_dim=16, word_dim=8),  # no name: the registry's default
