@@ -4,6 +4,7 @@ TensorFlow Datasets: import it directly where it is needed.
 """
 
 from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
+from jitr.data.official_vocab import read_official_vocab, read_pickled_vocab, read_sgraf_vocab
 from jitr.data.pairs import RetrievalSplit, epoch_batches, make_batch, steps_per_epoch
 from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
@@ -24,5 +25,8 @@ __all__ = [
   "load_precomp_split",
   "load_relevance_table",
   "make_batch",
+  "read_official_vocab",
+  "read_pickled_vocab",
+  "read_sgraf_vocab",
   "steps_per_epoch",
 ]
