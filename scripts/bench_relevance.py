@@ -11,8 +11,9 @@
    holding every token vector (one model pass) vs streaming (at most ``max_fit_tokens``
    held, two passes): fit seconds and the peak memory the fit adds.
 
-  .venv/bin/python scripts/bench_relevance.py [--grid_images=200 --grid_captions=1000] \
-      [--skip_full] [--sentence_captions=2000] [--tokens_captions=8000 --tokens_max_fit=20000]
+  .venv/bin/python scripts/bench_relevance.py --flickr8k=$FLICKR8K \
+      [--grid_images=200 --grid_captions=1000] [--skip_full] [--sentence_captions=2000] \
+      [--tokens_captions=8000 --tokens_max_fit=20000]
 """
 
 from __future__ import annotations
@@ -214,8 +215,11 @@ def main() -> None:
   parser = argparse.ArgumentParser(
     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
   )
-  default_data = os.environ.get("JITR_FLICKR8K", str(REPO.parent / "shared" / "data" / "flickr8k"))
-  parser.add_argument("--flickr8k", default=default_data)
+  parser.add_argument(
+    "--flickr8k",
+    default=os.environ.get("FLICKR8K") or os.environ.get("JITR_FLICKR8K"),
+    help="the Flickr8k text package's folder (default: $FLICKR8K, then $JITR_FLICKR8K)",
+  )
   parser.add_argument("--grid_images", type=int, default=200)
   parser.add_argument("--grid_captions", type=int, default=1000)
   parser.add_argument("--coco_rounds", type=int, default=10)
@@ -227,6 +231,8 @@ def main() -> None:
   parser.add_argument("--tokens_max_fit", type=int, default=20000)
   parser.add_argument("--tokens_child", default="", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if not args.flickr8k:
+    parser.error("--flickr8k: the Flickr8k text package's folder (or set $FLICKR8K)")
   if args.tokens_child:
     n, limit = args.tokens_child.split(":")
     tokens_fit_child(args.flickr8k, int(n), int(limit))

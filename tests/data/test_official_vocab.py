@@ -16,17 +16,12 @@ import pytest
 
 from jitr.data import official_vocab
 from jitr.data import vocab as vocab_lib
+from tests.data_folders import data_folder
 
 WORDS = ("<pad>", "<start>", "<end>", "<unk>", "dog", "café", "t-shirt")
 PICKLED = "a pickled VSE++/VSRN/CVSE Vocabulary with word2idx, idx2word and idx"
 SGRAF = "a SGRAF vocabulary JSON object with word2idx, idx2word and idx"
 REFUSAL = "an official vocabulary holds only a Vocabulary of word dictionaries"
-
-
-def official_dir() -> pathlib.Path:
-  """``$JITR_OFFICIAL_DATA`` or ``shared/data/official`` beside the repository."""
-  default = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "official"
-  return pathlib.Path(os.environ.get("JITR_OFFICIAL_DATA", default))
 
 
 def tables(words=WORDS) -> tuple[dict, dict, int]:
@@ -395,13 +390,9 @@ def test_empty_and_missing_files(tmp_path):
 
 @pytest.fixture(scope="module")
 def official() -> pathlib.Path:
-  path = official_dir()
-  if not (path / "sgraf").is_dir():
-    pytest.skip(
-      f"official vocabularies not found at {path} (set JITR_OFFICIAL_DATA to a folder with "
-      "sgraf/, vsepp_vocab/ and cvse_f30k/)"
-    )
-  return path
+  """The official vocabularies (sgraf/, vsepp_vocab/, cvse_f30k/): ``$JITR_OFFICIAL_DATA``
+  (see tests/data_folders.py)."""
+  return data_folder("JITR_OFFICIAL_DATA", "official", "sgraf", "official vocabularies")
 
 
 def test_the_official_vocabularies(official):

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def flickr8k_dir() -> Path:
-  """``$JITR_FLICKR8K`` or ``../shared/data/flickr8k`` beside the repository."""
-  return Path(os.environ.get("JITR_FLICKR8K", REPO.parent / "shared" / "data" / "flickr8k"))
+from tests.data_folders import data_folder
 
 
 @pytest.fixture(scope="session")
 def flickr8k() -> Path:
-  path = flickr8k_dir()
-  if not (path / "Flickr8k.token.txt").is_file():
-    pytest.skip(f"Flickr8k text package not found at {path} (set JITR_FLICKR8K to its folder)")
-  return path
+  """The Flickr8k text package: ``$JITR_FLICKR8K`` (see tests/data_folders.py)."""
+  return data_folder("JITR_FLICKR8K", "flickr8k", "Flickr8k.token.txt", "Flickr8k text package")
 
 
 @pytest.fixture(scope="session")
