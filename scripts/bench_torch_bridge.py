@@ -6,19 +6,33 @@ L2-normalised) forward, the triplet + Smooth-NDCG loss, backward, SGD update. Th
 PyTorch loss is Listwise ITR's ``TripletSNDCGLoss`` written from its code (the
 ``[N, N, N]`` pairwise differences, by broadcasting instead of ``repeat``); the bridged
 one is :class:`jitr.torch.TripletSNDCGLoss` (jitr's jitted JAX loss, tensors by
-DLPack). Both run side by side in this process for each N (median of ``--repeats``
-steps after a warm-up). The bridge's overhead per call is its time for ``loss +
-backward`` on a fixed ``sim`` minus the same jitted JAX value-and-grad called directly
-on JAX arrays (fastest of interleaved calls).
+DLPack). Each step's time is the median of ``--repeats`` steps after a warm-up. The
+bridge's overhead per call is its time for ``loss + backward`` on a fixed ``sim`` minus
+the same jitted JAX value-and-grad called directly on JAX arrays (fastest of
+interleaved calls).
+
+The PyTorch step runs in a child process per N (this script with a hidden flag) under
+an address-space limit (``RLIMIT_AS``, ``--torch_memory_limit_gb``, default 80% of
+``MemAvailable``), so that a step too large for the machine fails with an out-of-memory
+error instead of swapping; its row then says so, and the jitr columns are still
+measured. The child reports the step's time and its peak memory: the growth of the
+process's ``ru_maxrss`` over the first step at N, measured after one step at N = 8
+(library initialisation) and after building the model and batch. jitr's peak memory is
+XLA's ``memory_analysis()`` of the compiled value-and-grad of the loss (temp + arguments
++ outputs), the program that the overhead's direct calls run.
 
 Usage: python scripts/bench_torch_bridge.py [--sizes 128,256,512] [--with_1024] [--repeats 5]
+  [--torch_memory_limit_gb GIB]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import time
 import types
@@ -28,6 +42,8 @@ sys.path.insert(0, ROOT)  # jitr from this checkout, installed or not
 
 IMG_DIM, TXT_DIM, EMBED, SENT_DIM, REFS = 512, 300, 256, 384, 5
 OPT = types.SimpleNamespace(margin=0.2, tau=0.01, sndcg_weight=0.5, batch_size=0)
+CHILD_RESULT = "torch step result: "  # the child's stdout line: this prefix + JSON
+MIB = 2**20
 
 
 def reference_loss(v, t, v_text_emb, t_text_emb, margin, tau, w):
@@ -63,8 +79,11 @@ def reference_loss(v, t, v_text_emb, t_text_emb, margin, tau, w):
   return (1 - w) * pairwise + w * listwise
 
 
-def _median_ms(fn, repeats: int) -> float:
-  fn()  # warm-up (and the bridge's compile)
+def _median_ms(fn, repeats: int, warm_up: bool = True) -> float:
+  """The median time of ``repeats`` calls of ``fn`` in ms, after one more call first
+  (warm-up, and the bridge's compile) when ``warm_up``."""
+  if warm_up:
+    fn()
   times = []
   for _ in range(repeats):
     start = time.perf_counter()
@@ -96,9 +115,83 @@ def _step_fn(n: int, loss_fn):
   return step
 
 
-def _overhead_ms(n: int, repeats: int) -> tuple[float, float]:
+def _torch_loss(v, t, r, c):
+  """The PyTorch reference loss at this benchmark's hyper-parameters."""
+  return reference_loss(v, t, r, c, OPT.margin, OPT.tau, OPT.sndcg_weight)
+
+
+def _max_rss_mib() -> float:
+  """This process's peak resident memory so far (``ru_maxrss``), in MiB."""
+  rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  return rss / MIB if sys.platform == "darwin" else rss / 1024  # bytes on macOS, else KiB
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+  """Whether ``error`` is a failed allocation (Python's or torch's CPU allocator's)."""
+  text = str(error).lower()
+  return isinstance(error, MemoryError) or (
+    isinstance(error, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text)
+  )
+
+
+def _torch_child(n: int, repeats: int, limit_gib: float | None) -> None:
+  """Prints one line, ``CHILD_RESULT`` + JSON: the PyTorch step at ``n``'s median time
+  in ms (``ms``) and this process's ``ru_maxrss`` growth over its first step in MiB
+  (``peak_mib``), the address space limited to ``limit_gib`` GiB; or ``out_of_memory``
+  (the allocator's message) when the limit stopped the step."""
+  import torch
+
+  _step_fn(8, _torch_loss)()  # library initialisation (lazy loading), not counted
+  torch.ones(1 << 16).exp_()  # starts the intra-op thread pool before the limit
+  if limit_gib is not None:
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (int(limit_gib * 2**30), hard))
+  try:
+    step = _step_fn(n, _torch_loss)
+    before = _max_rss_mib()
+    step()  # the measured step, also the timing's warm-up
+    result = {"peak_mib": _max_rss_mib() - before}
+    result["ms"] = _median_ms(step, repeats, warm_up=False)
+  except (MemoryError, RuntimeError) as error:
+    if not _is_out_of_memory(error):
+      raise
+    result = {"out_of_memory": str(error).strip().splitlines()[0][:300]}
+  print(CHILD_RESULT + json.dumps(result), flush=True)
+
+
+def _torch_step(n: int, repeats: int, limit_gib: float | None) -> dict:
+  """The PyTorch step at ``n`` measured by ``_torch_child`` in a child process: its
+  result, or ``{"failed": ...}`` (its stderr's end then printed to stderr) when it
+  printed none."""
+  command = [sys.executable, os.path.abspath(__file__), "--torch_child", str(n)]
+  command += ["--repeats", str(repeats)]
+  if limit_gib is not None:
+    command += ["--torch_memory_limit_gb", repr(limit_gib)]
+  out = subprocess.run(command, capture_output=True, text=True)
+  for line in reversed(out.stdout.splitlines()):
+    if line.startswith(CHILD_RESULT):
+      return json.loads(line[len(CHILD_RESULT) :])
+  sys.stderr.write(f"PyTorch step at N = {n} failed:\n{out.stderr[-3000:]}\n")
+  return {"failed": f"exit code {out.returncode}"}
+
+
+def _default_limit_gib() -> float | None:
+  """80% of the machine's available memory (``MemAvailable``) in GiB; None where
+  ``/proc/meminfo`` does not say."""
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return round(0.8 * int(line.split()[1]) / 2**20, 1)  # kB -> GiB
+  except OSError:
+    pass
+  return None
+
+
+def _overhead_ms(n: int, repeats: int) -> tuple[float, float, float]:
   """(bridge loss + backward, the same jitted JAX value-and-grad called directly): the
-  fastest of ``repeats`` interleaved calls each, in ms."""
+  fastest of ``repeats`` interleaved calls each, in ms; and that value-and-grad's peak
+  memory in MiB, XLA's ``memory_analysis()`` temp + arguments + outputs."""
   import jax
   import torch
 
@@ -123,49 +216,88 @@ def _overhead_ms(n: int, repeats: int) -> tuple[float, float]:
     jax.block_until_ready(direct_fn(*arrays))
 
   bridged(), direct()  # compile both
+  memory = direct_fn.lower(*arrays).compile().memory_analysis()  # the program just compiled
+  peak = memory.temp_size_in_bytes + memory.argument_size_in_bytes + memory.output_size_in_bytes
   times = {bridged: [], direct: []}
   for _ in range(repeats):  # interleaved, so load changes hit both alike
     for fn, out in times.items():
       start = time.perf_counter()
       fn()
       out.append(time.perf_counter() - start)
-  return 1e3 * min(times[bridged]), 1e3 * min(times[direct])
+  return 1e3 * min(times[bridged]), 1e3 * min(times[direct]), peak / MIB
+
+
+def _limit_text(limit_gib: float | None) -> str:
+  """``limit_gib`` as the table writes it: ``limit 17.9 GiB``, or ``no limit``."""
+  return "no limit" if limit_gib is None else f"limit {limit_gib:g} GiB"
+
+
+def _row(
+  n: int, ref: dict, t_jitr: float, call: float, direct: float, jitr_peak: float, limit_gib
+) -> str:
+  """The table row of ``n``: the PyTorch child's result ``ref`` (its time and peak, or
+  ``out of memory (limit ...)`` / ``failed (...)`` in both cells and ``—`` as the ratio)
+  next to jitr's step time, bridge call, direct call, their difference and peak."""
+  if "ms" in ref:
+    t_ref, ratio, ref_peak = (
+      f"{ref['ms']:.1f}",
+      f"{ref['ms'] / t_jitr:.2f}x",
+      f"{ref['peak_mib']:.1f}",
+    )
+  else:
+    failure = (
+      f"out of memory ({_limit_text(limit_gib)})"
+      if "out_of_memory" in ref
+      else f"failed ({ref['failed']})"
+    )
+    t_ref, ratio, ref_peak = failure, "—", failure
+  return (
+    f"| {n} | {t_ref} | {t_jitr:.1f} | {ratio} | {call:.1f} | {direct:.1f} |"
+    f" {call - direct:.2f} | {ref_peak} | {jitr_peak:.1f} |"
+  )
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--sizes", default="128,256,512")
   parser.add_argument(
-    "--with_1024", action="store_true", help="also N = 1024 (4 GB per [N, N, N] tensor)"
+    "--with_1024", action="store_true", help="also N = 1024 (4 GiB per [N, N, N] tensor)"
   )
   parser.add_argument("--repeats", type=int, default=5)
+  parser.add_argument(
+    "--torch_memory_limit_gb",
+    type=float,
+    default=None,
+    help="address-space limit (GiB) of the PyTorch step's process; default 80%% of MemAvailable",
+  )
+  parser.add_argument("--torch_child", type=int, default=None, help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.torch_child is not None:
+    return _torch_child(args.torch_child, args.repeats, args.torch_memory_limit_gb)
   sizes = [int(s) for s in args.sizes.split(",")] + ([1024] if args.with_1024 else [])
+  limit = args.torch_memory_limit_gb if args.torch_memory_limit_gb else _default_limit_gib()
 
   import torch
 
   from jitr.torch import TripletSNDCGLoss
 
   print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
+  print(f"PyTorch step: a child process per N, address space (RLIMIT_AS) {_limit_text(limit)}")
   header = "| N | PyTorch loss step (ms) | jitr.torch step (ms) | PyTorch / jitr.torch |"
   header += " bridge call (ms) | direct JAX (ms) | overhead per call (ms) |"
+  header += " PyTorch step peak (MiB, ru_maxrss growth over 1 step) |"
+  header += " jitr loss peak (MiB, XLA memory_analysis: temp + arguments + outputs) |"
   print(header)
-  print("|" + "---|" * 7)
+  print("|" + "---|" * 9)
   for n in sizes:
-
-    def torch_loss(v, t, r, c):
-      return reference_loss(v, t, r, c, OPT.margin, OPT.tau, OPT.sndcg_weight)
-
+    ref = _torch_step(n, args.repeats, limit)
     opt = types.SimpleNamespace(**{**vars(OPT), "batch_size": n})
     bridged = TripletSNDCGLoss(opt, orientation="official")
-    t_ref = _median_ms(_step_fn(n, torch_loss), args.repeats)
     t_jitr = _median_ms(_step_fn(n, lambda *xs, fn=bridged: fn(*xs)[0]), args.repeats)
-    call, direct = _overhead_ms(n, max(args.repeats, 7))
-    print(
-      f"| {n} | {t_ref:.1f} | {t_jitr:.1f} | {t_ref / t_jitr:.2f}x | {call:.1f} | {direct:.1f} |"
-      f" {call - direct:.2f} |",
-      flush=True,
-    )
+    call, direct, jitr_peak = _overhead_ms(n, max(args.repeats, 7))
+    if "ms" not in ref:
+      print(f"PyTorch step at N = {n}: {ref}", file=sys.stderr, flush=True)
+    print(_row(n, ref, t_jitr, call, direct, jitr_peak, limit), flush=True)
 
 
 if __name__ == "__main__":
