@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata
 
 from jitr import fileio
 from jitr.progress import Progress
@@ -198,11 +197,15 @@ def build_protocol(
 
 def kendall_tau(scores: np.ndarray, human: np.ndarray, variant: str) -> float:
   """Kendall tau (``b`` or ``c``) between estimator scores and human scores (scipy)."""
+  from scipy.stats import kendalltau
+
   return float(kendalltau(np.asarray(scores), np.asarray(human), variant=variant).statistic)
 
 
 def rank_ensemble(score_lists: Sequence[np.ndarray]) -> np.ndarray:
   """Mean of the normalized ranks (ties averaged) of several score lists."""
+  from scipy.stats import rankdata
+
   return np.mean([rankdata(s) / len(s) for s in score_lists], axis=0)
 
 
