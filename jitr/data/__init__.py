@@ -7,6 +7,7 @@ from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
 from jitr.data.official_vocab import read_official_vocab, read_pickled_vocab, read_sgraf_vocab
 from jitr.data.pairs import RetrievalSplit, epoch_batches, make_batch, steps_per_epoch
 from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
+from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
 from jitr.data.vocab import Vocab, build_vocab
 
@@ -17,11 +18,14 @@ __all__ = [
   "PrecompSplit",
   "RelevanceTable",
   "RetrievalSplit",
+  "SplitCheck",
   "Vocab",
   "build_precomp_vocab",
   "build_vocab",
+  "check_precomp_folder",
   "dataset_info",
   "epoch_batches",
+  "format_check_report",
   "load_precomp_split",
   "load_relevance_table",
   "make_batch",

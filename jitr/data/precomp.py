@@ -7,7 +7,8 @@ Layout (``{root}/f30k_precomp``, ``{root}/coco_precomp``)::
 
 Splits: f30k ``train`` / ``dev`` / ``test``; coco ``train`` / ``dev`` / ``test``
 (1K) / ``testall`` (5K). Some releases store one feature row per caption
-(``5·N`` rows, each image repeated 5 times, SCAN's ``im_div = 5``); the reader
+(``5·N`` rows, each image repeated 5 times: the official loaders' ``im_div = 1``,
+caption ``j`` -> row ``j``; one row per image is their ``im_div = 5``); the reader
 accepts that and keeps every 5th row (a strided memmap view, nothing copied).
 
 Every problem raises one error naming the file and what was expected.

@@ -439,6 +439,7 @@ _APPS = {  # console script -> the module that defines its flags
   "jitr-relevance-agreement": "agreement",
   "jitr-relevance-quality": "relevance_quality",
   "jitr-relevance-calibrate": "calibrate",
+  "jitr-check-data": "check_data",
 }
 
 
