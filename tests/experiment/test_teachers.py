@@ -103,8 +103,14 @@ def test_stored_embeddings_round_trip_and_are_reused(shapes):
   assert images.dtype == captions.dtype == np.float32
   np.testing.assert_allclose(images, direct_img, atol=1e-6)
   np.testing.assert_allclose(captions, direct_cap, atol=1e-6)
-  (folder,) = _teacher_dirs(root)
-  store = root / "tfds" / "relevance" / "jitr_shapes-tiny-train" / folder
+  base = root / "tfds" / "relevance" / "jitr_shapes-tiny-train"
+  # this teacher's store (the module's other tests add stores of other teachers)
+  (store,) = [
+    base / folder
+    for folder in _teacher_dirs(root)
+    if json.loads((base / folder / "embeddings.json").read_text())["identity"]["teacher"]
+    == str(workdir)
+  ]
   header = json.loads((store / "embeddings.json").read_text())
   assert header["identity"]["step"] == 0 and header["identity"]["checkpoint"] == "best"
   assert header["arrays"] == {"images": {"shape": [40, 16], "dtype": "float32"},
