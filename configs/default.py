@@ -40,6 +40,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.eval_folds = 0
   c.vocab_min_count = 1
   c.max_caption_len = 48
+  # Fine-tuning: a jitr-train workdir whose best checkpoint (its latest without one) gives
+  # this run's first parameters and model state (same network shapes, same vocabulary);
+  # the optimizer and its schedule start afresh. A resume continues from its own latest.
+  c.init_from = ""
 
   # Graded inputs of the losses (objective term "input", default "relevance") and
   # where they come from (jitr.training.graded): "vectors:sentence" (RSC from

@@ -116,6 +116,22 @@ class Vocab:
       raise ValueError(f"Vocab.load: {path!r}: {e}") from None
 
 
+def vocab_difference(theirs: Vocab, ours: Vocab) -> str | None:
+  """``None`` when the two vocabularies are equal, else where they first differ:
+  ``(N words, this run has M; word i is 'x' there, 'y' here)``."""
+  if theirs == ours:
+    return None
+  first = next(
+    (i for i, (a, b) in enumerate(zip(theirs.words, ours.words, strict=False)) if a != b),
+    min(len(theirs), len(ours)),
+  )
+  word = lambda v: repr(v.words[first]) if first < len(v) else "(none)"  # noqa: E731
+  return (
+    f"({len(theirs)} words, this run has {len(ours)}; word {first} is {word(theirs)} there, "
+    f"{word(ours)} here)"
+  )
+
+
 def build_vocab(captions: Iterable[str], *, min_count: int = 1) -> Vocab:
   """Vocabulary of the words occurring at least ``min_count`` times in
   ``captions`` (VSE++ uses 4 on COCO), most frequent first, ties alphabetical."""

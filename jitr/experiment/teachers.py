@@ -26,24 +26,20 @@ import dataclasses
 import os
 from typing import Any
 
-import jax
 from absl import logging
 
-from jitr import training
 from jitr.data import shapes_split
 from jitr.data.datasets import SHAPES
 from jitr.data.vocab import Vocab
-from jitr.experiment.model_state import example_inputs
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
-from jitr.models import make_model
+from jitr.experiment.workdir_variables import restore_variables
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.embedding_store import (
   EmbeddingsCorruptError,
   read_embeddings,
   write_embeddings,
 )
-from jitr.training.checkpoints import Checkpoints
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
 from jitr.training.teacher import (
   TeacherError,
@@ -135,27 +131,10 @@ def _teacher_vocab(workdir: str):
 
 def _restore(workdir: str, teacher: dict, vocab, train_split, which: str):
   """``(model, variables, step)`` of the teacher's ``which`` checkpoint."""
-  # The shapes of a state like the teacher's (as model_state.initial_state builds it),
-  # traced, not computed: the checkpoint provides every value.
   try:
-    model = make_model(teacher.get("model") or {}, len(vocab))
-    tx = training.make_optimizer(dict(teacher.get("optimizer") or {}), steps_per_epoch=1)
-  except (KeyError, ValueError) as err:
-    raise TeacherError(f"teacher:{workdir}: its config.json: {err}") from None
-  inputs = example_inputs(train_split)
-  like = jax.eval_shape(
-    lambda: training.create_train_state(
-      model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
-    )
-  ).replace(rng=jax.random.key(1))
-  checkpoints = Checkpoints(os.path.abspath(workdir))
-  try:
-    state = checkpoints.restore(like, which=which)
-  finally:
-    checkpoints.close()
-  if state is None:
-    raise TeacherError(f"teacher:{workdir}: no {which} checkpoint could be restored")
-  return model, state.variables, int(state.step)
+    return restore_variables(workdir, teacher, len(vocab), train_split, which)
+  except ValueError as err:
+    raise TeacherError(f"teacher:{workdir}: {err}") from None
 
 
 def teacher_embeddings(

@@ -25,6 +25,7 @@ from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
+from jitr.experiment.init_from import start_from
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.teachers import with_absolute_teachers
@@ -55,10 +56,12 @@ class RunResult:
 
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """A copy of ``config`` with its references resolved and every teacher workdir made
-  absolute, so ``config.json`` names the teachers from any directory."""
+  """A copy of ``config`` with its references resolved and every teacher workdir and
+  ``init_from`` made absolute, so ``config.json`` names them from any directory."""
   config = config.copy_and_resolve_references()
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
+  if config.get("init_from"):
+    config.init_from = os.path.abspath(config.init_from)
   return config
 
 
@@ -96,6 +99,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
   model, state = initial_state(config, len(data.vocab), train, steps_per_epoch)
+  if config.get("init_from") and not workdir_lib.saved_steps(workdir):  # a resume: its own
+    state = start_from(config.init_from, data.vocab, train, state)
   objective = losses.objective(
     config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
   )

@@ -41,8 +41,9 @@ from jitr.training.train_config import check_train_config
 CONFIG_NAME = "config.json"
 
 # Fields (dotted paths; a group covers every field under it) that a resume may change:
-# they set how the run is executed, logged and cached, not what it trains, evaluates or
-# writes to metrics.json. Every other field must equal config.json's.
+# they set how the run is executed, logged and cached, or (init_from) what only a run's
+# first start reads, not what a resume trains, evaluates or writes to metrics.json. Every
+# other field must equal config.json's.
 EXECUTION_FIELDS: dict[str, str] = {
   "log_every_steps": "how often train scalars and progress are logged and losses checked",
   "eval_batch_size": "how many items an evaluation pass embeds at once (the same scores)",
@@ -56,6 +57,10 @@ EXECUTION_FIELDS: dict[str, str] = {
   "distributed": "how the processes of a multi-host run reach each other",
   "estimators.sentence.show_progress": "whether the sentence model draws its own progress bars",
   "estimators.tokens.show_progress": "whether the tokens model draws its own progress bars",
+  "init_from": (
+    "where a new run's first parameters come from (a resume continues from its own latest "
+    "checkpoint; config.json keeps the first run's value)"
+  ),
 }
 # May change within the bounds of check_num_epochs; config.json then records the new value.
 EPOCHS_FIELD = "num_epochs"

@@ -28,7 +28,7 @@ import numpy as np
 
 from jitr.data import pairs
 from jitr.data.datasets import DATASETS
-from jitr.data.vocab import Vocab
+from jitr.data.vocab import Vocab, vocab_difference
 from jitr.models import MODELS, make_model
 from jitr.models.registry import DEFAULT_MODEL
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
@@ -71,18 +71,12 @@ def check_teacher_config(
 
 def check_teacher_vocab(workdir: str, teacher: Vocab, vocab: Vocab) -> None:
   """Raises :class:`TeacherError` when the teacher's vocabulary is not this run's."""
-  if teacher == vocab:
-    return
-  first = next(
-    (i for i, (a, b) in enumerate(zip(teacher.words, vocab.words, strict=False)) if a != b),
-    min(len(teacher), len(vocab)),
-  )
-  word = lambda v: repr(v.words[first]) if first < len(v) else "(none)"  # noqa: E731
-  raise TeacherError(
-    f"teacher:{workdir} was trained with another vocabulary ({len(teacher)} words, this run "
-    f"has {len(vocab)}; word {first} is {word(teacher)} there, {word(vocab)} here): "
-    "trained on other captions"
-  )
+  difference = vocab_difference(teacher, vocab)
+  if difference is not None:
+    raise TeacherError(
+      f"teacher:{workdir} was trained with another vocabulary {difference}: "
+      "trained on other captions"
+    )
 
 
 def _steps(folder: str) -> list[int]:

@@ -92,6 +92,8 @@ TERM_NUMBERS: dict[str, tuple[float, bool]] = {
   "temperature": (0.0, False),
   "sharpness": (0.0, False),
 }
+# Fields that configs/default.py sets to a string but older config.json files may lack.
+OPTIONAL_STRINGS: tuple[str, ...] = ("init_from",)
 # Switches: fields of the config and of every loss term that take True or False.
 BOOLEANS: tuple[str, ...] = ("compilation_cache",)
 TERM_BOOLEANS: tuple[str, ...] = ("keep_triplet",)
@@ -180,7 +182,8 @@ def check_train_config(config: Any) -> None:
   ``log_every_steps`` ...), a ``test_split`` the dataset does not have, an
   ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
   a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
-  switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), a loss term that
+  switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
+  :data:`OPTIONAL_STRINGS` field that is not a string, a loss term that
   starts at or after ``num_epochs``, a bad ``calibration`` chain; first, a missing field
   or one of the wrong kind (:func:`check_required_fields`) and a ``model`` the network
   it names does not take (:func:`jitr.models.model_settings.check_model_settings`)."""
@@ -197,6 +200,10 @@ def check_train_config(config: Any) -> None:
   for name in BOOLEANS:
     if name in config:
       check_bool(name, config[name])
+  for name in OPTIONAL_STRINGS:
+    if name in config and not isinstance(config[name], str):
+      value = config[name]
+      raise ValueError(f"config.{name}: expected a string, got {value!r} ({type(value).__name__})")
   _check_loss_terms(config)
   for name, source in dict(config.graded).items():
     try:

@@ -1,0 +1,89 @@
+"""``config.init_from``: a run that starts from another workdir's trained parameters.
+
+Fine-tuning takes the parameters and the model state (BatchNorm statistics) of the
+source workdir's best checkpoint (its latest when it has none), and keeps this run's fresh
+optimizer state, step and random key: the optimizer and its schedule start afresh. The
+source must hold the same network (every parameter of the same shape) trained on the same
+vocabulary; hyper-parameters that change no shape (dropout, the loss, the optimizer) may
+differ.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+
+from jitr.data import pairs
+from jitr.data.vocab import Vocab, vocab_difference
+from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
+from jitr.experiment.workdir_variables import restore_variables
+from jitr.training import TrainState
+
+
+def source_checkpoint(workdir: str) -> str:
+  """``"best"`` when ``workdir`` holds a best checkpoint, else ``"latest"``.
+
+  Raises:
+    FileNotFoundError: ``workdir`` holds no saved step.
+  """
+  root = os.path.join(workdir, "checkpoints")
+  for which in ("best", "latest"):
+    folder = os.path.join(root, which)
+    if os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder)):
+      return which
+  raise FileNotFoundError(f"config.init_from: {root}: no checkpoint (expected best/ or latest/)")
+
+
+def shape_mismatch(theirs: Any, ours: Any) -> str | None:
+  """``None`` when the two parameter trees have the same paths and shapes, else the first
+  path that differs: ``'PATH' is (3, 4) there, (3, 5) here`` (``missing`` on one side)."""
+  shapes = lambda tree: {  # noqa: E731
+    jax.tree_util.keystr(path): tuple(leaf.shape)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree)
+  }
+  there, here = shapes(theirs), shapes(ours)
+  for path in sorted(there.keys() | here.keys()):
+    a, b = there.get(path, "missing"), here.get(path, "missing")
+    if a != b:
+      return f"{path} is {a} there, {b} here"
+  return None
+
+
+def start_from(
+  source: str, vocab: Vocab, train_split: pairs.RetrievalSplit, state: TrainState
+) -> TrainState:
+  """``state`` with the params and model state of ``source``'s best checkpoint (latest
+  without one); the optimizer state, step and random key stay ``state``'s.
+
+  Raises:
+    FileNotFoundError: ``source`` has no config.json or no checkpoint.
+    ValueError: ``source`` was trained with another vocabulary or another network (a
+      parameter of another shape), or its config.json builds no model; each message
+      starts with ``config.init_from``.
+  """
+  workdir = os.path.abspath(source)
+  saved = read_trained_config(workdir)
+  if saved is None:
+    raise FileNotFoundError(
+      f"config.init_from: {os.path.join(workdir, CONFIG_NAME)}: no config.json; "
+      "expected a jitr-train workdir"
+    )
+  difference = vocab_difference(Vocab.load(os.path.join(workdir, "vocab.json")), vocab)
+  if difference is not None:
+    raise ValueError(
+      f"config.init_from: {workdir} was trained with another vocabulary {difference}"
+    )
+  which = source_checkpoint(workdir)
+  try:
+    _, variables, _ = restore_variables(workdir, saved.to_dict(), len(vocab), train_split, which)
+  except ValueError as err:
+    raise ValueError(f"config.init_from: {workdir}: {err}") from None
+  params = variables.pop("params")
+  mismatch = shape_mismatch({"params": params, **variables}, state.variables)
+  if mismatch is not None:
+    raise ValueError(
+      f"config.init_from: {workdir} holds another network than this run's config.model: {mismatch}"
+    )
+  return state.replace(params=params, model_state=variables)

@@ -1,0 +1,54 @@
+"""The Flax variables that a jitr-train workdir's checkpoint holds, restored for another run:
+a teacher's embeddings (``teacher:WORKDIR``) and the start of a fine-tuning run
+(``config.init_from``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+
+from jitr import training
+from jitr.data import pairs
+from jitr.experiment.model_state import example_inputs
+from jitr.models import RetrievalModel, make_model
+from jitr.training.checkpoints import Checkpoints
+
+
+def restore_variables(
+  workdir: str,
+  saved_config: Mapping[str, Any],
+  vocab_size: int,
+  train_split: pairs.RetrievalSplit,
+  which: str,
+) -> tuple[RetrievalModel, dict[str, Any], int]:
+  """``(model, variables, step)`` of ``workdir``'s ``which`` checkpoint (``"best"`` or
+  ``"latest"``): the model and a train state shaped as ``saved_config`` (the workdir's
+  ``config.json``: its model and optimizer) builds them, traced, not computed, then filled
+  from the checkpoint.
+
+  Raises:
+    ValueError: ``saved_config`` builds no model or optimizer (``its config.json: ...``),
+      or no ``which`` checkpoint could be restored.
+  """
+  try:
+    model = make_model(dict(saved_config.get("model") or {}), vocab_size)
+    tx = training.make_optimizer(dict(saved_config.get("optimizer") or {}), steps_per_epoch=1)
+  except (KeyError, ValueError) as err:
+    raise ValueError(f"its config.json: {err}") from None
+  inputs = example_inputs(train_split)
+  like = jax.eval_shape(
+    lambda: training.create_train_state(
+      model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
+    )
+  ).replace(rng=jax.random.key(1))
+  checkpoints = Checkpoints(os.path.abspath(workdir))
+  try:
+    state = checkpoints.restore(like, which=which)
+  finally:
+    checkpoints.close()
+  if state is None:
+    raise ValueError(f"no {which} checkpoint could be restored")
+  return model, state.variables, int(state.step)
