@@ -3,7 +3,12 @@ state with a fresh optimizer; another network, another vocabulary or a workdir w
 checkpoint is refused in one line before anything is written; a resume ignores it."""
 
 import json
+import os
+import pathlib
+import shlex
 import shutil
+import subprocess
+import sys
 
 import jax
 import ml_collections
@@ -13,6 +18,8 @@ import pytest
 from jitr import experiment
 from jitr.experiment.workdir_variables import restore_variables
 from tests.file_fixtures import precomp_config, snapshot, write_precomp
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _best_params(workdir, config):
@@ -124,3 +131,48 @@ def test_init_from_must_be_a_string(source, tmp_path):
   fields["init_from"] = 3  # as a hand-edited config.json could hold it
   config = ml_collections.ConfigDict(fields)
   assert _refused(config, tmp_path) == "config.init_from: expected a string, got 3 (int)"
+
+
+def _documented_command() -> list[str]:
+  """The command of docs/training.md's "Fine-tuning from a workdir", as its words."""
+  page = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
+  block = page.split("## Fine-tuning from a workdir", 1)[1].split("```bash\n", 1)[1]
+  return shlex.split(block.split("```", 1)[0].replace("\\\n", " "))
+
+
+@pytest.mark.slow
+def test_the_documented_command_fine_tunes(source, tmp_path):
+  """docs/training.md's command, run as written from a folder holding ``configs/`` and
+  ``workdirs/default`` (the source run), plus the tiny run's settings."""
+  root, config = source
+  command = _documented_command()
+  assert command[:2] == ["jitr-train", "--config=configs/default.py"], command
+  shutil.copytree(REPO / "configs", tmp_path / "configs")
+  shutil.copytree(root / "source", tmp_path / "workdirs" / "default")
+  tiny = [f"--config.{k}={v}" for k, v in _TINY.items()]
+  exe = shutil.which("jitr-train") or str(pathlib.Path(sys.executable).with_name("jitr-train"))
+  done = subprocess.run(
+    [exe, *command[1:], f"--config.precomp_root={config.precomp_root}",
+     f"--config.data_dir={config.data_dir}", *tiny],
+    cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    env={**os.environ, "PYTHONPATH": str(REPO)},
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  saved = json.loads((tmp_path / "workdirs" / "tuned" / "config.json").read_text())
+  assert saved["init_from"] == str(tmp_path / "workdirs" / "default")
+  assert saved["optimizer"]["learning_rate"] == 1e-4
+
+
+# precomp_config's run, as overrides of configs/default.py
+_TINY = {
+  "dataset": "f30k_precomp",
+  "graded": "{}",
+  "loss": "{'triplet': {'weight': 1.0, 'margin': 0.2}}",
+  "num_epochs": 1,
+  "batch_size": 16,
+  "eval_batch_size": 16,
+  "log_every_steps": 2,
+  "compilation_cache": False,
+  "model.embed_dim": 16,
+  "model.word_dim": 8,
+}
