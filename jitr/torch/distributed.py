@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-import torch.distributed.nn.functional as dist_fn
 
 __all__ = ["all_gather", "all_sum", "rank", "world_size"]
 
@@ -52,7 +51,28 @@ def all_gather(x: torch.Tensor) -> torch.Tensor:
   if world_size() == 1:
     return x
   if x.requires_grad:
-    return torch.cat(dist_fn.all_gather(x), dim=0)
+    return _AllGather.apply(x)
+  return _gathered(x)
+
+
+def _gathered(x: torch.Tensor) -> torch.Tensor:
+  """``cat([x_0, …, x_{W−1}], dim=0)``, not differentiated (equal shapes on every process)."""
   parts = [torch.empty_like(x) for _ in range(world_size())]
   dist.all_gather(parts, x.contiguous())
   return torch.cat(parts, dim=0)
+
+
+class _AllGather(torch.autograd.Function):
+  """:func:`all_gather` as an autograd op: the backward pass sums the incoming gradient
+  over the processes (``all_reduce``) and returns this process's rows of it."""
+
+  @staticmethod
+  def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+    ctx.rows = slice(rank() * x.shape[0], (rank() + 1) * x.shape[0])
+    return _gathered(x)
+
+  @staticmethod
+  def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+    total = grad.contiguous().clone()
+    dist.all_reduce(total)  # Σ_p ∂L_p/∂(gathered rows)
+    return total[ctx.rows]
