@@ -26,6 +26,7 @@ import gc
 import glob
 import logging as py_logging
 import os
+import re
 import shutil
 import sys
 from typing import Any
@@ -108,8 +109,9 @@ class OrbaxErrorsInOneLine(py_logging.Filter):
   """A filter of the ``absl`` and ``asyncio`` loggers: an ERROR record with a traceback that
   orbax logged becomes a WARNING with the first line of its message and no traceback (a
   save or restore failing, which jitr reports as its own one-line error); asyncio's "Task
-  exception was never retrieved" for one of orbax's tasks is dropped (it comes when the
-  task is collected, possibly after that line); every other record passes unchanged."""
+  (Future, _GatheringFuture) exception was never retrieved" for one of orbax's tasks is
+  dropped (it comes when the task is collected, possibly after that line); every other
+  record passes unchanged."""
 
   def filter(self, record: py_logging.LogRecord) -> bool:
     if _unretrieved_orbax_task(record):
@@ -121,16 +123,18 @@ class OrbaxErrorsInOneLine(py_logging.Filter):
     return True
 
 
-UNRETRIEVED = ("Task exception was never retrieved", "Future exception was never retrieved")
+# asyncio's "Task / Future / _GatheringFuture exception was never retrieved" (the class name
+# of the task or future first).
+UNRETRIEVED = re.compile(r"\w+ exception was never retrieved")
 
 
 def _unretrieved_orbax_task(record: py_logging.LogRecord) -> bool:
-  """Whether ``record`` is asyncio's "Task / Future exception was never retrieved" for one of
-  orbax's tasks or futures (raised in orbax's code, or tensorstore's full disk): logged when
-  it is garbage-collected, which can be after jitr's one line reported the failed save or
-  restore that it was part of."""
+  """Whether ``record`` is asyncio's "Task / Future / _GatheringFuture exception was never
+  retrieved" for one of orbax's tasks or futures (raised in orbax's code, or tensorstore's
+  full disk): logged when it is garbage-collected, which can be after jitr's one line
+  reported the failed save or restore that it was part of."""
   message = record.msg if isinstance(record.msg, str) else ""
-  if record.name != "asyncio" or not message.startswith(UNRETRIEVED) or not record.exc_info:
+  if record.name != "asyncio" or not UNRETRIEVED.match(message) or not record.exc_info:
     return False
   return _about_orbax(record) or fileio.is_disk_full(record.exc_info[1])
 

@@ -376,6 +376,8 @@ def _future_error(message: str):
     ("Task", _future_error("something else"), False),
     ("Future", _future_error(TENSORSTORE_DISK_FULL), True),
     ("Future", _future_error("something else"), False),
+    ("_GatheringFuture", _future_error(TENSORSTORE_DISK_FULL), True),
+    ("_GatheringFuture", _future_error("something else"), False),
   ],
 )
 def test_an_unretrieved_orbax_task_is_dropped(what, exc_info, dropped):
