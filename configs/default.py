@@ -105,7 +105,15 @@ def get_config() -> ml_collections.ConfigDict:
   c.compilation_cache = True
   c.eval_batch_size = 500
 
+  # Multi-host runs. Unset (""/0/-1): join the job JAX detects (Cloud TPU pod slice,
+  # SLURM, Open MPI, Kubernetes), a single process without one; given values must match it.
   c.distributed = ml_collections.ConfigDict(
-    dict(coordinator_address="", num_processes=1, process_id=0)
+    dict(
+      coordinator_address="",
+      num_processes=0,
+      process_id=-1,
+      stop_check_every_steps=10,  # steps between the processes' agreements on a SIGTERM
+      heartbeat_timeout_s=100,  # a process silent this long is dead: the job stops
+    )
   )
   return c

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +46,33 @@ def run_reporting_bad_input(
   except KeyboardInterrupt:
     sys.stderr.write(f"{name}: {interrupted}\n")
     raise SystemExit(INTERRUPTED_EXIT_STATUS) from None
+
+
+def join_configured_job(settings: Any):
+  """:func:`jitr.training.distributed.join_job` with a config's ``distributed`` fields
+  (absent ones unset: the job JAX detects, or a single process)."""
+  from jitr.training import distributed  # JAX loads only when an app runs
+
+  return distributed.join_job(
+    settings.get("coordinator_address", ""),
+    settings.get("num_processes", 0),
+    settings.get("process_id", -1),
+    heartbeat_timeout_s=settings.get("heartbeat_timeout_s", 100),
+  )
+
+
+def exit_lost_process(name: str, error: BaseException) -> None:
+  """Ends a process of a multi-process job whose collective failed (another process died or
+  was killed): one line ``NAME: error: ...`` and exit status 1 at once, without JAX's
+  shutdown barrier, which would wait for the lost process and then abort."""
+  first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+  sys.stderr.write(
+    f"{name}: error: a collective with the other processes of the job failed ({first}); "
+    "another process probably stopped: see its log\n"
+  )
+  sys.stderr.flush()
+  sys.stdout.flush()
+  os._exit(1)
 
 
 # Arguments asking for the help text: True for the app's own flags, False for all flags.

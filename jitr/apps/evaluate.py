@@ -5,7 +5,9 @@
 
 Writes ``<workdir>/eval_<split>/`` (``metrics.json``, ``metrics.md``, curves and, for
 jitr_shapes, ``queries.png``); with ``--ensemble``, the mean of every workdir's
-similarity matrix into ``<workdir>/eval_<split>_ensemble/``. Flag parsing, then
+similarity matrix into ``<workdir>/eval_<split>_ensemble/``. Started by a cluster (a Cloud
+TPU pod slice, SLURM, Open MPI, Kubernetes), the same command on every host joins the job
+JAX detects: each process scores its share and process 0 writes the report. Flag parsing, then
 :func:`jitr.experiment.evaluate_workdir`.
 """
 
@@ -13,7 +15,13 @@ from __future__ import annotations
 
 from absl import app, flags
 
-from jitr.apps._cli import run_app, run_reporting_bad_input, workdir_flag
+from jitr.apps._cli import (
+  exit_lost_process,
+  join_configured_job,
+  run_app,
+  run_reporting_bad_input,
+  workdir_flag,
+)
 
 _WORKDIR = workdir_flag("A jitr-train workdir (config.json + checkpoints/).")
 _SPLIT = flags.DEFINE_enum("split", "test", ["val", "test"], "Split to evaluate.")
@@ -38,18 +46,26 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   # Imported here, not at the top: `jitr-eval --help` answers without loading JAX.
+  import jax
+
   from jitr.experiment import evaluate_workdir
 
-  run_reporting_bad_input(
-    "jitr-eval",
-    lambda: evaluate_workdir(
-      _WORKDIR.value,
-      split=_SPLIT.value,
-      checkpoint=_CHECKPOINT.value,
-      num_queries=_NUM_QUERIES.value,
-      ensemble=_ENSEMBLE.value,
-    ),
-  )
+  job = run_reporting_bad_input("jitr-eval", lambda: join_configured_job({}))
+  try:
+    run_reporting_bad_input(
+      "jitr-eval",
+      lambda: evaluate_workdir(
+        _WORKDIR.value,
+        split=_SPLIT.value,
+        checkpoint=_CHECKPOINT.value,
+        num_queries=_NUM_QUERIES.value,
+        ensemble=_ENSEMBLE.value,
+      ),
+    )
+  except jax.errors.JaxRuntimeError as error:
+    if job.process_count == 1:
+      raise
+    exit_lost_process("jitr-eval", error)
 
 
 def run() -> None:

@@ -9,8 +9,10 @@ The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the
 default (:func:`jitr.relevance.registry.default_estimator_settings`, the same fields as
 ``jitr-train``'s ``config.estimators``). A re-run with the same arguments finishes an
 interrupted run (complete shards are skipped); an --out written for other captions or
-settings is refused. Several processes or hosts share one --out with --num_workers=N and
---worker_index=i (one process per i, e.g. a job array); the last one to finish completes
+settings is refused. Several processes or hosts share one --out: started by a cluster
+(a Cloud TPU pod slice, SLURM, Open MPI, Kubernetes), the same command on every host
+takes each one's share from the job JAX detects; otherwise pass --num_workers=N and
+--worker_index=i (one process per i, e.g. a job array). The last one to finish completes
 the header, and the files are those of a single process. Progress goes to stderr as one
 line (each worker its own share: images written of the total, images per second, ETA;
 ``--noprogress`` for none); stdout gets only the closing summary. Flag parsing, then
@@ -55,10 +57,19 @@ _IMAGES_PER_SHARD = flags.DEFINE_integer(
   "images_per_shard", 1024, "Images per TFRecord shard.", lower_bound=1
 )
 _NUM_WORKERS = flags.DEFINE_integer(
-  "num_workers", 1, "Processes sharing the shards of --out (one per --worker_index)."
+  "num_workers",
+  None,
+  "Processes sharing the shards of --out (one per --worker_index). Default: the process "
+  "count of the job JAX detects (Cloud TPU pod slice, SLURM, Open MPI, Kubernetes), 1 "
+  "without one.",
+  lower_bound=1,
 )
 _WORKER_INDEX = flags.DEFINE_integer(
-  "worker_index", 0, "This process's index in [0, num_workers): it writes shards s % N == i."
+  "worker_index",
+  None,
+  "This process's index in [0, num_workers): it writes shards s % N == i. Default: the "
+  "process index in the detected job, 0 without one.",
+  lower_bound=0,
 )
 _PROGRESS = flags.DEFINE_bool(
   "progress",
@@ -74,6 +85,7 @@ _CONFIG = config_dict_flag(
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  num_workers, worker_index = run_reporting_bad_input(NAME, workers)
   line = run_reporting_bad_input(  # bad input: one clear line, exit code 1
     NAME,
     lambda: precompute_relevance(
@@ -86,13 +98,29 @@ def main(argv: list[str]) -> None:
       vectors=_VECTORS.value,
       top_k=_TOP_K.value,
       images_per_shard=_IMAGES_PER_SHARD.value,
-      num_workers=_NUM_WORKERS.value,
-      worker_index=_WORKER_INDEX.value,
+      num_workers=num_workers,
+      worker_index=worker_index,
       log=logging.info,
       progress=_PROGRESS.value,
     ),
   )
   print(line)
+
+
+def workers() -> tuple[int, int]:
+  """``(num_workers, worker_index)``: the flags when either is given, else the process
+  count and index of the job JAX's cluster detection finds (1 and 0 without one). The
+  workers share no computation, so they do not connect: each writes its own shards, and
+  none waits for the others to finish."""
+  if _NUM_WORKERS.value is not None or _WORKER_INDEX.value is not None:
+    return (
+      1 if _NUM_WORKERS.value is None else _NUM_WORKERS.value,
+      0 if _WORKER_INDEX.value is None else _WORKER_INDEX.value,
+    )
+  from jitr.training.cluster import detected_job
+
+  job = detected_job()
+  return (1, 0) if job is None else (job.num_processes, job.process_id)
 
 
 def run() -> None:

@@ -32,6 +32,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 from absl import logging
 
@@ -207,6 +208,8 @@ def evaluate_workdir(
   metrics = first_evaluator(split, None, sim=sim)
   scored = scored_checkpoints(members, steps, sims, checkpoint)
   refuse_nonfinite_scores(metrics, f"checkpoint {scored} on the {split} split")
+  if jax.process_index() > 0:  # every process of a job computed the same; process 0 writes
+    return metrics
   config = first.config
   if ensemble:
     out = os.path.join(first.workdir, f"eval_{split}_ensemble")

@@ -16,6 +16,7 @@ import dataclasses
 import os
 import signal
 
+import jax
 import ml_collections
 from absl import logging
 
@@ -30,6 +31,7 @@ from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.teachers import with_absolute_teachers
 from jitr.training import distributed, reporting
+from jitr.training.agreed_stop import AgreedStop
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.compile_cache import enable_compilation_cache
 from jitr.training.graded import make_graded_fn
@@ -117,10 +119,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   # a resume may end no earlier than the epochs its checkpoints reach
   workdir_lib.check_num_epochs(config.num_epochs, workdir, steps_per_epoch)
   # Every check passed: only now is the workdir written (config.json whole when new, its
-  # num_epochs when a resume changed it).
-  os.makedirs(workdir, exist_ok=True)
-  workdir_lib.record_config(config, workdir)
-  data.vocab.save(os.path.join(workdir, "vocab.json"))
+  # num_epochs when a resume changed it), by process 0 once every process has checked it.
+  distributed.all_processes_reach("jitr_workdir_checked")
+  if jax.process_index() == 0:
+    os.makedirs(workdir, exist_ok=True)
+    workdir_lib.record_config(config, workdir)
+    data.vocab.save(os.path.join(workdir, "vocab.json"))
+  distributed.all_processes_reach("jitr_workdir_recorded")
 
   evaluate = Evaluator(
     model, data.splits, data.exact, data.folds, batch_size=config.eval_batch_size
@@ -133,7 +138,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   )
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
   with Checkpoints(workdir) as checkpoints:  # closed on every path, an error's included
-    with StopRequested() as stop:
+    with StopRequested() as signalled:
+      stop = AgreedStop(
+        signalled, config.distributed.get("stop_check_every_steps", 10)
+      )  # every process stops at the same step, whichever got the signal
       state, finished = fit(
         state,
         parallel=parallel,
@@ -167,12 +175,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
     else f"the final state (step {int(best.step)})"
   )
   test = refuse_nonfinite_scores(evaluate("test", best.variables), f"{scored} on the test split")
-  report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
   table = reporting.results_table(
     test,
     f"Test split, best checkpoint (step {int(best.step)})"
     + (", exact relevance:" if data.exact is not None else ":"),
   )
-  fileio.write_text_atomic(os.path.join(workdir, "results.md"), table)
+  if jax.process_index() == 0:  # every process computed the same metrics
+    report.write_json_atomic(os.path.join(workdir, "metrics.json"), test)
+    fileio.write_text_atomic(os.path.join(workdir, "results.md"), table)
   print(table)
   return RunResult(finished=True, metrics=test)

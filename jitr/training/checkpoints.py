@@ -35,10 +35,10 @@ import jax
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from absl import logging
-from jax.experimental import multihost_utils
 
 from jitr import fileio
 from jitr.training.checkpoint_manifest import MANIFEST_NAME, verify_manifest, write_manifest
+from jitr.training.distributed import all_processes_reach
 from jitr.training.state import TrainState
 
 
@@ -186,12 +186,6 @@ def drop_closed_loop_callbacks() -> None:
   sys.unraisablehook = hook
 
 
-def _all_processes_reach(name: str) -> None:
-  """A barrier across the JAX processes of the job (nothing to wait for with one)."""
-  if jax.process_count() > 1:
-    multihost_utils.sync_global_devices(name)
-
-
 def rotate(manager: ocp.CheckpointManager, keep: int) -> None:
   """Deletes every step of ``manager`` but the newest ``keep`` that have a manifest (a
   step without one is an interrupted save, never restored)."""
@@ -210,10 +204,10 @@ def seal(manager: ocp.CheckpointManager, step: int) -> None:
   """Writes the manifest of ``manager``'s finished ``step``: after every process's files
   are committed, by process 0 alone; every process returns once it is written."""
   manager.wait_until_finished()
-  _all_processes_reach(f"jitr_checkpoint_committed_{step}")
+  all_processes_reach(f"jitr_checkpoint_committed_{step}")
   if jax.process_index() == 0:
     write_manifest(step_dir(manager, step))
-  _all_processes_reach(f"jitr_checkpoint_sealed_{step}")
+  all_processes_reach(f"jitr_checkpoint_sealed_{step}")
 
 
 def _drop_damaged(manager: ocp.CheckpointManager, steps: list[int], why: str) -> None:

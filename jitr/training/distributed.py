@@ -1,7 +1,9 @@
 """Multi-host ("pod") setup: ``jax.distributed`` initialisation and per-host input sharding.
 
 A multi-host run starts the same program once per host (process). Each process
-calls :func:`initialize` before any other JAX call, then sees every device of
+calls :func:`join_job` (or :func:`initialize` with explicit settings) before any other
+JAX call -- with no settings it joins the job its cluster (a Cloud TPU pod slice, SLURM,
+Open MPI, Kubernetes) started, so one command runs everywhere -- then sees every device of
 the job in ``jax.devices()`` and its own in ``jax.local_devices()``. Each
 process reads only its rows of every global batch (:func:`process_batch_slice`)
 and ``DataParallel.put_batch`` assembles the global batch from those rows, so
@@ -10,7 +12,7 @@ the step computes exactly what one process with all the devices would.
 Usage (process ``p`` of ``n``; process 0's host serves as coordinator)::
 
   from jitr.training import distributed
-  distributed.initialize("10.0.0.1:1234", num_processes=n, process_id=p)
+  distributed.join_job()  # or join_job("10.0.0.1:1234", num_processes=n, process_id=p)
   rows = distributed.process_batch_slice(global_batch_size)
   ...
   state, metrics = dp(state, dp.put_batch({k: v[rows] for k, v in global_batch.items()}))
@@ -22,10 +24,15 @@ collectives go through Gloo over TCP (``jax_cpu_collectives_implementation``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
+from collections.abc import Callable, Sequence
 
 import jax
+from jax.experimental import multihost_utils
+
+from jitr.training.cluster import DetectedJob, detected_job
 
 CPU_COLLECTIVES = ("gloo", "mpi")
 
@@ -57,8 +64,10 @@ def initialize(
   process_id: int = 0,
   *,
   local_device_count: int | None = None,
+  local_device_ids: Sequence[int] | None = None,
   cpu_collectives: str | None = "gloo",
   initialization_timeout_s: int = 300,
+  heartbeat_timeout_s: int = 100,
 ) -> None:
   """Joins this process to a multi-process JAX job; a no-op for ``num_processes == 1``.
 
@@ -74,10 +83,14 @@ def initialize(
     local_device_count: if set, the number of CPU devices this process exposes
       (``jax_num_cpu_devices``; overrides ``--xla_force_host_platform_device_count``).
       For CPU runs and tests; accelerators expose their real devices.
+    local_device_ids: the accelerator devices this process uses (``None``: all of them);
+      cluster detection gives one per process under SLURM and Open MPI on GPUs.
     cpu_collectives: the cross-process collective implementation for CPU
       devices, ``"gloo"`` (default) or ``"mpi"``; ``None`` keeps JAX's setting.
       It only affects the CPU backend, so it is harmless on GPU/TPU hosts.
     initialization_timeout_s: how long to wait for every process to connect.
+    heartbeat_timeout_s: how long the coordination service waits for a silent process
+      before it declares it dead and stops every process of the job.
 
   Raises:
     TypeError / ValueError: bad arguments.
@@ -94,6 +107,7 @@ def initialize(
   if local_device_count is not None:
     _check_int("local_device_count", local_device_count, 1)
   _check_int("initialization_timeout_s", initialization_timeout_s, 1)
+  _check_int("heartbeat_timeout_s", heartbeat_timeout_s, 1)
   if cpu_collectives is not None and cpu_collectives not in CPU_COLLECTIVES:
     raise ValueError(
       f"cpu_collectives: expected one of {CPU_COLLECTIVES} or None, got {cpu_collectives!r}"
@@ -129,8 +143,101 @@ def initialize(
       coordinator_address=coordinator_address,
       num_processes=num_processes,
       process_id=process_id,
+      local_device_ids=None if local_device_ids is None else list(local_device_ids),
       initialization_timeout=initialization_timeout_s,
+      heartbeat_timeout_seconds=heartbeat_timeout_s,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+  """The job this process runs in, as JAX reports it after :func:`join_job`.
+
+  Attributes:
+    process_index: this process's index in ``[0, process_count)``.
+    process_count: processes in the job (1: a single process).
+    environment: the cluster environment that started the job (``"SlurmCluster"``, ...),
+      ``None`` when none did (a single machine, or settings given explicitly).
+  """
+
+  process_index: int
+  process_count: int
+  environment: str | None = None
+
+
+def _disagreement(name: str, given: int, job: DetectedJob) -> str:
+  return (
+    f"{name}: {given} given, but {job.environment} started this command as process "
+    f"{job.process_id} of {job.num_processes}; leave {name} unset "
+    f"({'0' if name == 'num_processes' else '-1'}) to join that job as JAX detects it"
+  )
+
+
+def join_job(
+  coordinator_address: str = "",
+  num_processes: int = 0,
+  process_id: int = -1,
+  *,
+  local_device_count: int | None = None,
+  cpu_collectives: str | None = "gloo",
+  initialization_timeout_s: int = 300,
+  heartbeat_timeout_s: int = 100,
+  detect: Callable[[], DetectedJob | None] = detected_job,
+) -> Job:
+  """Joins the job a cluster started this process in, or the one the settings describe.
+
+  With no settings (``coordinator_address=""``, ``num_processes=0``, ``process_id=-1``)
+  the job is the one JAX's cluster detection finds (:func:`~jitr.training.cluster.detected_job`:
+  Cloud TPU pod slices, SLURM, Open MPI, Kubernetes), so the same command runs on every
+  host; without a cluster, or in a job of one process, this stays a single process and
+  nothing connects. A given ``coordinator_address`` wins over the detected one; a given
+  ``num_processes`` or ``process_id`` must equal the detected job's (a ``ValueError``
+  otherwise: a host that ran alone beside its job would race the others on one workdir).
+  Outside a cluster, ``num_processes > 1`` needs ``coordinator_address`` and
+  ``process_id``. Must run before any other JAX call (see :func:`initialize`).
+
+  Returns:
+    the :class:`Job`: its process index and count read back from JAX after joining
+    (``Job(0, 1)`` for a single process, without starting JAX's backend).
+  """
+  _check_int("num_processes", num_processes, 0)
+  _check_int("process_id", process_id, -1)
+  job = detect()
+  if job is not None:
+    if num_processes and num_processes != job.num_processes:
+      raise ValueError(_disagreement("num_processes", num_processes, job))
+    if process_id >= 0 and process_id != job.process_id:
+      raise ValueError(_disagreement("process_id", process_id, job))
+    count, index = job.num_processes, job.process_id
+    address, device_ids = coordinator_address or job.coordinator_address, job.local_device_ids
+  else:
+    count = num_processes or 1
+    if process_id < 0 and count > 1:
+      raise ValueError(
+        f"process_id: required for num_processes={count} outside a cluster that JAX detects "
+        "(SLURM, Open MPI, Cloud TPU, Kubernetes)"
+      )
+    index, address, device_ids = max(process_id, 0), coordinator_address, None
+  initialize(
+    address or None,
+    count,
+    index,
+    local_device_count=local_device_count,
+    local_device_ids=device_ids if count > 1 else None,
+    cpu_collectives=cpu_collectives,
+    initialization_timeout_s=initialization_timeout_s,
+    heartbeat_timeout_s=heartbeat_timeout_s,
+  )
+  if count == 1:
+    return Job(0, 1, job.environment if job is not None else None)
+  return Job(jax.process_index(), jax.process_count(), job.environment if job else None)
+
+
+def all_processes_reach(name: str) -> None:
+  """A barrier across the processes of the job named ``name`` (nothing to wait for with
+  one process)."""
+  if jax.process_count() > 1:
+    multihost_utils.sync_global_devices(name)
 
 
 @contextlib.contextmanager

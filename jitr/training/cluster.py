@@ -1,0 +1,61 @@
+"""The job a cluster started this process in, as JAX's own cluster detection reads it.
+
+``jax.distributed.initialize()`` with no arguments asks each of JAX's cluster
+environments (Cloud TPU pod slices on GCE and GKE, SLURM, Open MPI, Kubernetes) whether
+it started this process, and takes the coordinator address, process count and index
+from the first that did. :func:`detected_job` runs that same detection *without*
+joining, so a caller can decide first: a job of one process stays a plain single
+process, and a config that disagrees with the job is refused before anything connects.
+
+It reads ``jax._src.clusters`` (the code ``jax.distributed.initialize`` calls); jitr pins
+``jax < 0.11``, the versions this module is tested with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+from jax._src import clusters  # JAX's detection (see the module docstring)
+
+
+@dataclasses.dataclass(frozen=True)
+class DetectedJob:
+  """A multi-process job a cluster environment started.
+
+  Attributes:
+    environment: the detecting environment's name (``"SlurmCluster"``, ``"OmpiCluster"``,
+      ``"GceTpuCluster"``, ...).
+    coordinator_address: ``"host:port"`` of the coordination service (process 0's host).
+    num_processes: processes in the job.
+    process_id: this process's index in ``[0, num_processes)``.
+    local_device_ids: the devices this process should see (SLURM and Open MPI on GPUs:
+      one per process), or ``None`` for all of them.
+  """
+
+  environment: str
+  coordinator_address: str
+  num_processes: int
+  process_id: int
+  local_device_ids: Sequence[int] | None = None
+
+
+def detected_job(initialization_timeout_s: int = 300) -> DetectedJob | None:
+  """The job JAX's cluster detection finds for this process, or ``None`` when no cluster
+  environment started it (a plain machine). ``JAX_COORDINATOR_ADDRESS`` and
+  ``JAX_COORDINATOR_PORT`` override the detected address, as in JAX."""
+  env = next(
+    (
+      e
+      for e in clusters.ClusterEnv._cluster_types
+      if not e.opt_in_only_method and e.is_env_present()
+    ),
+    None,
+  )
+  if env is None:
+    return None
+  address, count, index, local_ids = clusters.ClusterEnv.auto_detect_unset_distributed_params(
+    os.environ.get("JAX_COORDINATOR_ADDRESS"), None, None, None, None, initialization_timeout_s
+  )
+  return DetectedJob(env.__name__, address, int(count), int(index), local_ids)
