@@ -44,6 +44,10 @@ def get_config() -> ml_collections.ConfigDict:
   # this run's first parameters and model state (same network shapes, same vocabulary);
   # the optimizer and its schedule start afresh. A resume continues from its own latest.
   c.init_from = ""
+  # A fixed vocabulary instead of the one built from the training captions: jitr's
+  # vocab.json or an official file (SGRAF's JSON, VSRN / VSE++'s vocab.pkl), e.g. the
+  # vocab.json of a workdir made by jitr-import.
+  c.vocab_file = ""
 
   # Graded inputs of the losses (objective term "input", default "relevance") and
   # where they come from (jitr.training.graded): "vectors:sentence" (RSC from

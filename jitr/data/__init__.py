@@ -4,7 +4,12 @@ TensorFlow Datasets: import it directly where it is needed.
 """
 
 from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
-from jitr.data.official_vocab import read_official_vocab, read_pickled_vocab, read_sgraf_vocab
+from jitr.data.official_vocab import (
+  read_official_vocab,
+  read_pickled_vocab,
+  read_sgraf_vocab,
+  read_vocab_file,
+)
 from jitr.data.pairs import RetrievalSplit, epoch_batches, make_batch, steps_per_epoch
 from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
 from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
@@ -32,5 +37,6 @@ __all__ = [
   "read_official_vocab",
   "read_pickled_vocab",
   "read_sgraf_vocab",
+  "read_vocab_file",
   "steps_per_epoch",
 ]

@@ -32,6 +32,7 @@ missing file).
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -321,3 +322,20 @@ def read_official_vocab(path: str | os.PathLike) -> Vocab:
   if first in _JSON_FIRST_BYTES:
     return read_sgraf_vocab(path)
   return read_pickled_vocab(path)
+
+
+def read_vocab_file(path: str | os.PathLike) -> Vocab:
+  """A run's fixed vocabulary (``config.vocab_file``): jitr's ``vocab.json``
+  (``{"words": [...]}``, :meth:`Vocab.load`) or any official file
+  (:func:`read_official_vocab`), chosen by content."""
+  path = os.fspath(path)
+  _require_file(path, f'jitr\'s {{"words": [...]}}, {_SGRAF}, or {_PICKLED}')
+  if _first_byte(path) == ord("{"):
+    try:
+      with open(path, encoding="utf-8") as f:
+        is_jitr = "words" in json.load(f)
+    except (ValueError, UnicodeDecodeError):
+      is_jitr = False  # read_official_vocab names what is wrong with it
+    if is_jitr:
+      return Vocab.load(path)
+  return read_official_vocab(path)

@@ -5,7 +5,8 @@ source workdir's best checkpoint (its latest when it has none), and keeps this r
 optimizer state, step and random key: the optimizer and its schedule start afresh. The
 source must hold the same network (every parameter of the same shape) trained on the same
 vocabulary; hyper-parameters that change no shape (dropout, the loss, the optimizer) may
-differ.
+differ. A VSRN source without a caption decoder (an official checkpoint) gives a run with
+the captioning loss a fresh decoder.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 from typing import Any
 
 import jax
+from absl import logging
 
 from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
@@ -51,6 +53,20 @@ def shape_mismatch(theirs: Any, ours: Any) -> str | None:
   return None
 
 
+def with_fresh_caption_decoder(source: dict, fresh: Any, workdir: str) -> dict:
+  """``source``'s params, with this run's freshly initialised VSRN caption decoder
+  (``caption_model``) when this run has one and the source has none (an official VSRN
+  checkpoint, or a run with ``caption_weight = 0``), saying so in the log."""
+  if "caption_model" in source or "caption_model" not in fresh:
+    return source
+  logging.warning(
+    "config.init_from: %s holds no VSRN caption decoder (official VSRN checkpoints have "
+    "none): this run starts it fresh",
+    workdir,
+  )
+  return {**source, "caption_model": fresh["caption_model"]}
+
+
 def start_from(
   source: str, vocab: Vocab, train_split: pairs.RetrievalSplit, state: TrainState
 ) -> TrainState:
@@ -80,7 +96,7 @@ def start_from(
     _, variables, _ = restore_variables(workdir, saved.to_dict(), len(vocab), train_split, which)
   except ValueError as err:
     raise ValueError(f"config.init_from: {workdir}: {err}") from None
-  params = variables.pop("params")
+  params = with_fresh_caption_decoder(variables.pop("params"), state.params, workdir)
   mismatch = shape_mismatch({"params": params, **variables}, state.variables)
   if mismatch is not None:
     raise ValueError(

@@ -18,6 +18,7 @@ import numpy as np
 from jitr.data import pairs, precomp, shapes_split, shapes_tfds
 from jitr.data import vocab as vocab_lib
 from jitr.data.datasets import dataset_info
+from jitr.data.official_vocab import read_vocab_file
 from jitr.experiment.stored_relevance import caption_set, stored_relevance
 from jitr.experiment.teachers import with_teachers
 
@@ -31,7 +32,7 @@ class LoadedData:
 
   Attributes:
     splits: ``{"train" | "val" | "test": RetrievalSplit}``.
-    vocab: the vocabulary built from the training captions.
+    vocab: the vocabulary built from the training captions (``config.vocab_file``'s when set).
     exact: ``{"val" | "test": [N_img, N_cap]}`` exact relevance, or ``None`` where the
       dataset has none.
     aggregates: ``{estimator: "max" | "mean"}`` of the stored caption vectors (for
@@ -46,14 +47,31 @@ class LoadedData:
   folds: int | None
 
 
-def load_shapes(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
+def run_vocab(
+  config, build: Callable[[], vocab_lib.Vocab], given: vocab_lib.Vocab | None = None
+) -> vocab_lib.Vocab:
+  """The run's vocabulary: ``given``, else ``config.vocab_file`` when set (jitr's
+  ``vocab.json`` or an official file, e.g. an imported checkpoint's), else ``build()``
+  from the training captions."""
+  if given is not None:
+    return given
+  path = config.get("vocab_file") or ""
+  if not path:
+    return build()
+  try:
+    return read_vocab_file(path)
+  except (OSError, ValueError) as err:
+    raise ValueError(f"config.vocab_file: {err}") from None
+
+
+def load_shapes(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
   """jitr_shapes (``config.shapes_config``), built under ``data_dir`` if absent."""
   shapes_tfds.build(data_dir, config.shapes_config)
   arrays = {
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
     for s in SPLITS
   }
-  vocab = vocab_lib.build_vocab(arrays["train"]["captions"])
+  vocab = run_vocab(config, lambda: vocab_lib.build_vocab(arrays["train"]["captions"]), vocab)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
   vectors, topk, aggregates = stored_relevance(captions, config, data_dir)
   splits = {
@@ -75,14 +93,16 @@ def load_shapes(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
   return LoadedData(splits, vocab, exact, aggregates, None)
 
 
-def load_precomp(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
+def load_precomp(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
   """A ``<precomp_root>/<dataset>/`` folder: train, dev (validation), ``config.test_split``."""
   folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
   raw = {
     name: precomp.load_precomp_split(folder, split)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
-  vocab = precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count)
+  vocab = run_vocab(
+    config, lambda: precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count), vocab
+  )
   train = raw["train"]
   captions = caption_set(train.captions, train.captions_per_image, _train_source(config))
   vectors, topk, aggregates = stored_relevance(captions, config, data_dir)
@@ -112,7 +132,10 @@ def _train_source(config) -> str:
   return f"{dataset_info(config.dataset).data_name(config)}/train"
 
 
-def load_data(config, data_dir: str, *, teachers: bool = True) -> LoadedData:
+def load_data(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
   """The :class:`LoadedData` of ``config.dataset``. ``teachers=False`` leaves out the
-  ``teacher:`` embeddings (only training reads them; evaluation needs no teacher)."""
-  return LOADERS[dataset_info(config.dataset).kind](config, data_dir, teachers=teachers)
+  ``teacher:`` embeddings (only training reads them; evaluation needs no teacher);
+  ``vocab`` replaces the run's own vocabulary (``run_vocab``)."""
+  return LOADERS[dataset_info(config.dataset).kind](
+    config, data_dir, teachers=teachers, vocab=vocab
+  )

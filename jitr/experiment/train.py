@@ -58,12 +58,14 @@ class RunResult:
 
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """A copy of ``config`` with its references resolved and every teacher workdir and
-  ``init_from`` made absolute, so ``config.json`` names them from any directory."""
+  """A copy of ``config`` with its references resolved and every teacher workdir,
+  ``init_from``, ``vocab_file``, ``precomp_root`` and ``data_dir`` made absolute, so
+  ``config.json`` names them from any directory (``jitr-eval`` run elsewhere finds them)."""
   config = config.copy_and_resolve_references()
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
-  if config.get("init_from"):
-    config.init_from = os.path.abspath(config.init_from)
+  for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
+    if config.get(field):
+      config[field] = os.path.abspath(config[field])
   return config
 
 

@@ -53,6 +53,10 @@ EXECUTION_FIELDS: dict[str, str] = {
     "where the TFDS data, relevance records and compile cache are kept (built again "
     "from the config when missing)"
   ),
+  "precomp_root": (
+    "where the precomp folders are read from (config.json keeps the first run's absolute "
+    "path; the same files seen from another directory or host)"
+  ),
   "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",
   "distributed": "how the processes of a multi-host run reach each other",
   "estimators.sentence.show_progress": "whether the sentence model draws its own progress bars",

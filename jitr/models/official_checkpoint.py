@@ -166,8 +166,14 @@ def _torch_reason(exc: BaseException) -> str:
 
 def _torch_load(path: str, fmt: str) -> Any:
   """``torch.load(path, weights_only=True)`` with ``argparse.Namespace`` allowed; each
-  failure becomes one :class:`OfficialCheckpointError` line."""
-  import torch
+  failure becomes one :class:`OfficialCheckpointError` line, as does a missing PyTorch."""
+  try:
+    import torch
+  except ModuleNotFoundError:
+    raise OfficialCheckpointError(
+      f"{path}: reading a PyTorch checkpoint needs PyTorch, which is not installed; install "
+      "it with: pip install 'jitr[torch]'"
+    ) from None
 
   try:
     with torch.serialization.safe_globals([argparse.Namespace]):

@@ -93,7 +93,7 @@ TERM_NUMBERS: dict[str, tuple[float, bool]] = {
   "sharpness": (0.0, False),
 }
 # Fields that configs/default.py sets to a string but older config.json files may lack.
-OPTIONAL_STRINGS: tuple[str, ...] = ("init_from",)
+OPTIONAL_STRINGS: tuple[str, ...] = ("init_from", "vocab_file")
 # Switches: fields of the config and of every loss term that take True or False.
 BOOLEANS: tuple[str, ...] = ("compilation_cache",)
 TERM_BOOLEANS: tuple[str, ...] = ("keep_triplet",)

@@ -201,7 +201,7 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
       "batch_size, calibration, compilation_cache, data_dir, dataset, distributed, estimators, "
       "eval_batch_size, eval_folds, graded, init_from, log_every_steps, loss, max_caption_len, "
       "model, num_epochs, optimizer, precomp_root, prefetch, seed, shapes_config, test_split, "
-      "top_k, vocab_min_count)",
+      "top_k, vocab_file, vocab_min_count)",
     ),
   ],
   ids=["wrong type", "unknown field"],
@@ -440,6 +440,7 @@ _APPS = {  # console script -> the module that defines its flags
   "jitr-relevance-quality": "relevance_quality",
   "jitr-relevance-calibrate": "calibrate",
   "jitr-check-data": "check_data",
+  "jitr-import": "import_official",
 }
 
 

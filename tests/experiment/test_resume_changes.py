@@ -63,6 +63,7 @@ def test_the_same_config_has_no_differences():
     {"prefetch": 0},
     {"compilation_cache": False},
     {"data_dir": "/data/b"},
+    {"precomp_root": "/data/moved"},
     {"backend": "pmap"},
     {"distributed__num_processes": 2, "distributed__process_id": 1},
   ],

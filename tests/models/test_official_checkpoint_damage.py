@@ -11,6 +11,7 @@ import argparse
 import os
 import pickle
 import re
+import sys
 import zipfile
 
 import jax
@@ -207,3 +208,12 @@ def test_refused_global_is_one_line(official, parts):
     load_official_state_dict(path)
   assert isinstance(info.value, pickle.UnpicklingError)
   assert re.search(r"refused to unpickle 'numpy\.random\.\S+'", refusal(path))
+
+
+def test_without_pytorch_the_checkpoint_is_refused_in_one_line(official, monkeypatch):
+  path, _ = official
+  monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails as if not installed
+  assert refusal(path) == (
+    f"{path}: reading a PyTorch checkpoint needs PyTorch, which is not installed; install it "
+    "with: pip install 'jitr[torch]'"
+  )

@@ -1,0 +1,69 @@
+"""``jitr-import``: an official SGR, SAF or VSRN checkpoint and its vocabulary become a jitr
+workdir that ``jitr-eval``, ``--ensemble`` and ``jitr-train --config.init_from`` take.
+
+  jitr-import --config=configs/paper.py:f30k,sgr,triplet \\
+      --checkpoint=runs/f30k_SGR/model_best.pth.tar --vocab=vocab/f30k_precomp_vocab.json \\
+      --workdir=workdirs/official_sgr --config.precomp_root=/data
+
+``--config`` is a training config of the same network and dataset (its data, loss and
+optimizer serve a later fine-tuning); the model fields the weights fix come from the
+checkpoint and must agree with the ``opt`` it saved. Exit status 0 with one line naming
+the workdir; 1 with one line ``jitr-import: error: ...`` for a bad checkpoint, vocabulary,
+config or a non-empty workdir (nothing written). Flag parsing, then
+``jitr.experiment.official_import.import_official``.
+"""
+
+from __future__ import annotations
+
+from absl import app, flags
+from ml_collections import config_flags
+
+from jitr.apps._cli import (
+  loaded_config,
+  parse_flags_reporting_unknown_fields,
+  run_app,
+  run_reporting_bad_input,
+  workdir_flag,
+)
+
+NAME = "jitr-import"
+
+_CONFIG = config_flags.DEFINE_config_file(
+  "config", None, "Training config of the checkpoint's network and dataset (configs/*.py)."
+)
+_CHECKPOINT = flags.DEFINE_string(
+  "checkpoint", None, "The official checkpoint (model_best.pth.tar, a torch.save file)."
+)
+_VOCAB = flags.DEFINE_string(
+  "vocab", None, "Its official vocabulary: SGRAF's JSON or VSRN / VSE++'s vocab.pkl."
+)
+_WORKDIR = workdir_flag("The new workdir (absent or empty).")
+flags.mark_flags_as_required(["config", "checkpoint", "vocab", "workdir"])
+
+
+def main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  # Imported here, not at the top: `jitr-import --help` answers without loading JAX.
+  from jitr.experiment.official_import import import_official
+  from jitr.training import reporting
+
+  reporting.quiet_library_info_logs()
+  config = loaded_config(_CONFIG)
+  record = run_reporting_bad_input(
+    NAME, lambda: import_official(config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value)
+  )
+  epoch = f" (epoch {record['epoch']})" if "epoch" in record else ""
+  print(
+    f"imported {record['network'].upper()}{epoch} from {record['checkpoint']} into "
+    f"{_WORKDIR.value}; evaluate it with: jitr-eval --workdir={_WORKDIR.value}"
+  )
+
+
+def run() -> None:
+  """Console-script entry point."""
+  run_app(__name__, main, flags_parser=parse_flags_reporting_unknown_fields(NAME))
+
+
+if __name__ == "__main__":
+  run()

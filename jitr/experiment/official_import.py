@@ -1,0 +1,255 @@
+"""``import_official``: an official SGR, SAF or VSRN checkpoint and its vocabulary become a
+jitr workdir, as ``jitr-import`` runs it.
+
+The checkpoint is the dict the official ``train.py`` saves (``{'epoch', 'model': [state
+dicts], 'best_rsum', 'opt', 'Eiters'}``), read without unpickling anything but tensors,
+containers and the ``argparse.Namespace`` of ``opt``
+(:func:`jitr.models.official_checkpoint.load_checkpoint`). The network is read from the
+weights (SGRAF's ``sim_enc`` with its SGR or SAF module, or VSRN's GCN image encoder);
+the model fields the weights fix (embedding and word sizes, SGR steps, GCN layers, VSRN's
+feature BatchNorm) replace the config's, and every one that the saved ``opt`` also states
+must agree with it, as must ``opt.data_name`` with ``config.dataset`` and the vocabulary
+file's size with the word embedding. Official VSRN checkpoints hold no caption decoder:
+the workdir's model has ``caption_weight = 0``, and fine-tuning it with the captioning
+loss starts the decoder fresh (:func:`jitr.experiment.init_from.start_from`).
+
+The workdir gets ``config.json`` (``vocab_file`` naming its ``vocab.json``), the
+vocabulary in jitr's format with the official ids, the converted parameters as its
+latest checkpoint and, when the checkpoint states its validation RSUM (``best_rsum``),
+as its best checkpoint ranked by that value, and ``import.json`` (the source file, its
+SHA-256, epoch, iterations and ``opt``). ``jitr-eval``, the SGRAF ensemble of two imported
+workdirs and ``jitr-train --config.init_from`` then work on it as on a trained workdir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import ml_collections
+
+from jitr import fileio
+from jitr.data import pairs
+from jitr.data.official_vocab import read_official_vocab
+from jitr.experiment import workdir as workdir_lib
+from jitr.experiment.init_from import shape_mismatch
+from jitr.experiment.loaded_data import load_data
+from jitr.experiment.model_state import initial_state
+from jitr.experiment.train import resolved_config
+from jitr.models import sgraf_convert, vsrn_convert
+from jitr.models.official_checkpoint import (
+  OfficialCheckpointError,
+  load_checkpoint,
+  refuse_non_finite,
+)
+from jitr.training.checkpoints import Checkpoints
+from jitr.training.train_config import check_train_config
+
+IMPORT_RECORD = "import.json"
+# opt attribute -> the model field it states (for the fields the weights fix)
+OPT_FIELDS = {
+  "embed_size": "embed_dim",
+  "word_dim": "word_dim",
+  "img_dim": "img_dim",
+  "sim_dim": "sim_dim",
+  "sgr_step": "sgr_step",
+  "vocab_size": "vocab_size",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class OfficialWeights:
+  """An official checkpoint's network, weights and record.
+
+  Attributes:
+    network: ``"sgr"``, ``"saf"`` or ``"vsrn"`` (jitr's ``config.model.name``).
+    fields: the model fields the weights fix (``vocab_size`` included).
+    img_dim: the region feature size the image encoder takes.
+    params, batch_stats: the converted Flax variables.
+    opt: the saved ``opt`` as a dict (empty when absent).
+    record: ``epoch``, ``Eiters`` and ``best_rsum`` where the checkpoint has them.
+  """
+
+  network: str
+  fields: dict[str, Any]
+  img_dim: int
+  params: dict
+  batch_stats: dict
+  opt: dict[str, Any]
+  record: dict[str, Any]
+
+
+def _flat_state_dict(path: str, parts: Any) -> tuple[str, dict[str, Any]]:
+  """``(family, flat state dict)``: SGRAF's three state dicts or VSRN's two."""
+  if isinstance(parts, (list, tuple)) and all(isinstance(p, Mapping) for p in parts):
+    if len(parts) == len(sgraf_convert.PREFIXES):
+      prefixes, family = sgraf_convert.PREFIXES, "sgraf"
+    elif len(parts) == len(vsrn_convert.PREFIXES):
+      prefixes, family = vsrn_convert.PREFIXES, "vsrn"
+    else:
+      prefixes = None
+    if prefixes is not None:
+      flat = {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
+      refuse_non_finite(path, flat)
+      return family, flat
+  raise OfficialCheckpointError(
+    f"{path}: expected an official SGRAF or VSRN checkpoint, a dict whose 'model' is the "
+    "list [img_enc, txt_enc, sim_enc] (SGRAF) or [img_enc, txt_enc] (VSRN) of state dicts"
+  )
+
+
+def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
+  """The network, converted weights and record of the official checkpoint at ``path``.
+
+  Raises:
+    OfficialCheckpointError: the file is not such a checkpoint (one line naming it).
+    ValueError: its weights do not form an SGR, SAF or VSRN (a missing or unexpected key).
+  """
+  path = os.fspath(path)
+  checkpoint = load_checkpoint(path)
+  if not isinstance(checkpoint, Mapping):
+    raise OfficialCheckpointError(f"{path}: expected the dict an official train.py saves")
+  family, state = _flat_state_dict(path, checkpoint.get("model"))
+  convert = sgraf_convert if family == "sgraf" else vsrn_convert
+  try:
+    fields = convert.config_from_state_dict(state)
+    params, batch_stats = convert.params_from_state_dict(state)
+  except KeyError as err:
+    raise ValueError(f"{path}: {err.args[0]}") from None
+  if family == "sgraf":
+    network = fields.pop("module").lower()
+  else:
+    network = "vsrn"
+    if not vsrn_convert.has_caption_model(state):
+      fields["caption_weight"] = 0.0
+  opt = checkpoint.get("opt")
+  opt = dict(vars(opt)) if isinstance(opt, argparse.Namespace) else dict(opt or {})
+  record = {k: _plain(checkpoint[k]) for k in ("epoch", "Eiters", "best_rsum") if k in checkpoint}
+  img_dim = int(state["img_enc.fc.weight"].shape[1])
+  return OfficialWeights(network, fields, img_dim, params, batch_stats, opt, record)
+
+
+def _plain(value: Any) -> Any:
+  """A JSON value for a number the checkpoint holds (a tensor, numpy or Python scalar)."""
+  if hasattr(value, "item"):
+    value = value.item()
+  return value if isinstance(value, (int, float, str, bool)) or value is None else repr(value)
+
+
+def opt_disagreement(weights: OfficialWeights, config: ml_collections.ConfigDict) -> str | None:
+  """Why the saved ``opt`` does not describe these weights or this config's dataset, or
+  ``None``: ``opt.embed_size=2048, but the weights have embed_dim 1024``."""
+  opt, fixed = weights.opt, {**weights.fields, "img_dim": weights.img_dim}
+  for name, field in OPT_FIELDS.items():
+    if name in opt and field in fixed and opt[name] != fixed[field]:
+      return f"opt.{name}={opt[name]!r}, but the weights have {field} {fixed[field]!r}"
+  module = opt.get("module_name")
+  if module is not None and weights.network != "vsrn" and module.lower() != weights.network:
+    return f"opt.module_name={module!r}, but the weights hold {weights.network.upper()}"
+  data = opt.get("data_name")
+  if data is not None and data != config.dataset:
+    return f"opt.data_name={data!r}, but config.dataset={config.dataset!r}"
+  return None
+
+
+def imported_config(
+  config: ml_collections.ConfigDict, weights: OfficialWeights, workdir: str
+) -> ml_collections.ConfigDict:
+  """``config`` with the model fields the weights fix and ``vocab_file`` naming the
+  workdir's ``vocab.json``; refuses a config of another network or dataset."""
+  name = config.model.get("name")
+  if name != weights.network:
+    raise ValueError(
+      f"config.model.name={name!r}, but the checkpoint holds {weights.network.upper()}: use a "
+      f"config of that network (e.g. configs/paper.py:DATA,{weights.network},LOSS)"
+    )
+  reason = opt_disagreement(weights, config)
+  if reason is not None:
+    raise ValueError(f"the checkpoint's opt disagrees: {reason}")
+  config = config.copy_and_resolve_references()
+  with config.unlocked():
+    for field, value in weights.fields.items():
+      if field != "vocab_size":
+        config.model[field] = value
+    config.vocab_file = os.path.join(workdir, "vocab.json")
+  return config
+
+
+def _sha256(path: str) -> str:
+  digest = hashlib.sha256()
+  with open(path, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def import_official(
+  config: ml_collections.ConfigDict,
+  checkpoint: str | os.PathLike,
+  vocab_file: str | os.PathLike,
+  workdir: str | os.PathLike,
+) -> dict[str, Any]:
+  """Writes ``workdir`` from the official ``checkpoint`` and its ``vocab_file``, for the
+  run ``config`` describes (its data, loss and optimizer; the model fields come from the
+  weights). Returns what ``import.json`` records.
+
+  Every check runs before anything is written; ``workdir`` must not exist or be empty.
+
+  Raises:
+    OfficialCheckpointError / ValueError: a damaged or foreign checkpoint or vocabulary,
+      another network or dataset than ``config``'s, an ``opt`` or vocabulary that
+      disagrees with the weights, a non-empty ``workdir``.
+  """
+  checkpoint, workdir = os.path.abspath(checkpoint), os.path.abspath(workdir)
+  if os.path.isdir(workdir) and os.listdir(workdir):
+    raise ValueError(f"{workdir}: not empty; jitr-import writes a new workdir")
+  if os.path.exists(workdir) and not os.path.isdir(workdir):
+    raise ValueError(f"{workdir}: not a directory")
+  check_train_config(config)
+  weights = read_official_weights(checkpoint)
+  vocab = read_official_vocab(vocab_file)
+  if len(vocab) != weights.fields["vocab_size"]:
+    raise ValueError(
+      f"{os.fspath(vocab_file)}: {len(vocab)} words, but the checkpoint's word embedding "
+      f"has {weights.fields['vocab_size']} rows: not the vocabulary it was trained with"
+    )
+  config = resolved_config(imported_config(config, weights, workdir))
+  check_train_config(config)
+  data = load_data(config, workdir_lib.data_dir(config, workdir), teachers=False, vocab=vocab)
+  train = data.splits["train"]
+  if train.images.shape[-1] != weights.img_dim:
+    raise ValueError(
+      f"config.precomp_root: the {config.dataset} features have {train.images.shape[-1]} "
+      f"dimensions, the checkpoint's image encoder takes {weights.img_dim}"
+    )
+  _, state = initial_state(
+    config, len(vocab), train, pairs.steps_per_epoch(train, config.batch_size)
+  )
+  converted = {"params": weights.params, "batch_stats": weights.batch_stats}
+  mismatch = shape_mismatch(converted, state.variables)
+  if mismatch is not None:
+    raise ValueError(f"{checkpoint}: its weights do not fit config.model: {mismatch}")
+  state = state.replace(params=weights.params, model_state={"batch_stats": weights.batch_stats})
+  record = {
+    "checkpoint": checkpoint,
+    "sha256": _sha256(checkpoint),
+    "vocab_file": os.path.abspath(vocab_file),
+    "network": weights.network,
+    **weights.record,
+    "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
+  }
+  # every check passed: only now is the workdir written
+  os.makedirs(workdir, exist_ok=True)
+  workdir_lib.record_config(config, workdir)
+  vocab.save(config.vocab_file)
+  with Checkpoints(workdir) as checkpoints:
+    checkpoints.save_latest(state)
+    best = weights.record.get("best_rsum")
+    if isinstance(best, (int, float)):
+      checkpoints.save_best(state, {checkpoints.best_metric: float(best)})
+  fileio.write_json_atomic(os.path.join(workdir, IMPORT_RECORD), record, indent=2, sort_keys=True)
+  return record

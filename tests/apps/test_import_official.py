@@ -1,0 +1,335 @@
+"""``jitr-import``: official SGR, SAF and VSRN checkpoints, written the way the official code
+of that era wrote them (a legacy non-zip ``torch.save``, ``opt`` an ``argparse.Namespace``,
+SGRAF's JSON vocabulary or a pickled ``Vocabulary``), become workdirs; docs/models.md's
+commands (import, evaluate, ensemble, fine-tune) run as written through the console
+scripts, and ``jitr-eval``'s Recall@K equal those of the PyTorch reference networks (written
+from the official equations) on the same captions and features."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import pickle
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from jitr.data import precomp
+from tests.file_fixtures import write_precomp
+from tests.retrieval_reference import recall_metrics
+
+torch = pytest.importorskip("torch")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "models"))
+import sgraf_reference  # noqa: E402
+import vsrn_reference  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# The tiny networks' sizes (the features are write_precomp's [N, 36, 2048]).
+SGRAF_DIMS = dict(img_dim=2048, word_dim=8, embed_dim=16, sim_dim=8, num_region=36)
+VSRN_DIMS = dict(img_dim=2048, word_dim=8, embed_dim=16, caption_hidden_dim=6, caption_word_dim=4)
+# A tiny run of the paper configs: what the test appends to the documented commands.
+TINY_RUN = [
+  "--config.graded={}",
+  "--config.loss={'triplet': {'weight': 1.0, 'margin': 0.2}}",
+  "--config.batch_size=16",
+  "--config.eval_batch_size=16",
+  "--config.log_every_steps=2",
+  "--config.compilation_cache=False",
+]
+TINY_SGR_MODEL = ["--config.model.embed_dim=16", "--config.model.word_dim=8"]
+TINY_SGR_MODEL += ["--config.model.sim_dim=8"]
+
+
+def _with_reference_dims(module, dims: dict, vocab: int, build):
+  """``build()`` with the reference module's sizes set to ``dims`` / ``vocab``, restored after
+  (other tests of this process use its tiny defaults)."""
+  saved = dict(module.DIMS), module.VOCAB
+  module.DIMS.update(dims)
+  module.VOCAB = vocab
+  try:
+    return build()
+  finally:
+    module.DIMS.clear()
+    module.DIMS.update(saved[0])
+    module.VOCAB = saved[1]
+
+
+def save_legacy(path: pathlib.Path, parts, opt: argparse.Namespace) -> None:
+  """What the official ``train.py``'s ``save_checkpoint`` writes, as a legacy torch save."""
+  path.parent.mkdir(parents=True, exist_ok=True)
+  checkpoint = {
+    "epoch": 12,
+    "model": [p.state_dict() for p in parts],
+    "best_rsum": 321.5,
+    "opt": opt,
+    "Eiters": 4567,
+  }
+  torch.save(checkpoint, path, _use_new_zipfile_serialization=False)
+
+
+def sgraf_vocab_json(path: pathlib.Path, words) -> None:
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(
+    json.dumps(
+      {
+        "word2idx": {w: i for i, w in enumerate(words)},
+        "idx2word": {str(i): w for i, w in enumerate(words)},
+        "idx": len(words),
+      }
+    )
+  )
+
+
+def pickled_vocab(path: pathlib.Path, words) -> None:
+  """``pickle.dump(vocab, f)`` of VSE++/VSRN's ``vocab.Vocabulary``."""
+
+  class Vocabulary:
+    pass
+
+  module = types.ModuleType("vocab")
+  Vocabulary.__module__, Vocabulary.__qualname__ = "vocab", "Vocabulary"
+  module.Vocabulary = Vocabulary
+  vocab = Vocabulary()
+  vocab.word2idx = {w: i for i, w in enumerate(words)}
+  vocab.idx2word = dict(enumerate(words))
+  vocab.idx = len(words)
+  sys.modules["vocab"] = module
+  try:
+    path.write_bytes(pickle.dumps(vocab, protocol=2))
+  finally:
+    del sys.modules["vocab"]
+
+
+def documented_commands() -> list[list[str]]:
+  """docs/models.md's "Use an official checkpoint" commands, each split as the shell would."""
+  page = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
+  section = page.split("### Use an official checkpoint", 1)[1].split("\n## ", 1)[0]
+  (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+  return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()]
+
+
+def console(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+  exe = shutil.which(args[0], path=os.path.dirname(sys.executable)) or args[0]
+  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  env["XLA_FLAGS"] = " ".join(
+    f for f in env.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f
+  )
+  return subprocess.run(
+    [exe, *args[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+  )
+
+
+def reference_recall(parts, forward, workdir: pathlib.Path, split: str = "test") -> dict:
+  """Recall@K of the PyTorch reference ``parts`` on ``split`` of the imported workdir's data
+  (its captions tokenised by jitr with the imported vocabulary)."""
+  from jitr import experiment
+  from jitr.experiment.workdir import data_dir, read_trained_config
+
+  config = read_trained_config(str(workdir))
+  data = experiment.load_data(config, data_dir(config, str(workdir)), teachers=False)
+  evaluated = data.splits[split]
+  sim = forward(
+    parts,
+    np.array(evaluated.images, np.float32),  # copies: torch takes writable arrays
+    np.array(evaluated.tokens, np.int64),
+    np.array(evaluated.lengths, np.int64),
+  )
+  return recall_metrics(sim, np.asarray(evaluated.caption_image))
+
+
+def sgraf_sims(parts, images, tokens, lengths):
+  return sgraf_reference.torch_forward(parts, images, tokens, lengths, train=False)
+
+
+def vsrn_sims(parts, images, tokens, lengths):
+  for p in parts:
+    p.train(False)
+  with torch.no_grad():
+    img, _ = parts[0](torch.from_numpy(images))
+    txt = parts[1](torch.from_numpy(tokens), list(lengths))
+  return (img @ txt.T).numpy()
+
+
+def assert_recall_equal(report: dict, reference: dict) -> None:
+  for key in ("full/i2t/R@1", "full/i2t/R@5", "full/t2i/R@1", "full/t2i/R@5", "full/rsum"):
+    assert report[key] == pytest.approx(reference[key], abs=1e-6), key
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+  """A folder laid out as docs/models.md's commands expect: ``configs/``, ``data/`` (a
+  generated f30k_precomp), ``official/`` (SGR, SAF and VSRN checkpoints, SGRAF's JSON and a
+  pickled vocabulary); returns ``(root, {network: reference parts})``."""
+  root = tmp_path_factory.mktemp("official")
+  shutil.copytree(REPO / "configs", root / "configs")
+  write_precomp(root / "data", n_images=20)
+  words = precomp.build_precomp_vocab(root / "data" / "f30k_precomp", min_count=1).words
+  parts = {}
+  for module in ("SGR", "SAF"):
+    parts[module] = _with_reference_dims(
+      sgraf_reference, SGRAF_DIMS, len(words), lambda m=module: sgraf_reference.torch_model(m)
+    )
+    opt = argparse.Namespace(
+      data_name="f30k_precomp", module_name=module, embed_size=16, word_dim=8, sim_dim=8,
+      img_dim=2048, sgr_step=3, vocab_size=len(words), margin=0.2, max_violation=True,
+    )  # fmt: skip
+    save_legacy(root / "official" / module / "model_best.pth.tar", parts[module], opt)
+  sgraf_vocab_json(root / "official" / "f30k_precomp_vocab.json", words)
+  vsrn = _with_reference_dims(
+    vsrn_reference, VSRN_DIMS, len(words), lambda: vsrn_reference.torch_vsrn(f30k=True)
+  )
+  parts["VSRN"] = vsrn[:2]  # the official checkpoint holds no caption model
+  opt = argparse.Namespace(
+    data_name="f30k_precomp", embed_size=16, word_dim=8, img_dim=2048, vocab_size=len(words)
+  )
+  save_legacy(root / "official" / "VSRN" / "model_best.pth.tar", parts["VSRN"], opt)
+  pickled_vocab(root / "official" / "f30k_precomp_vocab.pkl", words)
+  return root, parts
+
+
+def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official):
+  root, parts = official
+  commands = documented_commands()
+  assert [c[0] for c in commands] == [
+    "jitr-import", "jitr-import", "jitr-eval", "jitr-eval", "jitr-train"
+  ]  # fmt: skip
+  for command in commands:
+    extra = TINY_RUN if command[0] != "jitr-eval" else []
+    if command[0] == "jitr-train":
+      extra = [*extra, *TINY_SGR_MODEL, "--config.num_epochs=1"]
+    done = console(*command, *extra, cwd=root)
+    assert done.returncode == 0, (command, done.stderr[-3000:])
+  imported = root / "workdirs" / "official_sgr"
+  assert json.loads((imported / "import.json").read_text())["best_rsum"] == 321.5
+  report = json.loads((imported / "eval_test" / "metrics.json").read_text())
+  assert_recall_equal(report, reference_recall(parts["SGR"], sgraf_sims, imported))
+  # the ensemble: the mean of the SGR and SAF similarity matrices, as SGRAF's evalrank
+  ensemble = json.loads((imported / "eval_test_ensemble" / "metrics.json").read_text())
+
+  def mean_sims(both, *inputs):
+    return (sgraf_sims(both[0], *inputs) + sgraf_sims(both[1], *inputs)) / 2
+
+  expected = reference_recall((parts["SGR"], parts["SAF"]), mean_sims, imported)
+  assert_recall_equal(ensemble, expected)
+  tuned = json.loads((root / "workdirs" / "sgr_sndcg" / "config.json").read_text())
+  assert tuned["init_from"] == str(imported)
+  assert (root / "workdirs" / "sgr_sndcg" / "metrics.json").is_file()
+
+
+def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(official):
+  root, parts = official
+  workdir = root / "workdirs" / "official_vsrn"
+  done = console(
+    "jitr-import", "--config=configs/paper.py:f30k,vsrn,triplet",
+    "--checkpoint=official/VSRN/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.pkl",
+    f"--workdir={workdir}", "--config.precomp_root=data", *TINY_RUN, cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  saved = json.loads((workdir / "config.json").read_text())
+  assert saved["model"]["caption_weight"] == 0.0 and saved["model"]["feature_batch_norm"]
+  done = console("jitr-eval", f"--workdir={workdir}", cwd=root)
+  assert done.returncode == 0, done.stderr[-3000:]
+  report = json.loads((workdir / "eval_test" / "metrics.json").read_text())
+  assert_recall_equal(report, reference_recall(parts["VSRN"], vsrn_sims, workdir))
+  tuned = root / "workdirs" / "vsrn_tuned"
+  done = console(
+    "jitr-train", "--config=configs/paper.py:f30k,vsrn,triplet", f"--workdir={tuned}",
+    f"--config.init_from={workdir}", f"--config.vocab_file={workdir / 'vocab.json'}",
+    "--config.precomp_root=data", *TINY_RUN, "--config.num_epochs=1",
+    "--config.model.embed_dim=16", "--config.model.word_dim=8", cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "holds no VSRN caption decoder (official VSRN checkpoints have none): this run " in (
+    done.stderr
+  )
+
+
+@pytest.mark.parametrize(
+  ("change", "message"),
+  [
+    (
+      ["--config=configs/paper.py:f30k,saf,triplet"],
+      "jitr-import: error: config.model.name='saf', but the checkpoint holds SGR: use a config "
+      "of that network (e.g. configs/paper.py:DATA,sgr,LOSS)",
+    ),
+    (
+      ["--config=configs/paper.py:coco,sgr,triplet"],
+      "jitr-import: error: the checkpoint's opt disagrees: opt.data_name='f30k_precomp', but "
+      "config.dataset='coco_precomp'",
+    ),
+    (
+      ["--vocab=official/f30k_precomp_vocab_short.json"],
+      "jitr-import: error: official/f30k_precomp_vocab_short.json: 13 words, but the "
+      "checkpoint's word embedding has 14 rows: not the vocabulary it was trained with",
+    ),
+    (
+      ["--checkpoint=official/f30k_precomp_vocab.json"],
+      "jitr-import: error: {root}/official/f30k_precomp_vocab.json: not a PyTorch checkpoint "
+      "(expected a torch.save file: zip or legacy)",
+    ),
+  ],
+)
+def test_a_bad_import_is_one_line_and_writes_nothing(official, change, message):
+  root, _ = official
+  words = json.loads((root / "official" / "f30k_precomp_vocab.json").read_text())["idx2word"]
+  short = [words[str(i)] for i in range(len(words) - 1)]
+  sgraf_vocab_json(root / "official" / "f30k_precomp_vocab_short.json", short)
+  args = {
+    "config": "--config=configs/paper.py:f30k,sgr,triplet",
+    "checkpoint": "--checkpoint=official/SGR/model_best.pth.tar",
+    "vocab": "--vocab=official/f30k_precomp_vocab.json",
+  }
+  for arg in change:
+    args[arg[2:].split("=")[0]] = arg
+  done = console(
+    "jitr-import", *args.values(), "--workdir=workdirs/refused", "--config.precomp_root=data",
+    *TINY_RUN, cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines()[-1] == message.format(root=root)
+  assert not (root / "workdirs" / "refused").exists()
+
+
+def test_an_opt_that_disagrees_with_the_weights_is_refused(official, tmp_path):
+  root, parts = official
+  opt = argparse.Namespace(data_name="f30k_precomp", module_name="SGR", embed_size=1024)
+  save_legacy(tmp_path / "model_best.pth.tar", parts["SGR"], opt)
+  done = console(
+    "jitr-import", "--config=configs/paper.py:f30k,sgr,triplet",
+    f"--checkpoint={tmp_path / 'model_best.pth.tar'}",
+    "--vocab=official/f30k_precomp_vocab.json", f"--workdir={tmp_path / 'w'}",
+    "--config.precomp_root=data", *TINY_RUN, cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines()[-1] == (
+    "jitr-import: error: the checkpoint's opt disagrees: opt.embed_size=1024, but the weights "
+    "have embed_dim 16"
+  )
+  assert not (tmp_path / "w").exists()
+
+
+def test_a_workdir_that_is_not_empty_is_refused(official, tmp_path):
+  root, _ = official
+  (tmp_path / "w").mkdir()
+  (tmp_path / "w" / "notes.txt").write_text("mine")
+  done = console(
+    "jitr-import", "--config=configs/paper.py:f30k,sgr,triplet",
+    "--checkpoint=official/SGR/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.json",
+    f"--workdir={tmp_path / 'w'}", "--config.precomp_root=data", cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines()[-1] == (
+    f"jitr-import: error: {tmp_path / 'w'}: not empty; jitr-import writes a new workdir"
+  )
+  assert os.listdir(tmp_path / "w") == ["notes.txt"]
