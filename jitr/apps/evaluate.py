@@ -34,6 +34,14 @@ _NUM_QUERIES = flags.DEFINE_integer(
   "Queries per direction in the jitr_shapes panel (queries.png); 0: no panel.",
   lower_bound=0,
 )
+_PROTOCOL = flags.DEFINE_enum(
+  "protocol",
+  "jitr",
+  ["jitr", "official"],
+  "jitr: the full report (ties broken by the lower index); official: Recall@K exactly as the "
+  "official evaluation.py (numpy's argsort per query, ties included; COCO also per fold) "
+  "into <workdir>/eval_<split>[_ensemble]_official/.",
+)
 _ENSEMBLE = flags.DEFINE_list(
   "ensemble",
   [],
@@ -60,6 +68,7 @@ def main(argv: list[str]) -> None:
         checkpoint=_CHECKPOINT.value,
         num_queries=_NUM_QUERIES.value,
         ensemble=_ENSEMBLE.value,
+        protocol=_PROTOCOL.value,
       ),
     )
   except jax.errors.JaxRuntimeError as error:

@@ -13,6 +13,12 @@ from jitr.evaluation.eccv import extended_metrics
 from jitr.evaluation.ensemble import mean_similarity
 from jitr.evaluation.folds import contiguous_folds
 from jitr.evaluation.ndcg import ndcg_at_k
+from jitr.evaluation.official import (
+  official_fold5_recall,
+  official_i2t_ranks,
+  official_recall,
+  official_t2i_ranks,
+)
 from jitr.evaluation.options import EvalOptions
 from jitr.evaluation.positives import (
   PositiveSets,
@@ -53,6 +59,10 @@ __all__ = [
   "mean_similarity",
   "median_rank",
   "ndcg_at_k",
+  "official_fold5_recall",
+  "official_i2t_ranks",
+  "official_recall",
+  "official_t2i_ranks",
   "positives_from_id_dicts",
   "positives_from_lists",
   "positives_from_owner",

@@ -38,7 +38,7 @@ from absl import logging
 
 from jitr import fileio
 from jitr.data import pairs, shapes_tfds
-from jitr.evaluation import mean_similarity, report
+from jitr.evaluation import mean_similarity, official, report
 from jitr.evaluation.plots import QueryExample, plot_query_panel
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
@@ -161,6 +161,50 @@ def scored_checkpoints(
   return ", ".join(bad or folders)
 
 
+PROTOCOLS = ("jitr", "official")
+
+
+def official_metrics(sim: np.ndarray, caption_image: np.ndarray, folds: int | None) -> dict:
+  """The official protocol's metrics of ``sim``: ``full/...`` on the whole split and, for
+  COCO's five folds, ``folds/...`` (their means) and ``fold{f}/...``."""
+  if not np.array_equal(caption_image, np.arange(len(caption_image)) // 5):
+    raise ValueError(
+      "protocol official: expected 5 captions per image in image order (caption j of image "
+      "j // 5), as the official evaluation.py assumes"
+    )
+  metrics = {f"full/{k}": v for k, v in official.official_recall(sim).items()}
+  if folds == 5:
+    for key, value in official.official_fold5_recall(sim).items():
+      metrics[key if key.startswith("fold") else f"folds/{key}"] = value
+  return metrics
+
+
+def write_official(members, split: str, checkpoint: str, steps, sims, ensemble) -> dict:
+  """Scores the members' mean similarity (float64) with the official protocol and writes
+  ``eval_<split>[_ensemble]_official/`` (process 0)."""
+  first = members[0]
+  sim = np.mean(np.stack([np.asarray(s, np.float64) for s in sims]), axis=0)
+  refuse_nonfinite_scores(
+    {"nonfinite_scores": float(np.count_nonzero(~np.isfinite(sim)))},
+    f"checkpoint {scored_checkpoints(members, steps, sims, checkpoint)} on the {split} split",
+  )
+  caption_image = np.asarray(first.data.splits[split].caption_image)
+  metrics = official_metrics(sim, caption_image, first.config.get("eval_folds") or None)
+  if jax.process_index() > 0:
+    return metrics
+  suffix = "_ensemble_official" if ensemble else "_official"
+  out = os.path.join(first.workdir, f"eval_{split}{suffix}")
+  what = (
+    f"ensemble of {len(members)} {checkpoint} checkpoints"
+    if ensemble
+    else (f"{checkpoint} checkpoint (step {steps[0]})")
+  )
+  title = f"{first.config.dataset} {split}, {what}, official protocol"
+  report.write_report(out, metrics, title=title, plots=False)
+  logging.info("wrote %s", out)
+  return metrics
+
+
 def evaluate_workdir(
   workdir: str,
   *,
@@ -168,6 +212,7 @@ def evaluate_workdir(
   checkpoint: str = "best",
   num_queries: int = 4,
   ensemble: Sequence[str] = (),
+  protocol: str = "jitr",
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
 
@@ -176,8 +221,13 @@ def evaluate_workdir(
   ``<workdir>/eval_<split>_ensemble/`` (``metrics.json`` lists the ``members``). Members
   whose ``split`` differs from ``workdir``'s are refused before anything is written.
   ``num_queries`` image and caption queries go into ``queries.png`` (jitr_shapes only);
-  0 writes no panel (and removes the one the last evaluation left).
+  0 writes no panel (and removes the one the last evaluation left). ``protocol="official"``
+  scores Recall@K as the official ``evaluation.py`` does, ties included
+  (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
+  ensemble), into ``eval_<split>[_ensemble]_official/``.
   """
+  if protocol not in PROTOCOLS:
+    raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
   if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 0:
     raise ValueError(f"num_queries: expected a whole number >= 0, got {num_queries!r}")
   members = [load_member(w) for w in (workdir, *ensemble)]
@@ -204,6 +254,8 @@ def evaluate_workdir(
     steps.append(int(state.step))
     if member is first:
       first_evaluator = evaluator
+  if protocol == "official":
+    return write_official(members, split, checkpoint, steps, sims, ensemble)
   sim = mean_similarity(sims)
   metrics = first_evaluator(split, None, sim=sim)
   scored = scored_checkpoints(members, steps, sims, checkpoint)

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from jitr.data import precomp
+from tests.evaluation.test_official import reference_i2t, reference_t2i
 from tests.file_fixtures import write_precomp
 from tests.retrieval_reference import recall_metrics
 
@@ -161,6 +162,19 @@ def vsrn_sims(parts, images, tokens, lengths):
   return (img @ txt.T).numpy()
 
 
+def jitr_similarity(workdir: pathlib.Path, split: str = "test") -> np.ndarray:
+  """The test split's similarity matrix of ``workdir``'s best checkpoint, scored by jitr."""
+  from jitr.experiment.evaluate import load_member, restore_member
+  from jitr.experiment.evaluator import Evaluator
+
+  member = load_member(str(workdir))
+  model, state = restore_member(member, "best")
+  data = member.data
+  return Evaluator(model, data.splits, data.exact, data.folds, batch_size=16).similarity(
+    split, state.variables
+  )
+
+
 def assert_recall_equal(report: dict, reference: dict) -> None:
   for key in ("full/i2t/R@1", "full/i2t/R@5", "full/t2i/R@1", "full/t2i/R@5", "full/rsum"):
     assert report[key] == pytest.approx(reference[key], abs=1e-6), key
@@ -202,7 +216,7 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
   root, parts = official
   commands = documented_commands()
   assert [c[0] for c in commands] == [
-    "jitr-import", "jitr-import", "jitr-eval", "jitr-eval", "jitr-train"
+    "jitr-import", "jitr-import", "jitr-eval", "jitr-eval", "jitr-eval", "jitr-train"
   ]  # fmt: skip
   for command in commands:
     extra = TINY_RUN if command[0] != "jitr-eval" else []
@@ -222,6 +236,13 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
 
   expected = reference_recall((parts["SGR"], parts["SAF"]), mean_sims, imported)
   assert_recall_equal(ensemble, expected)
+  # the official protocol: the official i2t / t2i on the members' mean similarity (float64)
+  sims = [jitr_similarity(root / "workdirs" / name) for name in ("official_sgr", "official_saf")]
+  mean = (sims[0].astype(np.float64) + sims[1].astype(np.float64)) / 2
+  names = [f"full/{d}/{m}" for d in ("i2t", "t2i") for m in ("R@1", "R@5", "R@10", "medr", "meanr")]
+  want = dict(zip(names, reference_i2t(mean) + reference_t2i(mean)))
+  got = json.loads((imported / "eval_test_ensemble_official" / "metrics.json").read_text())
+  assert {k: got[k] for k in names} == want
   tuned = json.loads((root / "workdirs" / "sgr_sndcg" / "config.json").read_text())
   assert tuned["init_from"] == str(imported)
   assert (root / "workdirs" / "sgr_sndcg" / "metrics.json").is_file()
