@@ -15,7 +15,6 @@ from __future__ import annotations
 from absl import app, flags
 
 from jitr.apps._cli import run_app, run_reporting_bad_input
-from jitr.data.precomp_check import check_precomp_folder, format_check_report
 
 NAME = "jitr-check-data"
 
@@ -30,6 +29,9 @@ _DATASET = flags.DEFINE_enum(
 def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  # Imported here, not at the top: `jitr-check-data --help` answers without loading JAX.
+  from jitr.data.precomp_check import check_precomp_folder, format_check_report
+
   checks = run_reporting_bad_input(  # bad input: one clear line, exit code 1
     NAME, lambda: check_precomp_folder(_PRECOMP_ROOT.value, _DATASET.value)
   )

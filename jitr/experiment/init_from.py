@@ -22,6 +22,7 @@ from jitr.data.vocab import Vocab, vocab_difference
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.experiment.workdir_variables import restore_variables
 from jitr.training import TrainState
+from jitr.training.teacher import newest_checkpoint
 
 
 def source_checkpoint(workdir: str) -> str:
@@ -30,12 +31,11 @@ def source_checkpoint(workdir: str) -> str:
   Raises:
     FileNotFoundError: ``workdir`` holds no saved step.
   """
-  root = os.path.join(workdir, "checkpoints")
-  for which in ("best", "latest"):
-    folder = os.path.join(root, which)
-    if os.path.isdir(folder) and any(name.isdigit() for name in os.listdir(folder)):
-      return which
-  raise FileNotFoundError(f"config.init_from: {root}: no checkpoint (expected best/ or latest/)")
+  found = newest_checkpoint(workdir)
+  if found is None:
+    root = os.path.join(workdir, "checkpoints")
+    raise FileNotFoundError(f"config.init_from: {root}: no checkpoint (expected best/ or latest/)")
+  return found[0]
 
 
 def shape_mismatch(theirs: Any, ours: Any) -> str | None:

@@ -85,17 +85,27 @@ def _steps(folder: str) -> list[int]:
   return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
 
 
+def newest_checkpoint(workdir: str) -> tuple[str, int] | None:
+  """``("best", step)`` of a jitr-train workdir's best checkpoint, else ``("latest", step)``
+  of its latest, ``None`` when it has neither (what a teacher or a fine-tuning run reads)."""
+  root = os.path.join(os.path.abspath(workdir), "checkpoints")
+  for which in ("best", "latest"):
+    steps = _steps(os.path.join(root, which))
+    if steps:
+      return which, steps[-1]
+  return None
+
+
 def saved_checkpoint(workdir: str) -> tuple[str, int]:
   """``("best", step)`` of the workdir's best checkpoint, else ``("latest", step)``.
 
   Raises:
     TeacherError: the workdir has no checkpoint.
   """
+  found = newest_checkpoint(workdir)
+  if found is not None:
+    return found
   root = os.path.join(os.path.abspath(workdir), "checkpoints")
-  for which in ("best", "latest"):
-    steps = _steps(os.path.join(root, which))
-    if steps:
-      return which, steps[-1]
   raise TeacherError(
     f"teacher:{workdir}: no checkpoint in {root} (expected best/ or latest/ of jitr-train)"
   )
