@@ -17,6 +17,7 @@ Every problem raises one error naming the file and what was expected.
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 
 import numpy as np
@@ -122,11 +123,33 @@ def read_features(
   return feats
 
 
+def _blocks(feats: np.ndarray, rows_per_block: int):
+  """``(first row, block)`` of ``feats`` in blocks of ``rows_per_block`` rows. A C-ordered
+  memmap (as ``np.load`` maps a file, not a view of one) is read from its file into one
+  reused buffer (``readinto``), so checking it leaves
+  none of the mapping resident: reading through the mapping would keep every page of the
+  file in the process's memory (and its peak RSS) until the kernel reclaims it."""
+  whole_file = isinstance(feats, np.memmap) and isinstance(feats.base, mmap.mmap)  # not a view
+  if not (whole_file and feats.flags.c_contiguous and feats.filename):
+    for lo in range(0, feats.shape[0], rows_per_block):
+      yield lo, np.asarray(feats[lo : lo + rows_per_block])
+    return
+  row_bytes = feats.itemsize * int(np.prod(feats.shape[1:]))
+  buffer = np.empty((min(rows_per_block, feats.shape[0]), *feats.shape[1:]), feats.dtype)
+  with open(feats.filename, "rb") as f:
+    f.seek(feats.offset)
+    for lo in range(0, feats.shape[0], rows_per_block):
+      block = buffer[: min(rows_per_block, feats.shape[0] - lo)]
+      if f.readinto(memoryview(block).cast("B")) != block.shape[0] * row_bytes:
+        raise PrecompError(f"{feats.filename}: the file ends inside row {lo}")
+      yield lo, block
+
+
 def check_finite_features(feats: np.ndarray, path: str, *, rows_per_block: int = 256) -> None:
   """Raises :class:`PrecompError` naming the first ``[row, region, dim]`` of ``feats`` that
-  is NaN or ±Inf (read in blocks of ``rows_per_block`` rows, so a memmap is never loaded whole)."""
-  for lo in range(0, feats.shape[0], rows_per_block):
-    block = np.asarray(feats[lo : lo + rows_per_block])
+  is NaN or ±Inf (read in blocks of ``rows_per_block`` rows, so a memmap is never loaded
+  whole, nor left resident)."""
+  for lo, block in _blocks(feats, rows_per_block):
     bad = ~np.isfinite(block)
     if bad.any():
       row, region, dim = np.argwhere(bad)[0]

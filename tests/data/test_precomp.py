@@ -1,5 +1,7 @@
 """The *_precomp reader on small fake folders: values, layouts and clear errors."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -139,6 +141,30 @@ def test_blocks_of_the_finiteness_check_name_the_global_row(tmp_path):
   with pytest.raises(precomp.PrecompError, match=r"^x.npy: feature \[5, 0, 1\] is nan \(image 5\)"):
     precomp.check_finite_features(feats, "x.npy", rows_per_block=2)
   precomp.check_finite_features(feats[:5], "x.npy", rows_per_block=2)  # finite: no error
+
+
+def _resident_file_kib() -> int:
+  """This process's resident file-backed memory (``RssFile`` of /proc/self/status), KiB."""
+  with open("/proc/self/status") as f:
+    return next(int(line.split()[1]) for line in f if line.startswith("RssFile:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux /proc only")
+def test_the_check_of_a_memmap_reads_its_file_without_keeping_it_resident(tmp_path):
+  path = tmp_path / "train_ims.npy"
+  feats = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(400, 36, 512))
+  feats[:] = 1.0  # 28 MiB
+  feats[397, 3, 7] = np.inf
+  del feats
+  mapped = np.load(path, mmap_mode="r")
+  before = _resident_file_kib()
+  with pytest.raises(precomp.PrecompError, match=r"feature \[397, 3, 7\] is inf \(image 397\)"):
+    precomp.check_finite_features(mapped, str(path), rows_per_block=64)
+  assert _resident_file_kib() - before < 4096  # reading through the mapping: + 28 MiB
+  # a view of the mapping (whose memmap offset is its file's, not the view's) is read through
+  # the mapping: the right rows
+  with pytest.raises(precomp.PrecompError, match=r"feature \[97, 3, 7\] is inf \(image 97\)"):
+    precomp.check_finite_features(mapped[300:], str(path), rows_per_block=64)
 
 
 def test_non_utf8_caption_file_names_file_and_line(tmp_path):
