@@ -25,11 +25,21 @@ from jitr.data import precomp
 OFFICIAL_DEV_CAPTIONS = 5000
 
 # Images of each standard split; None where neither the official code nor its READMEs
-# state the number (the table says "unknown"). COCO testall: the official 5-fold
-# evaluation (``evalrank(..., fold5=True)``) scores it as 5 folds of 1,000 images.
+# state the number (the table says "unknown"): the official loaders (SCAN, VSE++, SGRAF,
+# VSRN ``data.py``) take whatever ``{split}_ims.npy`` holds, and the READMEs name no F30K
+# count, nor a COCO train or dev one. COCO testall: the official 5-fold evaluation
+# (``evalrank(..., fold5=True)``) scores it as 5 folds of 1,000 images.
 STANDARD_IMAGES: dict[str, dict[str, int | None]] = {
   "f30k": {"train": None, "dev": None, "test": None},
-  "coco": {"train": None, "dev": None, "test": None, "testall": 5000},
+  "coco": {
+    "train": None,
+    "dev": None,
+    # BruceW91/CVSE README.md (on SCAN's data.zip): ``--split test`` is the "MSCOCO 1K
+    # test set", ``--split testall`` the "MSCOCO 5K test set"; KunpengLi1994/VSRN and
+    # Paranioar/SGRAF README.md: ``fold5=False`` evaluates the MSCOCO 5K test set.
+    "test": 1000,
+    "testall": 5000,
+  },
 }
 _DATASET_LABELS = {"f30k": "F30K", "coco": "COCO"}
 

@@ -79,6 +79,20 @@ def validation_metrics(evaluate: Evaluator, state) -> dict:
   )
 
 
+def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
+  """The data-parallel train step (:class:`jitr.training.DataParallel`) of ``config.loss``
+  on ``model``, with ``config.graded``'s inputs, as ``jitr-train`` runs it."""
+  objective = losses.objective(
+    config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
+  )
+  return training.DataParallel(
+    training.make_train_step(
+      objective, model=model, graded_fn=make_graded_fn(config.graded, aggregates=aggregates)
+    ),
+    backend=config.backend,
+  )
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunResult:
   """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
 
@@ -105,15 +119,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   model, state = initial_state(config, len(data.vocab), train, steps_per_epoch)
   if config.get("init_from") and not workdir_lib.saved_steps(workdir):  # a resume: its own
     state = start_from(config.init_from, data.vocab, train, state)
-  objective = losses.objective(
-    config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
-  )
-  parallel = training.DataParallel(
-    training.make_train_step(
-      objective, model=model, graded_fn=make_graded_fn(config.graded, aggregates=data.aggregates)
-    ),
-    backend=config.backend,
-  )
+  parallel = data_parallel_step(config, model, data.aggregates, steps_per_epoch)
   if config.batch_size % parallel.num_devices:
     raise ValueError(
       f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices"
