@@ -19,7 +19,7 @@ the feature file.
    ``jitr.experiment.load_data``, ``initial_state``, ``losses.objective`` and
    ``training.DataParallel(training.make_train_step(...))``; then it runs ``--steps`` steps
    on ``pairs.epoch_batches``' batches, each built from the memmap, put on the device and
-   waited for. It reports its peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss``) after loading
+   waited for. It reports its peak RSS (``VmHWM`` of ``/proc/self/status``) after loading
    the data and after the steps, the resident anonymous and file-backed pages then
    (``RssAnon`` / ``RssFile`` of ``/proc/self/status``: file-backed pages are the mapped
    feature file's, which the kernel can drop at any time), and the median seconds per step
@@ -165,10 +165,16 @@ def _proc_status_kib(*fields: str) -> dict[str, int]:
 
 
 def _memory() -> dict:
-  """Peak RSS so far (``ru_maxrss``) and the resident anonymous / file pages now, in KiB."""
-  peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-  peak = peak // KIB if sys.platform == "darwin" else peak  # bytes on macOS, else KiB
-  return {"peak_kib": peak, **_proc_status_kib("RssAnon", "RssFile")}
+  """Peak RSS so far and the resident anonymous / file pages now, in KiB. The peak is
+  ``VmHWM`` of ``/proc/self/status`` (this program's own address space) where there is one:
+  ``ru_maxrss`` also keeps the parent's RSS at the fork (Linux records the old address
+  space's peak at ``exec``), which here includes the pages of the split it just wrote."""
+  status = _proc_status_kib("VmHWM", "RssAnon", "RssFile")
+  peak = status.pop("VmHWM", None)
+  if peak is None:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak // KIB if sys.platform == "darwin" else peak  # bytes on macOS, else KiB
+  return {"peak_kib": peak, **status}
 
 
 def child(args) -> None:
