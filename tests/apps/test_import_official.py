@@ -115,7 +115,8 @@ def pickled_vocab(path: pathlib.Path, words) -> None:
 def documented_commands() -> list[list[str]]:
   """docs/models.md's "Use an official checkpoint" commands, each split as the shell would."""
   page = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
-  section = page.split("### Use an official checkpoint", 1)[1].split("\n## ", 1)[0]
+  after = page.split("### Use an official checkpoint", 1)[1]
+  section = re.split(r"\n#{2,3} ", after, maxsplit=1)[0]  # up to the next heading
   (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
   return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()]
 

@@ -11,6 +11,7 @@ import optax
 import pytest
 
 from jitr.training import checkpoints as checkpoints_lib
+from jitr.training import distributed
 from jitr.training.checkpoint_manifest import (
   MANIFEST_NAME,
   build_manifest,
@@ -146,7 +147,7 @@ def test_seal_writes_on_process_0_only_between_two_barriers(tmp_path, monkeypatc
   _step_folder(tmp_path)
   monkeypatch.setattr(jax, "process_count", lambda: 2)
   monkeypatch.setattr(
-    checkpoints_lib.multihost_utils, "sync_global_devices", lambda name: events.append(name)
+    distributed.multihost_utils, "sync_global_devices", lambda name: events.append(name)
   )
   for process in (1, 0):
     monkeypatch.setattr(jax, "process_index", lambda p=process: p)
