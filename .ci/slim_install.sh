@@ -36,7 +36,7 @@ pip_quiet "$TMP/src[torch]"
 
 step "Checking that nothing of the train extra is installed"
 "$TMP/venv/bin/python" -m pip list --format=freeze 2>/dev/null >"$TMP/installed.txt"
-TRAIN_ONLY='^(tensorflow|tensorflow-cpu|tensorflow-datasets|tensorboard|flax|optax|orbax-checkpoint|clu|matplotlib|scikit-learn|ml-collections)=='
+TRAIN_ONLY='^(tensorflow|tensorflow-cpu|tensorflow-datasets|tensorboard|flax|optax|orbax-checkpoint|matplotlib|scikit-learn|ml-collections)=='
 if grep -Ei "$TRAIN_ONLY" "$TMP/installed.txt"; then
   echo "the slim install brought the packages above (from the train extra)" >&2
   exit 1
@@ -67,7 +67,7 @@ mkdir "$TMP/elsewhere"
 step "Checking that jitr-train without the train extra stops with one line"
 # The train extra's modules in the order jitr.apps checks them, less absl and scipy:
 # the core dependencies bring those (chex needs absl-py, jax needs scipy).
-MISSING="ml_collections, flax, optax, orbax, tensorflow, tensorflow_datasets, sklearn, tensorboard, matplotlib, clu"
+MISSING="ml_collections, flax, optax, orbax, tensorflow, tensorflow_datasets, sklearn, tensorboard, matplotlib"
 EXPECTED="jitr-train: error: jitr's apps need the train extra, which is not installed (missing: $MISSING); install it with: pip install 'jitr[train]'"
 if (cd "$TMP/elsewhere" && "$TMP/venv/bin/jitr-train" --help) >"$TMP/train.out" 2>"$TMP/train.err"; then
   STATUS=0

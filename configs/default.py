@@ -108,6 +108,10 @@ def get_config() -> ml_collections.ConfigDict:
   # reuses the compiled steps (False: compile everything afresh).
   c.compilation_cache = True
   c.eval_batch_size = 500
+  # The widths (tokens) a training batch's captions are cut to: the smallest holding the
+  # batch's longest caption. Each width compiles the train step once; () pads every batch
+  # to the split's longest caption (one compile, more padding). The scores are the same.
+  c.token_buckets = (8, 12, 16, 24, 32, 48)
 
   # Multi-host runs. Unset (""/0/-1): join the job JAX detects (Cloud TPU pod slice,
   # SLURM, Open MPI, Kubernetes), a single process without one; given values must match it.

@@ -123,6 +123,10 @@ def _sgraf(name: str):
         sgr_step=3,
         num_region=36,
         smooth=9.0,
+        # how the pairs are scored (jitr.models.SGRAF): memory and compile time, not values
+        block_size=8,
+        length_buckets=8,
+        remat="full",
       )
     )
     c.loss = default.without_warmup(c.loss)  # max-violation from step 1

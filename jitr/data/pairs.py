@@ -93,13 +93,27 @@ class RetrievalSplit:
     return order.reshape(self.num_images, -1)
 
 
+# The caption widths a training batch's tokens are cut to (config.token_buckets' default).
+TOKEN_BUCKETS = (8, 12, 16, 24, 32, 48)
+
+
+def batch_width(split: RetrievalSplit, captions: np.ndarray, buckets: Sequence[int]) -> int:
+  """How many token columns the batch of ``captions`` keeps: the smallest of ``buckets``
+  holding its longest caption (that caption's length beyond the last), or with no
+  ``buckets`` the split's longest caption, one width for every batch."""
+  if not len(buckets):
+    return max(int(split.lengths.max(initial=1)), 1)
+  return vocab_lib.bucket_length(split.lengths[captions], buckets)
+
+
 def make_batch(
-  split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence[int] = (8, 12, 16, 24, 32, 48)
+  split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence[int] = TOKEN_BUCKETS
 ) -> dict[str, np.ndarray]:
   """The pair batch of the given caption indices: row i = (image of caption i, caption i).
 
-  Tokens are trimmed to the smallest bucket holding the longest caption, so the
-  text encoder scans no more padding than needed while jit sees few shapes.
+  Tokens are trimmed to :func:`!batch_width`: the smallest bucket holding the longest
+  caption, so the text encoder scans no more padding than needed while jit sees few
+  shapes (each width compiles the train step once; ``buckets=()``: one width).
   Stored relevance data goes in under the keys of :mod:`!jitr.data.batch_keys`: each
   vectors estimator's caption vectors ``[B, D]`` and its references' ``[B, R, D]`` (the
   vectors of each row's image's own captions), each top-K estimator's indices and
@@ -107,7 +121,7 @@ def make_batch(
   embeddings ``[B, D]``; the exact relevance as ``oracle_relevance`` rows.
   """
   images = split.caption_image[captions]
-  width = vocab_lib.bucket_length(split.lengths[captions], buckets)
+  width = batch_width(split, captions, buckets)
   batch = {
     "images": split.images[images],
     "tokens": split.tokens[captions, :width],
@@ -146,14 +160,21 @@ def steps_per_epoch(split: RetrievalSplit, batch_size: int) -> int:
 
 
 def epoch_batches(
-  split: RetrievalSplit, *, batch_size: int, seed: int, epoch: int, rows: slice = slice(None)
+  split: RetrievalSplit,
+  *,
+  batch_size: int,
+  seed: int,
+  epoch: int,
+  rows: slice = slice(None),
+  buckets: Sequence[int] = TOKEN_BUCKETS,
 ) -> Iterator[dict[str, np.ndarray]]:
   """The batches of one epoch, identical for the same ``(seed, epoch)``.
 
   ``rows`` selects this process's rows of each global batch (multi-host input
-  sharding); the oracle relevance keeps all global columns.
+  sharding); the oracle relevance keeps all global columns. ``buckets``: the token
+  widths of :func:`make_batch`.
   """
   order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
   for b in range(steps_per_epoch(split, batch_size)):
-    batch = make_batch(split, order[b * batch_size : (b + 1) * batch_size])
+    batch = make_batch(split, order[b * batch_size : (b + 1) * batch_size], buckets=buckets)
     yield {k: v[rows] for k, v in batch.items()}

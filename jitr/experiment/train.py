@@ -154,7 +154,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
         state,
         parallel=parallel,
         epoch_batches=lambda e: pairs.epoch_batches(
-          train, batch_size=config.batch_size, seed=config.seed, epoch=e, rows=rows
+          train,
+          batch_size=config.batch_size,
+          seed=config.seed,
+          epoch=e,
+          rows=rows,
+          buckets=tuple(config.get("token_buckets", pairs.TOKEN_BUCKETS)),
         ),
         steps_per_epoch=steps_per_epoch,
         num_epochs=config.num_epochs,

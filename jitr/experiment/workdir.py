@@ -48,6 +48,7 @@ EXECUTION_FIELDS: dict[str, str] = {
   "log_every_steps": "how often train scalars and progress are logged and losses checked",
   "eval_batch_size": "how many items an evaluation pass embeds at once (the same scores)",
   "prefetch": "how many batches are put on the devices ahead of the step",
+  "token_buckets": "the widths training batches are padded to (the same scores, other compiles)",
   "compilation_cache": "whether compiled steps are kept on disk",
   "data_dir": (
     "where the TFDS data, relevance records and compile cache are kept (built again "

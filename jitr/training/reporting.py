@@ -1,6 +1,7 @@
-"""Training logs the ecosystem's way: ``clu`` metric writers (absl log lines and
-TensorBoard event files) and ``clu.periodic_actions.ReportProgress`` (steps/s,
-ETA, the share of time spent in evaluation); the results table of a run."""
+"""Training logs: scalars as absl log lines and TensorBoard event files
+(:class:`~jitr.training.tensorboard_writer.TensorBoardWriter`, no TensorFlow), a
+progress line every few steps (:class:`~jitr.training.progress_report.ProgressReport`:
+steps/s, ETA, the share of time spent in evaluation); the results table of a run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 import jax
 from absl import logging
 
-from jitr.tf_cpu import import_tf
+from jitr.training.progress_report import ProgressReport
+from jitr.training.tensorboard_writer import TensorBoardWriter
 
 # (metric key, column title) of the results table and of the validation log line.
 RESULT_KEYS: tuple[tuple[str, str], ...] = (
@@ -44,15 +46,61 @@ def headline(metrics: Mapping[str, float]) -> dict[str, float]:
   return {key: float(metrics[key]) for key, _ in RESULT_KEYS if key in metrics}
 
 
+def format_scalars(scalars: Mapping[str, Any]) -> str:
+  """``name=value, ...`` sorted by name, floats to 6 significant digits (clu's log format).
+
+  >>> format_scalars({"train/loss": 0.69168612, "steps": 3})
+  'steps=3, train/loss=0.691686'
+  """
+  return ", ".join(
+    f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in sorted(scalars.items())
+  )
+
+
+class ScalarWriter:
+  """Scalars to absl INFO log lines (``[step] name=value, ...``) and, when ``events`` is
+  given (a :class:`~jitr.training.tensorboard_writer.TensorBoardWriter`), to its event file."""
+
+  def __init__(self, events: TensorBoardWriter | None = None):
+    self.events = events
+
+  def write_scalars(self, step: int, scalars: Mapping[str, Any]) -> None:
+    """Logs ``scalars`` at ``step`` and appends them to the event file."""
+    logging.info("[%d] %s", step, format_scalars(scalars))
+    if self.events is not None:
+      self.events.write_scalars(step, scalars)
+
+  def flush(self) -> None:
+    """Flushes the log and the event file."""
+    logging.flush()
+    if self.events is not None:
+      self.events.flush()
+
+  def close(self) -> None:
+    """Flushes the log, flushes and closes the event file."""
+    logging.flush()
+    if self.events is not None:
+      self.events.close()
+
+
+def default_writer(workdir: str) -> ScalarWriter:
+  """Log lines, plus on process 0 one event file in ``<workdir>/tensorboard`` (the other
+  processes of a multi-process job only log)."""
+  if jax.process_index() > 0:
+    return ScalarWriter()
+  return ScalarWriter(TensorBoardWriter(os.path.join(os.path.abspath(workdir), "tensorboard")))
+
+
 class TrainReporter:
   """``on_step`` / ``on_epoch`` hooks of :func:`jitr.training.loop.fit`.
 
   Every ``every_steps`` steps (and at the last) the step's metrics go to the
-  writer as ``train/<name>``; ``ReportProgress`` logs steps/s and the ETA and
-  writes ``steps_per_sec``; each validation's :func:`headline` metrics go out
-  as ``val/<key>`` at the epoch's last step. The writer defaults to
-  ``clu.metric_writers.create_default_writer(<workdir>/tensorboard)`` (log lines
-  only on processes other than 0).
+  writer as ``train/<name>``; :class:`~jitr.training.progress_report.ProgressReport`
+  logs steps/s and the ETA and writes ``steps_per_sec`` (and ``uptime``); each
+  validation's :func:`headline` metrics go out as ``val/<key>`` at the epoch's last
+  step. ``writer``: any object with ``write_scalars(step, {name: value})`` and
+  ``flush()`` (``close()`` is called when it has one); it defaults to
+  :func:`default_writer` (log lines, and ``<workdir>/tensorboard`` on process 0).
   """
 
   def __init__(
@@ -64,9 +112,6 @@ class TrainReporter:
     every_steps: int,
     writer: Any = None,
   ):
-    import_tf()  # clu's summary writer imports TF: GPUs are hidden from it first
-    from clu import metric_writers, periodic_actions
-
     if every_steps <= 0:
       raise ValueError(f"config.log_every_steps: expected a positive step count, got {every_steps}")
     self.total_steps, self.steps_per_epoch, self.every_steps = (
@@ -74,12 +119,9 @@ class TrainReporter:
       steps_per_epoch,
       every_steps,
     )
-    self.writer = writer or metric_writers.create_default_writer(
-      os.path.join(os.path.abspath(workdir), "tensorboard"),
-      just_logging=jax.process_index() > 0,
-    )
-    self.progress = periodic_actions.ReportProgress(
-      num_train_steps=total_steps, writer=self.writer, every_steps=every_steps, every_secs=None
+    self.writer = writer if writer is not None else default_writer(workdir)
+    self.progress = ProgressReport(
+      total_steps=total_steps, every_steps=every_steps, writer=self.writer
     )
 
   def on_step(self, step: int, metrics: Mapping[str, Any]) -> None:
@@ -111,8 +153,11 @@ class TrainReporter:
     return timed_call
 
   def close(self) -> None:
+    """Flushes the writer and closes it (when it has ``close``)."""
     self.writer.flush()
-    self.writer.close()
+    close = getattr(self.writer, "close", None)
+    if close is not None:
+      close()
 
 
 class QuietLibraries:

@@ -134,6 +134,20 @@ def _check_test_split(config: Any, kind: str) -> None:
     )
 
 
+def check_token_buckets(config: Any) -> None:
+  """``config.token_buckets`` (when present): a list of whole numbers >= 1, or empty."""
+  if "token_buckets" not in config:
+    return
+  value = config.token_buckets
+  if not isinstance(value, (list, tuple)) or any(
+    isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in value
+  ):
+    raise ValueError(
+      "config.token_buckets: expected a list of whole numbers >= 1 (caption widths), or () "
+      f"for the split's longest caption, got {value!r}"
+    )
+
+
 def _check_optimizer(config: Any) -> None:
   optimizer = config.get("optimizer")
   if not hasattr(optimizer, "keys"):
@@ -179,7 +193,8 @@ def check_train_config(config: Any) -> None:
   ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
   jitr_shapes, an unparsable ``graded`` source, a count out of range
   (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
-  ``log_every_steps`` ...), a ``test_split`` the dataset does not have, an
+  ``log_every_steps`` ...), a ``test_split`` the dataset does not have, a bad
+  ``token_buckets`` (:func:`check_token_buckets`), an
   ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
   a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
   switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
@@ -196,6 +211,7 @@ def check_train_config(config: Any) -> None:
       f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
     )
   _check_test_split(config, dataset.kind)
+  check_token_buckets(config)
   _check_optimizer(config)
   for name in BOOLEANS:
     if name in config:

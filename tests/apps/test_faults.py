@@ -201,7 +201,7 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
       "batch_size, calibration, compilation_cache, data_dir, dataset, distributed, estimators, "
       "eval_batch_size, eval_folds, graded, init_from, log_every_steps, loss, max_caption_len, "
       "model, num_epochs, optimizer, precomp_root, prefetch, seed, shapes_config, test_split, "
-      "top_k, vocab_file, vocab_min_count)",
+      "token_buckets, top_k, vocab_file, vocab_min_count)",
     ),
   ],
   ids=["wrong type", "unknown field"],

@@ -56,6 +56,30 @@ def test_batch_fields_by_hand():
   np.testing.assert_array_equal(batch["oracle_relevance"], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
 
 
+def test_token_buckets_set_each_batch_width():
+  split = _split()  # caption lengths 2..9
+  batches = [list(pairs.epoch_batches(split, batch_size=4, seed=1, epoch=e)) for e in range(3)]
+  for batch in (b for epoch in batches for b in epoch):
+    longest = int(batch["lengths"].max())
+    width = pairs.batch_width(split, batch["caption_indices"], pairs.TOKEN_BUCKETS)
+    assert width == (8 if longest <= 8 else 12) == batch["tokens"].shape[1]
+    # beyond the last bucket: the batch's longest caption
+    assert pairs.batch_width(split, batch["caption_indices"], (1,)) == longest
+  # no buckets: every batch is cut to the split's longest caption, the same width throughout
+  one = [
+    b
+    for e in range(3)
+    for b in pairs.epoch_batches(split, batch_size=4, seed=1, epoch=e, buckets=())
+  ]
+  assert {b["tokens"].shape[1] for b in one} == {int(split.lengths.max())}
+  for cut, full in zip(one, (b for epoch in batches for b in epoch)):
+    np.testing.assert_array_equal(cut["caption_indices"], full["caption_indices"])
+    # the same tokens; the wider of the two has only padding (zeros) beyond the other
+    width = min(cut["tokens"].shape[1], full["tokens"].shape[1])
+    np.testing.assert_array_equal(cut["tokens"][:, :width], full["tokens"][:, :width])
+    assert not cut["tokens"][:, width:].any() and not full["tokens"][:, width:].any()
+
+
 def test_rows_select_this_hosts_share():
   split = _split()
   full = next(pairs.epoch_batches(split, batch_size=4, seed=0, epoch=0))

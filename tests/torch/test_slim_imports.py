@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 # Top-level modules that only the `train` extra installs.
-TRAIN_ONLY = ("tensorflow", "flax", "optax", "orbax", "clu", "matplotlib", "sklearn")
+TRAIN_ONLY = ("tensorflow", "flax", "optax", "orbax", "matplotlib", "sklearn")
 
 _PROBE = """
 import sys

@@ -148,6 +148,18 @@ REFUSED = [
     "config.compilation_cache: expected True or False, got 'yes' (str)",
   ),
   (
+    "token_buckets",
+    (8, 0),
+    "config.token_buckets: expected a list of whole numbers >= 1 (caption widths), or () for "
+    "the split's longest caption, got (8, 0)",
+  ),
+  (
+    "token_buckets",
+    16,
+    "config.token_buckets: expected a list of whole numbers >= 1 (caption widths), or () for "
+    "the split's longest caption, got 16",
+  ),
+  (
     "test_split",
     "val",
     "config.test_split: expected one of 'test' (the splits of jitr_shapes), got 'val'",
