@@ -15,9 +15,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from absl import app, flags, logging
@@ -73,6 +74,21 @@ def exit_lost_process(name: str, error: BaseException) -> None:
   sys.stderr.flush()
   sys.stdout.flush()
   os._exit(1)
+
+
+@contextlib.contextmanager
+def ending_on_a_lost_process(name: str, process_count: int) -> Iterator[None]:
+  """Runs the block; a failed collective (``jax.errors.JaxRuntimeError``) in a job of
+  several processes ends this one with :func:`exit_lost_process`. In a single process the
+  error goes on as raised."""
+  import jax  # here, not at the top: the apps' --help answers without loading JAX
+
+  try:
+    yield
+  except jax.errors.JaxRuntimeError as error:
+    if process_count == 1:
+      raise
+    exit_lost_process(name, error)
 
 
 # Arguments asking for the help text: True for the app's own flags, False for all flags.

@@ -16,7 +16,7 @@ from __future__ import annotations
 from absl import app, flags
 
 from jitr.apps._cli import (
-  exit_lost_process,
+  ending_on_a_lost_process,
   join_configured_job,
   run_app,
   run_reporting_bad_input,
@@ -54,12 +54,10 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   # Imported here, not at the top: `jitr-eval --help` answers without loading JAX.
-  import jax
-
   from jitr.experiment import evaluate_workdir
 
   job = run_reporting_bad_input("jitr-eval", lambda: join_configured_job({}))
-  try:
+  with ending_on_a_lost_process("jitr-eval", job.process_count):
     run_reporting_bad_input(
       "jitr-eval",
       lambda: evaluate_workdir(
@@ -71,10 +69,6 @@ def main(argv: list[str]) -> None:
         protocol=_PROTOCOL.value,
       ),
     )
-  except jax.errors.JaxRuntimeError as error:
-    if job.process_count == 1:
-      raise
-    exit_lost_process("jitr-eval", error)
 
 
 def run() -> None:

@@ -21,7 +21,7 @@ from ml_collections import config_flags
 
 from jitr.apps._cli import (
   INTERRUPTED_EXIT_STATUS,
-  exit_lost_process,
+  ending_on_a_lost_process,
   join_configured_job,
   loaded_config,
   parse_flags_reporting_unknown_fields,
@@ -50,20 +50,14 @@ def main(argv: list[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   # Imported here, not at the top: `jitr-train --help` answers without loading JAX.
-  import jax
-
   from jitr.experiment import train_and_evaluate
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
   config = loaded_config(_CONFIG)
   job = join_configured_job(config.distributed)
-  try:
+  with ending_on_a_lost_process("jitr-train", job.process_count):
     result = train_and_evaluate(config, _WORKDIR.value)
-  except jax.errors.JaxRuntimeError as error:
-    if job.process_count == 1:
-      raise
-    exit_lost_process("jitr-train", error)
   if not result.finished:
     status, line = stopped_exit(result.stop_signal, result.step)
     sys.stderr.write(f"jitr-train: {line}\n")

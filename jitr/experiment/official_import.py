@@ -41,11 +41,8 @@ from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.train import resolved_config
 from jitr.models import sgraf_convert, vsrn_convert
-from jitr.models.official_checkpoint import (
-  OfficialCheckpointError,
-  load_checkpoint,
-  refuse_non_finite,
-)
+from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkpoint
+from jitr.models.torch_state import flatten_state_dicts
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.train_config import check_train_config
 
@@ -85,16 +82,9 @@ class OfficialWeights:
 
 def _flat_state_dict(path: str, parts: Any) -> tuple[str, dict[str, Any]]:
   """``(family, flat state dict)``: SGRAF's three state dicts or VSRN's two."""
-  if isinstance(parts, (list, tuple)) and all(isinstance(p, Mapping) for p in parts):
-    if len(parts) == len(sgraf_convert.PREFIXES):
-      prefixes, family = sgraf_convert.PREFIXES, "sgraf"
-    elif len(parts) == len(vsrn_convert.PREFIXES):
-      prefixes, family = vsrn_convert.PREFIXES, "vsrn"
-    else:
-      prefixes = None
-    if prefixes is not None:
-      flat = {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
-      refuse_non_finite(path, flat)
+  for family, prefixes in (("sgraf", sgraf_convert.PREFIXES), ("vsrn", vsrn_convert.PREFIXES)):
+    flat = flatten_state_dicts(path, parts, prefixes)
+    if flat is not None:
       return family, flat
   raise OfficialCheckpointError(
     f"{path}: expected an official SGRAF or VSRN checkpoint, a dict whose 'model' is the "

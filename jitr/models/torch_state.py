@@ -88,6 +88,23 @@ class StateDictReader:
       raise KeyError(f"{self.name}: unexpected keys {sorted(self.state)}")
 
 
+def flatten_state_dicts(
+  path: str | os.PathLike, parts: Any, prefixes: Sequence[str]
+) -> dict[str, Any] | None:
+  """``{f"{prefix}.{key}": value}`` of ``parts`` (``checkpoint['model']``: one state dict per
+  prefix), or ``None`` when ``parts`` is not a list of that many state dicts. A NaN / inf
+  weight raises :class:`OfficialCheckpointError` naming ``path``."""
+  if (
+    not isinstance(parts, (list, tuple))
+    or len(parts) != len(prefixes)
+    or not all(isinstance(sd, Mapping) for sd in parts)
+  ):
+    return None
+  flat = {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
+  refuse_non_finite(path, flat)
+  return flat
+
+
 def load_flat_state_dict(
   path: str | os.PathLike, prefixes: Sequence[str], model: str
 ) -> dict[str, Any]:
@@ -102,15 +119,10 @@ def load_flat_state_dict(
   """
   checkpoint = load_checkpoint(path)
   parts = checkpoint.get("model") if isinstance(checkpoint, dict) else None
-  if (
-    not isinstance(parts, (list, tuple))
-    or len(parts) != len(prefixes)
-    or not all(isinstance(sd, Mapping) for sd in parts)
-  ):
+  flat = flatten_state_dicts(path, parts, prefixes)
+  if flat is None:
     raise OfficialCheckpointError(
       f"{os.fspath(path)}: expected an official {model} checkpoint, a dict whose 'model' "
       f"is the list [{', '.join(prefixes)}] of state dicts"
     )
-  flat = {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
-  refuse_non_finite(path, flat)
   return flat

@@ -4,6 +4,7 @@ command prints and writes the table."""
 
 import json
 import math
+import os
 import pathlib
 import subprocess
 import sys
@@ -116,6 +117,9 @@ def test_sources_are_those_of_training(tiny_val):
 
 
 SCRIPT = str(pathlib.Path(sys.executable).with_name("jitr-relevance-quality"))  # console script
+# The script's environment: no virtualenv, no offline variables; the suite's XLA flags and
+# compilation cache (tests/conftest.py) kept, so its programs compile as the suite's do.
+COMPILE_ENV = {k: v for k, v in os.environ.items() if k.startswith(("XLA_", "JAX_"))}
 
 
 @pytest.mark.slow
@@ -178,7 +182,7 @@ def quality_run(tiny_val, teacher, tmp_path_factory):
       f"--output={out}", "--config.estimators.lsa.k=64",
     ],
     cwd=cwd, capture_output=True, text=True, timeout=600,
-    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", **COMPILE_ENV},
   )  # fmt: skip
   assert done.returncode == 0, done.stderr[-3000:]
   return done, json.loads(out.read_text()), spec
@@ -248,7 +252,7 @@ def test_command_scores_a_teacher_and_refuses_a_missing_one(
   bad = subprocess.run(
     [SCRIPT, f"--data_dir={data_dir}", "--shapes_config=tiny", f"--estimators=teacher:{missing}"],
     cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", **COMPILE_ENV},
   )  # fmt: skip
   assert bad.returncode == 1
   assert bad.stderr.strip().splitlines()[-1] == (
