@@ -3,6 +3,16 @@ TFRecord readers. The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes_tfds`) i
 TensorFlow Datasets: import it directly where it is needed.
 """
 
+from jitr.data.cvse_concepts import (
+  ConceptStatistics,
+  OfficialConcepts,
+  read_category_concepts,
+  read_concept_labels,
+  read_concept_statistics,
+  read_concept_vectors,
+  read_concept_vocabulary,
+  read_official_concepts,
+)
 from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
 from jitr.data.official_vocab import (
   read_official_vocab,
@@ -17,8 +27,10 @@ from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
 from jitr.data.vocab import Vocab, build_vocab
 
 __all__ = [
+  "ConceptStatistics",
   "DATASETS",
   "DatasetInfo",
+  "OfficialConcepts",
   "PrecompError",
   "PrecompSplit",
   "RelevanceTable",
@@ -34,6 +46,12 @@ __all__ = [
   "load_precomp_split",
   "load_relevance_table",
   "make_batch",
+  "read_category_concepts",
+  "read_concept_labels",
+  "read_concept_statistics",
+  "read_concept_vectors",
+  "read_concept_vocabulary",
+  "read_official_concepts",
   "read_official_vocab",
   "read_pickled_vocab",
   "read_sgraf_vocab",
