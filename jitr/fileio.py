@@ -51,6 +51,21 @@ TEMP_MARKER = ".tmp-"
 PathLike = str | os.PathLike
 
 
+def json_kind(value: Any) -> str:
+  """The JSON name of a decoded value's type (object, array, string, ...), for messages."""
+  if isinstance(value, dict):
+    return "object"
+  if isinstance(value, list):
+    return "array"
+  if isinstance(value, str):
+    return "string"
+  if isinstance(value, bool):
+    return "boolean"
+  if isinstance(value, (int, float)):
+    return "number"
+  return "null"
+
+
 def host_tag() -> str:
   """This host's name as it appears in temporary file names (letters, digits, ``.``, ``_``)."""
   return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"

@@ -320,21 +320,6 @@ def _check_words(path: str, field: str, words: list[str]) -> None:
     seen[word] = i
 
 
-def _json_kind(value: Any) -> str:
-  """The JSON name of a decoded value's type (array, string, number, ...)."""
-  if isinstance(value, dict):
-    return "object"
-  if isinstance(value, list):
-    return "array"
-  if isinstance(value, str):
-    return "string"
-  if isinstance(value, bool):
-    return "boolean"
-  if isinstance(value, (int, float)):
-    return "number"
-  return "null"
-
-
 def read_category_concepts(path: str | os.PathLike) -> tuple[str, ...]:
   """The concept words of a CVSE ``category_concepts.json`` in id order: a JSON object of
   word -> id whose ids are ``0, 1, ..., C-1`` in file order (``data.py`` uses the position
@@ -343,7 +328,7 @@ def read_category_concepts(path: str | os.PathLike) -> tuple[str, ...]:
   _require_file(path, _CATEGORIES)
   data = fileio.read_json(path, hint=f"; expected {_CATEGORIES}")
   if not isinstance(data, dict):
-    raise ValueError(f"{path}: holds a JSON {_json_kind(data)}; expected {_CATEGORIES}")
+    raise ValueError(f"{path}: holds a JSON {fileio.json_kind(data)}; expected {_CATEGORIES}")
   for position, (word, i) in enumerate(data.items()):
     if not isinstance(i, int) or isinstance(i, bool) or i != position:
       raise ValueError(
@@ -366,13 +351,13 @@ def read_concept_labels(
   _require_file(path, _LABELS)
   data = fileio.read_json(path, hint=f"; expected {_LABELS}")
   if not isinstance(data, list):
-    raise ValueError(f"{path}: holds a JSON {_json_kind(data)}; expected {_LABELS}")
+    raise ValueError(f"{path}: holds a JSON {fileio.json_kind(data)}; expected {_LABELS}")
   labels: dict[int, tuple[int, ...]] = {}
   bound = "" if num_concepts is None else f" and < {num_concepts}"
   for n, item in enumerate(data):
     where = f"{path}: item {n}"
     if not isinstance(item, dict) or set(item) != {"img_id", "concept_labels"}:
-      shown = list(item) if isinstance(item, dict) else f"a JSON {_json_kind(item)}"
+      shown = list(item) if isinstance(item, dict) else f"a JSON {fileio.json_kind(item)}"
       raise ValueError(f"{where} is {shown}; expected {_LABELS}")
     img_id, ids = item["img_id"], item["concept_labels"]
     if not isinstance(img_id, str) or not _DECIMAL_RE.fullmatch(img_id):

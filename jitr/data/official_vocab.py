@@ -206,7 +206,7 @@ def read_sgraf_vocab(path: str | os.PathLike) -> Vocab:
   _require_file(path, _SGRAF)
   data = fileio.read_json(path, hint=f"; expected {_SGRAF}")
   if not isinstance(data, dict):
-    raise ValueError(f"{path}: holds a JSON {_json_kind(data)}; expected {_SGRAF}")
+    raise ValueError(f"{path}: holds a JSON {fileio.json_kind(data)}; expected {_SGRAF}")
   missing = [f for f in _FIELDS if f not in data]
   if missing:
     raise ValueError(f"{path}: no field {missing[0]!r}; expected {_SGRAF}")
@@ -219,19 +219,6 @@ def read_sgraf_vocab(path: str | os.PathLike) -> Vocab:
     idx2word[int(key)] = _text(path, f"idx2word[{key!r}]", word)
   word2idx = {word: _integer(path, f"word2idx[{word!r}]", i) for word, i in word2idx.items()}
   return _vocab_from_tables(path, word2idx, idx2word, _integer(path, "idx", data["idx"]))
-
-
-def _json_kind(value: Any) -> str:
-  """The JSON name of a decoded value's type (array, string, number, ...)."""
-  if isinstance(value, list):
-    return "array"
-  if isinstance(value, str):
-    return "string"
-  if isinstance(value, bool):
-    return "boolean"
-  if isinstance(value, (int, float)):
-    return "number"
-  return "null"
 
 
 def _unpickle(path: str) -> Any:
