@@ -13,7 +13,9 @@ from collections.abc import Callable
 
 from jitr import fileio
 
-_TMP_RE = re.compile(r"\.tmp-(?:(?P<host>.+)-)?(?P<pid>\d+)(?:-[0-9a-f]+)?$")
+_TMP_RE = re.compile(r"\.tmp-(?:(?P<host>[^-/]+)-)?(?P<pid>\d+)(?:-[0-9a-f]+)?$")
+"""``HOST-PID-HEX`` after the marker; a host tag has no ``-``, so a HEX of decimal digits
+(``12345678``) is never read as the process id of a host named ``HOST-PID``."""
 
 
 def process_alive(pid: int) -> bool:

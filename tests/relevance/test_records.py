@@ -448,6 +448,7 @@ def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_pat
   assert fileio.temp_name("x").startswith(f"x.tmp-{host}-{os.getpid()}-")
   names = {
     "dead": f"relevance.json.tmp-{host}-{dead_pid}-0a1b2c3d",
+    "dead_digit_hex": f"relevance-00002-of-00003.tfrecord.tmp-{host}-{dead_pid}-20251126",
     "mine": f"relevance-00000-of-00002.tfrecord.tmp-{host}-{os.getpid()}-00ff00ff",
     "alive": f"relevance-00001-of-00002.tfrecord.tmp-{host}-{os.getppid()}-12345678",
     "other_host": f"relevance.json.tmp-elsewhere-{dead_pid}-abcdef01",
@@ -457,7 +458,8 @@ def test_only_temporary_files_of_dead_processes_of_this_host_are_removed(tmp_pat
   lines: list[str] = []
   remove_stale_tmp_files(str(tmp_path), lines.append)
   assert sorted(os.listdir(tmp_path)) == sorted([names["alive"], names["other_host"]])
-  assert sorted(lines) == sorted(f"removing unfinished file {names[k]}" for k in ("dead", "mine"))
+  removed = ("dead", "dead_digit_hex", "mine")
+  assert sorted(lines) == sorted(f"removing unfinished file {names[k]}" for k in removed)
 
 
 def test_a_late_stale_header_write_is_corrected_by_its_writer(
