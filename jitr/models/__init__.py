@@ -4,13 +4,17 @@ Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
 :class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
 Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`. Similarity models
 (cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN (region GCN
-reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. Training and evaluation see
+reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. CVSE (instance-level
+self-attention fused with a consensus level over a concept graph; its triplet and KL
+terms as auxiliary losses): :class:`CVSE`, :func:`cvse_model`. Training and evaluation see
 every network through one interface, :class:`RetrievalModel` (built by name from a config:
 ``make_model(config.model, vocab_size)``, registry :data:`MODELS`).
 """
 
 from jitr.models.cnn import ConvEncoder
 from jitr.models.common import lengths_to_mask, masked_max, masked_mean
+from jitr.models.cvse import CVSE, CVSEEmbeddings
+from jitr.models.cvse_model import ConceptInputs, cvse_model
 from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarity
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
 from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
@@ -35,6 +39,9 @@ __all__ = [
   "OfficialCheckpointError",
   "RetrievalModel",
   "BiGRU",
+  "CVSE",
+  "CVSEEmbeddings",
+  "ConceptInputs",
   "ConvEncoder",
   "DualEncoder",
   "GPO",
@@ -49,6 +56,7 @@ __all__ = [
   "VSRNImageEncoder",
   "VSRNTextEncoder",
   "create_dual_encoder",
+  "cvse_model",
   "dual_encoder_model",
   "make_model",
   "sgraf_model",

@@ -103,6 +103,8 @@ class VisualSelfAttention(nn.Module):
   dropout: float = 0.4
   momentum: float = 0.1
   eps: float = 1e-5
+  axis_name: str | None = None
+  """The data-parallel axis: both BatchNorms' batch moments are over every device's rows."""
 
   @nn.compact
   def __call__(
@@ -124,7 +126,7 @@ class VisualSelfAttention(nn.Module):
       memory = masked_mean(regions, mask[..., None], axis=1)
     chex.assert_rank(memory, 2)
     drop = nn.Dropout(self.dropout, deterministic=not train)
-    bn = dict(train=train, momentum=self.momentum, eps=self.eps)
+    bn = dict(train=train, momentum=self.momentum, eps=self.eps, axis_name=self.axis_name)
     all_rows = lambda x: jnp.ones_like(x, bool)
 
     w_v = _dense(self.embed_dim, "fc1")(regions)

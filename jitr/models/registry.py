@@ -8,7 +8,11 @@ keyword arguments:
 - ``"sgr"`` / ``"saf"``: :class:`jitr.models.SGRAF` with ``module="SGR"`` / ``"SAF"``;
 - ``"vsrn"``: :class:`jitr.models.VSRN`, plus ``caption_weight`` (default 1, the
   official weight; 0 turns the captioning branch off) and ``dataset`` (``"coco"`` or
-  ``"f30k"``: :func:`jitr.models.vsrn_dataset_options`, overridable by explicit keys).
+  ``"f30k"``: :func:`jitr.models.vsrn_dataset_options`, overridable by explicit keys);
+- ``"cvse"``: :class:`jitr.models.CVSE`, plus the keys of :func:`jitr.models.cvse_model`
+  (``instance_weight``, ``consensus_weight``, ``kl_weight``, ``margin``, ``mining``,
+  ``eval_fused_weight``) and ``concept_threshold`` (the graph's ``t``, default 0.3). It
+  needs the dataset's concepts: ``make_model(..., concepts=ConceptInputs(...))``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jitr.models.cvse import CVSE
+from jitr.models.cvse_graph import THRESHOLD
+from jitr.models.cvse_model import ConceptInputs, concept_graph, cvse_model
 from jitr.models.dual_encoder import create_dual_encoder
 from jitr.models.retrieval_model import (
   RetrievalModel,
@@ -47,6 +54,30 @@ def _vsrn(config: dict[str, Any], vocab_size: int) -> RetrievalModel:
   return vsrn_model(VSRN(vocab_size=vocab_size, **{**options, **config}), caption_weight)
 
 
+CVSE_BUILDER_KEYS = (
+  "instance_weight",
+  "consensus_weight",
+  "kl_weight",
+  "margin",
+  "mining",
+  "eval_fused_weight",
+)
+
+
+def _cvse(
+  config: dict[str, Any], vocab_size: int, concepts: ConceptInputs | None = None
+) -> RetrievalModel:
+  if concepts is None:
+    raise ValueError(
+      "config.model (name='cvse'): CVSE needs the dataset's concepts (word vectors and "
+      "co-occurrence statistics): make_model(..., concepts=ConceptInputs(...))"
+    )
+  builder = {k: config.pop(k) for k in CVSE_BUILDER_KEYS if k in config}
+  graph = concept_graph(concepts, config.pop("concept_threshold", THRESHOLD))
+  module = CVSE(vocab_size=vocab_size, **config)
+  return cvse_model(module, concepts.vectors, graph, **builder)
+
+
 #: The networks by name (``config.model.name``): each builds a :class:`RetrievalModel` from
 #: the model config and the vocabulary size.
 MODELS: dict[str, Callable[[dict[str, Any], int], RetrievalModel]] = {
@@ -54,16 +85,25 @@ MODELS: dict[str, Callable[[dict[str, Any], int], RetrievalModel]] = {
   "sgr": _sgraf("SGR"),
   "saf": _sgraf("SAF"),
   "vsrn": _vsrn,
+  "cvse": _cvse,
 }
 
+#: The networks whose builder takes the dataset's concepts (``concepts=``).
+CONCEPT_MODELS = frozenset({"cvse"})
 
-def make_model(config: Mapping[str, Any], vocab_size: int) -> RetrievalModel:
-  """The :class:`RetrievalModel` ``config["name"]`` (default ``"vse"``) names."""
+
+def make_model(
+  config: Mapping[str, Any], vocab_size: int, *, concepts: ConceptInputs | None = None
+) -> RetrievalModel:
+  """The :class:`RetrievalModel` ``config["name"]`` (default ``"vse"``) names;
+  ``concepts``: the dataset's concept constants, for the :data:`CONCEPT_MODELS`."""
   config = dict(config)
   name = config.pop("name", DEFAULT_MODEL)
   if name not in MODELS:
     raise ValueError(f"config.model.name: expected one of {sorted(MODELS)}, got {name!r}")
   try:
+    if name in CONCEPT_MODELS:
+      return MODELS[name](config, vocab_size, concepts)
     return MODELS[name](config, vocab_size)
   except TypeError as e:  # an unknown keyword for the builder
     raise ValueError(f"config.model (name={name!r}): {e}") from e

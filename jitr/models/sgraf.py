@@ -62,10 +62,11 @@ class LinearParams(nn.Module):
 
   in_features: int
   features: int
+  kernel_init: Callable = xavier
 
   @nn.compact
   def __call__(self) -> Linear:
-    kernel = self.param("kernel", xavier, (self.in_features, self.features))
+    kernel = self.param("kernel", self.kernel_init, (self.in_features, self.features))
     return kernel, self.param("bias", nn.initializers.zeros, (self.features,))
 
 

@@ -41,7 +41,7 @@ Batch = Mapping[str, jax.Array]
 # e.g. {"relevance": ...}; see jitr.training.graded.make_graded_fn.
 GradedFn = Callable[[Batch, Batch, jax.Array], Mapping[str, jax.Array]]
 
-MODEL_INPUTS = ("images", "image_mask", "tokens", "lengths")
+MODEL_INPUTS = ("images", "image_mask", "tokens", "lengths", "concept_labels")
 
 
 def in_batch_targets(batch: Batch) -> tuple[jax.Array, jax.Array]:

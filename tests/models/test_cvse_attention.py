@@ -8,104 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-import torch.nn as tnn
+from cvse_reference import T_single_modal_atten, V_single_modal_atten, l2norm
 from finite_differences import assert_directional_derivatives_match
 
 from jitr.models.cvse_attention import TextualSelfAttention, VisualSelfAttention
 
 B, R, L, D, E = 3, 5, 6, 8, 8  # batch, regions (= img_region_num), words, feature, embed
-
-
-# --- official code, transcribed (util/utils.py and model_CVSE.py) -------------------------
-def l2norm(X, dim=-1, eps=1e-12):
-  norm = torch.pow(X, 2).sum(dim=dim, keepdim=True).sqrt() + eps
-  X = torch.div(X, norm)
-  return X
-
-
-class V_single_modal_atten(tnn.Module):
-  def __init__(self, image_dim, embed_dim, use_bn, activation_type, dropout_rate, img_region_num):
-    super().__init__()
-    self.fc1 = tnn.Linear(image_dim, embed_dim)
-    self.fc2 = tnn.Linear(image_dim, embed_dim)
-    self.fc2_2 = tnn.Linear(embed_dim, embed_dim)
-    self.fc3 = tnn.Linear(embed_dim, 1)
-    self.fc4 = tnn.Linear(image_dim, embed_dim)
-    if use_bn == True and activation_type == "tanh":  # noqa: E712 (official), CVSE's branch
-      self.embedding_1 = tnn.Sequential(
-        self.fc1, tnn.BatchNorm1d(img_region_num), tnn.Tanh(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_2 = tnn.Sequential(
-        self.fc2, tnn.BatchNorm1d(embed_dim), tnn.Tanh(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_2_2 = tnn.Sequential(
-        self.fc2_2, tnn.BatchNorm1d(embed_dim), tnn.Tanh(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_3 = tnn.Sequential(self.fc3)
-    elif use_bn == False and activation_type == "tanh":  # noqa: E712
-      self.embedding_1 = tnn.Sequential(self.fc1, tnn.Tanh(), tnn.Dropout(dropout_rate))
-      self.embedding_2 = tnn.Sequential(self.fc2, tnn.Tanh(), tnn.Dropout(dropout_rate))
-      self.embedding_2_2 = tnn.Sequential(self.fc2_2, tnn.Tanh(), tnn.Dropout(dropout_rate))
-      self.embedding_3 = tnn.Sequential(self.fc3, tnn.Tanh(), tnn.Dropout(dropout_rate))
-    elif use_bn == True and activation_type == "sigmoid":  # noqa: E712
-      self.embedding_1 = tnn.Sequential(
-        self.fc1, tnn.BatchNorm1d(img_region_num), tnn.Sigmoid(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_2 = tnn.Sequential(
-        self.fc2, tnn.BatchNorm1d(embed_dim), tnn.Sigmoid(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_2_2 = tnn.Sequential(
-        self.fc2_2, tnn.BatchNorm1d(embed_dim), tnn.Sigmoid(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_3 = tnn.Sequential(self.fc3)
-    else:
-      self.embedding_1 = tnn.Sequential(self.fc1, tnn.Sigmoid(), tnn.Dropout(dropout_rate))
-      self.embedding_2 = tnn.Sequential(self.fc2, tnn.Sigmoid(), tnn.Dropout(dropout_rate))
-      self.embedding_2_2 = tnn.Sequential(
-        self.fc2_2, tnn.BatchNorm1d(embed_dim), tnn.Sigmoid(), tnn.Dropout(dropout_rate)
-      )
-      self.embedding_3 = tnn.Sequential(self.fc3)
-    self.softmax = tnn.Softmax(dim=1)
-
-  def forward(self, v_t, m_v):
-    W_v = self.embedding_1(v_t)
-    if m_v.size()[-1] == v_t.size()[-1]:
-      W_v_m = self.embedding_2(m_v)
-    else:
-      W_v_m = self.embedding_2_2(m_v)
-    W_v_m = W_v_m.unsqueeze(1).repeat(1, W_v.size()[1], 1)
-    h_v = W_v.mul(W_v_m)
-    a_v = self.embedding_3(h_v)
-    a_v = a_v.squeeze(2)
-    weights = self.softmax(a_v)
-    v_att = (weights.unsqueeze(2) * v_t).sum(dim=1)
-    v_att = l2norm(v_att)
-    return v_att, weights
-
-
-class T_single_modal_atten(tnn.Module):
-  def __init__(self, embed_dim, use_bn, activation_type, dropout_rate):
-    super().__init__()
-    self.fc1 = tnn.Linear(embed_dim, embed_dim)
-    self.fc2 = tnn.Linear(embed_dim, embed_dim)
-    self.fc3 = tnn.Linear(embed_dim, 1)
-    assert activation_type == "tanh"
-    self.embedding_1 = tnn.Sequential(self.fc1, tnn.Tanh(), tnn.Dropout(dropout_rate))
-    self.embedding_2 = tnn.Sequential(self.fc2, tnn.Tanh(), tnn.Dropout(dropout_rate))
-    self.embedding_3 = tnn.Sequential(self.fc3)
-    self.softmax = tnn.Softmax(dim=1)
-
-  def forward(self, u_t, m_u):
-    W_u = self.embedding_1(u_t)
-    W_u_m = self.embedding_2(m_u)
-    W_u_m = W_u_m.unsqueeze(1).repeat(1, W_u.size()[1], 1)
-    h_u = W_u.mul(W_u_m)
-    a_u = self.embedding_3(h_u)
-    a_u = a_u.squeeze(2)
-    weights = self.softmax(a_u)
-    u_att = (weights.unsqueeze(2) * u_t).sum(dim=1)
-    u_att = l2norm(u_att)
-    return u_att, weights
 
 
 # --- helpers ---------------------------------------------------------------------------

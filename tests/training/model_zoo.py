@@ -4,6 +4,7 @@ import jax
 import numpy as np
 
 from jitr.models import make_model
+from jitr.models.cvse_model import ConceptInputs
 from tests.training import tiny
 
 VOCAB = 20
@@ -36,11 +37,29 @@ CONFIGS = {
     caption_dropout=0.0,
     caption_weight=0.5,
   ),
+  "cvse": dict(
+    name="cvse",
+    img_dim=FEATURES,
+    word_dim=8,
+    embed_dim=16,
+    num_region=REGIONS,
+    dropout=0.0,
+  ),
 }
+CONCEPTS = 5
+
+
+def concepts(seed=7):
+  """A random concept graph of :data:`CONCEPTS` concepts (4-d word vectors)."""
+  rng = np.random.default_rng(seed)
+  co = rng.integers(0, 6, (CONCEPTS, CONCEPTS))
+  co = np.triu(co, 1) + np.triu(co, 1).T
+  counts = co.max(axis=1) + rng.integers(1, 4, CONCEPTS)
+  return ConceptInputs(rng.normal(size=(CONCEPTS, 4)).astype(np.float32), co, counts)
 
 
 def model(name, **overrides):
-  return make_model({**CONFIGS[name], **overrides}, VOCAB)
+  return make_model({**CONFIGS[name], **overrides}, VOCAB, concepts=concepts())
 
 
 def region_batch(seed=3, n_images=4, captions_per_image=2):
@@ -52,6 +71,8 @@ def region_batch(seed=3, n_images=4, captions_per_image=2):
   counts = np.array([REGIONS, 2] * n_images)[:n_images]
   batch["images"] = regions[ids]
   batch["image_mask"] = (np.arange(REGIONS)[None, :] < counts[:, None])[ids]
+  labels = rng.uniform(size=(n_images, CONCEPTS)) < 0.4
+  batch["concept_labels"] = labels.astype(np.float32)[ids]
   return batch
 
 

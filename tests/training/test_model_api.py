@@ -1,4 +1,4 @@
-"""The one model interface through the one train step: VSE, SGR, SAF and VSRN.
+"""The one model interface through the one train step: VSE, SGR, SAF, VSRN and CVSE.
 
 Every network trains on 8 devices exactly as on one (loss, metrics, gradients and
 the running BatchNorm statistics), the pairwise path scores the global batch once,
@@ -41,7 +41,9 @@ def _state(model, batch, tx=None):
 
 def _close(got, want, what):
   for (path, w), g in zip(jax.tree_util.tree_leaves_with_path(want), jax.tree.leaves(got)):
-    np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-5, err_msg=f"{what} {path}")
+    np.testing.assert_allclose(
+      np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5, err_msg=f"{what} {path}"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(model_zoo.CONFIGS))
@@ -56,7 +58,7 @@ def test_eight_devices_equal_one_device_for_every_network(name):
   make = lambda **kw: training.make_train_step(TRIPLET, model=model, **kw)  # noqa: E731
   ref_state, ref_metrics = jax.jit(make(axis_name=None))(state, batch)
   assert np.isfinite(float(ref_metrics["loss"]))  # numpy: no op-by-op compile
-  if name in ("sgr", "saf", "vsrn"):  # the step moved the running statistics
+  if name in ("sgr", "saf", "vsrn", "cvse"):  # the step moved the running statistics
     moved = jax.tree.map(
       lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))),
       ref_state.model_state,
@@ -65,13 +67,14 @@ def test_eight_devices_equal_one_device_for_every_network(name):
     assert max(jax.tree.leaves(moved)) > 1e-4
   if name == "vsrn":
     _check_caption_term(model, state, batch, ref_metrics)
-  for backend in ("shard_map", "pmap") if name in ("saf", "vsrn") else ("shard_map",):
+  synced = ("saf", "vsrn", "cvse")
+  for backend in ("shard_map", "pmap") if name in synced else ("shard_map",):
     dp = training.DataParallel(make(), backend=backend, donate=False)
     new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
     new_state = dp.get_state(new_state)
     assert set(metrics) == set(ref_metrics)
     for key, want in ref_metrics.items():
-      assert float(metrics[key]) == pytest.approx(float(want), abs=1e-5), (backend, key)
+      assert float(metrics[key]) == pytest.approx(float(want), rel=1e-6, abs=1e-5), (backend, key)
     _close(new_state.params, ref_state.params, f"{backend} params (SGD lr 1: the gradient)")
     _close(new_state.model_state, ref_state.model_state, f"{backend} model_state")
 
@@ -185,11 +188,15 @@ def test_objective_term_named_like_an_aux_loss_is_refused():
 
 
 def test_registry_names_and_errors():
-  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn"}
+  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse"}
   assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
   assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
-  with pytest.raises(ValueError, match=r"config.model.name: expected one of \['saf', 'sgr'"):
+  with pytest.raises(ValueError, match=r"config.model.name: expected one of \['cvse', 'saf'"):
     make_model({"name": "scan"}, 10)
+  with pytest.raises(ValueError, match=r"name='cvse'\): CVSE needs the dataset's concepts"):
+    make_model({"name": "cvse"}, 10)
+  with pytest.raises(ValueError, match=r"config.model \(name='cvse'\).*fuse_weight"):
+    make_model({"name": "cvse", "fuse_weight": 0.5}, 10, concepts=model_zoo.concepts())
   with pytest.raises(ValueError, match=r"config.model \(name='sgr'\).*pooling"):
     make_model({"name": "sgr", "pooling": "max"}, 10)
 

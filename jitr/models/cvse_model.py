@@ -1,0 +1,201 @@
+"""CVSE behind the one :class:`~jitr.models.RetrievalModel` interface, with its own loss
+terms as auxiliary losses (official ``CVSE.forward_loss``).
+
+The official loss of a batch is ``3·T(f) + 5·T(e) + 1·T(c) + 2·KL`` with ``T`` the VSE++
+max-violation triplet (summed over both directions and the batch) of the fused ``f``,
+instance ``e`` and consensus ``c`` embeddings, and ``KL = Σ_b Σ_c p^t_bc (log p^t_bc −
+log p^v_bc)`` (``nn.KLDivLoss`` of the visual log-distribution against the label-mixed
+textual one). In jitr the objective of ``config.loss`` (any jitr loss) scores the fused
+embeddings, and the model adds, per row ``b`` of the global batch::
+
+    instance_b  = T_i2t(e^v_b) + T_t2i(e^t_b)        consensus_b = the same on c
+    concept_kl_b = Σ_c p^t_bc (log p^t_bc − log p^v_bc)
+
+each averaged over the batch and weighted (defaults 5, 1, 2): with the objective's triplet
+weighted 3 this is the official loss divided by the batch size. As everywhere in jitr, the
+captions of one image in a batch are all positives (the official triplet takes only the
+diagonal). ``T`` of a row is :func:`jitr.losses.vse.triplet_per_query` against the
+all-gathered batch.
+
+Evaluation (``encode_images`` / ``encode_captions``) returns ``[√w·f, √(1−w)·c]``, so the
+dot product of two representations is the official ``w·(f_i·f_t) + (1 − w)·(c_i·c_t)``
+(``i2t_sep_sim``, ``w = 0.95``). ``encode_captions`` takes the captions' concept labels
+(``None``: none), which the official evaluation completes from neighbours first
+(:mod:`jitr.evaluation.concept_completion`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jitr.losses.vse import triplet_per_query
+from jitr.models.cvse import CVSE, CVSEEmbeddings
+from jitr.models.cvse_graph import THRESHOLD, concept_adjacency, normalized_adjacency
+from jitr.models.retrieval_model import (
+  ModelOutput,
+  RetrievalModel,
+  _apply,
+  _dot_score,
+  _image_mask,
+)
+
+CONCEPT_LABELS = "concept_labels"
+"""The batch key of each row's concept labels ``[B, C]`` (its image's)."""
+
+AUX_TERMS = ("instance", "consensus", "concept_kl")
+
+
+class ConceptInputs(NamedTuple):
+  """A dataset's concept constants: the word vectors ``[C, D]``, the co-occurrence counts
+  ``[C, C]`` and each concept's count ``[C]`` (the official ``*_adj_concepts.pkl``'s
+  ``adj_all`` and ``nums``; :mod:`jitr.data.concept_data` builds them from captions)."""
+
+  vectors: np.ndarray
+  co_occurrence: np.ndarray
+  counts: np.ndarray
+
+
+def concept_graph(concepts: ConceptInputs, threshold: float = THRESHOLD) -> np.ndarray:
+  """The normalised adjacency ``Â`` [C, C] the GCN uses: ``gen_adj`` of ``gen_A_concept``'s
+  ``adj_all`` (mode ``Complex``, threshold ``t``; :mod:`jitr.models.cvse_graph`)."""
+  adjacency = concept_adjacency(concepts.co_occurrence, concepts.counts, threshold=threshold)
+  return normalized_adjacency(adjacency)
+
+
+def _gather(x: jax.Array, axis_name: str | None) -> jax.Array:
+  return x if axis_name is None else jax.lax.all_gather(x, axis_name, tiled=True)
+
+
+def row_triplets(
+  images: jax.Array,
+  captions: jax.Array,
+  image_ids: jax.Array,
+  valid: jax.Array,
+  *,
+  margin: float,
+  mining: str,
+  axis_name: str | None,
+) -> jax.Array:
+  """``[b]``: for each of this device's rows, the triplet of its image against every
+  caption of the global batch plus that of its caption against every image."""
+  all_images, all_captions = _gather(images, axis_name), _gather(captions, axis_name)
+  all_ids, all_valid = _gather(image_ids, axis_name), _gather(valid, axis_name)
+  positives = image_ids[:, None] == all_ids[None, :]
+  where = jnp.broadcast_to(all_valid[None, :], positives.shape)
+  i2t, _ = triplet_per_query(
+    images @ all_captions.T, positives, where, margin=margin, mining=mining
+  )
+  t2i, _ = triplet_per_query(
+    captions @ all_images.T, positives, where, margin=margin, mining=mining
+  )
+  return i2t + t2i
+
+
+def concept_kl(text_scores: jax.Array, image_scores: jax.Array) -> jax.Array:
+  """``[B]``: ``Σ_c p^t_c (log p^t_c − log p^v_c)`` (0 where ``p^t_c = 0``)."""
+  return jnp.sum(jax.scipy.special.xlogy(text_scores, text_scores), axis=-1) - jnp.sum(
+    text_scores * jnp.log(image_scores), axis=-1
+  )
+
+
+def mixed_representation(emb: CVSEEmbeddings, fused_weight: float) -> jax.Array:
+  """``[√w·f, √(1−w)·c]`` [B, 2E]: dot products are ``w·f·f' + (1−w)·c·c'``."""
+  return jnp.concatenate(
+    [math.sqrt(fused_weight) * emb.fused, math.sqrt(1.0 - fused_weight) * emb.consensus],
+    axis=-1,
+  )
+
+
+def cvse_model(
+  module: CVSE,
+  concept_vectors: np.ndarray,
+  adjacency: np.ndarray,
+  *,
+  instance_weight: float = 5.0,
+  consensus_weight: float = 1.0,
+  kl_weight: float = 2.0,
+  margin: float = 0.2,
+  mining: str = "max",
+  eval_fused_weight: float = 0.95,
+) -> RetrievalModel:
+  """A :class:`jitr.models.CVSE` as a dual encoder (module docstring). ``concept_vectors``
+  ``[C, D]`` and the normalised ``adjacency`` ``[C, C]`` are the dataset's constants
+  (:func:`!jitr.models.cvse_graph.normalized_adjacency`). The batch carries
+  ``concept_labels [B, C]``. BatchNorms over the batch are synchronised over
+  ``axis_name`` in training."""
+  weights = {"instance": instance_weight, "consensus": consensus_weight, "concept_kl": kl_weight}
+  for name, w in weights.items():
+    if w < 0:
+      raise ValueError(f"cvse_model: {name}_weight must be >= 0, got {w}")
+  if not 0.0 <= eval_fused_weight <= 1.0:
+    raise ValueError(f"cvse_model: eval_fused_weight must be in [0, 1], got {eval_fused_weight}")
+  vectors = np.asarray(concept_vectors, np.result_type(concept_vectors, np.float32))
+  adj = np.asarray(adjacency, vectors.dtype)
+  if vectors.ndim != 2 or adj.shape != (vectors.shape[0], vectors.shape[0]):
+    raise ValueError(
+      f"cvse_model: concept_vectors [C, D] and adjacency [C, C] expected, got "
+      f"{vectors.shape} and {adj.shape}"
+    )
+  num_concepts = vectors.shape[0]
+
+  def labels_of(batch) -> jax.Array:
+    labels = batch.get(CONCEPT_LABELS)
+    if labels is None:
+      raise ValueError(f"cvse_model: the batch has no {CONCEPT_LABELS!r} [B, {num_concepts}]")
+    return jnp.asarray(labels)
+
+  def init(rng, batch):
+    args = (batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"])
+    return dict(module.init(rng, *args, labels_of(batch), vectors, adj, False))
+
+  def forward(variables, batch, *, train=True, rngs=None, axis_name=None):
+    m = module.clone(axis_name=axis_name)
+    args = (batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"])
+    (img, txt), state = _apply(
+      m,
+      variables,
+      *args,
+      labels_of(batch),
+      vectors,
+      adj,
+      train,
+      train=train,
+      rngs=rngs,
+      method=None,
+    )
+    ids = batch["image_ids"]
+    valid = batch.get("valid", jnp.ones(ids.shape, bool))
+    triplets = dict(margin=margin, mining=mining, axis_name=axis_name)
+    aux = {
+      "instance": row_triplets(img.instance, txt.instance, ids, valid, **triplets),
+      "consensus": row_triplets(img.consensus, txt.consensus, ids, valid, **triplets),
+      "concept_kl": concept_kl(txt.concept_scores, img.concept_scores),
+    }
+    aux = {name: value for name, value in aux.items() if weights[name] > 0}
+    return ModelOutput(img.fused, txt.fused, aux), state
+
+  def encode_images(variables, images, image_mask):
+    emb = module.apply(variables, images, image_mask, vectors, adj, method="embed_image")
+    return mixed_representation(emb, eval_fused_weight)
+
+  def encode_captions(variables, tokens, lengths, concept_labels=None):
+    emb = module.apply(
+      variables, tokens, lengths, concept_labels, vectors, adj, method="embed_text"
+    )
+    return mixed_representation(emb, eval_fused_weight)
+
+  return RetrievalModel(
+    pairwise=False,
+    init=init,
+    forward=forward,
+    score=_dot_score,
+    encode_images=encode_images,
+    encode_captions=encode_captions,
+    aux_weights={name: float(w) for name, w in weights.items() if w > 0},
+    module=module,
+  )
