@@ -31,7 +31,8 @@ class RetrievalSplit:
   (unit-norm caption vectors of a cosine estimator) and ``topk[name]`` ``(indices
   [N_img, K], scores [N_img, K])`` (an image's K best captions) — the
   embeddings of teacher dual encoders, ``teacher[workdir]`` ``(images [N_img, D],
-  captions [N_cap, D])``, and an optional exact-relevance ``oracle``."""
+  captions [N_cap, D])``, an optional exact-relevance ``oracle`` and optional
+  ``concept_labels [N_img, C]`` (CVSE's multi-hot concepts of each image)."""
 
   images: np.ndarray
   tokens: np.ndarray
@@ -42,9 +43,16 @@ class RetrievalSplit:
   topk: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
   oracle: OracleFn | None = None
   teacher: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
+  concept_labels: np.ndarray | None = None
 
   def __post_init__(self):
     n_cap = len(self.caption_image)
+    labels = self.concept_labels
+    if labels is not None and (labels.ndim != 2 or len(labels) != len(self.images)):
+      raise ValueError(
+        f"RetrievalSplit.concept_labels: expected [{len(self.images)}, C] (one row per "
+        f"image), got {labels.shape}"
+      )
     for name in ("tokens", "lengths"):
       if len(getattr(self, name)) != n_cap:
         raise ValueError(
@@ -118,7 +126,8 @@ def make_batch(
   vectors estimator's caption vectors ``[B, D]`` and its references' ``[B, R, D]`` (the
   vectors of each row's image's own captions), each top-K estimator's indices and
   scores ``[B, K]`` (with ``caption_indices`` ``[B]``), each teacher's image and caption
-  embeddings ``[B, D]``; the exact relevance as ``oracle_relevance`` rows.
+  embeddings ``[B, D]``; the exact relevance as ``oracle_relevance`` rows; each row's
+  image's ``concept_labels`` ``[B, C]``.
   """
   images = split.caption_image[captions]
   width = batch_width(split, captions, buckets)
@@ -146,6 +155,8 @@ def make_batch(
     batch[caption_key] = caption_vectors[captions]
   if split.oracle is not None:
     batch["oracle_relevance"] = split.oracle(images, captions).astype(np.float32)
+  if split.concept_labels is not None:
+    batch["concept_labels"] = split.concept_labels[images].astype(np.float32)
   return batch
 
 

@@ -21,7 +21,7 @@ Evaluation (``encode_images`` / ``encode_captions``) returns ``[√w·f, √(1�
 dot product of two representations is the official ``w·(f_i·f_t) + (1 − w)·(c_i·c_t)``
 (``i2t_sep_sim``, ``w = 0.95``). ``encode_captions`` takes the captions' concept labels
 (``None``: none), which the official evaluation completes from neighbours first
-(:mod:`jitr.evaluation.concept_completion`).
+(:mod:`jitr.models.cvse_completion`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 
 from jitr.losses.vse import triplet_per_query
 from jitr.models.cvse import CVSE, CVSEEmbeddings
+from jitr.models.cvse_completion import DATASETS, complete_labels, completion_neighbours
 from jitr.models.cvse_graph import THRESHOLD, concept_adjacency, normalized_adjacency
 from jitr.models.retrieval_model import (
   ModelOutput,
@@ -122,12 +123,15 @@ def cvse_model(
   margin: float = 0.2,
   mining: str = "max",
   eval_fused_weight: float = 0.95,
+  label_completion: str | None = "f30k",
 ) -> RetrievalModel:
   """A :class:`jitr.models.CVSE` as a dual encoder (module docstring). ``concept_vectors``
   ``[C, D]`` and the normalised ``adjacency`` ``[C, C]`` are the dataset's constants
   (:func:`!jitr.models.cvse_graph.normalized_adjacency`). The batch carries
   ``concept_labels [B, C]``. BatchNorms over the batch are synchronised over
-  ``axis_name`` in training."""
+  ``axis_name`` in training. ``label_completion``: the neighbour merge of the official
+  evaluation (``"f30k"`` or ``"coco"``, :mod:`jitr.models.cvse_completion`), ``None``:
+  captions keep their labels."""
   weights = {"instance": instance_weight, "consensus": consensus_weight, "concept_kl": kl_weight}
   for name, w in weights.items():
     if w < 0:
@@ -142,6 +146,14 @@ def cvse_model(
       f"{vectors.shape} and {adj.shape}"
     )
   num_concepts = vectors.shape[0]
+  if label_completion is not None and label_completion not in DATASETS:
+    raise ValueError(
+      f"cvse_model: label_completion must be one of {sorted(DATASETS)} or None, "
+      f"got {label_completion!r}"
+    )
+  if label_completion is not None and eval_fused_weight == 0.0:
+    raise ValueError("cvse_model: label completion reads the fused part: eval_fused_weight > 0")
+  embed_dim = module.embed_dim
 
   def labels_of(batch) -> jax.Array:
     labels = batch.get(CONCEPT_LABELS)
@@ -189,6 +201,13 @@ def cvse_model(
     )
     return mixed_representation(emb, eval_fused_weight)
 
+  def complete_caption_labels(images, captions, labels):
+    scale = math.sqrt(eval_fused_weight)
+    fused_images = np.asarray(images)[:, :embed_dim] / scale
+    fused_captions = np.asarray(captions)[:, :embed_dim] / scale
+    neighbours = completion_neighbours(fused_captions, fused_images, label_completion)
+    return complete_labels(np.asarray(labels), neighbours)
+
   return RetrievalModel(
     pairwise=False,
     init=init,
@@ -198,4 +217,5 @@ def cvse_model(
     encode_captions=encode_captions,
     aux_weights={name: float(w) for name, w in weights.items() if w > 0},
     module=module,
+    complete_caption_labels=complete_caption_labels if label_completion else None,
   )

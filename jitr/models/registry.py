@@ -11,8 +11,9 @@ keyword arguments:
   ``"f30k"``: :func:`jitr.models.vsrn_dataset_options`, overridable by explicit keys);
 - ``"cvse"``: :class:`jitr.models.CVSE`, plus the keys of :func:`jitr.models.cvse_model`
   (``instance_weight``, ``consensus_weight``, ``kl_weight``, ``margin``, ``mining``,
-  ``eval_fused_weight``) and ``concept_threshold`` (the graph's ``t``, default 0.3). It
-  needs the dataset's concepts: ``make_model(..., concepts=ConceptInputs(...))``.
+  ``eval_fused_weight``, ``label_completion``) and ``concept_threshold`` (the graph's
+  ``t``, default 0.3). It needs the dataset's concepts:
+  ``make_model(..., concepts=ConceptInputs(...))``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ CVSE_BUILDER_KEYS = (
   "margin",
   "mining",
   "eval_fused_weight",
+  "label_completion",
 )
 
 

@@ -7,7 +7,7 @@ A :class:`RetrievalModel` is a frozen bundle of pure functions over a Flax
     forward(variables, batch, *, train, rngs, axis_name) -> (ModelOutput, new_state)
     score(variables, images, captions, *, train, rngs, axis_name) -> (sim [Q, C], new_state)
     encode_images(variables, images, image_mask) -> representation     (eval mode)
-    encode_captions(variables, tokens, lengths) -> representation      (eval mode)
+    encode_captions(variables, tokens, lengths[, concept_labels]) -> representation
 
 ``batch`` holds ``images [B, R, F]``, ``image_mask [B, R]`` (optional), ``tokens [B, L]``
 and ``lengths [B]``; row ``b`` is pair ``b`` (its image and its caption). A
@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jitr.models.dual_encoder import similarity
 
@@ -61,6 +62,10 @@ class RetrievalModel:
   aux_weights: Mapping[str, float] = dataclasses.field(default_factory=dict)
   module: nn.Module | None = None
   """The underlying Flax module (for converters and inspection; training never uses it)."""
+  complete_caption_labels: Callable[[Any, Any, np.ndarray], np.ndarray] | None = None
+  """Evaluation's second pass, for models whose captions take concept labels (CVSE):
+  ``(image reps, caption reps, labels [N_cap, C]) -> labels'`` from a first encoding;
+  the split's captions are then encoded again with ``labels'``."""
 
 
 def _image_mask(batch: Batch) -> jax.Array:

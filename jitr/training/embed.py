@@ -45,7 +45,11 @@ def image_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
   return split.images, mask if mask is not None else np.ones(split.images.shape[:2], bool)
 
 
-def caption_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
-  """``(tokens [:, :max length], lengths)``: padding columns no caption uses are cut."""
+def caption_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, ...]:
+  """``(tokens [:, :max length], lengths)``: padding columns no caption uses are cut; with
+  concept labels, each caption's image's ``[N_cap, C]`` (float32) as a third array."""
   width = max(int(split.lengths.max()), 1)
-  return split.tokens[:, :width], split.lengths
+  if split.concept_labels is None:
+    return split.tokens[:, :width], split.lengths
+  labels = split.concept_labels[split.caption_image].astype(np.float32)
+  return split.tokens[:, :width], split.lengths, labels

@@ -3,7 +3,8 @@
 Works for both kinds of :class:`~jitr.models.retrieval_model.RetrievalModel`
 (duck-typed: ``pairwise``, ``encode_images``, ``encode_captions``, ``score``):
 
-1. every image and caption is encoded once, in fixed-size batches
+1. every image and caption is encoded once (captions twice for a model that completes
+   their concept labels from the first encoding: CVSE), in fixed-size batches
    (:func:`jitr.training.embed.encode_in_batches`), into device-resident
    representations (embeddings ``[N, E]``, or any pytree with rows first, e.g.
    SGRAF's ``(regions, mask)`` / ``(words, mask)``);
@@ -74,6 +75,7 @@ class SplitScorer:
     self.show_progress = show_progress
     self.encode_images = jax.jit(model.encode_images)
     self.encode_captions = jax.jit(model.encode_captions)
+    self.complete_caption_labels = getattr(model, "complete_caption_labels", None)
     if model.pairwise:
 
       def pair_scores(variables, images, captions):
@@ -104,13 +106,19 @@ class SplitScorer:
     ) as progress:
       return self._score(variables, split, progress)
 
+  def _captions(self, variables: Any, split: pairs.RetrievalSplit, images: Any) -> Any:
+    """The captions' representations; with concept labels and a model that completes
+    them, the second encoding with the completed labels."""
+    inputs = caption_inputs(split)
+    if len(inputs) == 3 and self.complete_caption_labels is not None:
+      return _encode_captions_twice(self, variables, inputs, images)
+    return encode_in_batches(self.encode_captions, variables, inputs, batch_size=self.caption_batch)
+
   def _score(self, variables: Any, split: pairs.RetrievalSplit, progress: Progress) -> np.ndarray:
     images = encode_in_batches(
       self.encode_images, variables, image_inputs(split), batch_size=self.image_batch
     )
-    captions = encode_in_batches(
-      self.encode_captions, variables, caption_inputs(split), batch_size=self.caption_batch
-    )
+    captions = self._captions(variables, split, images)
     n_img, n_cap = split.num_images, split.num_captions
     rows, cols = min(self.image_batch, n_img), min(self.caption_batch, n_cap)
     sim = np.empty((n_img, n_cap), np.float32)
@@ -132,6 +140,16 @@ class SplitScorer:
     if pending is not None:
       write(pending)
     return sim
+
+
+def _encode_captions_twice(scorer: SplitScorer, variables: Any, inputs, images) -> Any:
+  first = encode_in_batches(
+    scorer.encode_captions, variables, inputs, batch_size=scorer.caption_batch
+  )
+  labels = scorer.complete_caption_labels(np.asarray(images), np.asarray(first), inputs[2])
+  return encode_in_batches(
+    scorer.encode_captions, variables, (*inputs[:2], labels), batch_size=scorer.caption_batch
+  )
 
 
 def score_split(

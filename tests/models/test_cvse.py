@@ -236,3 +236,77 @@ def test_padding_and_batch_order_change_nothing_but_the_order():
 
 def model_adjacency(ref):
   return cvse_convert.adjacency_from_state_dict(flat_state(ref))
+
+
+def test_the_evaluation_procedure_matches_the_official_one():
+  """``evalrank``'s two passes on a generated split (6 images, 5 captions each): first
+  encoding with the images' labels, ``label_complete`` (f30k), the second encoding with
+  the completed labels, the 0.95 / 0.05 mix and R@1/5/10 both ways: jitr's
+  :class:`SplitScorer` gives the official score matrix and recalls."""
+  from test_cvse_completion import (
+    official_complete,
+    official_i2t_sep_sim,
+    official_label_complete,
+    official_t2i_sep_sim,
+  )
+
+  from jitr.data.pairs import RetrievalSplit
+  from jitr.evaluation.positives import positives_from_owner
+  from jitr.evaluation.ranks import best_positive_ranks
+  from jitr.evaluation.recall import recall_at_k
+  from jitr.evaluation.sources import DenseScores
+  from jitr.training.score_split import SplitScorer
+
+  n_img = 6
+  rng = np.random.default_rng(11)
+  images = rng.normal(size=(n_img, R, F)).astype(np.float32)
+  lengths = rng.integers(2, 7, 5 * n_img)
+  tokens = rng.integers(1, VOCAB, (5 * n_img, 6)) * (np.arange(6)[None] < lengths[:, None])
+  image_labels = (rng.uniform(size=(n_img, C)) < 0.4).astype(np.float32)
+  owner = np.arange(5 * n_img) // 5
+  ref = reference(3)
+  model, variables = jitr_model(ref)
+  _, _, _, vectors = inputs()
+
+  def official_encode(labels):  # encode_data: one row per caption, images repeated
+    order = np.argsort(-lengths, kind="stable")
+    ref.eval()
+    with torch.no_grad():
+      v, t, _, _ = ref.forward_emb(
+        torch.tensor(images[owner[order]]),
+        torch.tensor(tokens[order, : lengths.max()]),
+        torch.tensor(labels[order]),
+        torch.tensor(np.broadcast_to(vectors, (len(order), C, D)).copy()),
+        lengths[order].tolist(),
+        0.85,
+      )
+    back = np.argsort(order)
+    return [x.numpy()[back] for x in (v[2], t[2], v[1], t[1])]
+
+  img_f, cap_f, _, _ = official_encode(image_labels[owner])
+  neighbours = official_label_complete(img_f, cap_f, "f30k")
+  completed = official_complete(image_labels[owner], neighbours)
+  assert (completed != image_labels[owner]).any()  # the completion changes labels
+  img_f, cap_f, img_c, cap_c = official_encode(completed)
+  official = 0.95 * img_f[::5] @ cap_f.T + 0.05 * img_c[::5] @ cap_c.T
+
+  split = RetrievalSplit(
+    images=images,
+    tokens=tokens,
+    lengths=lengths,
+    caption_image=owner,
+    image_mask=np.ones((n_img, R), bool),
+    concept_labels=image_labels,
+  )
+  sim = SplitScorer(model, image_batch=4, caption_batch=7)(variables, split)
+  np.testing.assert_allclose(sim, official, atol=1e-5)
+  i2t, t2i = positives_from_owner(owner)
+  ranks_i2t, _ = best_positive_ranks(sim, i2t)
+  ranks_t2i, _ = best_positive_ranks(DenseScores(sim, transpose=True), t2i)
+  for got, (want, want_ranks) in (
+    (ranks_i2t, official_i2t_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)),
+    (ranks_t2i, official_t2i_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)),
+  ):
+    np.testing.assert_array_equal(got, want_ranks)
+    r = recall_at_k(got, (1, 5, 10))
+    assert [100 * r[k] for k in (1, 5, 10)] == pytest.approx(list(want), rel=1e-12)

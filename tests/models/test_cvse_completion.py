@@ -8,7 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitr.evaluation.concept_completion import (
+from jitr.evaluation.positives import positives_from_owner
+from jitr.evaluation.ranks import best_positive_ranks
+from jitr.evaluation.recall import recall_at_k
+from jitr.evaluation.sources import DenseScores
+from jitr.models.cvse_completion import (
   _window_start,
   caption_neighbours_t2t,
   complete_labels,
@@ -16,10 +20,6 @@ from jitr.evaluation.concept_completion import (
   image_ranking_neighbours,
   mixed_similarity,
 )
-from jitr.evaluation.positives import positives_from_owner
-from jitr.evaluation.ranks import best_positive_ranks
-from jitr.evaluation.recall import recall_at_k
-from jitr.evaluation.sources import DenseScores
 
 # The official code, transcribed (numpy for torch: `torch.Tensor(x)` is float32,
 # `torch.sort(descending=True)` a stable argsort of the negated row).
