@@ -78,6 +78,12 @@ def get_config() -> ml_collections.ConfigDict:
   # e.g. --config.calibration.relevance=minmax,power:2. "" = none.
   c.calibration = ml_collections.ConfigDict({"relevance": ""})
 
+  # Concepts of the networks that read them (CVSE): "" builds them from the captions on
+  # first use (the num_concepts most frequent content words of the training captions; word
+  # vectors "onehot" or "sentence", all-MiniLM-L6-v2 of each word) under
+  # <data_dir>/concepts; or a folder written by jitr.data.save_concept_data.
+  c.concepts = ml_collections.ConfigDict(dict(source="", num_concepts=300, vectors="onehot"))
+
   c.model = ml_collections.ConfigDict(
     dict(
       image="regions",

@@ -19,7 +19,14 @@ first step unless said):
   weight 1; Adam 2e-4, batch 128, clip 2, 30 epochs, ×0.1 every 10 epochs on F30K and
   every 15 on COCO; F30K batch-normalises the image embedding, COCO l2-normalises the fc
   output). The official VSRN picks its best checkpoint by R@1 + R@5 of both directions;
-  jitr by RSUM.
+  jitr by RSUM;
+- ``cvse`` (BruceW91/CVSE ``train_f30k.py`` / ``train_coco.py``: embed 1024, word 300,
+  36 regions, BatchNorm + tanh, dropout 0.4, 300 concepts, label ratio 0.35 / 0.4,
+  fusion α 0.85 in training and 0.85 / 0.9 at evaluation, label completion and the
+  0.95 / 0.05 mix; Adam 2e-4, batch 128, clip 2, F30K 50 epochs ×0.1 at 25, COCO 30
+  epochs ×0.1 at 15, the GCN ×0.2 at the same epochs). The concepts are built from the
+  training captions with one-hot vectors unless ``--config.concepts.source`` names a
+  folder (the official GloVe vectors need the official files).
 
 LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
 ``sam`` (CIDEr-D margins), ``lseh`` (TF-IDF+SVD, k = 400).
@@ -150,12 +157,34 @@ def _vsrn(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
   c.loss = default.without_warmup(c.loss)  # --max_violation from the start
 
 
+def _cvse(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  f30k = data == "f30k"
+  c.model = ml_collections.ConfigDict(
+    dict(
+      name="cvse",
+      img_dim=2048,
+      word_dim=300,
+      embed_dim=1024,
+      num_region=36,
+      label_ratio=0.35 if f30k else 0.4,  # Concept_label_ratio
+      eval_fuse_alpha=0.85 if f30k else 0.9,  # evalrank's fuse_weight
+      label_completion=data,
+    )
+  )
+  c.concepts.num_concepts = 300
+  c.optimizer = _adam(2e-4, (25,) if f30k else (15,))  # lr_update
+  c.optimizer.module_decay_factors = {"gcn": 0.2}  # the GCN's lr: × 0.2 every lr_update
+  c.num_epochs = 50 if f30k else 30
+  c.loss = default.without_warmup(c.loss)  # --max_violation from the start
+
+
 MODELS = {
   "vsepp": _vsepp,
   "vseinf": _vseinf,
   "sgr": _sgraf("sgr"),
   "saf": _sgraf("saf"),
   "vsrn": _vsrn,
+  "cvse": _cvse,
 }
 
 

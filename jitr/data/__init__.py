@@ -1,8 +1,17 @@
 """Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
-TFRecord readers. The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes_tfds`) imports
-TensorFlow Datasets: import it directly where it is needed.
+TFRecord readers, CVSE's concepts (official files and :class:`ConceptData` built from
+captions). The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes_tfds`) imports TensorFlow
+Datasets: import it directly where it is needed.
 """
 
+from jitr.data.concept_data import (
+  ConceptData,
+  ConceptDataError,
+  build_concept_data,
+  concept_data_from_official,
+  load_concept_data,
+  save_concept_data,
+)
 from jitr.data.cvse_concepts import (
   ConceptStatistics,
   OfficialConcepts,
@@ -27,6 +36,8 @@ from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
 from jitr.data.vocab import Vocab, build_vocab
 
 __all__ = [
+  "ConceptData",
+  "ConceptDataError",
   "ConceptStatistics",
   "DATASETS",
   "DatasetInfo",
@@ -37,12 +48,15 @@ __all__ = [
   "RetrievalSplit",
   "SplitCheck",
   "Vocab",
+  "build_concept_data",
   "build_precomp_vocab",
   "build_vocab",
   "check_precomp_folder",
+  "concept_data_from_official",
   "dataset_info",
   "epoch_batches",
   "format_check_report",
+  "load_concept_data",
   "load_precomp_split",
   "load_relevance_table",
   "make_batch",
@@ -56,5 +70,6 @@ __all__ = [
   "read_pickled_vocab",
   "read_sgraf_vocab",
   "read_vocab_file",
+  "save_concept_data",
   "steps_per_epoch",
 ]

@@ -17,19 +17,19 @@ Verified on the real F30K files (``tests/data/test_concept_data.py`` asserts eac
 with ``img(c)`` the number of images whose row of ``all_f30k_concept_label.json`` (31014
 images) holds concept ``c`` and ``img(a, b)`` the number holding both:
 
-- ``nums[c]`` is **not** ``img(c)`` (``man``: 41778 against 13404 images), nor a number
-  of training images (at most ``img(c)``): for every concept ``img(c) < nums[c] <= 5
-  img(c)`` (ratios 1.04 to 4.44), as for the number of the images' captions (5 per image)
-  that mention ``c``. ``nums`` equals the ``counts`` of ``vocab_f30k_concepts.pkl`` (the
-  corpus frequency by which the words were chosen, per part of speech). The F30K captions
-  are not shipped here, so "captions mentioning ``c``" (our definition) could not be told
-  apart from "occurrences of ``c``", nor all captions from the training ones (Flickr8k's
+- ``nums[c]`` is **not** ``img(c)`` (``man``: 41778 against 13404 images), nor a number of
+  training images (at most ``img(c)``): for every concept ``img(c) < nums[c] <= 5 img(c)``
+  (ratios 1.04 to 4.44), as for the number of the images' captions (5 per image) that
+  mention ``c``. ``nums`` equals the ``counts`` of ``vocab_f30k_concepts.pkl`` (the corpus
+  frequency by which the words were chosen, per part of speech). The F30K captions are not
+  shipped here, so "captions mentioning ``c``" (our definition) could not be told apart
+  from "occurrences of ``c``", nor all captions from the training ones (Flickr8k's
   captions of the same images give ratios as close to either).
 - ``adj_all[a, b]`` is **not** ``img(a, b)``: it is below it for 87.5% of the pairs
-  ``a != b`` (equal for 8.7%, 4.9% being both 0), and for every pair ``adj_all[a, b] <=
-  min(nums[a], nums[b])``, ``adj_all[a, b] <= 5 img(a, b)`` and ``adj_all[a, b] > 0`` only
-  where ``img(a, b) > 0``: the number of *captions* that mention both words. It is
-  symmetric with a zero diagonal.
+  ``a != b`` (equal for 8.7%, 4.9% being both 0), and for every pair
+  ``adj_all[a, b] <= min(nums[a], nums[b])``, ``adj_all[a, b] <= 5 img(a, b)`` and
+  ``adj_all[a, b] > 0`` only where ``img(a, b) > 0``: the number of *captions* that
+  mention both words. It is symmetric with a zero diagonal.
 - ``adj_O_P`` and ``adj_O_M`` are ``adj_all`` cut to the two sub-graphs of the paper, by
   the part of speech of ``vocab_f30k_concepts.pkl`` (``poss``: ids 0-209 ``OBJ``, 210-269
   ``PROP``, 270-299 ``MOT``): ``adj_O_M`` keeps exactly the ``OBJ``/``MOT`` rows and columns
@@ -88,9 +88,9 @@ How a caption becomes concept words (:func:`caption_words`, :func:`plural_foldin
 Storage: ``concepts.npz`` (``labels``, ``counts``, ``co_occurrence``, ``vectors``; no
 pickles) is written first, then ``concepts.json`` (``format``, ``version`` 1, ``words``,
 ``vectors_source``, ``shapes``, ``captions_fingerprint``, ``file``, ``bytes``, ``sha256`` of
-the npz), both atomically (:func:`jitr.fileio.atomic_path`), like the embedding store of the
+the npz), both atomically (:func:`!jitr.fileio.atomic_path`), like the embedding store of the
 relevance records. The captions fingerprint is the relevance records' own
-(:meth:`jitr.relevance.captions_io.CaptionSet.fingerprint`; :func:`fingerprint_captions`
+(:meth:`jitr.relevance.captions_io.CaptionSet.fingerprint`; :func:`!fingerprint_captions`
 gives it for a list of captions per image).
 """
 
@@ -414,8 +414,8 @@ def caption_statistics(
   caption_concepts: Sequence[Sequence[int]], num_concepts: int
 ) -> tuple[np.ndarray, np.ndarray]:
   """``(counts, co_occurrence)`` of captions given as the sets of concept ids they mention:
-  ``counts[c] = #{k : c in S_k}`` (int64 ``[C]``) and ``co_occurrence[a, b] = #{k : a, b in
-  S_k}`` for ``a != b``, 0 on the diagonal (int64 ``[C, C]``, symmetric).
+  ``counts[c] = #{k : c in S_k}`` (int64 ``[C]``) and ``co_occurrence[a, b] = #{k : a, b in S_k}``
+  for ``a != b``, 0 on the diagonal (int64 ``[C, C]``, symmetric).
 
   >>> counts, co = caption_statistics([[0, 1], [1], [0, 1, 2]], 3)
   >>> counts.tolist(), co.tolist()
@@ -471,12 +471,12 @@ def build_concept_data(
   the captions of image ``i``:
 
   - ``words``: the ``num_concepts`` words in the most training images, ties alphabetical
-    (:func:`select_concepts`);
+    (:func:`!select_concepts`);
   - ``labels[i, c] = [words[c] in W(i)]`` for every image (training or not);
   - ``counts[c] = #{training captions k : words[c] in W_k}``;
-  - ``co_occurrence[a, b] = #{training captions k : words[a], words[b] in W_k}``, ``a !=
-    b``, zero diagonal (the official definitions, module docstring);
-  - ``vectors``: :func:`concept_vectors` (``"onehot"`` or ``"sentence"``).
+  - ``co_occurrence[a, b] = #{training captions k : words[a], words[b] in W_k}``,
+    ``a != b``, zero diagonal (the official definitions, module docstring);
+  - ``vectors``: :func:`!concept_vectors` (``"onehot"`` or ``"sentence"``).
 
   ``train_images`` (indices; default all images) are the images counted; every selected
   word occurs in a training caption, so ``counts > 0``.
@@ -516,15 +516,16 @@ def build_concept_data(
 
 def concept_data_from_official(folder: str | os.PathLike, dataset: str = "f30k") -> ConceptData:
   """CVSE's official concept files of ``dataset`` in ``folder``
-  (:func:`jitr.data.cvse_concepts.read_official_concepts`) as :class:`ConceptData`:
+  (:func:`jitr.data.read_official_concepts`) as :class:`ConceptData`:
   ``words`` in the ids of ``category_concepts.json``; ``labels[img_id]`` the multi-hot row of
-  each ``img_id`` of the label json (the ids must be ``0 .. N-1``); ``counts = nums``;
+  each ``img_id`` of the label json (the ids must be ``0`` to ``N-1``); ``counts = nums``;
   ``co_occurrence = adj_all`` (the matrix ``C_GCN`` convolves with in ``whole_graph`` mode,
   the model's); ``vectors`` the GloVe pickle, source ``official-glove``.
 
   Raises:
-    FileNotFoundError: a file is missing. ValueError: a file is malformed, the image ids
-      are not ``0 .. N-1``, or ``adj_all`` holds non-integers.
+    FileNotFoundError: a file is missing.
+    ValueError: a file is malformed, the image ids are not ``0`` to ``N-1``, or ``adj_all``
+      holds non-integers.
   """
   official = read_official_concepts(folder, dataset)
   labels_path = os.path.join(os.fspath(folder), f"all_{dataset}_concept_label.json")
@@ -559,11 +560,11 @@ def save_concept_data(
   """Writes ``data`` to ``folder``: ``concepts.npz`` (the four arrays,
   ``numpy.savez_compressed``, no pickles) first, then its header ``concepts.json``; each
   atomically
-  (:func:`jitr.fileio.atomic_path`), so a reader sees a complete old or new file, and a
+  (:func:`!jitr.fileio.atomic_path`), so a reader sees a complete old or new file, and a
   header always describes a complete npz. Returns the header.
 
   ``captions_fingerprint`` identifies the captions the concepts were built from
-  (:func:`fingerprint_captions`, or ``CaptionSet.fingerprint()``).
+  (:func:`!fingerprint_captions`, or ``CaptionSet.fingerprint()``).
   """
   if not isinstance(data, ConceptData):
     raise ValueError(f"save_concept_data: data is a {type(data).__name__}; expected ConceptData")
@@ -655,7 +656,7 @@ def load_concept_data(
   size and sha256 against the header, its array names, shapes and dtypes. Reads only.
 
   Raises:
-    ConceptDataError (a ``ValueError``): one line naming the file and what was expected,
+    ConceptDataError: (a ``ValueError``) one line naming the file and what was expected,
       for a missing, damaged or modified file, another version, or other captions.
   """
   folder = os.fspath(folder)

@@ -45,6 +45,7 @@ from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.run_concepts import concept_inputs
 from jitr.training.checkpoints import Checkpoints
 
 
@@ -138,7 +139,8 @@ def restore_member(member: Member, checkpoint: str):
   """``(model, state)``: ``member``'s model and its ``checkpoint`` (``best`` / ``latest``)."""
   config, train = member.config, member.data.splits["train"]
   steps = pairs.steps_per_epoch(train, config.batch_size)
-  model, like = initial_state(config, len(member.data.vocab), train, steps)
+  concepts = concept_inputs(member.data.concepts)
+  model, like = initial_state(config, len(member.data.vocab), train, steps, concepts)
   checkpoints = Checkpoints(member.workdir)
   try:  # that checkpoint or none: a damaged one is refused, not replaced by an older one
     state = checkpoints.restore(like, which=checkpoint, fallback=False)

@@ -21,6 +21,7 @@ from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.experiment.workdir_variables import restore_variables
+from jitr.models import ConceptInputs
 from jitr.training import TrainState
 from jitr.training.teacher import newest_checkpoint
 
@@ -68,10 +69,15 @@ def with_fresh_caption_decoder(source: dict, fresh: Any, workdir: str) -> dict:
 
 
 def start_from(
-  source: str, vocab: Vocab, train_split: pairs.RetrievalSplit, state: TrainState
+  source: str,
+  vocab: Vocab,
+  train_split: pairs.RetrievalSplit,
+  state: TrainState,
+  concepts: ConceptInputs | None = None,
 ) -> TrainState:
   """``state`` with the params and model state of ``source``'s best checkpoint (latest
-  without one); the optimizer state, step and random key stay ``state``'s.
+  without one); the optimizer state, step and random key stay ``state``'s (``concepts``:
+  this run's, for a network that reads them).
 
   Raises:
     FileNotFoundError: ``source`` has no config.json or no checkpoint.
@@ -93,7 +99,9 @@ def start_from(
     )
   which = source_checkpoint(workdir)
   try:
-    _, variables, _ = restore_variables(workdir, saved.to_dict(), len(vocab), train_split, which)
+    _, variables, _ = restore_variables(
+      workdir, saved.to_dict(), len(vocab), train_split, which, concepts
+    )
   except ValueError as err:
     raise ValueError(f"config.init_from: {workdir}: {err}") from None
   params = with_fresh_caption_decoder(variables.pop("params"), state.params, workdir)

@@ -17,8 +17,15 @@ import numpy as np
 
 from jitr.data import pairs, precomp, shapes_split, shapes_tfds
 from jitr.data import vocab as vocab_lib
+from jitr.data.concept_data import ConceptData
 from jitr.data.datasets import dataset_info
 from jitr.data.official_vocab import read_vocab_file
+from jitr.experiment.run_concepts import (
+  needs_concepts,
+  per_image,
+  run_concepts,
+  with_concept_labels,
+)
 from jitr.experiment.stored_relevance import caption_set, stored_relevance
 from jitr.experiment.teachers import with_teachers
 
@@ -38,6 +45,8 @@ class LoadedData:
     aggregates: ``{estimator: "max" | "mean"}`` of the stored caption vectors (for
       ``make_graded_fn``).
     folds: the number of test folds (COCO 1K five-fold), or ``None``.
+    concepts: the concepts of a network that reads them (CVSE), else ``None``; the
+      splits then carry each image's ``concept_labels``.
   """
 
   splits: dict[str, pairs.RetrievalSplit]
@@ -45,6 +54,21 @@ class LoadedData:
   exact: dict[str, np.ndarray] | None
   aggregates: dict[str, str]
   folds: int | None
+  concepts: ConceptData | None = None
+
+
+def with_concepts(config, data: LoadedData, captions: dict[str, list], data_dir: str):
+  """``data`` with its concepts (:mod:`!jitr.experiment.run_concepts`) when
+  ``config.model`` reads them; ``captions[split]`` the split's captions, in caption order."""
+  if not needs_concepts(config):
+    return data
+  image_captions = {
+    name: per_image(captions[name], split.caption_image, split.num_images)
+    for name, split in data.splits.items()
+  }
+  concepts = run_concepts(config, image_captions, data_dir)
+  splits = with_concept_labels(data.splits, concepts)
+  return dataclasses.replace(data, splits=splits, concepts=concepts)
 
 
 def run_vocab(
@@ -90,7 +114,10 @@ def load_shapes(config, data_dir: str, *, teachers: bool = True, vocab=None) -> 
     s: shapes_tfds.split_relevance(s, data_dir=data_dir, config=config.shapes_config)
     for s in ("val", "test")
   }
-  return LoadedData(splits, vocab, exact, aggregates, None)
+  captions = {s: a["captions"] for s, a in arrays.items()}
+  return with_concepts(
+    config, LoadedData(splits, vocab, exact, aggregates, None), captions, data_dir
+  )
 
 
 def load_precomp(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
@@ -119,7 +146,8 @@ def load_precomp(config, data_dir: str, *, teachers: bool = True, vocab=None) ->
     )
   if teachers:
     splits = with_teachers(config, splits, vocab, captions, data_dir)
-  return LoadedData(splits, vocab, None, aggregates, config.eval_folds or None)
+  data = LoadedData(splits, vocab, None, aggregates, config.eval_folds or None)
+  return with_concepts(config, data, {n: s.captions for n, s in raw.items()}, data_dir)
 
 
 # DatasetInfo.kind -> its loader

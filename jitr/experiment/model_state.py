@@ -7,7 +7,7 @@ import numpy as np
 
 from jitr import training
 from jitr.data import pairs
-from jitr.models import RetrievalModel, make_model
+from jitr.models import ConceptInputs, RetrievalModel, make_model
 from jitr.training.step import MODEL_INPUTS
 
 
@@ -19,12 +19,17 @@ def example_inputs(split: pairs.RetrievalSplit) -> dict:
 
 
 def initial_state(
-  config, vocab_size: int, train_split: pairs.RetrievalSplit, steps_per_epoch: int
+  config,
+  vocab_size: int,
+  train_split: pairs.RetrievalSplit,
+  steps_per_epoch: int,
+  concepts: ConceptInputs | None = None,
 ) -> tuple[RetrievalModel, training.TrainState]:
   """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
-  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``), initialised from ``config.seed``;
-  its non-param collections (BatchNorm statistics) go to ``state.model_state``."""
-  model = make_model(config.model.to_dict(), vocab_size)
+  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``; ``concepts`` for CVSE),
+  initialised from ``config.seed``; its non-param collections (BatchNorm statistics) go
+  to ``state.model_state``."""
+  model = make_model(config.model.to_dict(), vocab_size, concepts=concepts)
   variables = jax.jit(model.init)(jax.random.key(config.seed), example_inputs(train_split))
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
   return model, training.create_train_state(variables, tx, jax.random.key(config.seed + 1))

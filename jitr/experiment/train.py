@@ -29,6 +29,7 @@ from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.init_from import start_from
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.run_concepts import concept_inputs
 from jitr.experiment.teachers import with_absolute_teachers
 from jitr.training import distributed, reporting
 from jitr.training.agreed_stop import AgreedStop
@@ -59,13 +60,16 @@ class RunResult:
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """A copy of ``config`` with its references resolved and every teacher workdir,
-  ``init_from``, ``vocab_file``, ``precomp_root`` and ``data_dir`` made absolute, so
-  ``config.json`` names them from any directory (``jitr-eval`` run elsewhere finds them)."""
+  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir`` and ``concepts.source`` made
+  absolute, so ``config.json`` names them from any directory (``jitr-eval`` run elsewhere
+  finds them)."""
   config = config.copy_and_resolve_references()
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
   for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
     if config.get(field):
       config[field] = os.path.abspath(config[field])
+  if config.get("concepts") and config.concepts.get("source"):
+    config.concepts.source = os.path.abspath(config.concepts.source)
   return config
 
 
@@ -116,9 +120,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   train = data.splits["train"]
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
-  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch)
+  concepts = concept_inputs(data.concepts)
+  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, concepts)
   if config.get("init_from") and not workdir_lib.saved_steps(workdir):  # a resume: its own
-    state = start_from(config.init_from, data.vocab, train, state)
+    state = start_from(config.init_from, data.vocab, train, state, concepts)
   parallel = data_parallel_step(config, model, data.aggregates, steps_per_epoch)
   if config.batch_size % parallel.num_devices:
     raise ValueError(

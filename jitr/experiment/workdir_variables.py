@@ -13,7 +13,7 @@ import jax
 from jitr import training
 from jitr.data import pairs
 from jitr.experiment.model_state import example_inputs
-from jitr.models import RetrievalModel, make_model
+from jitr.models import ConceptInputs, RetrievalModel, make_model
 from jitr.training.checkpoints import Checkpoints
 
 
@@ -23,18 +23,19 @@ def restore_variables(
   vocab_size: int,
   train_split: pairs.RetrievalSplit,
   which: str,
+  concepts: ConceptInputs | None = None,
 ) -> tuple[RetrievalModel, dict[str, Any], int]:
   """``(model, variables, step)`` of ``workdir``'s ``which`` checkpoint (``"best"`` or
   ``"latest"``): the model and a train state shaped as ``saved_config`` (the workdir's
   ``config.json``: its model and optimizer) builds them, traced, not computed, then filled
-  from the checkpoint.
+  from the checkpoint. ``concepts``: the dataset's, for a network that reads them (CVSE).
 
   Raises:
     ValueError: ``saved_config`` builds no model or optimizer (``its config.json: ...``),
       or no ``which`` checkpoint could be restored.
   """
   try:
-    model = make_model(dict(saved_config.get("model") or {}), vocab_size)
+    model = make_model(dict(saved_config.get("model") or {}), vocab_size, concepts=concepts)
     tx = training.make_optimizer(dict(saved_config.get("optimizer") or {}), steps_per_epoch=1)
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None

@@ -11,8 +11,9 @@ embeddings, and the model adds, per row ``b`` of the global batch::
     instance_b  = T_i2t(e^v_b) + T_t2i(e^t_b)        consensus_b = the same on c
     concept_kl_b = Σ_c p^t_bc (log p^t_bc − log p^v_bc)
 
-each averaged over the batch and weighted (defaults 5, 1, 2): with the objective's triplet
-weighted 3 this is the official loss divided by the batch size. As everywhere in jitr, the
+each averaged over the batch and weighted relative to the objective's fused term (defaults
+5/3, 1/3 and 2/3): with a triplet objective of weight 1 the total is the official loss
+divided by 3 and by the batch size. As everywhere in jitr, the
 captions of one image in a batch are all positives (the official triplet takes only the
 diagonal). ``T`` of a row is :func:`jitr.losses.vse.triplet_per_query` against the
 all-gathered batch.
@@ -21,7 +22,7 @@ Evaluation (``encode_images`` / ``encode_captions``) returns ``[√w·f, √(1�
 dot product of two representations is the official ``w·(f_i·f_t) + (1 − w)·(c_i·c_t)``
 (``i2t_sep_sim``, ``w = 0.95``). ``encode_captions`` takes the captions' concept labels
 (``None``: none), which the official evaluation completes from neighbours first
-(:mod:`jitr.models.cvse_completion`).
+(:mod:`!jitr.models.cvse_completion`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ AUX_TERMS = ("instance", "consensus", "concept_kl")
 class ConceptInputs(NamedTuple):
   """A dataset's concept constants: the word vectors ``[C, D]``, the co-occurrence counts
   ``[C, C]`` and each concept's count ``[C]`` (the official ``*_adj_concepts.pkl``'s
-  ``adj_all`` and ``nums``; :mod:`jitr.data.concept_data` builds them from captions)."""
+  ``adj_all`` and ``nums``; :mod:`!jitr.data.concept_data` builds them from captions)."""
 
   vectors: np.ndarray
   co_occurrence: np.ndarray
@@ -117,9 +118,9 @@ def cvse_model(
   concept_vectors: np.ndarray,
   adjacency: np.ndarray,
   *,
-  instance_weight: float = 5.0,
-  consensus_weight: float = 1.0,
-  kl_weight: float = 2.0,
+  instance_weight: float = 5.0 / 3.0,
+  consensus_weight: float = 1.0 / 3.0,
+  kl_weight: float = 2.0 / 3.0,
   margin: float = 0.2,
   mining: str = "max",
   eval_fused_weight: float = 0.95,
@@ -130,7 +131,7 @@ def cvse_model(
   (:func:`!jitr.models.cvse_graph.normalized_adjacency`). The batch carries
   ``concept_labels [B, C]``. BatchNorms over the batch are synchronised over
   ``axis_name`` in training. ``label_completion``: the neighbour merge of the official
-  evaluation (``"f30k"`` or ``"coco"``, :mod:`jitr.models.cvse_completion`), ``None``:
+  evaluation (``"f30k"`` or ``"coco"``, :mod:`!jitr.models.cvse_completion`), ``None``:
   captions keep their labels."""
   weights = {"instance": instance_weight, "consensus": consensus_weight, "concept_kl": kl_weight}
   for name, w in weights.items():

@@ -2,7 +2,8 @@
 
 Each network's settings are the keyword arguments of its builder (the signature of
 :func:`jitr.models.create_dual_encoder`, the fields of :class:`jitr.models.SGRAF` and
-:class:`jitr.models.VSRN`, plus VSRN's ``caption_weight`` and ``dataset``); a setting's
+:class:`jitr.models.VSRN` and :class:`jitr.models.CVSE`, plus VSRN's ``caption_weight`` and
+``dataset`` and CVSE's loss weights, evaluation mix and graph threshold); a setting's
 type is its default's: a bool takes ``True``/``False``, a whole number an ``int`` (not a
 bool), a real number any finite ``int`` or ``float``, a string a ``str``, a tuple a list or
 tuple. Settings whose default is ``None`` or an object (``dtype``) are not checked here.
@@ -16,6 +17,8 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jitr.models.cvse import CVSE
+from jitr.models.cvse_graph import THRESHOLD
 from jitr.models.dual_encoder import create_dual_encoder
 from jitr.models.registry import DEFAULT_MODEL
 from jitr.models.sgraf import SGRAF
@@ -27,9 +30,22 @@ SETTINGS_OF: dict[str, Callable[..., Any]] = {
   "sgr": SGRAF,
   "saf": SGRAF,
   "vsrn": VSRN,
+  "cvse": CVSE,
 }
 # Settings the builder takes besides those keyword arguments, with their defaults.
-EXTRA_SETTINGS: dict[str, dict[str, Any]] = {"vsrn": {"caption_weight": 1.0, "dataset": "f30k"}}
+EXTRA_SETTINGS: dict[str, dict[str, Any]] = {
+  "vsrn": {"caption_weight": 1.0, "dataset": "f30k"},
+  "cvse": {  # jitr.models.cvse_model's keywords and the concept graph's threshold
+    "instance_weight": 5.0 / 3.0,
+    "consensus_weight": 1.0 / 3.0,
+    "kl_weight": 2.0 / 3.0,
+    "margin": 0.2,
+    "mining": "max",
+    "eval_fused_weight": 0.95,
+    "label_completion": "f30k",
+    "concept_threshold": THRESHOLD,
+  },
+}
 # Keyword arguments that are not settings of a config (given by the builder or by Flax).
 NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})
 

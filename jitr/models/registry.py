@@ -11,8 +11,8 @@ keyword arguments:
   ``"f30k"``: :func:`jitr.models.vsrn_dataset_options`, overridable by explicit keys);
 - ``"cvse"``: :class:`jitr.models.CVSE`, plus the keys of :func:`jitr.models.cvse_model`
   (``instance_weight``, ``consensus_weight``, ``kl_weight``, ``margin``, ``mining``,
-  ``eval_fused_weight``, ``label_completion``) and ``concept_threshold`` (the graph's
-  ``t``, default 0.3). It needs the dataset's concepts:
+  ``eval_fused_weight``, ``label_completion``: ``""`` for none) and ``concept_threshold``
+  (the graph's ``t``, default 0.3). It needs the dataset's concepts:
   ``make_model(..., concepts=ConceptInputs(...))``.
 """
 
@@ -75,6 +75,8 @@ def _cvse(
       "co-occurrence statistics): make_model(..., concepts=ConceptInputs(...))"
     )
   builder = {k: config.pop(k) for k in CVSE_BUILDER_KEYS if k in config}
+  if builder.get("label_completion") == "":  # a config's way to say none
+    builder["label_completion"] = None
   graph = concept_graph(concepts, config.pop("concept_threshold", THRESHOLD))
   module = CVSE(vocab_size=vocab_size, **config)
   return cvse_model(module, concepts.vectors, graph, **builder)
@@ -98,7 +100,8 @@ def make_model(
   config: Mapping[str, Any], vocab_size: int, *, concepts: ConceptInputs | None = None
 ) -> RetrievalModel:
   """The :class:`RetrievalModel` ``config["name"]`` (default ``"vse"``) names;
-  ``concepts``: the dataset's concept constants, for the :data:`CONCEPT_MODELS`."""
+  ``concepts``: the dataset's concept constants, for the networks of
+  :data:`!jitr.models.registry.CONCEPT_MODELS`."""
   config = dict(config)
   name = config.pop("name", DEFAULT_MODEL)
   if name not in MODELS:

@@ -30,7 +30,7 @@ from jitr.data import pairs
 from jitr.data.datasets import DATASETS
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.models import MODELS, make_model
-from jitr.models.registry import DEFAULT_MODEL
+from jitr.models.registry import CONCEPT_MODELS, DEFAULT_MODEL
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
 
@@ -44,8 +44,13 @@ def _dataset(config: Mapping[str, Any]) -> str:
 
 
 def dual_encoder_names() -> list[str]:
-  """The registered networks whose ``RetrievalModel.pairwise`` is False (``vse``, ``vsrn``)."""
-  return [name for name in MODELS if not make_model({"name": name}, 8).pairwise]
+  """The registered networks whose ``RetrievalModel.pairwise`` is False and that read no
+  concepts (``vse``, ``vsrn``: a teacher's embeddings come from tokens and regions alone)."""
+  return [
+    name
+    for name in MODELS
+    if name not in CONCEPT_MODELS and not make_model({"name": name}, 8).pairwise
+  ]
 
 
 def check_teacher_config(
@@ -63,7 +68,7 @@ def check_teacher_config(
     raise TeacherError(
       f"teacher:{workdir}: config.model.name is {name!r}, expected one of {sorted(MODELS)}"
     )
-  if make_model({"name": name}, vocab_size).pairwise:  # the kind, from the default network
+  if name in CONCEPT_MODELS or make_model({"name": name}, vocab_size).pairwise:
     raise TeacherError(
       f"teacher needs a dual encoder ({', '.join(dual_encoder_names())}), {workdir} trains {name}"
     )

@@ -6,6 +6,7 @@ import math
 import numbers
 from typing import Any
 
+from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DATASETS, dataset_info
 from jitr.data.precomp import DATASET_SPLITS
 from jitr.losses import objective
@@ -155,6 +156,35 @@ def _check_optimizer(config: Any) -> None:
   for name, (minimum, inclusive) in OPTIMIZER_NUMBERS.items():
     if name in optimizer:
       check_number(f"optimizer.{name}", optimizer[name], minimum, inclusive)
+  modules = optimizer.get("module_decay_factors")
+  if modules is not None and not hasattr(modules, "keys"):
+    raise ValueError(
+      f"config.optimizer.module_decay_factors: expected an object {{module: factor}}, "
+      f"got {modules!r}"
+    )
+  for module, factor in dict(modules or {}).items():
+    check_number(f"optimizer.module_decay_factors.{module}", factor, 0.0, False)
+
+
+def _check_concepts(config: Any) -> None:
+  """``config.concepts`` (when present): ``source`` a string, ``num_concepts`` a whole
+  number >= 2, ``vectors`` one of :data:`jitr.data.concept_data.VECTOR_CHOICES`."""
+  concepts = config.get("concepts")
+  if concepts is None:
+    return
+  if not hasattr(concepts, "keys"):
+    raise ValueError(f"config.concepts: expected an object, got {concepts!r}")
+  source = concepts.get("source", "")
+  if not isinstance(source, str):
+    raise ValueError(f"config.concepts.source: expected a string (a folder or ''), got {source!r}")
+  count = concepts.get("num_concepts", 300)
+  if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+    raise ValueError(f"config.concepts.num_concepts: expected a whole number >= 2, got {count!r}")
+  vectors = concepts.get("vectors", "onehot")
+  if vectors not in VECTOR_CHOICES:
+    raise ValueError(
+      f"config.concepts.vectors: expected one of {', '.join(VECTOR_CHOICES)}, got {vectors!r}"
+    )
 
 
 def _check_loss_terms(config: Any) -> None:
@@ -213,6 +243,7 @@ def check_train_config(config: Any) -> None:
   _check_test_split(config, dataset.kind)
   check_token_buckets(config)
   _check_optimizer(config)
+  _check_concepts(config)
   for name in BOOLEANS:
     if name in config:
       check_bool(name, config[name])

@@ -125,7 +125,9 @@ def test_embeddings_scores_and_loss_terms_match_the_official_model(train):
   np.testing.assert_allclose(float(np.mean(out.aux_losses["instance"])), rank_inst / B, rtol=1e-5)
   np.testing.assert_allclose(float(np.mean(out.aux_losses["consensus"])), rank_cons / B, rtol=1e-5)
   np.testing.assert_allclose(float(np.mean(out.aux_losses["concept_kl"])), kl / B, rtol=1e-5)
-  assert model.aux_weights == {"instance": 5.0, "consensus": 1.0, "concept_kl": 2.0}
+  assert model.aux_weights == pytest.approx(
+    {"instance": 5 / 3, "consensus": 1 / 3, "concept_kl": 2 / 3}
+  )
   if train:  # torch updated its running statistics in forward_emb
     sd = flat_state(ref)
     bn = state["batch_stats"]

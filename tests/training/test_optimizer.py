@@ -39,3 +39,24 @@ def test_an_unknown_name_names_the_field_and_the_valid_names():
   with pytest.raises(ValueError) as err:
     training.make_optimizer({"name": "sgd", "learning_rate": 0.1}, steps_per_epoch=10)
   assert str(err.value) == "optimizer.name: expected one of ['adam', 'adamw'], got 'sgd'"
+
+
+def test_module_decay_factors_give_those_modules_their_own_decay():
+  """CVSE's schedule: the GCN decays by 0.2 at the decay epochs, the rest by 0.1. With a
+  constant gradient every Adam update is ``-lr`` exactly (``m̂ / sqrt(v̂) = 1``), so each
+  step's update is that group's learning rate."""
+  config = dict(
+    learning_rate=1.0,
+    decay_epochs=(1, 2),
+    decay_factor=0.1,
+    module_decay_factors={"gcn": 0.2},
+  )
+  tx = training.make_optimizer(config, steps_per_epoch=1)
+  params = {"gcn": {"w": jnp.zeros(2)}, "img_enc": {"w": jnp.zeros(3)}}
+  grads = {"gcn": {"w": jnp.ones(2)}, "img_enc": {"w": jnp.ones(3)}}
+  state = tx.init(params)
+  rates = []
+  for _ in range(3):
+    updates, state = tx.update(grads, state, params)
+    rates.append((float(-updates["gcn"]["w"][0]), float(-updates["img_enc"]["w"][0])))
+  np.testing.assert_allclose(rates, [(1.0, 1.0), (0.2, 0.1), (0.04, 0.01)], rtol=1e-4)
