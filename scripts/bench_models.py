@@ -1,16 +1,20 @@
-"""SGR / SAF / VSRN runners for ``scripts/bench_train.py --model=sgr|saf|vsrn``.
+"""SGR / SAF / VSRN / CVSE runners for ``scripts/bench_train.py --model=sgr|saf|vsrn|cvse``.
 
 Each runner has ``kind``, ``run()`` (one train step, returns the loss unsynchronised),
 ``sync(out) -> float`` and ``memory`` (a text: peak memory and how it was measured).
 
 * ``jitr``: ``make_model(config)`` (the registry) + ``make_train_step(axis_name=None)`` +
   ``make_optimizer`` (Adam 2e-4, global-norm clip 2) + the max-violation triplet
-  (margin 0.2, both directions), ``jax.jit(donate_argnums=0)``. Memory: XLA's
+  (margin 0.2, both directions; CVSE: + its instance / consensus triplets and concept KL,
+  the official 3 : 5 : 1 : 2), ``jax.jit(donate_argnums=0)``. Memory: XLA's
   ``memory_analysis()`` of the compiled step, temp + argument bytes.
 * ``torch``: the PyTorch references of the parity tests (``tests/models/sgraf_reference.py``,
-  ``tests/models/vsrn_reference.py``, written from the official code's equations; SGRAF's
-  ``EncoderSimilarity`` loops over the captions in Python as the official one does, so
-  autograd keeps every caption's activations) at the official sizes, in train mode
+  ``tests/models/vsrn_reference.py``, written from the official code's equations;
+  ``tests/models/cvse_reference.py``, the official CVSE modules transcribed, run as its
+  ``forward_emb`` + ``forward_loss`` on the batch sorted by length, as the official loader
+  sorts it for ``pack_padded_sequence``; SGRAF's ``EncoderSimilarity`` loops over the
+  captions in Python as the official one does, so autograd keeps every caption's
+  activations) at the official sizes, in train mode
   (dropout on), plus what training adds: the same loss (VSRN: + the caption NLL, mean
   over the batch), ``clip_grad_norm_(2)``, ``torch.optim.Adam(2e-4)``. Memory: the
   process's ``ru_maxrss`` growth over its first two steps, measured before any JAX
@@ -36,6 +40,7 @@ _ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, _ROOT)
 sys.path.insert(0, os.path.join(_ROOT, "tests", "models"))
 
+import cvse_reference  # noqa: E402
 import jax  # noqa: E402
 import sgraf_reference  # noqa: E402
 import vsrn_reference  # noqa: E402
@@ -51,6 +56,7 @@ from bench_recipe import (  # noqa: E402
 
 from jitr import losses, training  # noqa: E402
 from jitr.data import pairs  # noqa: E402
+from jitr.models.cvse_model import ConceptInputs  # noqa: E402
 from jitr.models.registry import make_model  # noqa: E402
 from jitr.training.score_split import SplitScorer  # noqa: E402
 
@@ -64,7 +70,10 @@ LABELS = {
   "torch_saf": "PyTorch SAF, official per-caption loop",
   "jitr_vsrn": "jitr VSRN (`make_model` + `make_train_step`)",
   "torch_vsrn": "PyTorch VSRN (same model)",
+  "jitr_cvse": "jitr CVSE (`make_model` + `make_train_step`)",
+  "torch_cvse": "PyTorch CVSE (official modules)",
 }
+FUSE_ALPHA = 0.85  # CVSE's training fusion weight
 
 
 def sizes(args) -> dict[str, int]:
@@ -81,6 +90,15 @@ def jitr_config(args, variant: str = "") -> dict:
   ``REMAT:LENGTH_BUCKETS[:BLOCK_SIZE]`` (e.g. ``full:1``: the whole block recomputed,
   every caption at the padded length), empty for the model's defaults."""
   s = sizes(args)
+  if args.model == "cvse":
+    return dict(
+      name="cvse",
+      img_dim=args.feature_dim,
+      word_dim=s["word"],
+      embed_dim=s["embed"],
+      num_region=args.regions,
+      dropout=DROPOUT,
+    )
   if args.model == "vsrn":
     return dict(
       name="vsrn",
@@ -116,6 +134,17 @@ def parse_variant(variant: str) -> dict:
   return config
 
 
+def concept_graph_inputs(args) -> ConceptInputs:
+  """Random concept statistics of ``args.concepts`` concepts (word vectors of that width,
+  as GloVe's 300 for 300 concepts), the same for both frameworks."""
+  rng = np.random.default_rng(1)
+  c = args.concepts
+  co = rng.integers(0, 50, (c, c))
+  co = np.triu(co, 1) + np.triu(co, 1).T
+  counts = co.max(axis=1) + rng.integers(1, 50, c)
+  return ConceptInputs(rng.standard_normal((c, c)).astype(np.float32), co, counts)
+
+
 # ----------------------------------------------------------------------------- JAX
 
 
@@ -129,7 +158,8 @@ class JitrRunner:
         f"jitr {args.model.upper()}, remat `{v['remat']}`, {v['length_buckets']} length "
         f"bucket(s){block}"
       )
-    self.model = make_model(jitr_config(args, variant), args.vocab)
+    concepts = concept_graph_inputs(args) if args.model == "cvse" else None
+    self.model = make_model(jitr_config(args, variant), args.vocab, concepts=concepts)
     tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
     self.batch = jax.device_put(batch)
     variables = jax.jit(self.model.init)(jax.random.key(0), self.batch)
@@ -196,11 +226,44 @@ def torch_vsrn_parts(args) -> torch.nn.ModuleList:
   )
 
 
+def torch_cvse(args) -> cvse_reference.CVSE:
+  """The official CVSE modules (``use_BatchNorm``, tanh, dropout 0.4) on the bench's graph."""
+  from jitr.models.cvse_graph import concept_adjacency
+
+  s = sizes(args)
+  concepts = concept_graph_inputs(args)
+  adj_all = concept_adjacency(concepts.co_occurrence, concepts.counts)  # gen_A_concept
+  torch.manual_seed(0)
+  return cvse_reference.CVSE(
+    args.vocab,
+    args.feature_dim,
+    s["word"],
+    s["embed"],
+    args.regions,
+    args.concepts,
+    torch.tensor(adj_all, dtype=torch.float32),
+    dropout_rate=DROPOUT,
+  )
+
+
 class TorchRunner:
   def __init__(self, args, batch: dict[str, np.ndarray]):
     self.kind = f"torch_{args.model}"
     self.vsrn = args.model == "vsrn"
-    self.parts = torch_vsrn_parts(args) if self.vsrn else torch_sgraf_parts(args)
+    self.cvse = args.model == "cvse"
+    if self.cvse:  # the official collate_fn sorts a batch by caption length
+      order = np.argsort(-batch["lengths"], kind="stable")
+      batch = {k: v[order] for k, v in batch.items()}
+      self.parts = torch.nn.ModuleList([torch_cvse(args)])
+      self.labels = torch.from_numpy(batch["concept_labels"])
+      vectors = concept_graph_inputs(args).vectors
+      self.concept_inputs = torch.from_numpy(
+        np.broadcast_to(vectors, (len(order), *vectors.shape)).copy()
+      )
+    elif self.vsrn:
+      self.parts = torch_vsrn_parts(args)
+    else:
+      self.parts = torch_sgraf_parts(args)
     self.device = torch.device(args.torch_device)
     self.parts.to(self.device).train()
     self.opt = torch.optim.Adam(self.parts.parameters(), lr=LR)
@@ -213,6 +276,13 @@ class TorchRunner:
     self.memory = torch_peak_memory(self.device, lambda: [self.sync(self.run()) for _ in range(2)])
 
   def loss(self) -> torch.Tensor:
+    if self.cvse:
+      (model,) = self.parts
+      v, t, pv, pt = model.forward_emb(
+        self.images, self.tokens, self.labels.to(self.device),
+        self.concept_inputs.to(self.device), self.lengths, FUSE_ALPHA,
+      )  # fmt: skip
+      return model.forward_loss(v, t, pv, pt)[0]
     img_enc, txt_enc, third = self.parts
     if self.vsrn:
       img, regions = img_enc(self.images)

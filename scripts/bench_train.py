@@ -39,6 +39,7 @@ Usage::
     python scripts/bench_train.py --only jitr,jitr_unrolled,torch --rounds 5 --steps 4
     python scripts/bench_train.py --model=sgr --torch_device=cuda   # both on a GPU
     python scripts/bench_train.py --model=sgr --memory_only --variants=full:8:8,none:8:8
+    python scripts/bench_train.py --model=cvse
 
 On a GPU, ``--torch_device=cuda`` puts PyTorch there too (JAX takes the GPU by itself
 when its CUDA plugin is installed) and ``--precision`` sets one float32 matmul
@@ -64,8 +65,8 @@ def _parse_args(argv=None):
   p.add_argument(
     "--model",
     default="vsepp",
-    choices=("vsepp", "sgr", "saf", "vsrn"),
-    help="vsepp: the three-way VSE++† bench below; sgr / saf / vsrn: jitr vs PyTorch "
+    choices=("vsepp", "sgr", "saf", "vsrn", "cvse"),
+    help="vsepp: the three-way VSE++† bench below; sgr / saf / vsrn / cvse: jitr vs PyTorch "
     "(scripts/bench_models.py)",
   )
   p.add_argument(
@@ -78,6 +79,9 @@ def _parse_args(argv=None):
   p.add_argument("--sim_dim", type=int, default=256, help="SGR / SAF similarity vectors")
   p.add_argument("--word_dim", type=int, default=300)
   p.add_argument("--vocab", type=int, default=10000)
+  p.add_argument(
+    "--concepts", type=int, default=300, help="CVSE: concepts (and their vectors' width)"
+  )
   p.add_argument("--length", type=int, default=12, help="caption length of the fixed-length batch")
   p.add_argument(
     "--min_length",
@@ -159,6 +163,7 @@ def _parse_args(argv=None):
     args.batch, args.regions, args.feature_dim, args.vocab = 8, 5, 16, 50
     args.embed_dim, args.word_dim, args.length, args.min_length = 16, 8, 6, 3
     args.eval_images, args.eval_captions, args.eval_block = 4, 8, 4
+    args.concepts = 7
   return args
 
 
@@ -533,7 +538,7 @@ def environment_line() -> str:
 
 
 def main_models() -> None:
-  """``--model=sgr|saf|vsrn``: jitr vs the PyTorch reference, interleaved, + peak memory."""
+  """``--model=sgr|saf|vsrn|cvse``: jitr vs the PyTorch reference, interleaved, + peak memory."""
   import bench_models
 
   LABELS.update(bench_models.LABELS)
@@ -555,6 +560,10 @@ def main_models() -> None:
   )
   rng = np.random.default_rng(0)
   batch = trim(make_batch(rng, min_length=ARGS.min_length or ARGS.length, max_length=ARGS.length))
+  if ARGS.model == "cvse":  # each image's concept labels (multi-hot)
+    batch["concept_labels"] = (rng.uniform(size=(ARGS.batch, ARGS.concepts)) < 0.05).astype(
+      np.float32
+    )
   runners = bench_models.build_runners(ARGS, batch, ["jitr"] if ARGS.memory_only else kinds)
   LABELS.update(bench_models.LABELS)  # the --variants' labels
   if ARGS.memory_only:

@@ -1,4 +1,4 @@
-"""``scripts/bench_train.py --model=sgr|saf|vsrn --tiny`` runs one tiny step of jitr and of the
+"""``scripts/bench_train.py --model=sgr|saf|vsrn|cvse --tiny`` runs one tiny step of jitr and of the
 PyTorch reference in a subprocess and prints both rows of each table, whose numbers agree with
 each other and with the tiny inputs (batch 8, 5 regions x 16, vocabulary 50, captions of at
 most 6 tokens, 4 x 8 evaluation pairs). The variants use few length buckets: each bucket
@@ -95,10 +95,10 @@ def _check_header(out: str, model: str) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["sgr", "vsrn"])  # saf runs the same code as sgr
+@pytest.mark.parametrize("model", ["sgr", "vsrn", "cvse"])  # saf runs the same code as sgr
 def test_bench_train_model_runs_one_tiny_step(model):
   args = ["--model", model, "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
-  if model != "vsrn":  # lengths drawn from jitr_shapes (two variants side by side: the
+  if model in ("sgr", "saf"):  # lengths drawn from jitr_shapes (two variants side by side: the
     # memory-only test below)
     args += ["--eval", "--variants", "full:2", "--shapes_lengths"]
   else:  # the GPU comparison's flags, on the CPU
@@ -107,14 +107,14 @@ def test_bench_train_model_runs_one_tiny_step(model):
   name = model.upper()
   jitr_rows = (
     [f"| jitr {name} ("]
-    if model == "vsrn"
+    if model in ("vsrn", "cvse")
     else [f"| jitr {name}, remat `full`, 2 length bucket(s) |"]
   )
   for row in (*jitr_rows, f"| PyTorch {name}"):
     lines = [line for line in out.stdout.splitlines() if line.startswith(row)]
     assert len(lines) == 2, (row, out.stdout)  # the time table and the memory table
   assert "XLA memory_analysis" in out.stdout and "ru_maxrss growth" in out.stdout
-  precision = "tf32" if model == "vsrn" else "highest"
+  precision = "tf32" if model in ("vsrn", "cvse") else "highest"
   assert re.search(
     rf"torch \S+ \(cpu, \d+ threads\); float32 matmul precision {precision};", out.stdout
   )
@@ -122,7 +122,7 @@ def test_bench_train_model_runs_one_tiny_step(model):
   rates = _check_time_table(out.stdout, timed=1)  # --rounds 1 x --steps 1
   assert len(rates) == len(jitr_rows) + 1, rates
   _check_memory_rows(_table(out.stdout, "| implementation | peak memory of the step |"))
-  if model != "vsrn":
+  if model in ("sgr", "saf"):
     assert "jitr_shapes' lengths cut at 6" in out.stdout
     for row, count in (("| jitr `score_split`", 1), ("| PyTorch `shard_attn_scores`", 1)):
       assert sum(line.startswith(row) for line in out.stdout.splitlines()) == count, out.stdout

@@ -1,5 +1,6 @@
-"""``jitr-import``: an official SGR, SAF or VSRN checkpoint and its vocabulary become a jitr
-workdir that ``jitr-eval``, ``--ensemble`` and ``jitr-train --config.init_from`` take.
+"""``jitr-import``: an official SGR, SAF, VSRN or CVSE checkpoint and its vocabulary become a
+jitr workdir that ``jitr-eval``, ``--ensemble`` and ``jitr-train --config.init_from`` take
+(CVSE also needs its concept files: ``--config.concepts.source=DIR``).
 
   jitr-import --config=configs/paper.py:f30k,sgr,triplet \\
       --checkpoint=runs/f30k_SGR/model_best.pth.tar --vocab=vocab/f30k_precomp_vocab.json \\

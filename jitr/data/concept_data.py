@@ -511,6 +511,34 @@ def build_concept_data(
   return ConceptData(words, labels, counts, co_occurrence, matrix, source)
 
 
+def caption_labels(
+  image_captions: Sequence[Sequence[str]],
+  words: Sequence[str],
+  *,
+  train_images: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
+  """uint8 ``[total captions, C]``: ``[words[c] in W_k]`` for every caption ``k`` (image by
+  image, in order), ``W_k`` its folded content words as :func:`build_concept_data` folds
+  them (plurals onto the singulars of the ``train_images``' captions). The official
+  evaluation labels each caption with the concepts it mentions itself (``data.py``, where
+  nltk's WordNet lemmatiser folds the words instead)."""
+  per_image = _check_captions(image_captions)
+  train = _check_train_images(train_images, len(per_image))
+  raw = [[caption_words(text) for text in caps] for caps in per_image]
+  vocabulary = {w for caps in raw for ws in caps for w in ws}
+  folding = plural_folding(vocabulary, {w for i in train for ws in raw[i] for w in ws})
+  index = {w: c for c, w in enumerate(words)}
+  rows = [
+    sorted({index[w] for w in (folding.get(x, x) for x in ws) if w in index})
+    for caps in raw
+    for ws in caps
+  ]
+  labels = np.zeros((len(rows), len(index)), np.uint8)
+  for k, concepts in enumerate(rows):
+    labels[k, concepts] = 1
+  return labels
+
+
 # ----------------------------------------------------------------------------- official
 
 

@@ -31,8 +31,10 @@ class RetrievalSplit:
   (unit-norm caption vectors of a cosine estimator) and ``topk[name]`` ``(indices
   [N_img, K], scores [N_img, K])`` (an image's K best captions) — the
   embeddings of teacher dual encoders, ``teacher[workdir]`` ``(images [N_img, D],
-  captions [N_cap, D])``, an optional exact-relevance ``oracle`` and optional
-  ``concept_labels [N_img, C]`` (CVSE's multi-hot concepts of each image)."""
+  captions [N_cap, D])``, an optional exact-relevance ``oracle``, optional
+  ``concept_labels [N_img, C]`` (CVSE's multi-hot concepts of each image: what training
+  batches carry) and ``caption_concept_labels [N_cap, C]`` (the concepts each caption
+  mentions: what CVSE's evaluation encodes the captions with)."""
 
   images: np.ndarray
   tokens: np.ndarray
@@ -44,6 +46,7 @@ class RetrievalSplit:
   oracle: OracleFn | None = None
   teacher: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
   concept_labels: np.ndarray | None = None
+  caption_concept_labels: np.ndarray | None = None
 
   def __post_init__(self):
     n_cap = len(self.caption_image)
@@ -52,6 +55,12 @@ class RetrievalSplit:
       raise ValueError(
         f"RetrievalSplit.concept_labels: expected [{len(self.images)}, C] (one row per "
         f"image), got {labels.shape}"
+      )
+    labels = self.caption_concept_labels
+    if labels is not None and (labels.ndim != 2 or len(labels) != n_cap):
+      raise ValueError(
+        f"RetrievalSplit.caption_concept_labels: expected [{n_cap}, C] (one row per "
+        f"caption), got {labels.shape}"
       )
     for name in ("tokens", "lengths"):
       if len(getattr(self, name)) != n_cap:

@@ -67,7 +67,7 @@ def with_concepts(config, data: LoadedData, captions: dict[str, list], data_dir:
     for name, split in data.splits.items()
   }
   concepts = run_concepts(config, image_captions, data_dir)
-  splits = with_concept_labels(data.splits, concepts)
+  splits = with_concept_labels(data.splits, concepts, image_captions)
   return dataclasses.replace(data, splits=splits, concepts=concepts)
 
 

@@ -1,11 +1,12 @@
-"""``import_official``: an official SGR, SAF or VSRN checkpoint and its vocabulary become a
-jitr workdir, as ``jitr-import`` runs it.
+"""``import_official``: an official SGR, SAF, VSRN or CVSE checkpoint and its vocabulary
+become a jitr workdir, as ``jitr-import`` runs it.
 
 The checkpoint is the dict the official ``train.py`` saves (``{'epoch', 'model': [state
 dicts], 'best_rsum', 'opt', 'Eiters'}``), read without unpickling anything but tensors,
 containers and the ``argparse.Namespace`` of ``opt``
 (:func:`jitr.models.official_checkpoint.load_checkpoint`). The network is read from the
-weights (SGRAF's ``sim_enc`` with its SGR or SAF module, or VSRN's GCN image encoder);
+weights (SGRAF's ``sim_enc`` with its SGR or SAF module, VSRN's GCN image encoder, or
+CVSE's 8 state dicts, whose concept graph must be that of ``config.concepts``);
 the model fields the weights fix (embedding and word sizes, SGR steps, GCN layers, VSRN's
 feature BatchNorm) replace the config's, and every one that the saved ``opt`` also states
 must agree with it, as must ``opt.data_name`` with ``config.dataset`` and the vocabulary
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import ml_collections
+import numpy as np
 
 from jitr import fileio
 from jitr.data import pairs
@@ -39,8 +41,11 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.run_concepts import concept_inputs
 from jitr.experiment.train import resolved_config
-from jitr.models import sgraf_convert, vsrn_convert
+from jitr.models import cvse_convert, sgraf_convert, vsrn_convert
+from jitr.models.cvse_graph import THRESHOLD
+from jitr.models.cvse_model import concept_graph
 from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkpoint
 from jitr.models.torch_state import flatten_state_dicts
 from jitr.training.checkpoints import Checkpoints
@@ -63,12 +68,14 @@ class OfficialWeights:
   """An official checkpoint's network, weights and record.
 
   Attributes:
-    network: ``"sgr"``, ``"saf"`` or ``"vsrn"`` (jitr's ``config.model.name``).
+    network: ``"sgr"``, ``"saf"``, ``"vsrn"`` or ``"cvse"`` (jitr's ``config.model.name``).
     fields: the model fields the weights fix (``vocab_size`` included).
     img_dim: the region feature size the image encoder takes.
     params, batch_stats: the converted Flax variables.
     opt: the saved ``opt`` as a dict (empty when absent).
     record: ``epoch``, ``Eiters`` and ``best_rsum`` where the checkpoint has them.
+    graph: CVSE's normalised concept graph ``gen_adj(C_GCN.adj_all)`` and the width of
+      the concept vectors its GCN takes (``{}`` for the other networks).
   """
 
   network: str
@@ -78,17 +85,22 @@ class OfficialWeights:
   batch_stats: dict
   opt: dict[str, Any]
   record: dict[str, Any]
+  graph: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+CONVERTERS = {"sgraf": sgraf_convert, "vsrn": vsrn_convert, "cvse": cvse_convert}
 
 
 def _flat_state_dict(path: str, parts: Any) -> tuple[str, dict[str, Any]]:
-  """``(family, flat state dict)``: SGRAF's three state dicts or VSRN's two."""
-  for family, prefixes in (("sgraf", sgraf_convert.PREFIXES), ("vsrn", vsrn_convert.PREFIXES)):
-    flat = flatten_state_dicts(path, parts, prefixes)
+  """``(family, flat state dict)``: SGRAF's three state dicts, VSRN's two or CVSE's eight."""
+  for family, convert in CONVERTERS.items():
+    flat = flatten_state_dicts(path, parts, convert.PREFIXES)
     if flat is not None:
       return family, flat
   raise OfficialCheckpointError(
-    f"{path}: expected an official SGRAF or VSRN checkpoint, a dict whose 'model' is the "
-    "list [img_enc, txt_enc, sim_enc] (SGRAF) or [img_enc, txt_enc] (VSRN) of state dicts"
+    f"{path}: expected an official SGRAF, VSRN or CVSE checkpoint, a dict whose 'model' is "
+    "the list [img_enc, txt_enc, sim_enc] (SGRAF), [img_enc, txt_enc] (VSRN) or the 8 "
+    "state dicts of CVSE"
   )
 
 
@@ -104,14 +116,22 @@ def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
   if not isinstance(checkpoint, Mapping):
     raise OfficialCheckpointError(f"{path}: expected the dict an official train.py saves")
   family, state = _flat_state_dict(path, checkpoint.get("model"))
-  convert = sgraf_convert if family == "sgraf" else vsrn_convert
+  convert = CONVERTERS[family]
+  graph = {}
   try:
     fields = convert.config_from_state_dict(state)
     params, batch_stats = convert.params_from_state_dict(state)
+    if family == "cvse":
+      graph = {
+        "adjacency": cvse_convert.adjacency_from_state_dict(state),
+        "concept_dim": fields.pop("concept_dim"),
+      }
   except KeyError as err:
     raise ValueError(f"{path}: {err.args[0]}") from None
   if family == "sgraf":
     network = fields.pop("module").lower()
+  elif family == "cvse":
+    network = "cvse"
   else:
     network = "vsrn"
     if not vsrn_convert.has_caption_model(state):
@@ -120,7 +140,7 @@ def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
   opt = dict(vars(opt)) if isinstance(opt, argparse.Namespace) else dict(opt or {})
   record = {k: _plain(checkpoint[k]) for k in ("epoch", "Eiters", "best_rsum") if k in checkpoint}
   img_dim = int(state["img_enc.fc.weight"].shape[1])
-  return OfficialWeights(network, fields, img_dim, params, batch_stats, opt, record)
+  return OfficialWeights(network, fields, img_dim, params, batch_stats, opt, record, graph)
 
 
 def _plain(value: Any) -> Any:
@@ -137,8 +157,11 @@ def opt_disagreement(weights: OfficialWeights, config: ml_collections.ConfigDict
   for name, field in OPT_FIELDS.items():
     if name in opt and field in fixed and opt[name] != fixed[field]:
       return f"opt.{name}={opt[name]!r}, but the weights have {field} {fixed[field]!r}"
+  for name, key in (("input_channel", "concept_dim"),):
+    if name in opt and key in weights.graph and opt[name] != weights.graph[key]:
+      return f"opt.{name}={opt[name]!r}, but the weights have {key} {weights.graph[key]!r}"
   module = opt.get("module_name")
-  if module is not None and weights.network != "vsrn" and module.lower() != weights.network:
+  if module is not None and weights.network in ("sgr", "saf") and module.lower() != weights.network:
     return f"opt.module_name={module!r}, but the weights hold {weights.network.upper()}"
   data = opt.get("data_name")
   if data is not None and data != config.dataset:
@@ -167,6 +190,30 @@ def imported_config(
         config.model[field] = value
     config.vocab_file = os.path.join(workdir, "vocab.json")
   return config
+
+
+def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
+  """CVSE: the run's concepts (``config.concepts``) must be the checkpoint's: as many, with
+  vectors of the width its GCN takes, and the same normalised graph (``gen_adj`` of its
+  ``C_GCN.adj_all``, within float32 rounding)."""
+  graph = weights.graph["adjacency"]
+  if concepts is None:
+    raise ValueError("config.concepts: CVSE needs the concepts the checkpoint was trained with")
+  source = config.concepts.get("source") or "the concepts built from the captions"
+  vectors = np.asarray(concepts.vectors)
+  if vectors.shape != (graph.shape[0], weights.graph["concept_dim"]):
+    raise ValueError(
+      f"config.concepts.source: {source} has {vectors.shape[0]} concepts of "
+      f"{vectors.shape[1]}-d vectors, the checkpoint's GCN {graph.shape[0]} of "
+      f"{weights.graph['concept_dim']}-d (use the official concept files it was trained with)"
+    )
+  ours = concept_graph(concepts, config.model.get("concept_threshold", THRESHOLD))
+  if not np.allclose(ours, graph, atol=1e-5):
+    worst = float(np.max(np.abs(ours - graph)))
+    raise ValueError(
+      f"config.concepts.source: the concept graph of {source} differs from the checkpoint's "
+      f"C_GCN.adj_all by up to {worst:.3g} (use the official concept files it was trained with)"
+    )
 
 
 def _sha256(path: str) -> str:
@@ -216,8 +263,11 @@ def import_official(
       f"config.precomp_root: the {config.dataset} features have {train.images.shape[-1]} "
       f"dimensions, the checkpoint's image encoder takes {weights.img_dim}"
     )
+  concepts = concept_inputs(data.concepts)
+  if weights.graph:
+    check_concept_graph(config, weights, concepts)
   _, state = initial_state(
-    config, len(vocab), train, pairs.steps_per_epoch(train, config.batch_size)
+    config, len(vocab), train, pairs.steps_per_epoch(train, config.batch_size), concepts
   )
   converted = {"params": weights.params, "batch_stats": weights.batch_stats}
   mismatch = shape_mismatch(converted, state.variables)

@@ -3,17 +3,23 @@
 ``config.concepts.source`` names where they come from:
 
 - ``""`` (default): built from the dataset's captions
-  (:func:`jitr.data.build_concept_data`: the ``num_concepts`` most frequent
-  content words of the training captions, their statistics over the training captions,
-  and every image's labels, validation and test included, as the official label files
-  hold them) with ``config.concepts.vectors`` word
-  vectors, stored once under ``<data_dir>/concepts/<dataset>-<num_concepts>-<vectors>/``
-  (checked against the captions' fingerprint when read again);
+  (:func:`jitr.data.build_concept_data`: the ``num_concepts`` most frequent content
+  words of the training captions, their statistics over the training captions, and every
+  image's labels) with ``config.concepts.vectors`` word vectors, stored once under
+  ``<data_dir>/concepts/<dataset>-<num_concepts>-<vectors>/`` (checked against the
+  captions' fingerprint when read again);
 - a folder written by :func:`jitr.data.save_concept_data` for the same
-  images (its labels are indexed train, then val, then test images).
+  images (its labels are indexed train, then val, then test images);
+- a folder of CVSE's official concept files (``f30k_adj_concepts.pkl``, ... for
+  ``f30k_precomp``; :func:`jitr.data.read_official_concepts`): their words, GloVe
+  vectors and statistics; each image's labels are the concepts its captions mention
+  (the official training labels come from its label file by Flickr image id, which a
+  precomp folder does not hold).
 
-The splits get each image's labels (:attr:`jitr.data.pairs.RetrievalSplit.concept_labels`)
-and the model its :class:`jitr.models.ConceptInputs`.
+The splits get each image's labels (:attr:`jitr.data.pairs.RetrievalSplit.concept_labels`,
+what training batches carry) and each caption's own concepts (``caption_concept_labels``,
+what the evaluation encodes captions with, as the official ``data.py`` labels the
+validation and test captions), and the model its :class:`jitr.models.ConceptInputs`.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ from collections.abc import Mapping, Sequence
 import jax
 import numpy as np
 
-from jitr.data import pairs
+from jitr.data import pairs, read_official_concepts
 from jitr.data.concept_data import (
+  OFFICIAL_SOURCE,
   ConceptData,
   build_concept_data,
+  caption_labels,
   fingerprint_captions,
   load_concept_data,
   save_concept_data,
@@ -62,12 +70,46 @@ def stored_folder(config, data_dir: str) -> str:
   return os.path.join(data_dir, "concepts", f"{name}-{settings.num_concepts}-{settings.vectors}")
 
 
+def official_prefix(config, source: str) -> str | None:
+  """``f30k`` / ``coco`` when ``source`` holds CVSE's official concept files of the run's
+  dataset (its ``<prefix>_adj_concepts.pkl``), else ``None``."""
+  prefix = str(config.dataset).removesuffix("_precomp")
+  found = os.path.isfile(os.path.join(source, f"{prefix}_adj_concepts.pkl"))
+  return prefix if found else None
+
+
+def official_concept_data(source: str, prefix: str, captions: list, train_images) -> ConceptData:
+  """The official files' words, vectors and statistics (``adj_all``, ``nums``), and image
+  labels from the captions (:func:`jitr.data.caption_labels`, one row per image: the
+  union over its captions)."""
+  official = read_official_concepts(source, prefix)
+  own = caption_labels(captions, official.words, train_images=train_images)
+  sizes = np.array([len(c) for c in captions])
+  starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+  labels = np.maximum.reduceat(own, starts, axis=0) if len(own) else own
+  adj_all = official.statistics.co_occurrence["adj_all"]
+  if (adj_all != np.round(adj_all)).any():
+    raise ValueError(f"config.concepts.source: {source}: adj_all holds non-integer counts")
+  return ConceptData(
+    official.words,
+    labels,
+    official.statistics.counts,
+    adj_all.astype(np.int64),
+    official.vectors,
+    OFFICIAL_SOURCE,
+  )
+
+
 def run_concepts(config, image_captions: Mapping[str, list], data_dir: str) -> ConceptData:
   """The run's :class:`ConceptData` (module docstring) for ``image_captions[split]``, the
   captions of each image of the train, val and test splits."""
   captions = [c for split in SPLIT_ORDER for c in image_captions[split]]
   source = config.concepts.get("source") or ""
-  if source:
+  prefix = official_prefix(config, source) if source else None
+  if prefix is not None:
+    train = np.arange(len(image_captions["train"]))
+    data = official_concept_data(source, prefix, captions, train)
+  elif source:
     data = load_concept_data(source)
   else:
     folder = stored_folder(config, data_dir)
@@ -92,15 +134,25 @@ def run_concepts(config, image_captions: Mapping[str, list], data_dir: str) -> C
 
 
 def with_concept_labels(
-  splits: Mapping[str, pairs.RetrievalSplit], data: ConceptData
+  splits: Mapping[str, pairs.RetrievalSplit], data: ConceptData, image_captions: Mapping
 ) -> dict[str, pairs.RetrievalSplit]:
-  """``splits`` with each image's rows of ``data.labels`` (train, val, test in order)."""
-  out, start = {}, 0
+  """``splits`` with each image's rows of ``data.labels`` (train, val, test in order) and
+  each caption's own concepts (:func:`jitr.data.caption_labels`, the plurals
+  folded onto the training captions' singulars)."""
+  captions = [c for split in SPLIT_ORDER for c in image_captions[split]]
+  train = np.arange(len(image_captions["train"]))
+  own = caption_labels(captions, data.words, train_images=train)
+  out, start, first_caption = {}, 0, 0
   for name in SPLIT_ORDER:
     split = splits[name]
     labels = np.asarray(data.labels[start : start + split.num_images], np.float32)
-    out[name] = dataclasses.replace(split, concept_labels=labels)
+    order = np.argsort(np.argsort(split.caption_image, kind="stable"), kind="stable")
+    rows = own[first_caption : first_caption + split.num_captions][order]
+    out[name] = dataclasses.replace(
+      split, concept_labels=labels, caption_concept_labels=rows.astype(np.float32)
+    )
     start += split.num_images
+    first_caption += split.num_captions
   return out
 
 

@@ -21,8 +21,9 @@ all-gathered batch.
 Evaluation (``encode_images`` / ``encode_captions``) returns ``[√w·f, √(1−w)·c]``, so the
 dot product of two representations is the official ``w·(f_i·f_t) + (1 − w)·(c_i·c_t)``
 (``i2t_sep_sim``, ``w = 0.95``). ``encode_captions`` takes the captions' concept labels
-(``None``: none), which the official evaluation completes from neighbours first
-(:mod:`!jitr.models.cvse_completion`).
+(``None``: none): the official evaluation encodes each caption with the concepts it
+mentions, completes its labels from its neighbours' (``complete_caption_labels``,
+:mod:`!jitr.models.cvse_completion`) and encodes the captions again.
 """
 
 from __future__ import annotations

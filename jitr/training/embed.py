@@ -47,9 +47,13 @@ def image_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
 
 def caption_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, ...]:
   """``(tokens [:, :max length], lengths)``: padding columns no caption uses are cut; with
-  concept labels, each caption's image's ``[N_cap, C]`` (float32) as a third array."""
+  concept labels a third array, float32 ``[N_cap, C]``: each caption's own
+  (``caption_concept_labels``), else its image's."""
   width = max(int(split.lengths.max()), 1)
-  if split.concept_labels is None:
+  if split.caption_concept_labels is not None:
+    labels = split.caption_concept_labels
+  elif split.concept_labels is not None:
+    labels = split.concept_labels[split.caption_image]
+  else:
     return split.tokens[:, :width], split.lengths
-  labels = split.concept_labels[split.caption_image].astype(np.float32)
-  return split.tokens[:, :width], split.lengths, labels
+  return split.tokens[:, :width], split.lengths, labels.astype(np.float32)

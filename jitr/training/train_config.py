@@ -168,7 +168,7 @@ def _check_optimizer(config: Any) -> None:
 
 def _check_concepts(config: Any) -> None:
   """``config.concepts`` (when present): ``source`` a string, ``num_concepts`` a whole
-  number >= 2, ``vectors`` one of :data:`jitr.data.concept_data.VECTOR_CHOICES`."""
+  number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`."""
   concepts = config.get("concepts")
   if concepts is None:
     return

@@ -64,6 +64,23 @@ def test_hand_made_captions_give_the_known_concepts_labels_and_statistics(small)
   assert not small.labels.flags.writeable and not small.co_occurrence.flags.writeable
 
 
+def test_each_caption_is_labelled_with_the_concepts_it_mentions(small):
+  """What CVSE's evaluation encodes a caption with: its own concepts, plurals folded as
+  the build folds them ("dogs" -> dog, "Children" -> child is no concept here)."""
+  labels = concept_data.caption_labels(CAPTIONS, small.words)
+  # words: park, dog, red, ball
+  assert labels.dtype == np.uint8
+  assert labels.tolist() == [
+    [0, 1, 0, 0], [1, 1, 0, 0],  # "two dogs" folds onto dog; the park caption
+    [1, 0, 0, 0], [0, 0, 1, 0],
+    [0, 0, 1, 1], [0, 0, 0, 1],
+    [1, 1, 0, 0], [0, 1, 0, 0],
+  ]  # fmt: skip
+  # the union over an image's captions is its image label
+  per_image = labels.reshape(4, 2, -1).max(axis=1)
+  np.testing.assert_array_equal(per_image, small.labels)
+
+
 def test_ties_are_alphabetical_and_the_build_is_deterministic():
   data = build_concept_data(CAPTIONS, num_concepts=6)
   assert data.words == ("park", "dog", "red", "ball", "bike", "brown")

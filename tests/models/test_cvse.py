@@ -242,8 +242,9 @@ def model_adjacency(ref):
 
 def test_the_evaluation_procedure_matches_the_official_one():
   """``evalrank``'s two passes on a generated split (6 images, 5 captions each): first
-  encoding with the images' labels, ``label_complete`` (f30k), the second encoding with
-  the completed labels, the 0.95 / 0.05 mix and R@1/5/10 both ways: jitr's
+  encoding with each caption's own concept labels (``data.py`` labels a validation or test
+  caption with the concepts it mentions), ``label_complete`` (f30k), the second encoding
+  with the completed labels, the 0.95 / 0.05 mix and R@1/5/10 both ways: jitr's
   :class:`SplitScorer` gives the official score matrix and recalls."""
   from test_cvse_completion import (
     official_complete,
@@ -265,6 +266,7 @@ def test_the_evaluation_procedure_matches_the_official_one():
   lengths = rng.integers(2, 7, 5 * n_img)
   tokens = rng.integers(1, VOCAB, (5 * n_img, 6)) * (np.arange(6)[None] < lengths[:, None])
   image_labels = (rng.uniform(size=(n_img, C)) < 0.4).astype(np.float32)
+  caption_labels = (rng.uniform(size=(5 * n_img, C)) < 0.3).astype(np.float32)
   owner = np.arange(5 * n_img) // 5
   ref = reference(3)
   model, variables = jitr_model(ref)
@@ -285,10 +287,10 @@ def test_the_evaluation_procedure_matches_the_official_one():
     back = np.argsort(order)
     return [x.numpy()[back] for x in (v[2], t[2], v[1], t[1])]
 
-  img_f, cap_f, _, _ = official_encode(image_labels[owner])
+  img_f, cap_f, _, _ = official_encode(caption_labels)
   neighbours = official_label_complete(img_f, cap_f, "f30k")
-  completed = official_complete(image_labels[owner], neighbours)
-  assert (completed != image_labels[owner]).any()  # the completion changes labels
+  completed = official_complete(caption_labels, neighbours)
+  assert (completed != caption_labels).any()  # the completion changes labels
   img_f, cap_f, img_c, cap_c = official_encode(completed)
   official = 0.95 * img_f[::5] @ cap_f.T + 0.05 * img_c[::5] @ cap_c.T
 
@@ -298,7 +300,8 @@ def test_the_evaluation_procedure_matches_the_official_one():
     lengths=lengths,
     caption_image=owner,
     image_mask=np.ones((n_img, R), bool),
-    concept_labels=image_labels,
+    concept_labels=image_labels,  # training batches' labels: not read by the evaluation
+    caption_concept_labels=caption_labels,
   )
   sim = SplitScorer(model, image_batch=4, caption_batch=7)(variables, split)
   np.testing.assert_allclose(sim, official, atol=1e-5)

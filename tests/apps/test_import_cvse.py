@@ -1,0 +1,193 @@
+"""``jitr-import`` of an official CVSE checkpoint, written as the official ``train_f30k.py``
+saves it (a legacy ``torch.save`` of its 8 state dicts, ``opt`` an ``argparse.Namespace``)
+with concept files in the official formats: docs/models.md's "Use an official CVSE
+checkpoint" commands run as written, and ``jitr-eval``'s Recall@K equal those of the
+official evaluation procedure (``evalrank``: each caption's own concept labels,
+``label_complete``, the second encoding, ``i2t_sep_sim`` / ``t2i_sep_sim``) run on the PyTorch
+transcription of the official modules with the same weights."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import pickle
+import re
+import shlex
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from jitr.data import precomp
+from jitr.models.cvse_graph import concept_adjacency
+from tests.apps.test_import_official import TINY_RUN, console, pickled_vocab, save_legacy
+from tests.file_fixtures import write_precomp
+from tests.models.test_cvse_completion import (
+  official_complete,
+  official_i2t_sep_sim,
+  official_label_complete,
+  official_t2i_sep_sim,
+)
+
+torch = pytest.importorskip("torch")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "models"))
+import cvse_reference  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+CONCEPTS = ("dog", "cat", "red", "blue", "grass", "mat")  # words of write_precomp's captions
+DIMS = dict(img_dim=2048, word_dim=8, embed_size=16, num_region=36, concept_dim=4)
+
+
+def documented_commands() -> list[list[str]]:
+  """docs/models.md's "Use an official CVSE checkpoint" commands, split as a shell would."""
+  page = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
+  after = page.split("### Use an official CVSE checkpoint", 1)[1]
+  section = re.split(r"\n#{2,3} ", after, maxsplit=1)[0]
+  (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+  return [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()]
+
+
+def write_concept_files(folder: pathlib.Path, n_images: int) -> tuple[np.ndarray, np.ndarray]:
+  """CVSE's five F30K concept files for :data:`CONCEPTS`; returns ``(nums, adj_all)``."""
+  folder.mkdir(parents=True)
+  rng = np.random.default_rng(4)
+  c = len(CONCEPTS)
+  co = rng.integers(0, 9, (c, c))
+  co = (np.triu(co, 1) + np.triu(co, 1).T).astype(np.int32)
+  nums = (co.max(axis=1) + rng.integers(1, 5, c)).astype(np.int32)
+  stats = {"nums": nums, "adj_O_P": co, "adj_O_M": co, "adj_all": co}
+  (folder / "f30k_adj_concepts.pkl").write_bytes(pickle.dumps(stats))
+  vectors = rng.normal(size=(c, DIMS["concept_dim"]))  # float64, as the GloVe pickle
+  (folder / "f30k_concepts_glove_word2vec.pkl").write_bytes(pickle.dumps(vectors))
+  vocab = {"words": list(CONCEPTS), "counts": nums.tolist(), "poss": ["OBJ"] * c}
+  (folder / "vocab_f30k_concepts.pkl").write_bytes(pickle.dumps(vocab))
+  (folder / "category_concepts.json").write_text(json.dumps({w: i for i, w in enumerate(CONCEPTS)}))
+  labels = [{"img_id": str(i), "concept_labels": [i % c]} for i in range(n_images)]
+  (folder / "all_f30k_concept_label.json").write_text(json.dumps(labels))
+  return nums, co
+
+
+def reference_model(n_words: int, nums: np.ndarray, co: np.ndarray) -> cvse_reference.CVSE:
+  """The official modules at tiny sizes, every weight and running statistic random."""
+  torch.manual_seed(0)
+  rng = np.random.default_rng(5)
+  adj_all = torch.tensor(concept_adjacency(co, nums), dtype=torch.float32)  # gen_A_concept
+  ref = cvse_reference.CVSE(
+    n_words, DIMS["img_dim"], DIMS["word_dim"], DIMS["embed_size"], DIMS["num_region"],
+    DIMS["concept_dim"], adj_all, dropout_rate=0.4,
+  )  # fmt: skip
+  with torch.no_grad():
+    for name, p in ref.named_parameters():
+      if not name.startswith("C_GCN.adj_"):
+        p.copy_(torch.tensor(rng.normal(0.0, 0.3, p.shape), dtype=torch.float32))
+    for name, buf in ref.named_buffers():
+      if name.endswith("running_var"):
+        buf.copy_(torch.tensor(rng.uniform(0.5, 1.5, buf.shape), dtype=torch.float32))
+  return ref
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+  """``configs/``, ``data/`` (a generated f30k_precomp), ``official/`` (the CVSE checkpoint,
+  a pickled vocabulary, the concept files); returns ``(root, reference model)``."""
+  root = tmp_path_factory.mktemp("official_cvse")
+  shutil.copytree(REPO / "configs", root / "configs")
+  write_precomp(root / "data", n_images=20)
+  words = precomp.build_precomp_vocab(root / "data" / "f30k_precomp", min_count=1).words
+  nums, co = write_concept_files(root / "official" / "f30k_annotations", 28)
+  ref = reference_model(len(words), nums, co)
+  opt = argparse.Namespace(
+    data_name="f30k_precomp", embed_size=16, word_dim=8, img_dim=2048, vocab_size=len(words),
+    num_attribute=len(CONCEPTS), input_channel=DIMS["concept_dim"], Concept_label_ratio=0.35,
+  )  # fmt: skip
+  parts = [
+    ref.img_enc, ref.txt_enc, ref.V_self_atten_enhance, ref.T_self_atten_enhance,
+    ref.V_consensus_level_embedding, ref.T_consensus_level_embedding, ref.C_GCN,
+    ref.Multi_feature_fusing,
+  ]  # fmt: skip
+  save_legacy(root / "official" / "CVSE" / "model_best.pth.tar", parts, opt)
+  pickled_vocab(root / "official" / "f30k_precomp_vocab.pkl", words)
+  return root, ref
+
+
+def official_recalls(ref, workdir: pathlib.Path) -> tuple[tuple, tuple]:
+  """``evalrank`` on the test split with the reference modules: R@1/5/10 both ways."""
+  from jitr import experiment
+  from jitr.experiment.workdir import data_dir, read_trained_config
+
+  config = read_trained_config(str(workdir))
+  test = experiment.load_data(config, data_dir(config, str(workdir)), teachers=False).splits["test"]
+  owner = np.asarray(test.caption_image)
+  vectors = pickle.loads(
+    (workdir.parent.parent / "official" / "f30k_annotations" / "f30k_concepts_glove_word2vec.pkl")
+    .read_bytes()
+  )  # fmt: skip
+
+  def encode(labels):  # encode_data: one row per caption, its image repeated
+    order = np.argsort(-test.lengths, kind="stable")  # the official collate_fn's order
+    ref.eval()
+    with torch.no_grad():
+      v, t, _, _ = ref.forward_emb(
+        torch.tensor(np.asarray(test.images, np.float32)[owner[order]]),
+        torch.tensor(np.asarray(test.tokens, np.int64)[order, : test.lengths.max()]),
+        torch.tensor(labels[order]),
+        torch.tensor(np.broadcast_to(vectors, (len(order), *vectors.shape)).astype(np.float32)),
+        test.lengths[order].tolist(),
+        0.85,  # evalrank's fuse_weight for f30k
+      )
+    back = np.argsort(order)
+    return [x.numpy()[back] for x in (v[2], t[2], v[1], t[1])]
+
+  own = np.asarray(test.caption_concept_labels, np.float32)  # data.py: a caption's own words
+  assert own.any()
+  img_f, cap_f, _, _ = encode(own)
+  completed = official_complete(own, official_label_complete(img_f, cap_f, "f30k"))
+  img_f, cap_f, img_c, cap_c = encode(completed)
+  return (
+    official_i2t_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)[0],
+    official_t2i_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)[0],
+  )
+
+
+def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(official):
+  root, ref = official
+  commands = documented_commands()
+  assert [c[0] for c in commands] == ["jitr-import", "jitr-eval"]
+  for command in commands:
+    extra = TINY_RUN if command[0] == "jitr-import" else []
+    done = console(*command, *extra, cwd=root)
+    assert done.returncode == 0, (command, done.stderr[-3000:])
+  workdir = root / "workdirs" / "official_cvse"
+  record = json.loads((workdir / "import.json").read_text())
+  assert record["network"] == "cvse" and record["best_rsum"] == 321.5
+  config = json.loads((workdir / "config.json").read_text())
+  assert config["model"]["name"] == "cvse" and config["model"]["embed_dim"] == 16
+  assert config["concepts"]["source"] == str(root / "official" / "f30k_annotations")
+  report = json.loads((workdir / "eval_test" / "metrics.json").read_text())
+  i2t, t2i = official_recalls(ref, workdir)
+  got = [report[f"full/{d}/R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10)]
+  assert got == pytest.approx([*i2t, *t2i], abs=1e-6)
+
+
+def test_concepts_of_another_graph_are_refused_and_nothing_is_written(official, tmp_path):
+  root, _ = official
+  other = tmp_path / "other"
+  shutil.copytree(root / "official" / "f30k_annotations", other)
+  stats = pickle.loads((other / "f30k_adj_concepts.pkl").read_bytes())
+  stats["adj_all"] = stats["adj_all"] * 0 + 1  # every pair co-occurs once
+  (other / "f30k_adj_concepts.pkl").write_bytes(pickle.dumps(stats))
+  workdir = tmp_path / "workdir"
+  done = console(
+    "jitr-import", "--config=configs/paper.py:f30k,cvse,triplet", f"--workdir={workdir}",
+    "--checkpoint=official/CVSE/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.pkl",
+    "--config.precomp_root=data", f"--config.concepts.source={other}", *TINY_RUN, cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 1
+  (line,) = [x for x in done.stderr.splitlines() if x.startswith("jitr-import: error:")]
+  assert "the concept graph of" in line and "differs from the checkpoint's C_GCN.adj_all" in line
+  assert not workdir.exists()
