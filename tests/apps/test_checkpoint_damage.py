@@ -146,7 +146,8 @@ def one_model_template(monkeypatch):
   restore, the refusal) runs whole."""
   real, made = evaluate.initial_state, {}
 
-  def initial_state(config, vocab_size, train_split, steps_per_epoch):
+  def initial_state(config, vocab_size, train_split, steps_per_epoch, concepts=None):
+    assert concepts is None  # a vse run
     key = (config.to_json(sort_keys=True), vocab_size, train_split.num_captions, steps_per_epoch)
     if key not in made:
       made[key] = real(config, vocab_size, train_split, steps_per_epoch)

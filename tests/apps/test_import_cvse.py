@@ -174,20 +174,32 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(o
   assert got == pytest.approx([*i2t, *t2i], abs=1e-6)
 
 
-def test_concepts_of_another_graph_are_refused_and_nothing_is_written(official, tmp_path):
+def test_concepts_of_another_graph_or_width_are_refused(official, tmp_path):
+  """The import's check (run before anything is written): the given concept files must
+  hold the checkpoint's graph and vectors of the width its GCN takes."""
+  from configs import paper
+  from jitr.experiment.official_import import check_concept_graph, read_official_weights
+  from jitr.experiment.run_concepts import concept_inputs, official_concept_data
+
   root, _ = official
+  weights = read_official_weights(root / "official" / "CVSE" / "model_best.pth.tar")
+  config = paper.get_config("f30k,cvse,triplet")
+  captions = [["a dog on grass", "a red cat"]] * 3
+
+  def concepts(folder):
+    return concept_inputs(official_concept_data(str(folder), "f30k", captions, [0, 1]))
+
+  same = root / "official" / "f30k_annotations"
+  check_concept_graph(config, weights, concepts(same))  # the checkpoint's own: accepted
   other = tmp_path / "other"
-  shutil.copytree(root / "official" / "f30k_annotations", other)
+  shutil.copytree(same, other)
   stats = pickle.loads((other / "f30k_adj_concepts.pkl").read_bytes())
   stats["adj_all"] = stats["adj_all"] * 0 + 1  # every pair co-occurs once
   (other / "f30k_adj_concepts.pkl").write_bytes(pickle.dumps(stats))
-  workdir = tmp_path / "workdir"
-  done = console(
-    "jitr-import", "--config=configs/paper.py:f30k,cvse,triplet", f"--workdir={workdir}",
-    "--checkpoint=official/CVSE/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.pkl",
-    "--config.precomp_root=data", f"--config.concepts.source={other}", *TINY_RUN, cwd=root,
-  )  # fmt: skip
-  assert done.returncode == 1
-  (line,) = [x for x in done.stderr.splitlines() if x.startswith("jitr-import: error:")]
-  assert "the concept graph of" in line and "differs from the checkpoint's C_GCN.adj_all" in line
-  assert not workdir.exists()
+  config.concepts.source = str(other)
+  with pytest.raises(ValueError, match=r"the concept graph of .*other differs from the "):
+    check_concept_graph(config, weights, concepts(other))
+  vectors = np.zeros((len(CONCEPTS), 7))
+  (other / "f30k_concepts_glove_word2vec.pkl").write_bytes(pickle.dumps(vectors))
+  with pytest.raises(ValueError, match=r"6 concepts of 7-d vectors, the checkpoint's GCN 6 of 4-d"):
+    check_concept_graph(config, weights, concepts(other))
