@@ -81,6 +81,8 @@ def sizes(args) -> dict[str, int]:
   if args.tiny:
     return dict(embed=16, sim=8, word=8, caption_hidden=8, caption_word=8)
   embed = args.embed_dim or (2048 if args.model == "vsrn" else 1024)
+  if args.model == "cvse":
+    return dict(embed=embed, word=args.word_dim)
   return dict(embed=embed, sim=args.sim_dim, word=args.word_dim, caption_hidden=512,
               caption_word=300)  # fmt: skip
 
