@@ -100,10 +100,12 @@ def row_triplets(
 
 
 def concept_kl(text_scores: jax.Array, image_scores: jax.Array) -> jax.Array:
-  """``[B]``: ``Σ_c p^t_c (log p^t_c − log p^v_c)`` (0 where ``p^t_c = 0``)."""
-  return jnp.sum(jax.scipy.special.xlogy(text_scores, text_scores), axis=-1) - jnp.sum(
-    text_scores * jnp.log(image_scores), axis=-1
-  )
+  """``[B]``: ``Σ_c p^t_c (log p^t_c − log p^v_c)`` (0 where ``p^t_c = 0``). A visual
+  probability that underflowed to 0 is read as the smallest normal float (the official
+  ``torch.log`` gives ``inf`` there), so the loss stays finite."""
+  tiny = jnp.finfo(image_scores.dtype).tiny
+  log_image = jnp.log(jnp.maximum(image_scores, tiny))
+  return jnp.sum(jax.scipy.special.xlogy(text_scores, text_scores) - text_scores * log_image, -1)
 
 
 def mixed_representation(emb: CVSEEmbeddings, fused_weight: float) -> jax.Array:

@@ -14,7 +14,7 @@ from finite_differences import assert_directional_derivatives_match
 from jitr.losses.vse import triplet
 from jitr.models import cvse_convert
 from jitr.models.cvse import CVSE
-from jitr.models.cvse_model import cvse_model
+from jitr.models.cvse_model import concept_kl, cvse_model
 from jitr.models.torch_state import flatten_state_dicts
 
 VOCAB, B, R, F, W, E, C, D = 17, 5, 4, 6, 5, 8, 7, 3  # vocab, batch, regions, ...
@@ -315,3 +315,17 @@ def test_the_evaluation_procedure_matches_the_official_one():
     np.testing.assert_array_equal(got, want_ranks)
     r = recall_at_k(got, (1, 5, 10))
     assert [100 * r[k] for k in (1, 5, 10)] == pytest.approx(list(want), rel=1e-12)
+
+
+def test_the_concept_kl_is_finite_where_a_visual_probability_underflows():
+  text = jnp.array([[0.5, 0.5, 0.0]])
+  image = jnp.array([[1.0, 0.0, 0.0]])  # softmax(10 · a) of far-apart logits
+  got = float(concept_kl(text, image)[0])
+  tiny = float(jnp.finfo(jnp.float32).tiny)
+  assert np.isfinite(got)
+  assert got == pytest.approx(0.5 * np.log(0.5) + 0.5 * np.log(0.5) - 0.5 * np.log(tiny), rel=1e-5)
+  np.testing.assert_allclose(  # the ordinary case: the KL divergence
+    concept_kl(jnp.array([[0.2, 0.8]]), jnp.array([[0.5, 0.5]])),
+    [0.2 * np.log(0.4) + 0.8 * np.log(1.6)],
+    rtol=1e-6,
+  )
