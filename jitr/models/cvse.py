@@ -30,11 +30,11 @@ The consensus module's branches follow the official ``use_BatchNorm`` / ``activa
 table: BatchNorm + tanh (CVSE's setting), tanh, BatchNorm + sigmoid, and neither (where
 the official ``embedding_1`` / ``_2`` are ``fc -> Dropout`` without activation).
 ``BN1`` normalises over the C concepts (the same rows on every device); ``BN2`` over the
-batch, synchronised over ``axis_name``. Official quirks kept: the two modalities each run
-the GCN (the same output: it reads no instance), the consensus ``fc`` layers use torch's
-default init here as in :mod:`jitr.models.cvse_attention` (kernels ``±1/sqrt(fan_in)``,
-biases 0); the word embedding starts Xavier-uniform (the official ``random_init``; its
-default ``glove`` loads torchtext's GloVe, which needs a download).
+batch, synchronised over ``axis_name``. The official forward runs the GCN once per
+modality (the same output: it reads no instance); here it runs once per call. The
+consensus ``fc`` layers start as in :mod:`!jitr.models.cvse_attention` (kernels
+``±1/sqrt(fan_in)``, biases 0); the word embedding starts Xavier-uniform (the official
+``random_init``; its default ``glove`` loads torchtext's GloVe, which needs a download).
 """
 
 from __future__ import annotations
