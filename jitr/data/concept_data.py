@@ -106,7 +106,7 @@ from typing import Any
 import numpy as np
 
 from jitr import fileio
-from jitr.data.cvse_concepts import ADJACENCY_KEYS, read_official_concepts
+from jitr.data.cvse_concepts import ADJACENCY_KEYS, OfficialConcepts, read_official_concepts
 from jitr.data.vocab import tokenize
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.sentence import DEFAULT_MODEL, SentenceEstimator
@@ -456,6 +456,16 @@ def concept_vectors(words: Sequence[str], vectors: str) -> tuple[np.ndarray, str
   raise ValueError(f"vectors is {vectors!r}; expected one of {', '.join(VECTOR_CHOICES)}")
 
 
+def folded_caption_words(per_image: list[list[str]], train: np.ndarray) -> list[list[set[str]]]:
+  """``W_k`` of every caption, image by image: its content words (:func:`caption_words`)
+  with plurals folded onto the singulars of the ``train`` images' captions
+  (:func:`plural_folding`)."""
+  raw = [[caption_words(text) for text in caps] for caps in per_image]
+  vocabulary = {w for caps in raw for words in caps for w in words}
+  folding = plural_folding(vocabulary, {w for i in train for words in raw[i] for w in words})
+  return [[{folding.get(w, w) for w in words} for words in caps] for caps in raw]
+
+
 def build_concept_data(
   image_captions: Sequence[Sequence[str]],
   *,
@@ -493,10 +503,7 @@ def build_concept_data(
     raise ValueError(f"num_concepts is {num_concepts}; expected a positive integer")
   per_image = _check_captions(image_captions)
   train = _check_train_images(train_images, len(per_image))
-  raw = [[caption_words(text) for text in caps] for caps in per_image]
-  vocabulary = {w for caps in raw for words in caps for w in words}
-  folding = plural_folding(vocabulary, {w for i in train for words in raw[i] for w in words})
-  folded = [[{folding.get(w, w) for w in words} for words in caps] for caps in raw]
+  folded = folded_caption_words(per_image, train)
   image_words = [set().union(*caps) for caps in folded]
   words = select_concepts([image_words[i] for i in train], num_concepts)
   index = {w: c for c, w in enumerate(words)}
@@ -524,14 +531,11 @@ def caption_labels(
   nltk's WordNet lemmatiser folds the words instead)."""
   per_image = _check_captions(image_captions)
   train = _check_train_images(train_images, len(per_image))
-  raw = [[caption_words(text) for text in caps] for caps in per_image]
-  vocabulary = {w for caps in raw for ws in caps for w in ws}
-  folding = plural_folding(vocabulary, {w for i in train for ws in raw[i] for w in ws})
   index = {w: c for c, w in enumerate(words)}
   rows = [
-    sorted({index[w] for w in (folding.get(x, x) for x in ws) if w in index})
-    for caps in raw
-    for ws in caps
+    sorted(index[w] for w in caption if w in index)
+    for caps in folded_caption_words(per_image, train)
+    for caption in caps
   ]
   labels = np.zeros((len(rows), len(index)), np.uint8)
   for k, concepts in enumerate(rows):
@@ -565,6 +569,19 @@ def concept_data_from_official(folder: str | os.PathLike, dataset: str = "f30k")
   labels = np.zeros((len(ids), official.num_concepts), np.uint8)
   for img_id, concepts in official.labels.items():
     labels[img_id, list(concepts)] = 1
+  return official_with_labels(official, labels, folder, dataset)
+
+
+def official_with_labels(
+  official: OfficialConcepts, labels: np.ndarray, folder: str | os.PathLike, dataset: str
+) -> ConceptData:
+  """:class:`ConceptData` of the official files read from ``folder`` (``words``, ``counts =
+  nums``, ``co_occurrence = adj_all``, the GloVe ``vectors``, source ``official-glove``)
+  with the given image ``labels``.
+
+  Raises:
+    ValueError: ``adj_all`` holds non-integers (the file named).
+  """
   adj_all = official.statistics.co_occurrence["adj_all"]
   if (adj_all != np.round(adj_all)).any():
     statistics = os.path.join(os.fspath(folder), f"{dataset}_adj_concepts.pkl")

@@ -66,8 +66,8 @@ def with_concepts(config, data: LoadedData, captions: dict[str, list], data_dir:
     name: per_image(captions[name], split.caption_image, split.num_images)
     for name, split in data.splits.items()
   }
-  concepts = run_concepts(config, image_captions, data_dir)
-  splits = with_concept_labels(data.splits, concepts, image_captions)
+  concepts, own = run_concepts(config, image_captions, data_dir)
+  splits = with_concept_labels(data.splits, concepts, own)
   return dataclasses.replace(data, splits=splits, concepts=concepts)
 
 

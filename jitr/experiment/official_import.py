@@ -157,9 +157,9 @@ def opt_disagreement(weights: OfficialWeights, config: ml_collections.ConfigDict
   for name, field in OPT_FIELDS.items():
     if name in opt and field in fixed and opt[name] != fixed[field]:
       return f"opt.{name}={opt[name]!r}, but the weights have {field} {fixed[field]!r}"
-  for name, key in (("input_channel", "concept_dim"),):
-    if name in opt and key in weights.graph and opt[name] != weights.graph[key]:
-      return f"opt.{name}={opt[name]!r}, but the weights have {key} {weights.graph[key]!r}"
+  width = weights.graph.get("concept_dim")
+  if "input_channel" in opt and width is not None and opt["input_channel"] != width:
+    return f"opt.input_channel={opt['input_channel']!r}, but the weights have concept_dim {width!r}"
   module = opt.get("module_name")
   if module is not None and weights.network in ("sgr", "saf") and module.lower() != weights.network:
     return f"opt.module_name={module!r}, but the weights hold {weights.network.upper()}"

@@ -33,12 +33,12 @@ import numpy as np
 
 from jitr.data import pairs, read_official_concepts
 from jitr.data.concept_data import (
-  OFFICIAL_SOURCE,
   ConceptData,
   build_concept_data,
   caption_labels,
   fingerprint_captions,
   load_concept_data,
+  official_with_labels,
   save_concept_data,
 )
 from jitr.data.datasets import dataset_info
@@ -78,38 +78,34 @@ def official_prefix(config, source: str) -> str | None:
   return prefix if found else None
 
 
-def official_concept_data(source: str, prefix: str, captions: list, train_images) -> ConceptData:
-  """The official files' words, vectors and statistics (``adj_all``, ``nums``), and image
-  labels from the captions (:func:`jitr.data.caption_labels`, one row per image: the
-  union over its captions)."""
+def official_concept_data(
+  source: str, prefix: str, captions: list, train_images
+) -> tuple[ConceptData, np.ndarray]:
+  """``(concepts, caption labels)``: the official files' words, vectors and statistics
+  (``adj_all``, ``nums``), each caption's own concepts (:func:`jitr.data.caption_labels`)
+  and, as image labels, their union over each image's captions."""
   official = read_official_concepts(source, prefix)
   own = caption_labels(captions, official.words, train_images=train_images)
   sizes = np.array([len(c) for c in captions])
   starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
   labels = np.maximum.reduceat(own, starts, axis=0) if len(own) else own
-  adj_all = official.statistics.co_occurrence["adj_all"]
-  if (adj_all != np.round(adj_all)).any():
-    raise ValueError(f"config.concepts.source: {source}: adj_all holds non-integer counts")
-  return ConceptData(
-    official.words,
-    labels,
-    official.statistics.counts,
-    adj_all.astype(np.int64),
-    official.vectors,
-    OFFICIAL_SOURCE,
-  )
+  return official_with_labels(official, labels, source, prefix), own
 
 
-def run_concepts(config, image_captions: Mapping[str, list], data_dir: str) -> ConceptData:
-  """The run's :class:`ConceptData` (module docstring) for ``image_captions[split]``, the
-  captions of each image of the train, val and test splits."""
+def run_concepts(
+  config, image_captions: Mapping[str, list], data_dir: str
+) -> tuple[ConceptData, np.ndarray]:
+  """``(concepts, caption labels)``: the run's :class:`ConceptData` (module docstring) for
+  ``image_captions[split]``, the captions of each image of the train, val and test
+  splits, and each of those captions' own concepts (uint8 ``[captions, C]``, in that
+  order: :func:`jitr.data.caption_labels`)."""
   captions = [c for split in SPLIT_ORDER for c in image_captions[split]]
+  train = np.arange(len(image_captions["train"]))
   source = config.concepts.get("source") or ""
   prefix = official_prefix(config, source) if source else None
   if prefix is not None:
-    train = np.arange(len(image_captions["train"]))
-    data = official_concept_data(source, prefix, captions, train)
-  elif source:
+    return official_concept_data(source, prefix, captions, train)
+  if source:
     data = load_concept_data(source)
   else:
     folder = stored_folder(config, data_dir)
@@ -121,7 +117,7 @@ def run_concepts(config, image_captions: Mapping[str, list], data_dir: str) -> C
         captions,
         num_concepts=config.concepts.num_concepts,
         vectors=config.concepts.vectors,
-        train_images=np.arange(len(image_captions["train"])),
+        train_images=train,
       )
       if jax.process_index() == 0:
         save_concept_data(folder, data, captions_fingerprint=fingerprint)
@@ -130,18 +126,15 @@ def run_concepts(config, image_captions: Mapping[str, list], data_dir: str) -> C
       f"config.concepts.source: {source} holds labels of {data.num_images} images, this "
       f"run's train, val and test splits have {len(captions)}"
     )
-  return data
+  return data, caption_labels(captions, data.words, train_images=train)
 
 
 def with_concept_labels(
-  splits: Mapping[str, pairs.RetrievalSplit], data: ConceptData, image_captions: Mapping
+  splits: Mapping[str, pairs.RetrievalSplit], data: ConceptData, own: np.ndarray
 ) -> dict[str, pairs.RetrievalSplit]:
-  """``splits`` with each image's rows of ``data.labels`` (train, val, test in order) and
-  each caption's own concepts (:func:`jitr.data.caption_labels`, the plurals
-  folded onto the training captions' singulars)."""
-  captions = [c for split in SPLIT_ORDER for c in image_captions[split]]
-  train = np.arange(len(image_captions["train"]))
-  own = caption_labels(captions, data.words, train_images=train)
+  """``splits`` with each image's rows of ``data.labels`` and each caption's rows of
+  ``own`` (:func:`run_concepts`' caption labels; both train, val, test in order, the
+  captions image by image)."""
   out, start, first_caption = {}, 0, 0
   for name in SPLIT_ORDER:
     split = splits[name]

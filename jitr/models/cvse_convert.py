@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from jitr.models.cvse_graph import normalized_adjacency
-from jitr.models.torch_state import StateDictReader, load_flat_state_dict
+from jitr.models.torch_state import StateDictReader, load_flat_state_dict, shape_reader
 
 PREFIXES = (
   "img_enc",
@@ -143,10 +143,8 @@ def adjacency_from_state_dict(state_dict: dict[str, Any]) -> np.ndarray:
 
 def config_from_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
   """The :class:`jitr.models.CVSE` fields the weights fix."""
-  for key in ("img_enc.fc.weight", "txt_enc.embed.weight", "C_GCN.gc1.weight"):
-    if key not in state_dict:
-      raise KeyError(f"{NAME}: missing key {key!r}")
-  shape = lambda k: tuple(np.shape(state_dict[k]))  # noqa: E731
+  required = ("img_enc.fc.weight", "txt_enc.embed.weight", "C_GCN.gc1.weight")
+  shape = shape_reader(state_dict, NAME, required)
   embed_dim, img_dim = shape("img_enc.fc.weight")
   vocab_size, word_dim = shape("txt_enc.embed.weight")
   config = dict(

@@ -20,7 +20,7 @@ from typing import Any
 from jitr.models.cvse import CVSE
 from jitr.models.cvse_graph import THRESHOLD
 from jitr.models.dual_encoder import create_dual_encoder
-from jitr.models.registry import DEFAULT_MODEL
+from jitr.models.registry import CVSE_BUILDER_DEFAULTS, DEFAULT_MODEL
 from jitr.models.sgraf import SGRAF
 from jitr.models.vsrn import VSRN
 
@@ -35,16 +35,8 @@ SETTINGS_OF: dict[str, Callable[..., Any]] = {
 # Settings the builder takes besides those keyword arguments, with their defaults.
 EXTRA_SETTINGS: dict[str, dict[str, Any]] = {
   "vsrn": {"caption_weight": 1.0, "dataset": "f30k"},
-  "cvse": {  # jitr.models.cvse_model's keywords and the concept graph's threshold
-    "instance_weight": 5.0 / 3.0,
-    "consensus_weight": 1.0 / 3.0,
-    "kl_weight": 2.0 / 3.0,
-    "margin": 0.2,
-    "mining": "max",
-    "eval_fused_weight": 0.95,
-    "label_completion": "f30k",
-    "concept_threshold": THRESHOLD,
-  },
+  # jitr.models.cvse_model's keywords and the concept graph's threshold
+  "cvse": {**CVSE_BUILDER_DEFAULTS, "concept_threshold": THRESHOLD},
 }
 # Keyword arguments that are not settings of a config (given by the builder or by Flax).
 NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})

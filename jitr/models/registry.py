@@ -18,6 +18,7 @@ keyword arguments:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -55,15 +56,13 @@ def _vsrn(config: dict[str, Any], vocab_size: int) -> RetrievalModel:
   return vsrn_model(VSRN(vocab_size=vocab_size, **{**options, **config}), caption_weight)
 
 
-CVSE_BUILDER_KEYS = (
-  "instance_weight",
-  "consensus_weight",
-  "kl_weight",
-  "margin",
-  "mining",
-  "eval_fused_weight",
-  "label_completion",
-)
+#: ``{keyword: default}`` of :func:`jitr.models.cvse_model`: the CVSE settings a model config
+#: gives the builder rather than the module.
+CVSE_BUILDER_DEFAULTS: dict[str, Any] = {
+  p.name: p.default
+  for p in inspect.signature(cvse_model).parameters.values()
+  if p.kind == p.KEYWORD_ONLY
+}
 
 
 def _cvse(
@@ -74,7 +73,7 @@ def _cvse(
       "config.model (name='cvse'): CVSE needs the dataset's concepts (word vectors and "
       "co-occurrence statistics): make_model(..., concepts=ConceptInputs(...))"
     )
-  builder = {k: config.pop(k) for k in CVSE_BUILDER_KEYS if k in config}
+  builder = {k: config.pop(k) for k in CVSE_BUILDER_DEFAULTS if k in config}
   if builder.get("label_completion") == "":  # a config's way to say none
     builder["label_completion"] = None
   graph = concept_graph(concepts, config.pop("concept_threshold", THRESHOLD))

@@ -18,9 +18,7 @@ import os
 import re
 from typing import Any
 
-import numpy as np
-
-from jitr.models.torch_state import StateDictReader, load_flat_state_dict
+from jitr.models.torch_state import StateDictReader, load_flat_state_dict, shape_reader
 
 PREFIXES = ("img_enc", "txt_enc", "sim_enc")
 
@@ -93,10 +91,8 @@ def params_from_state_dict(state_dict: dict[str, Any]) -> tuple[dict, dict]:
 def config_from_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
   """The :class:`SGRAF` fields the weights fix: vocab / layer sizes, module, SGR steps."""
   module, steps = similarity_module(state_dict)
-  shape = lambda k: tuple(np.shape(state_dict[k]))  # noqa: E731
-  for key in ("img_enc.fc.weight", "txt_enc.embed.weight", "sim_enc.sim_eval_w.weight"):
-    if key not in state_dict:
-      raise KeyError(f"SGRAF state_dict: missing key {key!r}")
+  required = ("img_enc.fc.weight", "txt_enc.embed.weight", "sim_enc.sim_eval_w.weight")
+  shape = shape_reader(state_dict, "SGRAF state_dict", required)
   embed_dim, img_dim = shape("img_enc.fc.weight")
   vocab_size, word_dim = shape("txt_enc.embed.weight")
   config = dict(

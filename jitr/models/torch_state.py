@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -86,6 +86,17 @@ class StateDictReader:
   def finish(self) -> None:
     if self.state:
       raise KeyError(f"{self.name}: unexpected keys {sorted(self.state)}")
+
+
+def shape_reader(
+  state_dict: Mapping[str, Any], name: str, required: Sequence[str]
+) -> Callable[[str], tuple[int, ...]]:
+  """``shape(key)``: the shape of ``state_dict[key]``, once every key of ``required`` was
+  found (``KeyError`` ``"NAME: missing key 'K'"`` for the first one absent)."""
+  for key in required:
+    if key not in state_dict:
+      raise KeyError(f"{name}: missing key {key!r}")
+  return lambda key: tuple(np.shape(state_dict[key]))
 
 
 def flatten_state_dicts(

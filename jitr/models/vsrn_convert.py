@@ -21,9 +21,7 @@ import os
 import re
 from typing import Any
 
-import numpy as np
-
-from jitr.models.torch_state import StateDictReader, load_flat_state_dict
+from jitr.models.torch_state import StateDictReader, load_flat_state_dict, shape_reader
 
 PREFIXES = ("img_enc", "txt_enc")
 _NAME = "VSRN state_dict"
@@ -97,10 +95,7 @@ def config_from_state_dict(state_dict: dict[str, Any]) -> dict[str, Any]:
   """The :class:`VSRN` fields the weights fix. ``fc_l2norm`` is not in the weights: the
   official code ties it to ``data_name`` like the feature BatchNorm (F30K has the BatchNorm
   and no fc l2norm, COCO the reverse), so it is set to ``not feature_batch_norm``."""
-  for key in ("img_enc.fc.weight", "txt_enc.embed.weight"):
-    if key not in state_dict:
-      raise KeyError(f"{_NAME}: missing key {key!r}")
-  shape = lambda k: tuple(np.shape(state_dict[k]))  # noqa: E731
+  shape = shape_reader(state_dict, _NAME, ("img_enc.fc.weight", "txt_enc.embed.weight"))
   embed_dim, _ = shape("img_enc.fc.weight")
   vocab_size, word_dim = shape("txt_enc.embed.weight")
   feature_bn = "img_enc.bn.weight" in state_dict

@@ -72,24 +72,20 @@ def make_optimizer(
   name = config.get("name", "adam")
   if name not in OPTIMIZERS:
     raise ValueError(f"optimizer.name: expected one of {sorted(OPTIMIZERS)}, got {name!r}")
-  schedule = make_schedule(
-    learning_rate=float(config["learning_rate"]),
-    steps_per_epoch=steps_per_epoch,
-    decay_epochs=tuple(config.get("decay_epochs", ())),
-    decay_factor=float(config.get("decay_factor", 0.1)),
-  )
-  opt = OPTIMIZERS[name](schedule, config)
+
+  def decaying_by(factor: float) -> optax.GradientTransformation:
+    schedule = make_schedule(
+      learning_rate=float(config["learning_rate"]),
+      steps_per_epoch=steps_per_epoch,
+      decay_epochs=tuple(config.get("decay_epochs", ())),
+      decay_factor=float(factor),
+    )
+    return OPTIMIZERS[name](schedule, config)
+
+  opt = decaying_by(config.get("decay_factor", 0.1))
   modules = dict(config.get("module_decay_factors") or {})
   if modules:
-    groups = {DEFAULT_GROUP: opt}
-    for module, factor in modules.items():
-      module_schedule = make_schedule(
-        learning_rate=float(config["learning_rate"]),
-        steps_per_epoch=steps_per_epoch,
-        decay_epochs=tuple(config.get("decay_epochs", ())),
-        decay_factor=float(factor),
-      )
-      groups[module] = OPTIMIZERS[name](module_schedule, config)
+    groups = {DEFAULT_GROUP: opt, **{m: decaying_by(f) for m, f in modules.items()}}
     opt = optax.multi_transform(groups, lambda params: module_labels(params, modules))
   clip = float(config.get("grad_clip", 0.0))
   return optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt

@@ -110,9 +110,17 @@ class SplitScorer:
     """The captions' representations; with concept labels and a model that completes
     them, the second encoding with the completed labels."""
     inputs = caption_inputs(split)
+
+    def encode(arrays):
+      return encode_in_batches(
+        self.encode_captions, variables, arrays, batch_size=self.caption_batch
+      )
+
+    captions = encode(inputs)
     if len(inputs) == 3 and self.complete_caption_labels is not None:
-      return _encode_captions_twice(self, variables, inputs, images)
-    return encode_in_batches(self.encode_captions, variables, inputs, batch_size=self.caption_batch)
+      labels = self.complete_caption_labels(np.asarray(images), np.asarray(captions), inputs[2])
+      captions = encode((*inputs[:2], labels))
+    return captions
 
   def _score(self, variables: Any, split: pairs.RetrievalSplit, progress: Progress) -> np.ndarray:
     images = encode_in_batches(
@@ -140,16 +148,6 @@ class SplitScorer:
     if pending is not None:
       write(pending)
     return sim
-
-
-def _encode_captions_twice(scorer: SplitScorer, variables: Any, inputs, images) -> Any:
-  first = encode_in_batches(
-    scorer.encode_captions, variables, inputs, batch_size=scorer.caption_batch
-  )
-  labels = scorer.complete_caption_labels(np.asarray(images), np.asarray(first), inputs[2])
-  return encode_in_batches(
-    scorer.encode_captions, variables, (*inputs[:2], labels), batch_size=scorer.caption_batch
-  )
 
 
 def score_split(

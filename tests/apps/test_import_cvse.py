@@ -81,13 +81,7 @@ def reference_model(n_words: int, nums: np.ndarray, co: np.ndarray) -> cvse_refe
     n_words, DIMS["img_dim"], DIMS["word_dim"], DIMS["embed_size"], DIMS["num_region"],
     DIMS["concept_dim"], adj_all, dropout_rate=0.4,
   )  # fmt: skip
-  with torch.no_grad():
-    for name, p in ref.named_parameters():
-      if not name.startswith("C_GCN.adj_"):
-        p.copy_(torch.tensor(rng.normal(0.0, 0.3, p.shape), dtype=torch.float32))
-    for name, buf in ref.named_buffers():
-      if name.endswith("running_var"):
-        buf.copy_(torch.tensor(rng.uniform(0.5, 1.5, buf.shape), dtype=torch.float32))
+  cvse_reference.randomize(ref, rng, weight_scale=0.3)
   return ref
 
 
@@ -187,7 +181,8 @@ def test_concepts_of_another_graph_or_width_are_refused(official, tmp_path):
   captions = [["a dog on grass", "a red cat"]] * 3
 
   def concepts(folder):
-    return concept_inputs(official_concept_data(str(folder), "f30k", captions, [0, 1]))
+    data, _ = official_concept_data(str(folder), "f30k", captions, [0, 1])
+    return concept_inputs(data)
 
   same = root / "official" / "f30k_annotations"
   check_concept_graph(config, weights, concepts(same))  # the checkpoint's own: accepted

@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import pathlib
 import pickle
 
 import numpy as np
@@ -212,17 +211,6 @@ def test_sentence_vectors_are_the_encoders_unit_embeddings():
 
 
 # ----------------------------------------------------------------------------- official
-
-
-@pytest.fixture(scope="module")
-def cvse_f30k() -> pathlib.Path:
-  folder = data_folder("JITR_OFFICIAL_DATA", "official", "cvse_f30k", "official CVSE files")
-  return folder / "cvse_f30k"
-
-
-@pytest.fixture(scope="module")
-def official(cvse_f30k) -> cvse_concepts.OfficialConcepts:
-  return cvse_concepts.read_official_concepts(cvse_f30k)
 
 
 @pytest.fixture(scope="module")

@@ -314,3 +314,18 @@ class CVSE(tnn.Module):
              kl_loss_softmax(predict_score_v, predict_score_t)]
     return sum(w * t for w, t in zip(weight, terms)), terms
 # fmt: on
+
+
+def randomize(model, rng, *, weight_scale, mean_scale=None):
+  """``model`` (in place) with every parameter but the never-trained concept graphs
+  (``C_GCN.adj_*``) drawn from ``N(0, weight_scale²)``, every running variance from
+  ``U(0.5, 1.5)`` and, with ``mean_scale``, every running mean from ``N(0, mean_scale²)``."""
+  with torch.no_grad():
+    for name, p in model.named_parameters():
+      if not name.startswith("C_GCN.adj_"):
+        p.copy_(torch.tensor(rng.normal(0.0, weight_scale, p.shape), dtype=torch.float32))
+    for name, buf in model.named_buffers():
+      if name.endswith("running_mean") and mean_scale is not None:
+        buf.copy_(torch.tensor(rng.normal(0.0, mean_scale, buf.shape), dtype=torch.float32))
+      elif name.endswith("running_var"):
+        buf.copy_(torch.tensor(rng.uniform(0.5, 1.5, buf.shape), dtype=torch.float32))

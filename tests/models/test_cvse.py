@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from cvse_reference import CVSE as TorchCVSE
+from cvse_reference import randomize
 from finite_differences import assert_directional_derivatives_match
 
 from jitr.losses.vse import triplet
@@ -28,15 +29,7 @@ def reference(seed=0):
   co = rng.uniform(0.0, 1.0, (C, C))
   adj_all = torch.tensor(co + co.T + np.eye(C), dtype=torch.float32)  # gen_A_concept-like
   ref = TorchCVSE(VOCAB, F, W, E, R, D, adj_all, dropout_rate=0.0)
-  with torch.no_grad():
-    for name, p in ref.named_parameters():
-      if not name.startswith("C_GCN.adj_"):
-        p.copy_(torch.tensor(rng.normal(0.0, 0.5, p.shape), dtype=torch.float32))
-    for name, buf in ref.named_buffers():
-      if name.endswith("running_mean"):
-        buf.copy_(torch.tensor(rng.normal(0.0, 0.3, buf.shape), dtype=torch.float32))
-      elif name.endswith("running_var"):
-        buf.copy_(torch.tensor(rng.uniform(0.5, 1.5, buf.shape), dtype=torch.float32))
+  randomize(ref, rng, weight_scale=0.5, mean_scale=0.3)
   return ref
 
 
