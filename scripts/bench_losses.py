@@ -9,6 +9,11 @@ The naive version is skipped (and said so) where XLA's own estimate of its
 memory exceeds ``--naive_budget_gb``.
 
 Usage: python scripts/bench_losses.py [--sizes 128,256,512,1024] [--repeats 3]
+
+On a GPU, large N compile in seconds with XLA's autotuner off (it spends minutes on
+the rank passes' reduction fusions from N = 2048 up; the loss has no matrix product
+to tune): ``python scripts/bench_losses.py --sizes 1024,2048,4096,8192
+--naive_budget_gb 40 --xla_flags=--xla_gpu_autotune_level=0``.
 """
 
 from __future__ import annotations
@@ -154,6 +159,9 @@ def main() -> None:
   parser.add_argument(
     "--timeout_s", type=float, default=None, help="limit of each (implementation, N) process"
   )
+  parser.add_argument(
+    "--xla_flags", default=None, help="extra XLA_FLAGS of every run (its processes inherit them)"
+  )
   parser.add_argument("--one", nargs=2, metavar=("IMPL", "N"), help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.one:
@@ -162,12 +170,15 @@ def main() -> None:
     else:
       print(json.dumps(run_one(args.one[0], int(args.one[1]), args.repeats, args.naive_budget_gb)))
     return
+  if args.xla_flags:  # before jax is imported; the per-run processes inherit the variable
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + args.xla_flags).strip()
 
   import jax
 
   print(
     f"jax {jax.__version__} on {jax.devices()[0].device_kind}, {os.cpu_count()} CPU cores, "
-    f"τ = {TEMPERATURE}; best of {args.repeats}; triplet (LMH) + Smooth-NDCG, both directions"
+    f"τ = {TEMPERATURE}; best of {args.repeats}; triplet (LMH) + Smooth-NDCG, both directions; "
+    f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
   )
   kernel = json.loads(
     subprocess.run(

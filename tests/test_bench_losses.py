@@ -121,3 +121,14 @@ def test_failures_and_skips_are_rows(monkeypatch, capsys):
   (row,) = table_rows(_main(bench, monkeypatch, capsys, "--timeout_s", "0.01"), f"| {N} |")
   failed = "jitr failed: over --timeout_s=0.01 s (compile included)"
   assert row == [str(N), failed] + ["–"] * 7
+
+
+def test_xla_flags_reach_every_run(monkeypatch, capsys):
+  """``--xla_flags`` is added to ``XLA_FLAGS``, which every per-run process inherits,
+  and the header names them (the GPU table's large N need the autotuner off)."""
+  bench = load_script("bench_losses")
+  _in_process(bench, monkeypatch)
+  monkeypatch.setenv("XLA_FLAGS", "--xla_dump_hlo_as_proto")
+  out = _main(bench, monkeypatch, capsys, "--xla_flags=--xla_dump_hlo_as_text")
+  assert "XLA_FLAGS='--xla_dump_hlo_as_proto --xla_dump_hlo_as_text'" in out.splitlines()[0]
+  assert bench.os.environ["XLA_FLAGS"] == "--xla_dump_hlo_as_proto --xla_dump_hlo_as_text"

@@ -247,7 +247,7 @@ def contrastive_loss(im, s, margin=0.2, max_violation=True):  # ContrastiveLoss,
   d2 = diagonal.t().expand_as(scores)
   cost_s = (margin + scores - d1).clamp(min=0)
   cost_im = (margin + scores - d2).clamp(min=0)
-  I = torch.eye(scores.size(0)) > 0.5  # noqa: E741 (official name)
+  I = torch.eye(scores.size(0), device=scores.device) > 0.5  # noqa: E741 (official name)
   cost_s = cost_s.masked_fill_(I, 0)
   cost_im = cost_im.masked_fill_(I, 0)
   if max_violation:
