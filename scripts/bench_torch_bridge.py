@@ -21,8 +21,15 @@ process's ``ru_maxrss`` over the first step at N, measured after one step at N =
 XLA's ``memory_analysis()`` of the compiled value-and-grad of the loss (temp + arguments
 + outputs), the program that the overhead's direct calls run.
 
+On a GPU, ``--torch_device=cuda`` puts the encoders, the batch and both losses there (JAX
+takes the GPU by itself when its CUDA plugin is installed, and DLPack hands the tensors
+over without a copy; share the card with ``XLA_PYTHON_CLIENT_MEM_FRACTION=0.45``); every
+timed call then ends with ``torch.cuda.synchronize()``, the child has no address-space
+limit (CUDA reserves far more than it uses) and its peak is
+``torch.cuda.max_memory_allocated`` over the first step, less what was allocated before it.
+
 Usage: python scripts/bench_torch_bridge.py [--sizes 128,256,512] [--with_1024] [--repeats 5]
-  [--torch_memory_limit_gb GIB]
+  [--torch_memory_limit_gb GIB] [--torch_device cuda]
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ def reference_loss(v, t, v_text_emb, t_text_emb, margin, tau, w):
   n = v.size(0)
   scores = v.mm(t.t())
   pos = scores.diag().view(n, 1)
-  pos_mask = torch.eye(n)
+  pos_mask = torch.eye(n, device=scores.device)
   neg_mask = 1 - pos_mask
   refs = torch.nn.functional.normalize(v_text_emb.transpose(0, 1), dim=2)
   caps = torch.nn.functional.normalize(t_text_emb, dim=1)
@@ -92,17 +99,28 @@ def _median_ms(fn, repeats: int, warm_up: bool = True) -> float:
   return 1e3 * statistics.median(times)
 
 
-def _step_fn(n: int, loss_fn):
-  """A training step of a fresh linear dual encoder on a fixed random batch."""
+def _synchronize(device: str) -> None:
+  """Waits for the device's queued work (CUDA runs asynchronously; the CPU does not)."""
+  import torch
+
+  if torch.device(device).type == "cuda":
+    torch.cuda.synchronize(device)
+
+
+def _step_fn(n: int, loss_fn, device: str = "cpu"):
+  """A training step of a fresh linear dual encoder on a fixed random batch, on ``device``
+  (the batch drawn on the CPU, so every device trains on the same numbers)."""
   import torch
 
   gen = torch.Generator().manual_seed(n)
-  img_enc, txt_enc = torch.nn.Linear(IMG_DIM, EMBED), torch.nn.Linear(TXT_DIM, EMBED)
+  img_enc = torch.nn.Linear(IMG_DIM, EMBED).to(device)
+  txt_enc = torch.nn.Linear(TXT_DIM, EMBED).to(device)
   params = [*img_enc.parameters(), *txt_enc.parameters()]
   optimizer = torch.optim.SGD(params, lr=0.01)
   images, captions = torch.randn(n, IMG_DIM, generator=gen), torch.randn(n, TXT_DIM, generator=gen)
   refs = torch.randn(n, REFS, SENT_DIM, generator=gen)
   caps = torch.randn(n, SENT_DIM, generator=gen)
+  images, captions, refs, caps = (x.to(device) for x in (images, captions, refs, caps))
 
   def step():
     optimizer.zero_grad()
@@ -111,6 +129,7 @@ def _step_fn(n: int, loss_fn):
     loss = loss_fn(v, t, refs, caps)
     loss.backward()
     optimizer.step()
+    _synchronize(device)
 
   return step
 
@@ -134,23 +153,30 @@ def _is_out_of_memory(error: BaseException) -> bool:
   )
 
 
-def _torch_child(n: int, repeats: int, limit_gib: float | None) -> None:
+def _torch_child(n: int, repeats: int, limit_gib: float | None, device: str = "cpu") -> None:
   """Prints one line, ``CHILD_RESULT`` + JSON: the PyTorch step at ``n``'s median time
-  in ms (``ms``) and this process's ``ru_maxrss`` growth over its first step in MiB
-  (``peak_mib``), the address space limited to ``limit_gib`` GiB; or ``out_of_memory``
-  (the allocator's message) when the limit stopped the step."""
+  in ms (``ms``) and its peak memory in MiB (``peak_mib``: on the CPU this process's
+  ``ru_maxrss`` growth over its first step, the address space limited to ``limit_gib``
+  GiB; on CUDA ``max_memory_allocated`` over it less what was allocated before); or
+  ``out_of_memory`` (the allocator's message) when memory stopped the step."""
   import torch
 
-  _step_fn(8, _torch_loss)()  # library initialisation (lazy loading), not counted
+  cuda = torch.device(device).type == "cuda"
+  _step_fn(8, _torch_loss, device)()  # library initialisation (lazy loading), not counted
   torch.ones(1 << 16).exp_()  # starts the intra-op thread pool before the limit
-  if limit_gib is not None:
+  if limit_gib is not None and not cuda:
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
     resource.setrlimit(resource.RLIMIT_AS, (int(limit_gib * 2**30), hard))
   try:
-    step = _step_fn(n, _torch_loss)
-    before = _max_rss_mib()
+    step = _step_fn(n, _torch_loss, device)
+    if cuda:
+      torch.cuda.reset_peak_memory_stats(device)
+      before = torch.cuda.memory_allocated(device) / MIB
+    else:
+      before = _max_rss_mib()
     step()  # the measured step, also the timing's warm-up
-    result = {"peak_mib": _max_rss_mib() - before}
+    peak = torch.cuda.max_memory_allocated(device) / MIB if cuda else _max_rss_mib()
+    result = {"peak_mib": peak - before}
     result["ms"] = _median_ms(step, repeats, warm_up=False)
   except (MemoryError, RuntimeError) as error:
     if not _is_out_of_memory(error):
@@ -159,12 +185,12 @@ def _torch_child(n: int, repeats: int, limit_gib: float | None) -> None:
   print(CHILD_RESULT + json.dumps(result), flush=True)
 
 
-def _torch_step(n: int, repeats: int, limit_gib: float | None) -> dict:
+def _torch_step(n: int, repeats: int, limit_gib: float | None, device: str = "cpu") -> dict:
   """The PyTorch step at ``n`` measured by ``_torch_child`` in a child process: its
   result, or ``{"failed": ...}`` (its stderr's end then printed to stderr) when it
   printed none."""
   command = [sys.executable, os.path.abspath(__file__), "--torch_child", str(n)]
-  command += ["--repeats", str(repeats)]
+  command += ["--repeats", str(repeats), "--torch_device", device]
   if limit_gib is not None:
     command += ["--torch_memory_limit_gb", repr(limit_gib)]
   out = subprocess.run(command, capture_output=True, text=True)
@@ -188,7 +214,7 @@ def _default_limit_gib() -> float | None:
   return None
 
 
-def _overhead_ms(n: int, repeats: int) -> tuple[float, float, float]:
+def _overhead_ms(n: int, repeats: int, device: str = "cpu") -> tuple[float, float, float]:
   """(bridge loss + backward, the same jitted JAX value-and-grad called directly): the
   fastest of ``repeats`` interleaved calls each, in ms; and that value-and-grad's peak
   memory in MiB, XLA's ``memory_analysis()`` temp + arguments + outputs."""
@@ -198,14 +224,16 @@ def _overhead_ms(n: int, repeats: int) -> tuple[float, float, float]:
   from jitr.torch import bridge, triplet_sndcg
 
   gen = torch.Generator().manual_seed(0)
-  sim = (torch.rand(n, n, generator=gen) * 2 - 1).requires_grad_(True)
+  sim = (torch.rand(n, n, generator=gen) * 2 - 1).to(device).requires_grad_(True)
   refs, caps = torch.randn(n, REFS, SENT_DIM, generator=gen), torch.randn(n, SENT_DIM)
+  refs, caps = refs.to(device), caps.to(device)
   hyper = dict(
     margin=OPT.margin, temperature=OPT.tau, sndcg_weight=OPT.sndcg_weight, orientation="official"
   )
 
   def bridged():
     bridge.loss(triplet_sndcg, sim, refs, caps, **hyper)[0].backward()
+    _synchronize(device)
 
   direct_fn = jax.jit(
     jax.value_and_grad(lambda s, r, c: triplet_sndcg(s, r, c, **hyper), has_aux=True)
@@ -270,31 +298,46 @@ def main() -> None:
     default=None,
     help="address-space limit (GiB) of the PyTorch step's process; default 80%% of MemAvailable",
   )
+  parser.add_argument(
+    "--torch_device", default="cpu", help="where PyTorch runs the step (cpu, cuda, cuda:1, ...)"
+  )
   parser.add_argument("--torch_child", type=int, default=None, help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args.torch_child is not None:
-    return _torch_child(args.torch_child, args.repeats, args.torch_memory_limit_gb)
+    return _torch_child(
+      args.torch_child, args.repeats, args.torch_memory_limit_gb, args.torch_device
+    )
   sizes = [int(s) for s in args.sizes.split(",")] + ([1024] if args.with_1024 else [])
-  limit = args.torch_memory_limit_gb if args.torch_memory_limit_gb else _default_limit_gib()
+  device = args.torch_device
 
+  import jax
   import torch
 
   from jitr.torch import TripletSNDCGLoss
 
-  print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs")
-  print(f"PyTorch step: a child process per N, address space (RLIMIT_AS) {_limit_text(limit)}")
+  cuda = torch.device(device).type == "cuda"
+  limit = None if cuda else args.torch_memory_limit_gb or _default_limit_gib()
+  print(
+    f"torch {torch.__version__} on {device}, {torch.get_num_threads()} threads, "
+    f"{os.cpu_count()} CPUs; jax {jax.__version__} on {jax.devices()[0].device_kind}"
+  )
+  if cuda:
+    print("PyTorch step: a child process per N on the GPU (no address-space limit)")
+  else:
+    print(f"PyTorch step: a child process per N, address space (RLIMIT_AS) {_limit_text(limit)}")
+  peak = "torch.cuda.max_memory_allocated" if cuda else "ru_maxrss growth"
   header = "| N | PyTorch loss step (ms) | jitr.torch step (ms) | PyTorch / jitr.torch |"
   header += " bridge call (ms) | direct JAX (ms) | overhead per call (ms) |"
-  header += " PyTorch step peak (MiB, ru_maxrss growth over 1 step) |"
+  header += f" PyTorch step peak (MiB, {peak} over 1 step) |"
   header += " jitr loss peak (MiB, XLA memory_analysis: temp + arguments + outputs) |"
   print(header)
   print("|" + "---|" * 9)
   for n in sizes:
-    ref = _torch_step(n, args.repeats, limit)
+    ref = _torch_step(n, args.repeats, limit, device)
     opt = types.SimpleNamespace(**{**vars(OPT), "batch_size": n})
     bridged = TripletSNDCGLoss(opt, orientation="official")
-    t_jitr = _median_ms(_step_fn(n, lambda *xs, fn=bridged: fn(*xs)[0]), args.repeats)
-    call, direct, jitr_peak = _overhead_ms(n, max(args.repeats, 7))
+    t_jitr = _median_ms(_step_fn(n, lambda *xs, fn=bridged: fn(*xs)[0], device), args.repeats)
+    call, direct, jitr_peak = _overhead_ms(n, max(args.repeats, 7), device)
     if "ms" not in ref:
       print(f"PyTorch step at N = {n}: {ref}", file=sys.stderr, flush=True)
     print(_row(n, ref, t_jitr, call, direct, jitr_peak, limit), flush=True)

@@ -61,3 +61,11 @@ def test_bench_torch_bridge_out_of_memory_row():
   (row,) = table_rows(bench._row(N, ref, 20.5, 10.5, 9.0, 4.0, 0.25), f"| {N} |")
   oom = "out of memory (limit 0.25 GiB)"
   assert row == [str(N), oom, "20.5", "—", "10.5", "9.0", "1.50", oom, "4.0"], row
+
+
+def test_the_pytorch_step_runs_on_the_device_it_is_given():
+  """Every tensor of the step (encoders, batch, the reference loss's masks) is on
+  ``--torch_device``: on PyTorch's ``meta`` device (shapes without data) a tensor left on
+  the CPU fails the step, as it would on CUDA."""
+  bench = load_script("bench_torch_bridge")
+  bench._step_fn(8, bench._torch_loss, "meta")()
