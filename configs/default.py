@@ -110,8 +110,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.backend = "shard_map"  # or "pmap"
   c.log_every_steps = 50  # train scalars and progress (steps/s, ETA) every this many steps
   c.prefetch = 2  # batches put on the devices ahead of the step (jitr.training.prefetch)
-  # JAX's persistent compilation cache under <data_dir>/jax_cache: a second run
-  # reuses the compiled steps (False: compile everything afresh).
+  # JAX's persistent compilation cache under <data_dir>/jax_cache (or the folder
+  # $JAX_COMPILATION_CACHE_DIR names): a second run reuses the compiled steps
+  # (False: compile everything afresh).
   c.compilation_cache = True
   c.eval_batch_size = 500
   # The widths (tokens) a training batch's captions are cut to: the smallest holding the

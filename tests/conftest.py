@@ -15,8 +15,9 @@ Many tests compile the same programs: the apps' tiny runs in their subprocesses,
 steps rebuilt from fresh closures in the workers. JAX's persistent cache, in one
 temporary folder that the pytest-xdist workers and every subprocess they start inherit
 through ``JAX_COMPILATION_CACHE_DIR``, compiles each of them once per run (programs whose
-compilation takes under 0.1 s stay out). A run of jitr-train with
-``config.compilation_cache`` on still uses its own folder. Set the variable yourself to
+compilation takes under 0.1 s stay out). Runs of jitr-train with
+``config.compilation_cache`` on use it too (the variable wins over ``<data_dir>/jax_cache``),
+in a subprocess or in a worker. Set the variable yourself to
 keep the cache between runs; it starts empty otherwise and is removed at the end.
 """
 

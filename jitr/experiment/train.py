@@ -34,7 +34,7 @@ from jitr.experiment.teachers import with_absolute_teachers
 from jitr.training import distributed, reporting
 from jitr.training.agreed_stop import AgreedStop
 from jitr.training.checkpoints import Checkpoints
-from jitr.training.compile_cache import enable_compilation_cache
+from jitr.training.compile_cache import enable_run_compilation_cache
 from jitr.training.graded import make_graded_fn
 from jitr.training.loop import StopRequested, fit
 from jitr.training.train_config import check_train_config
@@ -115,7 +115,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   workdir_lib.check_workdir(config, workdir)  # before anything is written
   data_dir = workdir_lib.data_dir(config, workdir)
   if config.get("compilation_cache", True):
-    logging.info("compilation cache: %s", enable_compilation_cache(f"{data_dir}/jax_cache"))
+    logging.info("compilation cache: %s", enable_run_compilation_cache(data_dir))
   data = load_data(config, data_dir)
   train = data.splits["train"]
 

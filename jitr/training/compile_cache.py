@@ -1,4 +1,8 @@
-"""JAX's persistent compilation cache: compiled steps are reused by the next run."""
+"""JAX's persistent compilation cache: compiled steps are reused by the next run.
+
+A run's folder is ``<data_dir>/jax_cache``, unless the environment already chose one:
+``JAX_COMPILATION_CACHE_DIR`` set (JAX then reads its folder and thresholds from the
+environment) is left as it is, so several runs can share one cache."""
 
 from __future__ import annotations
 
@@ -10,6 +14,19 @@ import jax
 MIN_COMPILE_TIME_SECS = 0.2
 # -1: no size floor, so small CPU executables are stored too.
 MIN_ENTRY_SIZE_BYTES = -1
+
+
+ENVIRONMENT_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+
+
+def enable_run_compilation_cache(data_dir: str) -> str:
+  """The cache of a run whose data lives in ``data_dir``: ``$JAX_COMPILATION_CACHE_DIR``
+  when set (left as JAX configured it), else :func:`enable_compilation_cache` of
+  ``<data_dir>/jax_cache``; returns the absolute folder."""
+  chosen = os.environ.get(ENVIRONMENT_VARIABLE)
+  if chosen:
+    return os.path.abspath(chosen)
+  return enable_compilation_cache(os.path.join(data_dir, "jax_cache"))
 
 
 def enable_compilation_cache(

@@ -5,7 +5,9 @@ import os
 import subprocess
 import sys
 
-from jitr.training.compile_cache import enable_compilation_cache
+import pytest
+
+from jitr.training.compile_cache import enable_compilation_cache, enable_run_compilation_cache
 
 _PROGRAM = """
 import json, sys
@@ -47,21 +49,43 @@ def test_second_process_reads_the_compiled_step_from_the_cache(tmp_path):
   assert sorted(os.listdir(cache)) == entries  # nothing compiled afresh
 
 
-def test_enable_creates_the_folder_and_sets_the_options(tmp_path):
+@pytest.fixture
+def jax_cache_options():
+  """JAX's cache options, restored after the test."""
   import jax
 
-  before = (
-    jax.config.jax_compilation_cache_dir,
-    jax.config.jax_persistent_cache_min_compile_time_secs,
-    jax.config.jax_persistent_cache_min_entry_size_bytes,
+  names = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
   )
-  try:
-    path = enable_compilation_cache(str(tmp_path / "a" / "cache"), min_compile_time_secs=2.5)
-    assert os.path.isdir(path) and path == str(tmp_path / "a" / "cache")
-    assert jax.config.jax_compilation_cache_dir == path
-    assert jax.config.jax_persistent_cache_min_compile_time_secs == 2.5
-    assert jax.config.jax_persistent_cache_min_entry_size_bytes == -1
-  finally:
-    jax.config.update("jax_compilation_cache_dir", before[0])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", before[1])
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", before[2])
+  before = {name: getattr(jax.config, name) for name in names}
+  yield jax.config
+  for name, value in before.items():
+    jax.config.update(name, value)
+
+
+def test_enable_creates_the_folder_and_sets_the_options(tmp_path, jax_cache_options):
+  path = enable_compilation_cache(str(tmp_path / "a" / "cache"), min_compile_time_secs=2.5)
+  assert os.path.isdir(path) and path == str(tmp_path / "a" / "cache")
+  assert jax_cache_options.jax_compilation_cache_dir == path
+  assert jax_cache_options.jax_persistent_cache_min_compile_time_secs == 2.5
+  assert jax_cache_options.jax_persistent_cache_min_entry_size_bytes == -1
+
+
+def test_a_run_uses_its_data_dir_unless_the_environment_chose_a_folder(
+  tmp_path, monkeypatch, jax_cache_options
+):
+  monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+  path = enable_run_compilation_cache(str(tmp_path / "data"))
+  assert path == str(tmp_path / "data" / "jax_cache") and os.path.isdir(path)
+  assert jax_cache_options.jax_compilation_cache_dir == path
+  assert jax_cache_options.jax_persistent_cache_min_compile_time_secs == 0.2
+  # the environment's folder: returned, and JAX's options (read from the environment) kept
+  jax_cache_options.update("jax_compilation_cache_dir", str(tmp_path / "shared"))
+  jax_cache_options.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+  monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "shared"))
+  assert enable_run_compilation_cache(str(tmp_path / "other")) == str(tmp_path / "shared")
+  assert jax_cache_options.jax_compilation_cache_dir == str(tmp_path / "shared")
+  assert jax_cache_options.jax_persistent_cache_min_compile_time_secs == 0.5
+  assert not (tmp_path / "other").exists()
