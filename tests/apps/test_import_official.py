@@ -3,7 +3,10 @@ of that era wrote them (a legacy non-zip ``torch.save``, ``opt`` an ``argparse.N
 SGRAF's JSON vocabulary or a pickled ``Vocabulary``), become workdirs; docs/models.md's
 commands (import, evaluate, ensemble, fine-tune) run as written through the console
 scripts, and ``jitr-eval``'s Recall@K equal those of the PyTorch reference networks (written
-from the official equations) on the same captions and features."""
+from the official equations) on the same captions and features. A refused import is one line
+and writes nothing: once through the console script, the other refusals through
+``import_official`` itself (the console script prints its message after
+``jitr-import: error: ``)."""
 
 from __future__ import annotations
 
@@ -279,49 +282,74 @@ def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(of
   )
 
 
+def test_a_bad_import_through_the_console_script_is_one_line_and_writes_nothing(official):
+  root, _ = official
+  done = console(
+    "jitr-import", "--config=configs/paper.py:f30k,saf,triplet",
+    "--checkpoint=official/SGR/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.json",
+    "--workdir=workdirs/refused", "--config.precomp_root=data", *TINY_RUN, cwd=root,
+  )  # fmt: skip
+  assert done.returncode == 1
+  assert done.stderr.strip().splitlines()[-1] == (
+    "jitr-import: error: config.model.name='saf', but the checkpoint holds SGR: use a config "
+    "of that network (e.g. configs/paper.py:DATA,sgr,LOSS)"
+  )
+  assert not (root / "workdirs" / "refused").exists()
+
+
+def _refusal(root: pathlib.Path, workdir, *, spec="f30k,sgr,triplet", **paths) -> str:
+  """The ``jitr-import: error: ...`` line of an import (in this process, from ``root``, as
+  the console script above) that must be refused without writing ``workdir``."""
+  from configs import paper
+  from jitr.experiment.official_import import import_official
+
+  config = paper.get_config(spec)
+  config.precomp_root = "data"
+  paths = {
+    "checkpoint": "official/SGR/model_best.pth.tar",
+    "vocab_file": "official/f30k_precomp_vocab.json",
+    **paths,
+  }
+  cwd = os.getcwd()
+  os.chdir(root)
+  try:
+    with pytest.raises(ValueError) as refused:
+      import_official(config, workdir=workdir, **paths)
+  finally:
+    os.chdir(cwd)
+  return f"jitr-import: error: {refused.value}"
+
+
 @pytest.mark.parametrize(
-  ("change", "message"),
+  ("spec", "paths", "message"),
   [
     (
-      ["--config=configs/paper.py:f30k,saf,triplet"],
-      "jitr-import: error: config.model.name='saf', but the checkpoint holds SGR: use a config "
-      "of that network (e.g. configs/paper.py:DATA,sgr,LOSS)",
-    ),
-    (
-      ["--config=configs/paper.py:coco,sgr,triplet"],
+      "coco,sgr,triplet",
+      {},
       "jitr-import: error: the checkpoint's opt disagrees: opt.data_name='f30k_precomp', but "
       "config.dataset='coco_precomp'",
     ),
     (
-      ["--vocab=official/f30k_precomp_vocab_short.json"],
+      "f30k,sgr,triplet",
+      {"vocab_file": "official/f30k_precomp_vocab_short.json"},
       "jitr-import: error: official/f30k_precomp_vocab_short.json: 13 words, but the "
       "checkpoint's word embedding has 14 rows: not the vocabulary it was trained with",
     ),
     (
-      ["--checkpoint=official/f30k_precomp_vocab.json"],
+      "f30k,sgr,triplet",
+      {"checkpoint": "official/f30k_precomp_vocab.json"},
       "jitr-import: error: {root}/official/f30k_precomp_vocab.json: not a PyTorch checkpoint "
       "(expected a torch.save file: zip or legacy)",
     ),
   ],
+  ids=["dataset", "vocabulary", "not-a-checkpoint"],
 )
-def test_a_bad_import_is_one_line_and_writes_nothing(official, change, message):
+def test_a_bad_import_is_refused_before_anything_is_written(official, spec, paths, message):
   root, _ = official
   words = json.loads((root / "official" / "f30k_precomp_vocab.json").read_text())["idx2word"]
   short = [words[str(i)] for i in range(len(words) - 1)]
   sgraf_vocab_json(root / "official" / "f30k_precomp_vocab_short.json", short)
-  args = {
-    "config": "--config=configs/paper.py:f30k,sgr,triplet",
-    "checkpoint": "--checkpoint=official/SGR/model_best.pth.tar",
-    "vocab": "--vocab=official/f30k_precomp_vocab.json",
-  }
-  for arg in change:
-    args[arg[2:].split("=")[0]] = arg
-  done = console(
-    "jitr-import", *args.values(), "--workdir=workdirs/refused", "--config.precomp_root=data",
-    *TINY_RUN, cwd=root,
-  )  # fmt: skip
-  assert done.returncode == 1
-  assert done.stderr.strip().splitlines()[-1] == message.format(root=root)
+  assert _refusal(root, "workdirs/refused", spec=spec, **paths) == message.format(root=root)
   assert not (root / "workdirs" / "refused").exists()
 
 
@@ -329,14 +357,8 @@ def test_an_opt_that_disagrees_with_the_weights_is_refused(official, tmp_path):
   root, parts = official
   opt = argparse.Namespace(data_name="f30k_precomp", module_name="SGR", embed_size=1024)
   save_legacy(tmp_path / "model_best.pth.tar", parts["SGR"], opt)
-  done = console(
-    "jitr-import", "--config=configs/paper.py:f30k,sgr,triplet",
-    f"--checkpoint={tmp_path / 'model_best.pth.tar'}",
-    "--vocab=official/f30k_precomp_vocab.json", f"--workdir={tmp_path / 'w'}",
-    "--config.precomp_root=data", *TINY_RUN, cwd=root,
-  )  # fmt: skip
-  assert done.returncode == 1
-  assert done.stderr.strip().splitlines()[-1] == (
+  line = _refusal(root, tmp_path / "w", checkpoint=tmp_path / "model_best.pth.tar")
+  assert line == (
     "jitr-import: error: the checkpoint's opt disagrees: opt.embed_size=1024, but the weights "
     "have embed_dim 16"
   )
@@ -347,13 +369,7 @@ def test_a_workdir_that_is_not_empty_is_refused(official, tmp_path):
   root, _ = official
   (tmp_path / "w").mkdir()
   (tmp_path / "w" / "notes.txt").write_text("mine")
-  done = console(
-    "jitr-import", "--config=configs/paper.py:f30k,sgr,triplet",
-    "--checkpoint=official/SGR/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.json",
-    f"--workdir={tmp_path / 'w'}", "--config.precomp_root=data", cwd=root,
-  )  # fmt: skip
-  assert done.returncode == 1
-  assert done.stderr.strip().splitlines()[-1] == (
+  assert _refusal(root, tmp_path / "w") == (
     f"jitr-import: error: {tmp_path / 'w'}: not empty; jitr-import writes a new workdir"
   )
   assert os.listdir(tmp_path / "w") == ["notes.txt"]
