@@ -11,6 +11,7 @@ and writes nothing: once through the console script, the other refusals through
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -310,13 +311,8 @@ def _refusal(root: pathlib.Path, workdir, *, spec="f30k,sgr,triplet", **paths) -
     "vocab_file": "official/f30k_precomp_vocab.json",
     **paths,
   }
-  cwd = os.getcwd()
-  os.chdir(root)
-  try:
-    with pytest.raises(ValueError) as refused:
-      import_official(config, workdir=workdir, **paths)
-  finally:
-    os.chdir(cwd)
+  with contextlib.chdir(root), pytest.raises(ValueError) as refused:
+    import_official(config, workdir=workdir, **paths)
   return f"jitr-import: error: {refused.value}"
 
 
