@@ -4,7 +4,9 @@ The one primitive is :func:`atomic_path`: it hands out a fresh temporary name
 beside the target (``NAME.tmp-HOST-PID-XXXXXXXX``, same folder, so the final rename
 never crosses a file system); when the ``with`` block completes the file is
 fsynced and ``os.replace``-d onto the target (atomic on POSIX and Windows),
-then the folder is fsynced. If the block raises, the temporary file is removed
+then the folder is fsynced. For a storage URL (``gs://...``, :mod:`jitr.paths`) the
+temporary file is local and is uploaded when the block completes (a bucket's object
+appears whole or not at all). If the block raises, the temporary file is removed
 (or kept with ``keep_partial=True``, for resumable writers whose stale-file
 cleanup reports unfinished ``*.tmp-*`` files); a full disk (``ENOSPC``) always
 removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``;
@@ -26,9 +28,13 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from typing import Any
+
+from jitr import paths
 
 __all__ = [
   "TEMP_MARKER",
@@ -128,6 +134,10 @@ def atomic_path(path: PathLike, *, keep_partial: bool = False) -> Iterator[str]:
   >>> open(target).read(), os.listdir(os.path.dirname(target))
   ('done', ['out.txt'])
   """
+  if paths.is_url(path):
+    with _uploaded_on_success(os.fspath(path)) as tmp:
+      yield tmp
+    return
   path = os.path.abspath(os.fspath(path))
   folder = os.path.dirname(path)
   os.makedirs(folder, exist_ok=True)
@@ -145,6 +155,26 @@ def atomic_path(path: PathLike, *, keep_partial: bool = False) -> Iterator[str]:
       raise disk_full_error(path) from err
     raise
   _fsync_folder(folder)
+
+
+@contextlib.contextmanager
+def _uploaded_on_success(url: str) -> Iterator[str]:
+  """A local temporary file that is copied to the storage URL ``url`` when the block
+  completes (the object appears whole on close; a bucket has no folders to create first)
+  and removed either way."""
+  fd, tmp = tempfile.mkstemp(prefix=os.path.basename(url) + TEMP_MARKER)
+  os.close(fd)
+  try:
+    yield tmp
+    with open(tmp, "rb") as src, paths.open(url, "wb") as dst:
+      shutil.copyfileobj(src, dst, 1 << 24)
+  except BaseException as err:
+    if is_disk_full(err):
+      raise disk_full_error(url) from err
+    raise
+  finally:
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(tmp)
 
 
 # How a full disk reads in the messages of libraries that do not raise OSError(ENOSPC):
@@ -215,7 +245,7 @@ def read_utf8_lines(path: PathLike) -> list[str]:
     UnicodeError: a line is not UTF-8 or holds a NUL character (no text file does: a
       damaged or binary file); the message names the file, line, column and byte.
   """
-  with open(path, "rb") as f:
+  with paths.open(path, "rb") as f:
     raw = f.read().split(b"\n")
   if raw and raw[-1] == b"":
     raw.pop()  # the final newline
@@ -246,8 +276,8 @@ def read_json(path: PathLike, *, error: type[Exception] = ValueError, hint: str 
   """
   path = os.fspath(path)
   try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
+    with paths.open(path, "rb") as f:
+      return json.loads(f.read().decode("utf-8"))
   except UnicodeDecodeError as err:
     raise error(f"{path}: not UTF-8 (byte offset {err.start}); expected JSON{hint}") from None
   except json.JSONDecodeError as err:
@@ -281,7 +311,7 @@ def file_digest(path: str, *, chunk_bytes: int = 1 << 20) -> tuple[int, str]:
   """``(size in bytes, sha256 hex)`` of the file at ``path``, read ``chunk_bytes`` at a time
   (the checksum of checkpoint manifests, relevance shards and stored embeddings)."""
   digest, size = hashlib.sha256(), 0
-  with open(path, "rb") as f:
+  with paths.open(path, "rb") as f:
     while chunk := f.read(chunk_bytes):
       digest.update(chunk)
       size += len(chunk)

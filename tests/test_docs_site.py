@@ -112,8 +112,11 @@ def test_the_site_builds_with_warnings_as_errors_and_nitpicky_references(built):
 
 
 def exported(package: str) -> list[str]:
-  """``package.__all__``, read from its ``__init__.py`` (imported only if it is not a literal)."""
+  """``package.__all__``, read from its ``__init__.py`` or, for a module, its file (imported
+  only if it is not a literal)."""
   init = ROOT.joinpath(*package.split("."), "__init__.py")
+  if not init.exists():
+    init = ROOT.joinpath(*package.split(".")).with_suffix(".py")
   for node in ast.parse(init.read_text(encoding="utf-8")).body:
     if isinstance(node, ast.Assign) and any(
       getattr(t, "id", None) == "__all__" for t in node.targets

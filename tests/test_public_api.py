@@ -16,6 +16,7 @@ PACKAGES = (
   "jitr.evaluation",
   "jitr.experiment",
   "jitr.torch",
+  "jitr.paths",
 )
 
 

@@ -105,7 +105,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.data.cvse_concepts import ADJACENCY_KEYS, OfficialConcepts, read_official_concepts
 from jitr.data.vocab import tokenize
 from jitr.relevance.captions_io import CaptionSet
@@ -619,7 +619,7 @@ def save_concept_data(
   folder = os.fspath(folder)
   arrays = _arrays(data)
   with fileio.atomic_path(os.path.join(folder, ARRAYS_NAME)) as tmp:
-    with open(tmp, "wb") as f:
+    with paths.open(tmp, "wb") as f:
       np.savez_compressed(f, **arrays)
     size, sha256 = fileio.file_digest(tmp)
   header = {
@@ -659,7 +659,7 @@ def _is_shape(value: Any) -> bool:
 def _read_header(folder: str, captions_fingerprint: str | None) -> dict[str, Any]:
   """The checked header of ``folder`` (format, version, fields, fingerprint)."""
   path = os.path.join(folder, HEADER_NAME)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise ConceptDataError(f"{path}: missing; expected the concept data header written by "
                            f"save_concept_data; {_REBUILD}")  # fmt: skip
   hint = f"; {_REBUILD}"
@@ -708,7 +708,7 @@ def load_concept_data(
   header = _read_header(folder, captions_fingerprint)
   header_path = os.path.join(folder, HEADER_NAME)
   path = os.path.join(folder, ARRAYS_NAME)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise ConceptDataError(f"{path}: missing (listed by {header_path}); {_REBUILD}")
   size, sha256 = fileio.file_digest(path)
   if size != header["bytes"] or sha256 != header["sha256"]:
@@ -717,7 +717,7 @@ def load_concept_data(
       f"with sha256 {header['sha256'][:12]}... ({header_path}): modified or truncated; {_REBUILD}"
     )
   try:
-    with np.load(path, allow_pickle=False) as npz:
+    with paths.open(path, "rb") as f, np.load(f, allow_pickle=False) as npz:
       arrays = {name: np.asarray(npz[name]) for name in npz.files}
   except (OSError, ValueError, KeyError, EOFError) as err:  # pragma: no cover - sha256 guards
     raise ConceptDataError(f"{path}: not a readable npz ({err}); {_REBUILD}") from None

@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 
 ADJACENCY_KEYS = ("adj_O_P", "adj_O_M", "adj_all")
 _STATISTICS = (
@@ -158,7 +158,7 @@ class _ConceptUnpickler(pickle.Unpickler):
 
 def _require_file(path: str, expected: str) -> None:
   """Raises ``FileNotFoundError`` naming ``path`` when it is not a file."""
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise FileNotFoundError(f"{path}: no such file; expected {expected}")
 
 
@@ -166,12 +166,12 @@ def _unpickle(path: str, expected: str) -> Any:
   """The object pickled in ``path``, read by the restricted unpickler; the whole file must
   be one pickle."""
   _require_file(path, expected)
-  if os.path.getsize(path) == 0:
+  if paths.getsize(path) == 0:
     raise ValueError(f"{path}: empty file; expected {expected}")
   truncated = (
     f"{path}: truncated pickle (the file ends before the pickle does); expected {expected}"
   )
-  with open(path, "rb") as f:
+  with paths.open(path, "rb") as f:
     try:
       obj = _ConceptUnpickler(f, path).load()
     except _RefusedPickle as err:

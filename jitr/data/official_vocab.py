@@ -38,7 +38,7 @@ import pickle
 import re
 from typing import Any
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.data.vocab import SPECIAL_TOKENS, Vocab
 
 _SGRAF = "a SGRAF vocabulary JSON object with word2idx, idx2word and idx"
@@ -104,7 +104,7 @@ class _VocabUnpickler(pickle.Unpickler):
 def _first_byte(path: str) -> int | None:
   """The first byte of the file after a UTF-8 byte-order mark and ASCII whitespace
   (``None`` for a file holding nothing else)."""
-  with open(path, "rb") as f:
+  with paths.open(path, "rb") as f:
     head = f.read(len(_UTF8_BOM))
     if head != _UTF8_BOM:
       f.seek(0)
@@ -117,7 +117,7 @@ def _first_byte(path: str) -> int | None:
 
 def _require_file(path: str, expected: str) -> None:
   """Raises ``FileNotFoundError`` naming ``path`` when it is not a file."""
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise FileNotFoundError(f"{path}: no such file; expected {expected}")
 
 
@@ -224,9 +224,9 @@ def read_sgraf_vocab(path: str | os.PathLike) -> Vocab:
 def _unpickle(path: str) -> Any:
   """The object pickled in ``path``, read by the restricted unpickler; the whole file
   must be one pickle."""
-  if os.path.getsize(path) == 0:
+  if paths.getsize(path) == 0:
     raise ValueError(f"{path}: empty file; expected {_PICKLED}")
-  with open(path, "rb") as f:
+  with paths.open(path, "rb") as f:
     try:
       obj = _VocabUnpickler(f, path).load()
     except _RefusedPickle as err:
@@ -319,7 +319,7 @@ def read_vocab_file(path: str | os.PathLike) -> Vocab:
   _require_file(path, f'jitr\'s {{"words": [...]}}, {_SGRAF}, or {_PICKLED}')
   if _first_byte(path) == ord("{"):
     try:
-      with open(path, encoding="utf-8") as f:
+      with paths.open(path, encoding="utf-8") as f:
         is_jitr = "words" in json.load(f)
     except (ValueError, UnicodeDecodeError):
       is_jitr = False  # read_official_vocab names what is wrong with it

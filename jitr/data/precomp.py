@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.data import vocab as vocab_lib
 
 DATASET_SPLITS: dict[str, tuple[str, ...]] = {
@@ -71,7 +71,7 @@ def precomp_dir(root: str | os.PathLike, dataset: str) -> str:
 def read_captions(path: str) -> tuple[str, ...]:
   """Captions of a ``{split}_caps.txt``: one per line, stripped; trailing blank
   lines ignored; a blank line inside the file is an error."""
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise FileNotFoundError(
       f"precomp: missing caption file {path!r} (expected one caption per line)"
     )
@@ -96,13 +96,17 @@ def read_features(
 ) -> np.ndarray:
   """``{split}_ims.npy`` as a (memory-mapped) float array ``[N, R, D]``; checks
   rank 3, floating dtype and ``R``/``D`` where given (``None`` skips a check)."""
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise FileNotFoundError(
       f"precomp: missing feature file {path!r} "
       f"(expected float [N, {num_regions}, {feature_dim}] .npy)"
     )
   try:
-    feats = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    if mmap and not paths.is_url(path):
+      feats = np.load(path, mmap_mode="r", allow_pickle=False)
+    else:  # a bucket's object cannot be memory-mapped: read whole
+      with paths.open(path, "rb") as f:
+        feats = np.load(f, allow_pickle=False)
   except (ValueError, OSError) as e:
     raise PrecompError(f"{path}: not a readable .npy array ({e})") from None
   expected = f"[N, {num_regions or 'R'}, {feature_dim or 'D'}]"
@@ -136,7 +140,7 @@ def _blocks(feats: np.ndarray, rows_per_block: int):
     return
   row_bytes = feats.itemsize * int(np.prod(feats.shape[1:]))
   buffer = np.empty((min(rows_per_block, feats.shape[0]), *feats.shape[1:]), feats.dtype)
-  with open(feats.filename, "rb") as f:
+  with paths.open(feats.filename, "rb") as f:
     f.seek(feats.offset)
     for lo in range(0, feats.shape[0], rows_per_block):
       block = buffer[: min(rows_per_block, feats.shape[0] - lo)]
@@ -179,7 +183,7 @@ def load_precomp_split(
   kept).
   """
   folder = os.fspath(folder)
-  if not os.path.isdir(folder):
+  if not paths.isdir(folder):
     raise FileNotFoundError(f"precomp: no folder {folder!r}")
   if dataset is None:
     base = os.path.basename(os.path.normpath(folder))
@@ -198,8 +202,8 @@ def load_precomp_split(
   ims_path = os.path.join(folder, f"{split}_ims.npy")
   caps_path = os.path.join(folder, f"{split}_caps.txt")
   for path in (ims_path, caps_path):
-    if not os.path.isfile(path):
-      present = sorted(os.listdir(folder))[:12]
+    if not paths.isfile(path):
+      present = sorted(paths.listdir(folder))[:12]
       raise FileNotFoundError(
         f"precomp: missing {path!r}; a {split!r} split needs {split}_ims.npy and "
         f"{split}_caps.txt (folder has: {present})"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from jitr import paths
 from jitr.data import precomp
 
 # Captions the official loaders read of the dev split (``if data_split == 'dev':
@@ -110,7 +111,7 @@ def check_split(folder: str | os.PathLike, split: str, *, dataset: str) -> Split
     caps_path: f"{precomp.CAPTIONS_PER_IMAGE} captions per image, one per line",
   }
   for path, what in needs.items():
-    if not os.path.isfile(path):
+    if not paths.isfile(path):
       raise precomp.PrecompError(f"{path}: no such file; expected the {split!r} split's {what}")
   feats = precomp.read_features(ims_path, mmap=True)
   return _split_check(feats, split, dataset, ims_path, caps_path)
@@ -145,7 +146,7 @@ def check_precomp_folder(root: str | os.PathLike, dataset: str) -> list[SplitChe
   unusable file raises :class:`~jitr.data.precomp.PrecompError`."""
   short = dataset_name(dataset)
   folder = precomp.precomp_dir(root, short)
-  if not os.path.isdir(folder):
+  if not paths.isdir(folder):
     raise precomp.PrecompError(
       f"{folder}: no such folder; expected the {short}_precomp folder with "
       f"{{split}}_ims.npy and {{split}}_caps.txt for {', '.join(precomp.DATASET_SPLITS[short])}"

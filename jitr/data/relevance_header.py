@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.relevance.checksums import file_sha256
 from jitr.relevance.record_header import FORMAT, HEADER_NAME
 from jitr.relevance.record_schema import SCHEMA_VERSION
@@ -31,7 +31,7 @@ _JSON_KINDS = {list: "an array", str: "a string", bool: "true/false", type(None)
 def _read_json(path: str) -> dict[str, Any]:
   """The header object of ``path``; a missing file, text that is not JSON, or JSON that is
   not an object (e.g. a list) is a :class:`RelevanceRecordsError` naming the file."""
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise RelevanceRecordsError(
       f"{path}: no relevance header (expected the output of jitr-precompute)"
     )
@@ -139,9 +139,9 @@ def _check_shards(header: Mapping[str, Any], directory: str, path: str, checksum
         "re-run jitr-precompute with the same arguments to finish it"
       )
     shard = os.path.join(directory, entry["file"])
-    if not os.path.isfile(shard):
+    if not paths.isfile(shard):
       raise RelevanceRecordsError(f"{shard}: shard file missing (expected {entry['bytes']} bytes)")
-    size = os.path.getsize(shard)
+    size = paths.getsize(shard)
     if size != entry["bytes"]:
       raise RelevanceRecordsError(
         f"{shard}: {size} bytes, the header records {entry['bytes']} (truncated or modified); "

@@ -17,21 +17,21 @@ module does not import TensorFlow (``tensorflow_datasets`` loads it lazily);
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
-import glob
+import glob as _glob
 import os
 import re
-import shutil
 from typing import Any
 
 import numpy as np
 import tensorflow_datasets as tfds
 from absl import logging
-from etils import epath
+from etils import epath  # noqa: TID253 (a train-extra module: TFDS needs epath itself)
 from google.protobuf import json_format
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.data import (
   shapes_captions,
   shapes_example,
@@ -194,7 +194,8 @@ def build(
     if not fileio.is_disk_full(err):
       raise
     for path in sorted(_unfinished_builds(b.data_dir) - before):
-      shutil.rmtree(path, ignore_errors=True)
+      with contextlib.suppress(OSError):
+        paths.rmtree(path)
     raise OSError(errno.ENOSPC, _disk_full_message(b, err)) from None
   return b
 
@@ -202,8 +203,8 @@ def build(
 def _unfinished_builds(version_dir: str) -> set[str]:
   """TFDS's unfinished build folders of the variant whose version folder is ``version_dir``
   (``CONFIG/incomplete.XXXXXX_VERSION``)."""
-  parent, version = os.path.split(os.path.normpath(version_dir))
-  return set(glob.glob(os.path.join(glob.escape(parent), f"incomplete.*_{glob.escape(version)}")))
+  parent, version = os.path.split(os.fspath(version_dir).rstrip("/"))
+  return set(paths.glob(parent, f"incomplete.*_{_glob.escape(version)}"))
 
 
 def written_path(err: BaseException) -> str | None:
@@ -258,7 +259,7 @@ def load_split(
   b = builder(data_dir, config)
   if not b.is_prepared():
     # TFDS moves a finished build into place: a folder without its info was damaged later
-    if os.path.isdir(b.data_dir):
+    if paths.isdir(b.data_dir):
       raise ValueError(
         f"{b.data_dir}/dataset_info.json: missing from a built jitr_shapes/"
         f"{b.builder_config.name}; delete {b.data_dir} and run again to rebuild it"
@@ -311,9 +312,9 @@ def _check_split_files(b: tfds.core.DatasetBuilder, split: str) -> None:
   if split not in b.info.splits:
     return  # an unknown split: TFDS's own error lists the splits
   for path in map(str, b.info.splits[split].filepaths):
-    if not os.path.isfile(path):
+    if not paths.isfile(path):
       problem = "missing"
-    elif os.path.getsize(path) == 0:
+    elif paths.getsize(path) == 0:
       problem = "empty (0 bytes)"
     else:
       continue

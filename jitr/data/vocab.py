@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 
 PAD, START, END, UNK = "<pad>", "<start>", "<end>", "<unk>"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, START, END, UNK)
@@ -104,7 +104,7 @@ class Vocab:
     """Reads a file written by :meth:`save`; clear errors for a missing file,
     bad JSON or a missing/invalid ``words`` field."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    if not paths.isfile(path):
       raise FileNotFoundError(f"Vocab.load: no vocabulary file at {path!r}")
     data = fileio.read_json(path)
     words = data.get("words") if isinstance(data, dict) else None

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.evaluation import plots as plots_lib
 from jitr.fileio import write_text_atomic
 
@@ -96,18 +96,18 @@ def write_report(
   Returns ``{"json": path, "markdown": path, "recall_plot": path, ...}`` for the
   files written (plots only when the metrics hold curve keys).
   """
-  os.makedirs(workdir, exist_ok=True)
-  paths = {
+  paths.makedirs(workdir)
+  written = {
     "json": os.path.join(workdir, "metrics.json"),
     "markdown": os.path.join(workdir, "metrics.md"),
   }
-  write_json_atomic(paths["json"], metrics)
-  write_text_atomic(paths["markdown"], markdown_table(metrics, title=title))
+  write_json_atomic(written["json"], metrics)
+  write_text_atomic(written["markdown"], markdown_table(metrics, title=title))
   if plots:
     p = os.path.join(workdir, "recall_at_k.png")
     if plots_lib.plot_curves(metrics, "R", p, title="Recall@K"):
-      paths["recall_plot"] = p
+      written["recall_plot"] = p
     p = os.path.join(workdir, "ndcg_at_k.png")
     if plots_lib.plot_curves(metrics, "NDCG", p, title="NDCG@K"):
-      paths["ndcg_plot"] = p
-  return paths
+      written["ndcg_plot"] = p
+  return written

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -36,7 +35,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.data import pairs, shapes_tfds
 from jitr.evaluation import mean_similarity, official, report
 from jitr.evaluation.plots import QueryExample, plot_query_panel
@@ -96,7 +95,7 @@ def require_checkpoint(workdir: str, checkpoint: str) -> None:
   """Raises ``FileNotFoundError`` naming ``workdir/checkpoints/<checkpoint>`` when it holds
   no saved step (checked before orbax opens it, which would create the folders)."""
   folder = os.path.join(workdir, "checkpoints", checkpoint)
-  if not (os.path.isdir(folder) and any(n.isdigit() for n in os.listdir(folder))):
+  if not (paths.isdir(folder) and any(n.isdigit() for n in paths.listdir(folder))):
     raise FileNotFoundError(
       f"{folder}: no checkpoint to evaluate (jitr-train saves one at the end of each epoch)"
     )
@@ -105,7 +104,7 @@ def require_checkpoint(workdir: str, checkpoint: str) -> None:
 def load_member(workdir: str) -> Member:
   """``workdir``'s ``config.json`` (checked as a training config) and its data (as
   ``jitr-train`` loaded them); writes nothing into ``workdir``."""
-  workdir = os.path.abspath(workdir)
+  workdir = paths.absolute(workdir)
   # names the file and the line or field of a damaged config.json
   config = workdir_lib.read_trained_config(workdir)
   if config is None:
@@ -271,16 +270,17 @@ def evaluate_workdir(
   else:
     out = os.path.join(first.workdir, f"eval_{split}")
     title = f"{config.dataset} {split}, {checkpoint} checkpoint (step {steps[0]})"
-  paths = report.write_report(out, metrics, title=title)
+  report_files = report.write_report(out, metrics, title=title)
   if ensemble:
-    with open(paths["json"]) as f:
-      written = json.load(f)
+    written = fileio.read_json(report_files["json"])
     written["members"] = [{"workdir": m.workdir, "step": s} for m, s in zip(members, steps)]
-    fileio.write_json_atomic(paths["json"], written, indent=2, sort_keys=True, allow_nan=False)
+    fileio.write_json_atomic(
+      report_files["json"], written, indent=2, sort_keys=True, allow_nan=False
+    )
   panel = os.path.join(out, "queries.png")
   if first.data.exact is None or num_queries == 0:
     with contextlib.suppress(FileNotFoundError):  # never left beside other metrics
-      os.remove(panel)
+      paths.remove(panel)
   else:
     query_panel(
       first_evaluator,

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 from absl import logging
 
+from jitr import paths
 from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
@@ -85,7 +86,7 @@ def start_from(
       parameter of another shape), or its config.json builds no model; each message
       starts with ``config.init_from``.
   """
-  workdir = os.path.abspath(source)
+  workdir = paths.absolute(source)
   saved = read_trained_config(workdir)
   if saved is None:
     raise FileNotFoundError(

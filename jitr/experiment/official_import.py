@@ -34,7 +34,7 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.data import pairs
 from jitr.data.official_vocab import read_official_vocab
 from jitr.experiment import workdir as workdir_lib
@@ -218,7 +218,7 @@ def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
 
 def _sha256(path: str) -> str:
   digest = hashlib.sha256()
-  with open(path, "rb") as f:
+  with paths.open(path, "rb") as f:
     for block in iter(lambda: f.read(1 << 20), b""):
       digest.update(block)
   return digest.hexdigest()
@@ -241,10 +241,10 @@ def import_official(
       another network or dataset than ``config``'s, an ``opt`` or vocabulary that
       disagrees with the weights, a non-empty ``workdir``.
   """
-  checkpoint, workdir = os.path.abspath(checkpoint), os.path.abspath(workdir)
-  if os.path.isdir(workdir) and os.listdir(workdir):
+  checkpoint, workdir = paths.absolute(checkpoint), paths.absolute(workdir)
+  if paths.isdir(workdir) and paths.listdir(workdir):
     raise ValueError(f"{workdir}: not empty; jitr-import writes a new workdir")
-  if os.path.exists(workdir) and not os.path.isdir(workdir):
+  if paths.exists(workdir) and not paths.isdir(workdir):
     raise ValueError(f"{workdir}: not a directory")
   check_train_config(config)
   weights = read_official_weights(checkpoint)
@@ -277,13 +277,13 @@ def import_official(
   record = {
     "checkpoint": checkpoint,
     "sha256": _sha256(checkpoint),
-    "vocab_file": os.path.abspath(vocab_file),
+    "vocab_file": paths.absolute(vocab_file),
     "network": weights.network,
     **weights.record,
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
   }
   # every check passed: only now is the workdir written
-  os.makedirs(workdir, exist_ok=True)
+  paths.makedirs(workdir)
   workdir_lib.record_config(config, workdir)
   vocab.save(config.vocab_file)
   with Checkpoints(workdir) as checkpoints:

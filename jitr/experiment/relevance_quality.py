@@ -13,10 +13,10 @@ sources reuse it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jitr import paths
 from jitr.data import shapes_tfds
 from jitr.experiment.quality_table import format_table, quality_rows
 from jitr.experiment.split_relevance import estimated_relevance, parse_in_split
@@ -120,7 +120,7 @@ def relevance_quality_report(
     meta = {
       "shapes_config": shapes_config,
       "estimators": _plain(settings),
-      "teachers": {w: os.path.abspath(w) for w in teacher_workdirs(dict(enumerate(estimators)))},
+      "teachers": {w: paths.absolute(w) for w in teacher_workdirs(dict(enumerate(estimators)))},
     }
     write_json_atomic(output, {"settings": meta, "rows": rows})
   return format_table(rows)

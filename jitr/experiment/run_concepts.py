@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import numpy as np
 
+from jitr import paths
 from jitr.data import pairs, read_official_concepts
 from jitr.data.concept_data import (
   ConceptData,
@@ -74,7 +75,7 @@ def official_prefix(config, source: str) -> str | None:
   """``f30k`` / ``coco`` when ``source`` holds CVSE's official concept files of the run's
   dataset (its ``<prefix>_adj_concepts.pkl``), else ``None``."""
   prefix = str(config.dataset).removesuffix("_precomp")
-  found = os.path.isfile(os.path.join(source, f"{prefix}_adj_concepts.pkl"))
+  found = paths.isfile(os.path.join(source, f"{prefix}_adj_concepts.pkl"))
   return prefix if found else None
 
 
@@ -110,7 +111,7 @@ def run_concepts(
   else:
     folder = stored_folder(config, data_dir)
     fingerprint = fingerprint_captions(captions)
-    if os.path.exists(os.path.join(folder, "concepts.json")):
+    if paths.exists(os.path.join(folder, "concepts.json")):
       data = load_concept_data(folder, captions_fingerprint=fingerprint)
     else:
       data = build_concept_data(

@@ -28,6 +28,7 @@ from typing import Any
 
 from absl import logging
 
+from jitr import paths
 from jitr.data import shapes_split
 from jitr.data.datasets import SHAPES
 from jitr.data.vocab import Vocab
@@ -68,7 +69,7 @@ def with_absolute_teachers(graded: dict) -> dict:
   def absolute(leaf: GradedSource) -> GradedSource:
     if leaf.stored != "teacher":
       return leaf
-    return leaf._replace(estimator=os.path.abspath(leaf.estimator))
+    return leaf._replace(estimator=paths.absolute(leaf.estimator))
 
   out = {}
   for name, source in graded.items():
@@ -86,7 +87,7 @@ def teacher_identity(
 ) -> dict[str, Any]:
   """What the stored embeddings were computed from (the store's identity)."""
   return {
-    "teacher": os.path.abspath(workdir),
+    "teacher": paths.absolute(workdir),
     "checkpoint": which,
     "step": int(step),
     "model": model,
@@ -107,8 +108,8 @@ def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
 
 
 def _teacher_config(workdir: str) -> dict[str, Any]:
-  path = os.path.abspath(workdir)
-  if not os.path.isdir(path):
+  path = paths.absolute(workdir)
+  if not paths.isdir(path):
     raise TeacherError(f"teacher:{workdir}: no such workdir ({path})")
   try:
     saved = read_trained_config(path)
@@ -122,7 +123,7 @@ def _teacher_config(workdir: str) -> dict[str, Any]:
 
 
 def _teacher_vocab(workdir: str):
-  path = os.path.join(os.path.abspath(workdir), "vocab.json")
+  path = os.path.join(paths.absolute(workdir), "vocab.json")
   try:
     return Vocab.load(path)
   except (OSError, ValueError) as err:

@@ -20,7 +20,7 @@ import jax
 import ml_collections
 from absl import logging
 
-from jitr import fileio, losses, training
+from jitr import fileio, losses, paths, training
 from jitr.data import pairs
 from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
@@ -67,9 +67,9 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
   for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
     if config.get(field):
-      config[field] = os.path.abspath(config[field])
+      config[field] = paths.absolute(config[field])
   if config.get("concepts") and config.concepts.get("source"):
-    config.concepts.source = os.path.abspath(config.concepts.source)
+    config.concepts.source = paths.absolute(config.concepts.source)
   return config
 
 
@@ -111,7 +111,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   """
   check_train_config(config)
   config = resolved_config(config)
-  workdir = os.path.abspath(workdir)
+  workdir = paths.absolute(workdir)
   workdir_lib.check_workdir(config, workdir)  # before anything is written
   data_dir = workdir_lib.data_dir(config, workdir)
   if config.get("compilation_cache", True):
@@ -135,7 +135,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   # num_epochs when a resume changed it), by process 0 once every process has checked it.
   distributed.all_processes_reach("jitr_workdir_checked")
   if jax.process_index() == 0:
-    os.makedirs(workdir, exist_ok=True)
+    paths.makedirs(workdir)
     workdir_lib.record_config(config, workdir)
     data.vocab.save(os.path.join(workdir, "vocab.json"))
   distributed.all_processes_reach("jitr_workdir_recorded")

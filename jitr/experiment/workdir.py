@@ -35,7 +35,7 @@ from typing import Any
 
 import ml_collections
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.training.train_config import check_train_config
 
 CONFIG_NAME = "config.json"
@@ -135,7 +135,7 @@ def read_workdir_config(workdir: str) -> dict[str, Any] | None:
     ValueError: the file is not UTF-8 JSON of an object (names the file and line).
   """
   path = os.path.join(workdir, CONFIG_NAME)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     return None
   saved = fileio.read_json(path)
   if not isinstance(saved, dict):
@@ -185,8 +185,8 @@ def saved_steps(workdir: str) -> list[int]:
   steps = []
   for kind in ("latest", "best"):
     folder = os.path.join(workdir, "checkpoints", kind)
-    if os.path.isdir(folder):
-      steps += [int(name) for name in os.listdir(folder) if name.isdigit()]
+    if paths.isdir(folder):
+      steps += [int(name) for name in paths.listdir(folder) if name.isdigit()]
   return sorted(steps)
 
 
@@ -214,7 +214,7 @@ def check_num_epochs(num_epochs: int, workdir: str, steps_per_epoch: int) -> Non
 def write_config_once(config: Any, workdir: str) -> bool:
   """Writes ``workdir/config.json`` atomically unless it exists; returns whether it wrote."""
   path = os.path.join(workdir, CONFIG_NAME)
-  if os.path.exists(path):
+  if paths.exists(path):
     return False
   fileio.write_text_atomic(path, config.to_json_best_effort(indent=2))
   return True
@@ -239,4 +239,4 @@ def record_config(config: Any, workdir: str) -> bool:
 
 def data_dir(config: Any, workdir: str) -> str:
   """``config.data_dir`` or ``<workdir>/../tfds`` (shared between runs)."""
-  return config.data_dir or os.path.join(os.path.dirname(os.path.abspath(workdir)), "tfds")
+  return config.data_dir or os.path.join(os.path.dirname(paths.absolute(workdir)), "tfds")

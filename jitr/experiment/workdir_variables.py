@@ -4,13 +4,12 @@ a teacher's embeddings (``teacher:WORKDIR``) and the start of a fine-tuning run
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import jax
 
-from jitr import training
+from jitr import paths, training
 from jitr.data import pairs
 from jitr.experiment.model_state import example_inputs
 from jitr.models import ConceptInputs, RetrievalModel, make_model
@@ -45,7 +44,7 @@ def restore_variables(
       model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
     )
   ).replace(rng=jax.random.key(1))
-  checkpoints = Checkpoints(os.path.abspath(workdir))
+  checkpoints = Checkpoints(paths.absolute(workdir))
   try:
     state = checkpoints.restore(like, which=which)
   finally:

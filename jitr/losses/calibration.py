@@ -61,9 +61,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 
-TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration_tables")
+TABLES_DIR = os.path.join(os.path.dirname(paths.absolute(__file__)), "calibration_tables")
 
 
 class CalibrationError(ValueError):
@@ -89,9 +89,9 @@ def table_path(name: str) -> str:
 
 def shipped_tables() -> list[str]:
   """The names of the tables shipped in the package."""
-  if not os.path.isdir(TABLES_DIR):
+  if not paths.isdir(TABLES_DIR):
     return []
-  return sorted(f[: -len(".json")] for f in os.listdir(TABLES_DIR) if f.endswith(".json"))
+  return sorted(f[: -len(".json")] for f in paths.listdir(TABLES_DIR) if f.endswith(".json"))
 
 
 def check_table(x: Sequence[float], y: Sequence[float], where: str) -> None:
@@ -114,7 +114,7 @@ def load_table(name: str) -> IsotonicTable:
   """The isotonic table ``name`` (:func:`table_path`): JSON ``{"x": [...], "y": [...], ...}``,
   read from its file on every call."""
   path = table_path(name)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise CalibrationError(
       f"isotonic:{name}: table file {path} not found "
       f"(shipped tables: {shipped_tables()}; or a path to a .json file)"

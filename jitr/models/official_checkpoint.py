@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from jitr import paths
+
 EXPECTED = "expected a torch.save file: zip or legacy"
 _ZIP_MAGIC = b"PK\x03\x04"
 # ``torch.serialization.MAGIC_NUMBER``: the first pickle of a legacy (non-zip) save.
@@ -52,12 +54,12 @@ def _one_line(text: str) -> str:
 
 def _file_head(path: str, n: int = 64) -> bytes:
   """The first ``n`` bytes of ``path``; a missing, non-regular or unreadable path is refused."""
-  if not os.path.exists(path):
+  if not paths.exists(path):
     raise OfficialCheckpointError(f"{path}: no such file ({EXPECTED})")
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise OfficialCheckpointError(f"{path}: not a regular file ({EXPECTED})")
   try:
-    with open(path, "rb") as f:
+    with paths.open(path, "rb") as f:
       return f.read(n)
   except OSError as e:
     raise OfficialCheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
@@ -88,20 +90,21 @@ def check_zip_members(path: str | os.PathLike) -> None:
   path = os.fspath(path)
   errors = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError)
   damaged = f"{path}: truncated or damaged PyTorch checkpoint (zip torch.save file"
-  try:
-    archive = zipfile.ZipFile(path)
-  except errors:
-    raise OfficialCheckpointError(
-      f"{damaged} without a readable zip directory at its end: cut short or overwritten)"
-    ) from None
-  with archive:
-    names = archive.namelist()
+  with paths.open(path, "rb") as f:
     try:
-      bad = archive.testzip()
-    except errors as e:
+      archive = zipfile.ZipFile(f)
+    except errors:
       raise OfficialCheckpointError(
-        f"{damaged}, a member cannot be read: {_one_line(str(e))})"
+        f"{damaged} without a readable zip directory at its end: cut short or overwritten)"
       ) from None
+    with archive:
+      names = archive.namelist()
+      try:
+        bad = archive.testzip()
+      except errors as e:
+        raise OfficialCheckpointError(
+          f"{damaged}, a member cannot be read: {_one_line(str(e))})"
+        ) from None
   if bad is not None:
     raise OfficialCheckpointError(
       f"{path}: damaged PyTorch checkpoint: zip member {bad!r} fails its CRC check"
@@ -140,8 +143,8 @@ def check_legacy_pickles(path: str | os.PathLike) -> None:
   """Walks the pickles of a legacy ``torch.save`` file (magic number, protocol, system
   info, object, storage keys) opcode by opcode; each must be complete."""
   path = os.fspath(path)
-  with open(path, "rb") as f:
-    reader = _BoundedReader(f, os.fstat(f.fileno()).st_size)
+  with paths.open(path, "rb") as f:
+    reader = _BoundedReader(f, paths.getsize(path))
     for k in range(1 + _LEGACY_PICKLES):
       try:
         _skip_pickle(reader)
@@ -177,6 +180,9 @@ def _torch_load(path: str, fmt: str) -> Any:
 
   try:
     with torch.serialization.safe_globals([argparse.Namespace]):
+      if paths.is_url(path):  # torch reads a seekable file: the object, read whole
+        with paths.open(path, "rb") as f:
+          return torch.load(io.BytesIO(f.read()), map_location="cpu", weights_only=True)
       return torch.load(path, map_location="cpu", weights_only=True)
   except Exception as e:
     refused = _REFUSED_GLOBAL.search(str(e)) if isinstance(e, pickle.UnpicklingError) else None

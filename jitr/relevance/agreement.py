@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.progress import Progress
 from jitr.relevance.captions_io import CaptionSet, normalize_flickr_image_id
 from jitr.relevance.estimator import RelevanceEstimator
@@ -88,7 +88,7 @@ def read_judgments(path: str, fmt: str = "auto", expert_scores: str = "mean") ->
     expert_scores: ``mean`` of the three expert scores per pair, or
       ``separate`` (one judgment per score).
   """
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise JudgmentsFileError(f"{path}: judgments file not found")
   fmt = detect_judgments_format(path) if fmt == "auto" else fmt
   if fmt not in FORMATS:

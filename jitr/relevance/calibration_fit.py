@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitr import paths
 from jitr.fileio import write_json_atomic
 from jitr.losses.calibration import TABLES_DIR, check_table
 from jitr.relevance import agreement
@@ -74,7 +75,7 @@ def fit_calibration_tables(
   judgments = agreement.read_judgments(judgments_path, "crowdflower")
   protocol = agreement.build_protocol(judgments, captions)
   out_dir = output_dir or TABLES_DIR
-  os.makedirs(out_dir, exist_ok=True)
+  paths.makedirs(out_dir)
   lines = []
   for name in estimators:
     estimator = make_estimator_from_settings(name, settings)

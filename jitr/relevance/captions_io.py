@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 
 _FLICKR_LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
 _STRAY_SUFFIX = re.compile(r"(\.jpg)\.\d+$", re.IGNORECASE)
@@ -125,7 +124,7 @@ class CaptionSet:
 
 
 def _read_lines(path: str) -> list[str]:
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise CaptionFileError(f"{path}: caption file not found")
   try:
     lines = fileio.read_utf8_lines(path)

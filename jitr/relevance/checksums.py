@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Callable
 
+from jitr import paths
 from jitr.fileio import file_digest
 
 MARGIN_NS = 2_000_000_000  # 2 s: above the time-stamp granularity of local and network disks
@@ -30,7 +31,7 @@ def file_sha256(path: str) -> str:
 def file_version(path: str, st: os.stat_result) -> tuple[str, int, int, int, int, int]:
   """What identifies one version of a file: absolute path, device, inode, size, mtime, ctime."""
   return (
-    os.path.abspath(path),
+    paths.absolute(path),
     st.st_dev,
     st.st_ino,
     st.st_size,
@@ -64,6 +65,8 @@ class ChecksumCache:
 
   def sha256(self, path: str) -> str:
     """The sha256 hex digest of the file at ``path`` as it is now."""
+    if paths.is_url(path):  # an object has no inode to tell its versions apart
+      return file_sha256(path)
     now = self._clock()
     st = os.stat(path)
     key = file_version(path, st)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.relevance.checksums import file_sha256
 
 FORMAT = "jitr.embeddings"
@@ -55,9 +55,9 @@ def write_embeddings(
     if not str(name).isidentifier():
       raise ValueError(f"{out_dir}: array name {name!r} is not a plain identifier")
   arrays = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
-  os.makedirs(out_dir, exist_ok=True)
+  paths.makedirs(out_dir)
   path = os.path.join(out_dir, ARRAYS_NAME)
-  with fileio.atomic_path(path) as tmp, open(tmp, "wb") as f:
+  with fileio.atomic_path(path) as tmp, paths.open(tmp, "wb") as f:
     np.savez(f, **arrays)
   header = {
     "format": FORMAT,
@@ -65,7 +65,7 @@ def write_embeddings(
     "identity": json.loads(json.dumps(dict(identity))),
     "arrays": {k: {"shape": list(v.shape), "dtype": "float32"} for k, v in arrays.items()},
     "file": ARRAYS_NAME,
-    "bytes": os.path.getsize(path),
+    "bytes": paths.getsize(path),
     "sha256": file_sha256(path),
   }
   fileio.write_json_atomic(os.path.join(out_dir, HEADER_NAME), header)
@@ -74,7 +74,7 @@ def write_embeddings(
 
 def _read_header(out_dir: str) -> dict[str, Any] | None:
   path = os.path.join(out_dir, HEADER_NAME)
-  if not os.path.exists(path):
+  if not paths.exists(path):
     return None
   header = fileio.read_json_header(path, FORMAT, error=EmbeddingsCorruptError)
   if header.get("schema_version") != SCHEMA_VERSION:
@@ -108,13 +108,13 @@ def read_embeddings(out_dir: str, identity: Mapping[str, Any]) -> dict[str, np.n
   header_path = os.path.join(out_dir, HEADER_NAME)
   _check_identity(header.get("identity") or {}, json.loads(json.dumps(dict(identity))), header_path)
   path = os.path.join(out_dir, str(header.get("file", ARRAYS_NAME)))
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise EmbeddingsCorruptError(f"{path}: missing (the header {header_path} lists it)")
-  if os.path.getsize(path) != header.get("bytes") or file_sha256(path) != header.get("sha256"):
+  if paths.getsize(path) != header.get("bytes") or file_sha256(path) != header.get("sha256"):
     raise EmbeddingsCorruptError(
       f"{path}: size or sha256 differs from {header_path} (truncated or modified)"
     )
-  with np.load(path, allow_pickle=False) as data:
+  with paths.open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
     arrays = {name: np.asarray(data[name]) for name in data.files}
   expected = {k: v.get("shape") for k, v in (header.get("arrays") or {}).items()}
   got = {k: list(v.shape) for k, v in arrays.items()}

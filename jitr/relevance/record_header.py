@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.record_schema import SCHEMA_VERSION
@@ -122,7 +122,7 @@ def json_bytes(obj: Any) -> bytes:
 def read_header_file(out_dir: str) -> dict[str, Any] | None:
   """The header of ``out_dir``, or ``None`` when there is none."""
   path = os.path.join(out_dir, HEADER_NAME)
-  if not os.path.exists(path):
+  if not paths.exists(path):
     return None
   return fileio.read_json_header(
     path,

@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.relevance.checksums import ChecksumCache
 from jitr.relevance.record_header import (
   FITTED_IDENTITY_KEYS,
@@ -32,7 +32,7 @@ def read_manifest(out_dir: str, index: int, count: int) -> dict[str, Any] | None
   """The manifest of shard ``index``, or ``None`` when it is missing or unreadable."""
   path = os.path.join(out_dir, manifest_name(index, count))
   try:
-    with open(path, encoding="utf-8") as f:
+    with paths.open(path, encoding="utf-8") as f:
       manifest = json.load(f)
   except (FileNotFoundError, json.JSONDecodeError):
     return None
@@ -55,7 +55,7 @@ def shard_is_complete(out_dir: str, entry: dict[str, Any] | None, checksums: Che
   if not entry:
     return False
   path = os.path.join(out_dir, entry["file"])
-  if not os.path.isfile(path) or os.path.getsize(path) != entry["bytes"]:
+  if not paths.isfile(path) or paths.getsize(path) != entry["bytes"]:
     return False
   return checksums.sha256(path) == entry.get("sha256")
 
@@ -102,7 +102,7 @@ def collect_header(
 def _read_bytes(path: str) -> bytes | None:
   """The bytes of the file ``path``, or ``None`` when there is none."""
   try:
-    with open(path, "rb") as f:
+    with paths.open(path, "rb") as f:
       return f.read()
   except FileNotFoundError:
     return None

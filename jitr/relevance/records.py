@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from jitr import paths
 from jitr.progress import Progress
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.checksums import ChecksumCache, file_sha256
@@ -122,7 +123,7 @@ def _write_one_shard(
     "file": name,
     "images": [lo, hi],
     "records": records,
-    "bytes": os.path.getsize(path),
+    "bytes": paths.getsize(path),
     "sha256": file_sha256(path),
   }
   write_manifest(out_dir, index, identity, entry)
@@ -186,7 +187,7 @@ def write_relevance_records(
     raise ValueError("nothing to store: ask for vectors and/or top_k")
   if top_k is not None:
     top_k = min(int(top_k), captions.num_captions)
-  os.makedirs(out_dir, exist_ok=True)
+  paths.makedirs(out_dir)
   header_path = os.path.join(out_dir, HEADER_NAME)
   checksums = ChecksumCache()
 

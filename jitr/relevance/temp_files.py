@@ -6,12 +6,11 @@ renamed when complete; a write that was interrupted leaves its temporary file be
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections.abc import Callable
 
-from jitr import fileio
+from jitr import fileio, paths
 
 _TMP_RE = re.compile(r"\.tmp-(?:(?P<host>[^-/]+)-)?(?P<pid>\d+)(?:-[0-9a-f]+)?$")
 """``HOST-PID-HEX`` after the marker; a host tag has no ``-``, so a HEX of decimal digits
@@ -36,7 +35,7 @@ def remove_stale_tmp_files(out_dir: str, log: Callable[[str], None]) -> None:
   checked), are left alone: they may be another worker's write in flight.
   """
   host = fileio.host_tag()
-  for stale in sorted(glob.glob(os.path.join(out_dir, "*.tmp-*"))):
+  for stale in paths.glob(out_dir, "*.tmp-*"):
     match = _TMP_RE.search(stale)
     if match is None or (match["host"] is not None and match["host"] != host):
       continue
@@ -44,6 +43,6 @@ def remove_stale_tmp_files(out_dir: str, log: Callable[[str], None]) -> None:
     if pid == os.getpid() or not process_alive(pid):
       log(f"removing unfinished file {os.path.basename(stale)}")
       try:
-        os.remove(stale)
+        paths.remove(stale)
       except FileNotFoundError:  # another worker removed it first
         pass

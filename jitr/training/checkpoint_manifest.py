@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.fileio import file_digest
 
 MANIFEST_NAME = "jitr_manifest.json"
@@ -29,7 +29,7 @@ def step_files(step_dir: str) -> list[str]:
   """The ``/``-separated paths, relative to ``step_dir`` and sorted, of every file under it
   except the manifest and its temporary files."""
   found = []
-  for folder, dirs, files in os.walk(step_dir):
+  for folder, dirs, files in paths.walk(step_dir):
     dirs.sort()
     for name in files:
       rel = os.path.relpath(os.path.join(folder, name), step_dir).replace(os.sep, "/")
@@ -79,7 +79,7 @@ def verify_manifest(step_dir: str) -> str | None:
   missing or unreadable, a listed file is missing, its size differs, its sha256 differs.
   Files not listed are ignored. Sizes are checked for every file before any is hashed."""
   path = os.path.join(step_dir, MANIFEST_NAME)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     return f"{path}: missing (an interrupted save, or a checkpoint saved without one)"
   try:
     manifest = fileio.read_json(path)
@@ -90,9 +90,9 @@ def verify_manifest(step_dir: str) -> str | None:
     return files
   for rel, entry in sorted(files.items()):
     file_path = os.path.join(step_dir, *rel.split("/"))
-    if not os.path.isfile(file_path):
+    if not paths.isfile(file_path):
       return f"{file_path}: missing (listed in {MANIFEST_NAME})"
-    size = os.path.getsize(file_path)
+    size = paths.getsize(file_path)
     if size != entry["size"]:
       return f"{file_path}: size is {size} bytes, {MANIFEST_NAME} lists {entry['size']}"
   for rel, entry in sorted(files.items()):

@@ -23,11 +23,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
-import glob
 import logging as py_logging
 import os
 import re
-import shutil
 import sys
 from typing import Any
 
@@ -36,7 +34,7 @@ import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from absl import logging
 
-from jitr import fileio
+from jitr import fileio, paths
 from jitr.training.checkpoint_manifest import MANIFEST_NAME, verify_manifest, write_manifest
 from jitr.training.distributed import all_processes_reach
 from jitr.training.state import TrainState
@@ -75,7 +73,7 @@ class CheckpointCorruptError(ValueError):
 def _remove_temporaries(folder: str) -> list[str]:
   """Removes orbax's unfinished save folders (``*.orbax-checkpoint-tmp*``) under ``folder``;
   returns their paths."""
-  stale = sorted(glob.glob(os.path.join(glob.escape(folder), "*.orbax-checkpoint-tmp*")))
+  stale = paths.glob(folder, "*.orbax-checkpoint-tmp*")
   for path in stale:
     _remove_path(path)
   return stale
@@ -84,14 +82,14 @@ def _remove_temporaries(folder: str) -> list[str]:
 def _remove_path(path: str) -> None:
   """Removes the file or folder ``path`` (nothing when it is gone)."""
   with contextlib.suppress(FileNotFoundError):
-    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    paths.rmtree(path) if paths.isdir(path) else paths.remove(path)
 
 
 def _remove_unsealed(folder: str, step: int) -> bool:
   """Removes ``folder/step`` when it has no manifest (a save that did not finish: never
   restored, so only its space is lost); returns whether it did."""
   path = os.path.join(folder, str(step))
-  if not os.path.isdir(path) or os.path.isfile(os.path.join(path, MANIFEST_NAME)):
+  if not paths.isdir(path) or paths.isfile(os.path.join(path, MANIFEST_NAME)):
     return False
   _remove_path(path)
   return True
@@ -190,7 +188,7 @@ def rotate(manager: ocp.CheckpointManager, keep: int) -> None:
   """Deletes every step of ``manager`` but the newest ``keep`` that have a manifest (a
   step without one is an interrupted save, never restored)."""
   steps = sorted(manager.all_steps(), reverse=True)
-  sealed = [s for s in steps if os.path.isfile(os.path.join(step_dir(manager, s), MANIFEST_NAME))]
+  sealed = [s for s in steps if paths.isfile(os.path.join(step_dir(manager, s), MANIFEST_NAME))]
   for step in sorted(set(steps) - set(sealed[:keep])):
     manager.delete(step)
 
@@ -224,9 +222,9 @@ def _drop_damaged(manager: ocp.CheckpointManager, steps: list[int], why: str) ->
 def first_damaged_step(folder: str) -> tuple[str, str] | None:
   """``(step folder, reason)`` of the newest step under ``folder`` that does not match its
   manifest, or ``None`` when every step does (or there is none)."""
-  if not os.path.isdir(folder):
+  if not paths.isdir(folder):
     return None
-  steps = sorted((int(n) for n in os.listdir(folder) if n.isdigit()), reverse=True)
+  steps = sorted((int(n) for n in paths.listdir(folder) if n.isdigit()), reverse=True)
   for step in steps:
     path = os.path.join(folder, str(step))
     reason = verify_manifest(path)
@@ -269,7 +267,7 @@ class Checkpoints:
   """
 
   def __init__(self, workdir: str, *, keep: int = 2, best_metric: str = "rsum"):
-    root = os.path.join(os.path.abspath(workdir), "checkpoints")
+    root = os.path.join(paths.absolute(workdir), "checkpoints")
     self.best_metric = best_metric
     self.keep = keep
     self._closed = False

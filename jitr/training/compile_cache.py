@@ -10,6 +10,8 @@ import os
 
 import jax
 
+from jitr import paths
+
 # Only compilations slower than this are stored (eager one-op jits stay out).
 MIN_COMPILE_TIME_SECS = 0.2
 # -1: no size floor, so small CPU executables are stored too.
@@ -25,7 +27,7 @@ def enable_run_compilation_cache(data_dir: str) -> str:
   ``<data_dir>/jax_cache``; returns the absolute folder."""
   chosen = os.environ.get(ENVIRONMENT_VARIABLE)
   if chosen:
-    return os.path.abspath(chosen)
+    return paths.absolute(chosen)
   return enable_compilation_cache(os.path.join(data_dir, "jax_cache"))
 
 
@@ -42,8 +44,8 @@ def enable_compilation_cache(
   Call it before the first compilation of the process: JAX opens the cache
   once, at the first compilation after a folder is set.
   """
-  cache_dir = os.path.abspath(cache_dir)
-  os.makedirs(cache_dir, exist_ok=True)
+  cache_dir = paths.absolute(cache_dir)
+  paths.makedirs(cache_dir)
   jax.config.update("jax_compilation_cache_dir", cache_dir)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_secs)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", min_entry_size_bytes)

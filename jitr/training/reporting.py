@@ -14,6 +14,7 @@ from typing import Any
 import jax
 from absl import logging
 
+from jitr import paths
 from jitr.training.progress_report import ProgressReport
 from jitr.training.tensorboard_writer import TensorBoardWriter
 
@@ -88,7 +89,7 @@ def default_writer(workdir: str) -> ScalarWriter:
   processes of a multi-process job only log)."""
   if jax.process_index() > 0:
     return ScalarWriter()
-  return ScalarWriter(TensorBoardWriter(os.path.join(os.path.abspath(workdir), "tensorboard")))
+  return ScalarWriter(TensorBoardWriter(os.path.join(paths.absolute(workdir), "tensorboard")))
 
 
 class TrainReporter:

@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jitr import paths
 from jitr.data import pairs
 from jitr.data.datasets import DATASETS
 from jitr.data.vocab import Vocab, vocab_difference
@@ -85,15 +86,15 @@ def check_teacher_vocab(workdir: str, teacher: Vocab, vocab: Vocab) -> None:
 
 
 def _steps(folder: str) -> list[int]:
-  if not os.path.isdir(folder):
+  if not paths.isdir(folder):
     return []
-  return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+  return sorted(int(n) for n in paths.listdir(folder) if n.isdigit())
 
 
 def newest_checkpoint(workdir: str) -> tuple[str, int] | None:
   """``("best", step)`` of a jitr-train workdir's best checkpoint, else ``("latest", step)``
   of its latest, ``None`` when it has neither (what a teacher or a fine-tuning run reads)."""
-  root = os.path.join(os.path.abspath(workdir), "checkpoints")
+  root = os.path.join(paths.absolute(workdir), "checkpoints")
   for which in ("best", "latest"):
     steps = _steps(os.path.join(root, which))
     if steps:
@@ -110,7 +111,7 @@ def saved_checkpoint(workdir: str) -> tuple[str, int]:
   found = newest_checkpoint(workdir)
   if found is not None:
     return found
-  root = os.path.join(os.path.abspath(workdir), "checkpoints")
+  root = os.path.join(paths.absolute(workdir), "checkpoints")
   raise TeacherError(
     f"teacher:{workdir}: no checkpoint in {root} (expected best/ or latest/ of jitr-train)"
   )
@@ -120,7 +121,7 @@ def check_finished(workdir: str) -> None:
   """Raises :class:`TeacherError` unless the teacher's training finished: ``jitr-train``
   writes ``metrics.json`` last, after the test split of the best checkpoint; a run stopped
   before that (interrupted, preempted, failed) has checkpoints but no ``metrics.json``."""
-  if not os.path.isfile(os.path.join(os.path.abspath(workdir), "metrics.json")):
+  if not paths.isfile(os.path.join(paths.absolute(workdir), "metrics.json")):
     raise TeacherError(
       f"teacher:{workdir}: its training did not finish (no metrics.json, which jitr-train "
       "writes last); run jitr-train on that workdir again to finish it"

@@ -33,6 +33,8 @@ from tensorboard.compat.proto import (
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.summary.writer.record_writer import RecordWriter
 
+from jitr import paths
+
 EVENTS_PREFIX = "events.out.tfevents"
 """Every event file's name starts with this (TensorBoard finds them by ``tfevents``)."""
 
@@ -88,12 +90,12 @@ class TensorBoardWriter:
   """
 
   def __init__(self, logdir: str | os.PathLike):
-    os.makedirs(logdir, exist_ok=True)
+    paths.makedirs(logdir)
     self.path = os.path.join(
       os.fspath(logdir),
       event_file_name(time.time(), socket.gethostname(), os.getpid(), next(_file_numbers)),
     )
-    self._file = open(self.path, "wb")  # closed by close()
+    self._file = paths.open(self.path, "wb")  # closed by close()
     self._records = RecordWriter(self._file)
     self._records.write(version_event(time.time()).SerializeToString())
     self.flush()

@@ -12,6 +12,7 @@ from jitr import experiment
 from jitr.data import pairs
 from jitr.experiment.workdir import data_dir
 from jitr.training.checkpoints import Checkpoints
+from tests.fake_bucket import fake_bucket
 from tests.file_fixtures import write_precomp
 from tests.retrieval_reference import assert_test_metrics_of_best_checkpoint
 
@@ -102,14 +103,25 @@ def _scalar_values(logdir, tag):
 
 
 @pytest.mark.slow
-def test_precomp_folder_trains_end_to_end(tmp_path):
-  """3 epochs of 6 steps on a random 20-image precomp folder: the written test metrics are
-  the best checkpoint's, recomputed from its towers on the whole split and ranked in numpy,
-  and the loss terms fell while training."""
-  write_precomp(tmp_path / "data", 20, n_eval=10)
+def test_precomp_folder_trains_end_to_end(tmp_path, monkeypatch):
+  """3 epochs of 6 steps on a random 20-image precomp folder in a bucket (``gs://``, a
+  local stand-in): the written test metrics are the best checkpoint's, recomputed from its
+  towers on the whole split and ranked in numpy, and the loss terms fell while training."""
+  write_precomp(tmp_path / "bucket" / "data", 20, n_eval=10)
+  (tmp_path / "cwd").mkdir()
+  monkeypatch.chdir(tmp_path / "cwd")  # a URL handed to os would become a folder here
+  with fake_bucket(tmp_path / "bucket") as bucket:
+    _train_on_precomp(tmp_path, f"{bucket}/data")
+  assert os.listdir(tmp_path / "cwd") == []
+  assert json.loads((tmp_path / "run" / "config.json").read_text())["precomp_root"] == (
+    "gs://bucket/data"
+  )
+
+
+def _train_on_precomp(tmp_path, precomp_root):
   config = default.get_config()
   config.dataset = "f30k_precomp"
-  config.precomp_root = str(tmp_path / "data")
+  config.precomp_root = precomp_root
   config.graded = ml_collections.ConfigDict({"relevance": "vectors:lsa"})
   config.estimators.lsa.k = 4
   config.num_epochs = 3

@@ -217,3 +217,15 @@ def test_without_pytorch_the_checkpoint_is_refused_in_one_line(official, monkeyp
     f"{path}: reading a PyTorch checkpoint needs PyTorch, which is not installed; install it "
     "with: pip install 'jitr[torch]'"
   )
+
+
+def test_a_checkpoint_in_a_bucket_loads_as_the_local_file_does(official, tmp_path, monkeypatch):
+  from tests.fake_bucket import fake_bucket
+
+  path, _ = official
+  monkeypatch.chdir(tmp_path)
+  with fake_bucket(tmp_path / "bucket") as url:
+    (tmp_path / "bucket" / "model_best.pth.tar").write_bytes(path.read_bytes())
+    got = load_official_checkpoint(f"{url}/model_best.pth.tar")
+  jax.tree.map(np.testing.assert_array_equal, got, load_official_checkpoint(path))
+  assert not (tmp_path / "gs:").exists()
