@@ -19,7 +19,9 @@ from jitr.apps._cli import run_app, run_reporting_bad_input
 NAME = "jitr-check-data"
 
 _PRECOMP_ROOT = flags.DEFINE_string(
-  "precomp_root", None, "Folder holding f30k_precomp/ and coco_precomp/ (config.precomp_root)."
+  "precomp_root",
+  None,
+  "Folder (or gs:// URL) holding f30k_precomp/ and coco_precomp/ (config.precomp_root).",
 )
 _DATASET = flags.DEFINE_enum(
   "dataset", None, ["f30k_precomp", "coco_precomp"], "Which folder of --precomp_root to check."

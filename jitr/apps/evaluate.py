@@ -23,7 +23,9 @@ from jitr.apps._cli import (
   workdir_flag,
 )
 
-_WORKDIR = workdir_flag("A jitr-train workdir (config.json + checkpoints/).")
+_WORKDIR = workdir_flag(
+  "A jitr-train workdir (config.json + checkpoints/): a folder or a gs:// URL."
+)
 _SPLIT = flags.DEFINE_enum("split", "test", ["val", "test"], "Split to evaluate.")
 _CHECKPOINT = flags.DEFINE_enum(
   "checkpoint", "best", ["best", "latest"], "Which checkpoint to load."

@@ -38,7 +38,7 @@ _CHECKPOINT = flags.DEFINE_string(
 _VOCAB = flags.DEFINE_string(
   "vocab", None, "Its official vocabulary: SGRAF's JSON or VSRN / VSE++'s vocab.pkl."
 )
-_WORKDIR = workdir_flag("The new workdir (absent or empty).")
+_WORKDIR = workdir_flag("The new workdir (absent or empty): a folder or a gs:// URL.")
 flags.mark_flags_as_required(["config", "checkpoint", "vocab", "workdir"])
 
 

@@ -40,7 +40,9 @@ _CAPS_PER_IMAGE = flags.DEFINE_integer(
 )
 _ESTIMATOR = flags.DEFINE_enum("estimator", None, sorted(ESTIMATORS), "Relevance estimator.")
 _OUT = flags.DEFINE_string(
-  "out", None, "Output directory (header relevance.json + TFRecord shards)."
+  "out",
+  None,
+  "Output directory (header relevance.json + TFRecord shards): a folder or a gs:// URL.",
 )
 _TOP_K = flags.DEFINE_integer(
   "top_k",

@@ -42,7 +42,7 @@ INTERRUPTED_LINE = (
 )
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).")
-_WORKDIR = workdir_flag("Directory for checkpoints, logs and results.")
+_WORKDIR = workdir_flag("Directory for checkpoints, logs and results: a folder or a gs:// URL.")
 flags.mark_flags_as_required(["config", "workdir"])
 
 
