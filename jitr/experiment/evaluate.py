@@ -36,7 +36,7 @@ import numpy as np
 from absl import logging
 
 from jitr import fileio, paths
-from jitr.data import pairs, shapes_tfds
+from jitr.data import pairs
 from jitr.evaluation import mean_similarity, official, report
 from jitr.evaluation.plots import QueryExample, plot_query_panel
 from jitr.experiment import workdir as workdir_lib
@@ -52,6 +52,8 @@ def query_panel(
   evaluator, split: str, sim, data_dir: str, config, path: str, num_queries: int
 ) -> None:
   """Top-5 retrieved items of the first queries of each direction, with exact relevance."""
+  from jitr.data import shapes_tfds
+
   arrays = shapes_tfds.load_split(split, data_dir=data_dir, config=config.shapes_config)
   rel = evaluator.exact[split]
   owner = evaluator.splits[split].caption_image

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from jitr.data import pairs, precomp, shapes_split, shapes_tfds
+from jitr.data import pairs, precomp, shapes_split
 from jitr.data import vocab as vocab_lib
 from jitr.data.concept_data import ConceptData
 from jitr.data.datasets import dataset_info
@@ -90,6 +90,8 @@ def run_vocab(
 
 def load_shapes(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
   """jitr_shapes (``config.shapes_config``), built under ``data_dir`` if absent."""
+  from jitr.data import shapes_tfds
+
   shapes_tfds.build(data_dir, config.shapes_config)
   arrays = {
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jitr import paths
-from jitr.data import shapes_tfds
 from jitr.experiment.quality_table import format_table, quality_rows
 from jitr.experiment.split_relevance import estimated_relevance, parse_in_split
 from jitr.experiment.stored_relevance import caption_set
@@ -60,6 +59,8 @@ def relevance_quality_rows(
   for spec in estimators:
     parse_in_split(spec)
   settings = default_estimator_settings() if settings is None else settings
+  from jitr.data import shapes_tfds
+
   shapes_tfds.build(data_dir, shapes_config)
   teachers = teacher_workdirs(dict(enumerate(estimators)))
   rows = []

@@ -29,9 +29,12 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+  import scipy.sparse
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +48,7 @@ class EncodedSentences:
     length: ``[n]`` int64 bigram counts (pycocoevalcap's length).
   """
 
-  counts: sp.csr_matrix
+  counts: scipy.sparse.csr_matrix
   inv_norm: np.ndarray
   length: np.ndarray
 
@@ -164,7 +167,7 @@ class PreparedCandidates:
   inverse: np.ndarray
   run_starts: np.ndarray
   run_ends: np.ndarray
-  factors: dict[int, sp.csc_matrix]
+  factors: dict[int, scipy.sparse.csc_matrix]
 
 
 class CiderD:
@@ -263,6 +266,8 @@ class CiderD:
     sq_norm = np.bincount(
       sent * self.n + packed_order(key), weights=weight * weight, minlength=n_sent * self.n
     )
+    import scipy.sparse as sp
+
     # rows are sorted by (sentence, key) and columns follow the key order: CSR in order
     indptr = np.concatenate([[0], np.cumsum(np.bincount(sent[known], minlength=n_sent))])
     counts = sp.csr_matrix((tf[known], col[known], indptr), shape=(n_sent, n_keys))
@@ -271,6 +276,8 @@ class CiderD:
     return EncodedSentences(counts, inv_norm, np.maximum(lens - 1, 0))
 
   def _encode_python(self, sentences: Sequence[str]) -> EncodedSentences:
+    import scipy.sparse as sp
+
     vocab, idf, ref_len = self._vocab, self._idf, self.ref_len
     if self._keys is not None:  # fitted by the vectorized path: rebuild the tuple vocabulary
       vocab = self._tuple_vocabulary()
@@ -309,8 +316,12 @@ class CiderD:
     return vocab
 
   # ------------------------------------------------------- the sparse factors
-  def _factors(self, enc: EncodedSentences, side: str) -> Iterator[tuple[int, sp.csr_matrix]]:
+  def _factors(
+    self, enc: EncodedSentences, side: str
+  ) -> Iterator[tuple[int, scipy.sparse.csr_matrix]]:
     """``(t, A_t)`` for the candidate side or ``(t, B_t)`` for the reference side."""
+    import scipy.sparse as sp
+
     counts = enc.counts
     rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
     scale = enc.inv_norm[rows, self._order[counts.indices]]
