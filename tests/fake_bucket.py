@@ -80,3 +80,18 @@ def fake_bucket(root: str) -> Iterator[str]:
       yield BUCKET
   finally:
     gpath._is_tf_installed = tf_backend
+
+
+def serve_in_subprocesses(hook_dir, root) -> str:
+  """Writes ``hook_dir/sitecustomize.py``, which serves ``gs://bucket`` from ``root`` in any
+  Python process whose ``PYTHONPATH`` starts with ``hook_dir`` (the repository after it),
+  for the whole process: a console script then sees the bucket as a user's would. Returns
+  ``hook_dir``."""
+  os.makedirs(hook_dir, exist_ok=True)
+  with open(os.path.join(hook_dir, "sitecustomize.py"), "w", encoding="utf-8") as f:
+    f.write(
+      "from tests.fake_bucket import fake_bucket\n\n"
+      f"_SERVED = fake_bucket({os.path.abspath(root)!r})  # kept: closing it would stop it\n"
+      "_SERVED.__enter__()  # until the process exits\n"
+    )
+  return os.fspath(hook_dir)

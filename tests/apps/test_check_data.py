@@ -17,6 +17,7 @@ from jitr.data.precomp_check import (
   format_check_table,
   official_loader_notes,
 )
+from tests.fake_bucket import serve_in_subprocesses
 from tests.file_fixtures import write_precomp
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -35,12 +36,14 @@ SHORT_DEV = (
 )
 
 
-def _check_data(root, cwd) -> subprocess.CompletedProcess:
-  """``jitr-check-data --precomp_root=ROOT --dataset=f30k_precomp`` run from ``cwd``."""
+def _check_data(root, cwd, *, hook: str | None = None) -> subprocess.CompletedProcess:
+  """``jitr-check-data --precomp_root=ROOT --dataset=f30k_precomp`` run from ``cwd`` (with
+  the folder ``hook`` first on ``PYTHONPATH``, when given)."""
   exe = shutil.which("jitr-check-data") or str(
     pathlib.Path(sys.executable).with_name("jitr-check-data")
   )
-  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  path = os.pathsep.join([*([hook] if hook else []), str(REPO)])
+  env = {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "3"}
   args = [exe, f"--precomp_root={root}", "--dataset=f30k_precomp"]
   return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -71,6 +74,18 @@ def test_a_usable_folder_prints_one_row_per_split(folder, tmp_path):
     "The official loaders (VSE++, SCAN, SGRAF, VSRN, VSE∞):",
     SHORT_DEV,
   ]
+
+
+def test_a_folder_in_a_bucket_prints_the_rows_of_the_local_folder(folder, tmp_path):
+  hook = serve_in_subprocesses(tmp_path / "hook", tmp_path)  # gs://bucket is tmp_path
+  out = _check_data("gs://bucket/data", tmp_path / "elsewhere", hook=hook)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert out.stdout.splitlines()[:5] == [
+    HEADER,
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+    *ROWS,
+  ]
+  assert os.listdir(tmp_path / "elsewhere") == []  # no URL was handed to os
 
 
 def test_one_feature_row_per_caption_is_usable(folder, tmp_path):
