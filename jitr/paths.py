@@ -158,9 +158,10 @@ def walk(top: PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
 
 
 def open(path: PathLike, mode: str = "r", *, encoding: str | None = None) -> IO[Any]:  # noqa: A001
-  """Opens the file at ``path`` (modes ``r``, ``w``, ``a``, each with ``b``; text is UTF-8
-  unless ``encoding`` says otherwise, locally). A bucket's object appears whole when a
-  file opened for writing is closed."""
+  """Opens the file at ``path`` (modes ``r``, ``w``, ``a``, each with ``b``). Text is UTF-8
+  on a bucket; a local file is read in ``encoding`` (the locale's when ``None``, as the
+  built-in :func:`open`). A bucket's object appears whole when a file opened for writing
+  is closed."""
   if is_url(path):
     return _epath(path).open(mode, encoding=encoding if "b" not in mode else None)
   return builtins.open(path, mode, encoding=encoding if "b" not in mode else None)

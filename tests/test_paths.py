@@ -179,6 +179,7 @@ _LOCAL_ONLY = {
   "os.path.realpath",
   "os.listdir",
   "os.scandir",
+  "os.stat",
   "os.makedirs",
   "os.mkdir",
   "os.remove",
