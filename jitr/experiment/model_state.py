@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import optax
 
 from jitr import training
 from jitr.data import pairs
@@ -33,3 +34,37 @@ def initial_state(
   variables = jax.jit(model.init)(jax.random.key(config.seed), example_inputs(train_split))
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
   return model, training.create_train_state(variables, tx, jax.random.key(config.seed + 1))
+
+
+def initial_state_shapes(
+  config,
+  vocab_size: int,
+  train_split: pairs.RetrievalSplit,
+  steps_per_epoch: int,
+  concepts: ConceptInputs | None = None,
+) -> tuple[RetrievalModel, training.TrainState]:
+  """:func:`initial_state` traced, not computed: the same model, and a train state whose
+  arrays are ``jax.ShapeDtypeStruct`` s (the template a checkpoint is restored into; no
+  program is compiled or run), its ``rng`` the concrete key ``config.seed + 1``."""
+  model = make_model(config.model.to_dict(), vocab_size, concepts=concepts)
+  tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
+  like = abstract_train_state(model, tx, example_inputs(train_split), config.seed)
+  return model, like
+
+
+def abstract_train_state(
+  model: RetrievalModel, tx: optax.GradientTransformation, inputs: dict, seed: int = 0
+) -> training.TrainState:
+  """``create_train_state(model.init(key(seed), inputs), tx, key(seed + 1))`` under
+  ``jax.eval_shape``: every array a ``jax.ShapeDtypeStruct`` on JAX's default device (where
+  the computed state would be, so a checkpoint is restored there), except ``rng``, the
+  concrete key ``seed + 1`` (restoring a checkpoint reads the key's implementation from
+  it)."""
+  like = jax.eval_shape(
+    lambda: training.create_train_state(
+      model.init(jax.random.key(seed), inputs), tx, jax.random.key(seed + 1)
+    )
+  )
+  default = jax.device_put(np.zeros((), np.int32)).sharding
+  like = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=default), like)
+  return like.replace(rng=jax.random.key(seed + 1))

@@ -34,13 +34,13 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from jitr import fileio, paths
+from jitr import fileio, paths, training
 from jitr.data import pairs
 from jitr.data.official_vocab import read_official_vocab
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
-from jitr.experiment.model_state import initial_state
+from jitr.experiment.model_state import initial_state_shapes
 from jitr.experiment.run_concepts import concept_inputs
 from jitr.experiment.train import resolved_config
 from jitr.models import cvse_convert, sgraf_convert, vsrn_convert
@@ -266,14 +266,14 @@ def import_official(
   concepts = concept_inputs(data.concepts)
   if weights.graph:
     check_concept_graph(config, weights, concepts)
-  _, state = initial_state(
+  _, like = initial_state_shapes(
     config, len(vocab), train, pairs.steps_per_epoch(train, config.batch_size), concepts
   )
   converted = {"params": weights.params, "batch_stats": weights.batch_stats}
-  mismatch = shape_mismatch(converted, state.variables)
+  mismatch = shape_mismatch(converted, like.variables)
   if mismatch is not None:
     raise ValueError(f"{checkpoint}: its weights do not fit config.model: {mismatch}")
-  state = state.replace(params=weights.params, model_state={"batch_stats": weights.batch_stats})
+  state = training.create_train_state(converted, like.tx, like.rng)
   record = {
     "checkpoint": checkpoint,
     "sha256": _sha256(checkpoint),

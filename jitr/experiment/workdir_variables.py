@@ -7,11 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jax
-
 from jitr import paths, training
 from jitr.data import pairs
-from jitr.experiment.model_state import example_inputs
+from jitr.experiment.model_state import abstract_train_state, example_inputs
 from jitr.models import ConceptInputs, RetrievalModel, make_model
 from jitr.training.checkpoints import Checkpoints
 
@@ -38,12 +36,7 @@ def restore_variables(
     tx = training.make_optimizer(dict(saved_config.get("optimizer") or {}), steps_per_epoch=1)
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None
-  inputs = example_inputs(train_split)
-  like = jax.eval_shape(
-    lambda: training.create_train_state(
-      model.init(jax.random.key(0), inputs), tx, jax.random.key(1)
-    )
-  ).replace(rng=jax.random.key(1))
+  like = abstract_train_state(model, tx, example_inputs(train_split))
   checkpoints = Checkpoints(paths.absolute(workdir))
   try:
     state = checkpoints.restore(like, which=which)
