@@ -16,7 +16,8 @@ first step unless said):
   repository's SGRAF settings (yangong23/VSEnetworksLSEH ``SGRAF_LSEH/opts.py``,
   ``train.py``): Adam 4e-4, batch 84, 40 epochs ×0.1 at 20, margin 0.185;
 - ``vsrn`` (KunpengLi1994/VSRN README commands: embed 2048, word 300, captioning loss
-  weight 1; Adam 2e-4, batch 128, clip 2, 30 epochs, ×0.1 every 10 epochs on F30K and
+  weight 1, a captioner of hidden size 512 and word size 300 (``train.py``'s dim_hidden,
+  dim_word); Adam 2e-4, batch 128, clip 2, 30 epochs, ×0.1 every 10 epochs on F30K and
   every 15 on COCO; F30K batch-normalises the image embedding, COCO l2-normalises the fc
   output). The official VSRN picks its best checkpoint by R@1 + R@5 of both directions;
   jitr by RSUM;
@@ -150,7 +151,15 @@ def _sgraf(name: str):
 
 def _vsrn(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
   c.model = ml_collections.ConfigDict(
-    dict(name="vsrn", dataset=data, embed_dim=2048, word_dim=300, caption_weight=1.0)
+    dict(
+      name="vsrn",
+      dataset=data,
+      embed_dim=2048,
+      word_dim=300,
+      caption_weight=1.0,
+      caption_hidden_dim=512,  # the captioner: dim_hidden
+      caption_word_dim=300,  # dim_word
+    )
   )
   c.optimizer = _adam(2e-4, (10, 20) if data == "f30k" else (15,))
   c.num_epochs = 30

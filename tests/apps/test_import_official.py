@@ -275,7 +275,8 @@ def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(of
     "jitr-train", "--config=configs/paper.py:f30k,vsrn,triplet", f"--workdir={tuned}",
     f"--config.init_from={workdir}", f"--config.vocab_file={workdir / 'vocab.json'}",
     "--config.precomp_root=data", *TINY_RUN, "--config.num_epochs=1",
-    "--config.model.embed_dim=16", "--config.model.word_dim=8", cwd=root,
+    "--config.model.embed_dim=16", "--config.model.word_dim=8",
+    "--config.model.caption_hidden_dim=16", "--config.model.caption_word_dim=8", cwd=root,
   )  # fmt: skip
   assert done.returncode == 0, done.stderr[-3000:]
   assert "holds no VSRN caption decoder (official VSRN checkpoints have none): this run " in (

@@ -197,12 +197,15 @@ def _results_table(text: str) -> str:
 def runs(tmp_path_factory):
   """The runs the tests compare: ``alone`` (one process x 8 devices), ``pod`` (two
   processes, uninterrupted) and ``preempted`` (two processes, SIGTERM to process 1 after
-  the first checkpoint, then the same command again), started together."""
+  the first checkpoint, then the same command again). ``preempted`` starts once ``pod``
+  has saved its first checkpoint: its train step and validation programs are then in the
+  compilation cache, and it reads them instead of compiling them beside ``pod``."""
   root = tmp_path_factory.mktemp("pod")
   write_precomp(root / "data", n_images=40)
   (root / "tiny.py").write_text(CONFIG.format(data=str(root / "data"), cache=str(root / "cache")))
   alone = train_job(root, "alone", 1)
   pod = train_job(root, "pod", 2)
+  _wait_for_a_checkpoint(pod)
   preempted = train_job(root, "preempted", 2)
   _wait_for_a_checkpoint(preempted)
   preempted.procs[1].send_signal(signal.SIGTERM)
