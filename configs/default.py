@@ -1,6 +1,7 @@
 """Default: region encoder + GRU on jitr_shapes, triplet + Smooth-NDCG with sentence relevance.
 
-Trains in about 6 minutes on 2 CPU cores (scripts/train.sh in all: about 10). Run:
+Trains in about 4.5 minutes on 2 CPU cores (scripts/train.sh in all, the dataset and the
+relevance records built first: about 7). Run:
   jitr-train --config=configs/default.py --workdir=/tmp/jitr/default
 """
 
