@@ -43,7 +43,7 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
-from jitr.experiment.model_state import initial_state_shapes
+from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
 from jitr.training.checkpoints import Checkpoints
 
@@ -141,7 +141,8 @@ def restore_member(member: Member, checkpoint: str):
   config, train = member.config, member.data.splits["train"]
   steps = pairs.steps_per_epoch(train, config.batch_size)
   concepts = concept_inputs(member.data.concepts)
-  model, like = initial_state_shapes(config, len(member.data.vocab), train, steps, concepts)
+  vocab_size = len(member.data.vocab)
+  model, like = initial_state(config, vocab_size, train, steps, concepts, shapes_only=True)
   checkpoints = Checkpoints(member.workdir)
   try:  # that checkpoint or none: a damaged one is refused, not replaced by an older one
     state = checkpoints.restore(like, which=checkpoint, fallback=False)

@@ -25,31 +25,22 @@ def initial_state(
   train_split: pairs.RetrievalSplit,
   steps_per_epoch: int,
   concepts: ConceptInputs | None = None,
+  *,
+  shapes_only: bool = False,
 ) -> tuple[RetrievalModel, training.TrainState]:
   """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
   (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``; ``concepts`` for CVSE),
   initialised from ``config.seed``; its non-param collections (BatchNorm statistics) go
-  to ``state.model_state``."""
+  to ``state.model_state``. ``shapes_only``: the state traced, not computed (its arrays
+  ``jax.ShapeDtypeStruct`` s on JAX's default device, its ``rng`` the concrete key: the
+  template a checkpoint is restored into; no program is compiled or run)."""
   model = make_model(config.model.to_dict(), vocab_size, concepts=concepts)
-  variables = jax.jit(model.init)(jax.random.key(config.seed), example_inputs(train_split))
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
+  inputs = example_inputs(train_split)
+  if shapes_only:
+    return model, abstract_train_state(model, tx, inputs, config.seed)
+  variables = jax.jit(model.init)(jax.random.key(config.seed), inputs)
   return model, training.create_train_state(variables, tx, jax.random.key(config.seed + 1))
-
-
-def initial_state_shapes(
-  config,
-  vocab_size: int,
-  train_split: pairs.RetrievalSplit,
-  steps_per_epoch: int,
-  concepts: ConceptInputs | None = None,
-) -> tuple[RetrievalModel, training.TrainState]:
-  """:func:`initial_state` traced, not computed: the same model, and a train state whose
-  arrays are ``jax.ShapeDtypeStruct`` s (the template a checkpoint is restored into; no
-  program is compiled or run), its ``rng`` the concrete key ``config.seed + 1``."""
-  model = make_model(config.model.to_dict(), vocab_size, concepts=concepts)
-  tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
-  like = abstract_train_state(model, tx, example_inputs(train_split), config.seed)
-  return model, like
 
 
 def abstract_train_state(

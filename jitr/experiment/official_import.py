@@ -40,7 +40,7 @@ from jitr.data.official_vocab import read_official_vocab
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
-from jitr.experiment.model_state import initial_state_shapes
+from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
 from jitr.experiment.train import resolved_config
 from jitr.models import cvse_convert, sgraf_convert, vsrn_convert
@@ -266,9 +266,8 @@ def import_official(
   concepts = concept_inputs(data.concepts)
   if weights.graph:
     check_concept_graph(config, weights, concepts)
-  _, like = initial_state_shapes(
-    config, len(vocab), train, pairs.steps_per_epoch(train, config.batch_size), concepts
-  )
+  steps = pairs.steps_per_epoch(train, config.batch_size)
+  _, like = initial_state(config, len(vocab), train, steps, concepts, shapes_only=True)
   converted = {"params": weights.params, "batch_stats": weights.batch_stats}
   mismatch = shape_mismatch(converted, like.variables)
   if mismatch is not None:
