@@ -78,6 +78,38 @@ def _member_sim(member) -> tuple[np.ndarray, np.ndarray]:
   return np.asarray(img) @ np.asarray(txt).T, test.caption_image
 
 
+def test_the_traced_template_restores_the_saved_state_bit_for_bit(workdirs):
+  """jitr-eval restores into ``initial_state(..., shapes_only=True)``: every array a
+  ``jax.ShapeDtypeStruct`` of the computed state's shape, dtype and device, the rng a
+  concrete key; the restored state equals the saved one (here the computed initial state
+  of the workdir's config) leaf for leaf, bit for bit, on the same device."""
+  root, _ = workdirs
+  member = evaluate.load_member(str(root / "a"))
+  config, train = member.config, member.data.splits["train"]
+  steps = pairs.steps_per_epoch(train, config.batch_size)
+  vocab_size = len(member.data.vocab)
+  _, saved = experiment.initial_state(config, vocab_size, train, steps)
+  _, like = experiment.initial_state(config, vocab_size, train, steps, shapes_only=True)
+  arrays = lambda state: {  # noqa: E731
+    jax.tree_util.keystr(path): leaf
+    for path, leaf in jax.tree_util.tree_leaves_with_path(state.replace(rng=None))
+  }
+  computed, traced = arrays(saved), arrays(like)
+  assert computed.keys() == traced.keys() and len(computed) > 10
+  for name, leaf in traced.items():
+    assert isinstance(leaf, jax.ShapeDtypeStruct), name
+    want = computed[name]
+    assert (leaf.shape, leaf.dtype, leaf.sharding) == (want.shape, want.dtype, want.sharding)
+  assert jax.random.key_impl(like.rng) == jax.random.key_impl(saved.rng)
+  _, restored = evaluate.restore_member(member, "best")
+  got = arrays(restored)
+  assert got.keys() == computed.keys()
+  for name, leaf in got.items():
+    assert leaf.sharding == computed[name].sharding, name
+    np.testing.assert_array_equal(np.asarray(leaf), np.asarray(computed[name]), err_msg=name)
+  np.testing.assert_array_equal(jax.random.key_data(restored.rng), jax.random.key_data(saved.rng))
+
+
 def test_mean_similarity_of_two_is_sgraf_mean():
   rng = np.random.default_rng(0)
   a, b = rng.normal(size=(2, 3, 7)).astype(np.float32)
