@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -216,14 +215,6 @@ def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
     )
 
 
-def _sha256(path: str) -> str:
-  digest = hashlib.sha256()
-  with paths.open(path, "rb") as f:
-    for block in iter(lambda: f.read(1 << 20), b""):
-      digest.update(block)
-  return digest.hexdigest()
-
-
 def import_official(
   config: ml_collections.ConfigDict,
   checkpoint: str | os.PathLike,
@@ -275,7 +266,7 @@ def import_official(
   state = training.create_train_state(converted, like.tx, like.rng)
   record = {
     "checkpoint": checkpoint,
-    "sha256": _sha256(checkpoint),
+    "sha256": fileio.file_digest(checkpoint)[1],
     "vocab_file": paths.absolute(vocab_file),
     "network": weights.network,
     **weights.record,
