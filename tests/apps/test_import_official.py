@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import pathlib
@@ -232,7 +233,10 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
     done = console(*command, *extra, cwd=root)
     assert done.returncode == 0, (command, done.stderr[-3000:])
   imported = root / "workdirs" / "official_sgr"
-  assert json.loads((imported / "import.json").read_text())["best_rsum"] == 321.5
+  record = json.loads((imported / "import.json").read_text())
+  assert record["best_rsum"] == 321.5
+  checkpoint = root / "official" / "SGR" / "model_best.pth.tar"
+  assert record["sha256"] == hashlib.sha256(checkpoint.read_bytes()).hexdigest()
   report = json.loads((imported / "eval_test" / "metrics.json").read_text())
   assert_recall_equal(report, reference_recall(parts["SGR"], sgraf_sims, imported))
   # the ensemble: the mean of the SGR and SAF similarity matrices, as SGRAF's evalrank
