@@ -28,6 +28,8 @@ import shutil
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+from jitr.tf_cpu import load_before_tensorflow
+
 if TYPE_CHECKING:
   from etils import epath
 
@@ -62,7 +64,9 @@ def is_url(path: PathLike) -> bool:
 
 def _epath(path: PathLike) -> epath.Path:
   """``epath.Path(path)``; epath is imported on the first URL (``jitr[train]`` installs it:
-  the core install reads local paths only)."""
+  the core install reads local paths only). epath's Cloud Storage backend imports
+  TensorFlow when it is installed: the modules that must load before it load first."""
+  load_before_tensorflow()
   try:
     from etils import epath
   except ModuleNotFoundError:

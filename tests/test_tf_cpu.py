@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 PROGRAM = (
   "import os; from jitr.tf_cpu import import_tf; tf = import_tf(); "
@@ -31,3 +33,62 @@ def test_tensorflow_starts_quietly_and_sees_no_gpu():
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stdout.split() == ["0", "3", "0"]
   assert "oneDNN" not in done.stderr and "port.cc" not in done.stderr, done.stderr
+
+
+# A module standing in for triton: it records, when imported, whether TensorFlow was loaded.
+_STAND_IN = "import sys\nTF_BEFORE = 'tensorflow' in sys.modules\n"
+
+_ORDER_PROGRAM = """
+import importlib.util, sys
+from jitr import tf_cpu
+tf_cpu.LOADED_BEFORE_TENSORFLOW += ("stand_in_native", "no_such_module_here")
+tf_cpu.import_tf()
+import stand_in_native
+print("stand-in loaded before TensorFlow:", not stand_in_native.TF_BEFORE)
+if importlib.util.find_spec("triton") is not None:
+  import triton  # crashes (SIGSEGV) if its library is loaded after TensorFlow's
+  print("triton", triton.__version__)
+"""
+
+
+def test_import_tf_loads_the_listed_modules_first_and_triton_survives(tmp_path):
+  (tmp_path / "stand_in_native.py").write_text(_STAND_IN)
+  done = subprocess.run(
+    [sys.executable, "-c", _ORDER_PROGRAM],
+    env={**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)])},
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
+  assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+  lines = done.stdout.splitlines()
+  assert lines[0] == "stand-in loaded before TensorFlow: True"
+  # scripts/setup_env.sh installs triton beside torch on Linux, as PyPI's torch does
+  if sys.platform.startswith("linux"):
+    assert lines[1].startswith("triton "), done.stdout
+
+
+def test_modules_tensorflow_breaks_are_hidden_when_tensorflow_came_first(monkeypatch, tmp_path):
+  import types
+  import warnings
+
+  from jitr import tf_cpu
+
+  (tmp_path / "stand_in_native.py").write_text(_STAND_IN)
+  monkeypatch.syspath_prepend(str(tmp_path))  # installed, not loaded
+  monkeypatch.setattr(tf_cpu, "LOADED_BEFORE_TENSORFLOW", ("stand_in_native", "no_such_module"))
+  monkeypatch.setitem(sys.modules, "stand_in_native", None)
+  monkeypatch.delitem(sys.modules, "stand_in_native")  # restored (absent) after the test
+  loaded_tf = sys.modules.get("tensorflow", types.ModuleType("tensorflow"))
+  monkeypatch.setitem(sys.modules, "tensorflow", loaded_tf)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert tf_cpu.hide_modules_tensorflow_breaks() == ["stand_in_native"]
+    assert tf_cpu.load_before_tensorflow() == []  # too late: TensorFlow is loaded
+  assert sys.modules["stand_in_native"] is None
+  [warning] = caught
+  assert "stand_in_native is installed but TensorFlow was imported before it" in str(
+    warning.message
+  )
+  with pytest.raises(ImportError):
+    import stand_in_native  # noqa: F401

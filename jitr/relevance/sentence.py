@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jitr.relevance.cosine import CosineEstimator, unit_rows
+from jitr.tf_cpu import hide_modules_tensorflow_breaks
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -77,6 +78,7 @@ def load_sentence_model(
   Raises:
     OSError: the model is neither a local directory nor in the local Hugging Face cache.
   """
+  hide_modules_tensorflow_breaks()  # TensorFlow loaded first by other code: no crash
   from sentence_transformers import SentenceTransformer
 
   resolved = resolve_model(name_or_path)
