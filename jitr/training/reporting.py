@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging as py_logging
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -34,12 +35,35 @@ RESULT_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
+MISSING_CELL = "–"
+"""A results-table cell of a metric the evaluated data cannot give (a dash, not ``nan``)."""
+
+
 def results_table(metrics: Mapping[str, float], title: str) -> str:
-  """A one-row Markdown table of :data:`RESULT_KEYS` (``nan`` where a metric is absent)."""
+  """A one-row Markdown table of :data:`RESULT_KEYS`; a metric that is absent (or NaN) is a
+  :data:`MISSING_CELL`, and a footnote under the table names those columns and why: NDCG@10
+  and mAP@R are measured against a dataset's exact relevance (jitr_shapes has it, a precomp
+  folder does not), and ``metrics.json`` leaves their keys out.
+
+  >>> recalls = {key: 50.0 for key, _ in RESULT_KEYS if key.startswith("full/")}
+  >>> lines = results_table(recalls, "Test split:").splitlines()
+  >>> lines[4].count("50.00"), lines[4].count("–")
+  (7, 4)
+  >>> lines[6].split(" (")[0]
+  '– not measured on this data: i2t NDCG@10, t2i NDCG@10, i2t mAP@R, t2i mAP@R'
+  """
   head = "| " + " | ".join(name for _, name in RESULT_KEYS) + " |"
   rule = "|" + "---|" * len(RESULT_KEYS)
-  cells = [f"{float(metrics.get(key, float('nan'))):.2f}" for key, _ in RESULT_KEYS]
-  return f"{title}\n\n{head}\n{rule}\n| " + " | ".join(cells) + " |\n"
+  values = {key: float(metrics.get(key, float("nan"))) for key, _ in RESULT_KEYS}
+  cells = [MISSING_CELL if math.isnan(v) else f"{v:.2f}" for v in values.values()]
+  table = f"{title}\n\n{head}\n{rule}\n| " + " | ".join(cells) + " |\n"
+  missing = [name for key, name in RESULT_KEYS if math.isnan(values[key])]
+  if missing:
+    table += (
+      f"\n{MISSING_CELL} not measured on this data: {', '.join(missing)} (a dataset without "
+      "exact relevance has no NDCG@10 or mAP@R)\n"
+    )
+  return table
 
 
 def headline(metrics: Mapping[str, float]) -> dict[str, float]:

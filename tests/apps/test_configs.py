@@ -132,3 +132,19 @@ def test_shapes_rows_take_a_model(model_name):
     assert c.model.to_dict() == default.get_config().model.to_dict()
   with pytest.raises(ValueError, match="MODEL"):
     shapes.get_config("sndcg,vsepp")
+
+
+def test_pod_check_is_a_tiny_listwise_run_on_the_exact_relevance():
+  from configs import pod_check
+  from jitr.training.train_config import check_train_config
+
+  c = pod_check.get_config()
+  check_train_config(c)  # raises on any bad field
+  assert (c.dataset, c.shapes_config, dict(c.graded)) == (
+    "jitr_shapes",
+    "tiny",
+    {"relevance": "oracle"},
+  )
+  assert set(c.loss) == {"warmup", "triplet", "smooth_ndcg"} and c.num_epochs == 3
+  # the global batch splits over 1 x 8, 2 x 4, 4 x 8 and 8 x 8 (processes x devices)
+  assert all(c.batch_size % (p * d) == 0 for p, d in [(1, 8), (2, 4), (4, 8), (8, 8)])
