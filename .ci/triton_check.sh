@@ -2,7 +2,7 @@
 # PyTorch as PyPI ships it: its CUDA build on Linux pins a triton release, so every user who
 # installs jitr[relevance] from PyPI has triton, and triton's native library crashes a process
 # that loads it after TensorFlow's (jitr.tf_cpu.LOADED_BEFORE_TENSORFLOW says why). This
-# check, on the .venv of scripts/setup_env.sh (the local CPU torch with triton beside it):
+# check, on the .venv of scripts/test.sh (the local CPU torch with triton beside it):
 #   1. the triton pinned there is the one PyPI's torch of the same version requires (read from
 #      PyPI's metadata with pip's dry run: no download of the GB-sized CUDA wheel);
 #   2. the default config's training, tiny (jitr_shapes tiny: TFDS, then the sentence model),
@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup_env.sh
+jitr_install_triton
 START=$SECONDS
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -1,9 +1,9 @@
-# Sourced by scripts/test.sh and scripts/train.sh: make .venv and install jitr.
-# torch==$JITR_TORCH goes in first: it is the CPU wheel on this disk, and anything that
-# later asks for torch (sentence-transformers) is then already satisfied. On Linux,
-# triton==$JITR_TRITON goes in beside it: PyPI's (CUDA) build of that torch pins it, so
-# every user who installs torch from PyPI has it, and the tests run with it too
-# (.ci/triton_check.sh checks the pin against PyPI's torch).
+# Sourced by scripts/install.sh, test.sh and train.sh: make .venv and install jitr.
+# torch==$JITR_TORCH goes in first (where a local wheel folder has its CPU build, pip takes
+# it; from PyPI alone, Linux gets its CUDA build, with triton), and anything that later asks
+# for torch (sentence-transformers) is then already satisfied. jitr_install_triton (called
+# by scripts/test.sh) adds the triton==$JITR_TRITON that PyPI's build of that torch pins, so
+# the tests run with what a PyPI install has (.ci/triton_check.sh checks the pin).
 # pip's own output (resolver notes, build-backend warnings) goes to
 # $VENV/pip-install.log and is shown only if the install fails.
 VENV=${JITR_VENV:-.venv}
@@ -18,8 +18,22 @@ jitr_step() { printf '==> %s\n' "$*" >&2; }
 jitr_install() {
   python -m pip install --quiet --upgrade pip setuptools wheel &&
     python -m pip install --quiet "torch==$JITR_TORCH" &&
-    { [ "$(uname -s)" != Linux ] || python -m pip install --quiet "triton==$JITR_TRITON"; } &&
     python -m pip install --quiet -e ".[train,relevance,dev,docs]"
+}
+
+# triton==$JITR_TRITON in the active environment, on Linux (where PyPI's torch pins it).
+jitr_install_triton() {
+  [ "$(uname -s)" = Linux ] || return 0
+  local have
+  have=$(python -c 'import importlib.metadata as m; print(m.version("triton"))' 2>/dev/null || true)
+  [ "$have" = "$JITR_TRITON" ] && return 0
+  jitr_step "Installing triton==$JITR_TRITON beside torch, as PyPI's torch==$JITR_TORCH has it"
+  PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    python -m pip install --quiet "triton==$JITR_TRITON" >>"$PIP_LOG" 2>&1 || {
+    echo "pip install triton==$JITR_TRITON failed; the end of $PIP_LOG:" >&2
+    tail -n 20 "$PIP_LOG" >&2
+    return 1
+  }
 }
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -1,6 +1,7 @@
 """The wheel's file list: every file of the jitr package (package data included) is in it,
-the configs, tests and scripts are not, its console scripts are those of [project.scripts]
-and its metadata carries the version, the extras and the license files.
+the configs are in it as jitr/configs, tests and scripts are not, pyproject's package list
+names every package folder, its console scripts are those of [project.scripts] and its
+metadata carries the version, the extras and the license files.
 
 The wheel is built from a copy of the working tree without build isolation (seconds, no
 download); scripts/check_wheel.sh installs it into a fresh environment and runs it."""
@@ -80,10 +81,24 @@ def test_every_package_file_is_in_the_wheel(wheel):
 
 
 @pytest.mark.slow
-def test_configs_tests_and_scripts_stay_out(wheel):
-  archive, _ = wheel
-  tops = {n.split("/")[0] for n in archive.namelist()}
+def test_configs_ship_as_jitr_configs_and_tests_and_scripts_stay_out(wheel):
+  archive, src = wheel
+  names = set(archive.namelist())
+  tops = {n.split("/")[0] for n in names}
   assert tops == {"jitr", _dist_info(archive)}, f"top-level entries of the wheel: {sorted(tops)}"
+  configs = {f"jitr/configs/{p.name}" for p in (src / "configs").glob("*.py")}
+  assert {"jitr/configs/default.py", "jitr/configs/pod_check.py"} <= configs <= names
+
+
+def test_the_package_list_names_every_package_folder():
+  listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+  folders = {
+    ".".join(p.parent.relative_to(REPO).parts)
+    for p in (REPO / "jitr").rglob("*")
+    if p.is_file() and p.suffix in (".py", ".json") and "__pycache__" not in p.parts
+  }
+  assert listed == folders | {"jitr.configs"}, listed ^ (folders | {"jitr.configs"})
+  assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {"jitr.configs": "configs"}
 
 
 @pytest.mark.slow
