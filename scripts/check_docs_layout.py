@@ -455,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     print(line)
   n = len(pages_of(site, only))
   print(
-    f"{len(problems)} problem(s) on {n} pages at {', '.join(map(str, widths))} px "
+    f"{len(problems)} problem(s) on {n} page(s) at {', '.join(map(str, widths))} px "
     f"({time.monotonic() - start:.0f} s)",
     file=sys.stderr,
   )
