@@ -25,14 +25,19 @@ extensions = [
   "sphinx.ext.napoleon",
   "jitr_api",
   "jitr_cli",
+  "jitr_layout",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 
-# MyST: ``faults.md#checkpoints``-style links resolve to the headings of levels 1-4. No
-# dollar math: the pages write formulas in Unicode, and ``$VAR`` is a shell variable.
+# MyST: ``#slug`` and ``faults.md#checkpoints``-style links (GitHub's slugs, as the README
+# and the pages write them on GitHub) resolve to the headings of every level, and each
+# heading carries its slug as a second HTML id, so ``training.html#GITHUB-SLUG`` lands on
+# the section too (myst_heading_anchors_html_ids, on by default). No dollar math: the pages
+# write formulas in Unicode, and ``$VAR`` is a shell variable.
 myst_enable_extensions = ["colon_fence"]
-myst_heading_anchors = 4
+myst_heading_anchors = 6
+myst_heading_anchors_html_ids = True
 
 # autodoc / autosummary: api.md has a summary table per package and, below it, an entry per
 # exported name (``jitr-members``, from jitr_api.py) on the same page: no generated stub
@@ -64,4 +69,6 @@ suppress_warnings = ["myst.header"]
 html_theme = "furo"
 html_title = "jitr"
 html_static_path = ["_static"]
+# Code blocks and tables scroll in their own box, inline code in tables breaks only after
+# "." "_" "/" (with jitr_layout's <wbr>): scripts/check_docs_layout.py checks it in Chromium.
 html_css_files = ["jitr.css"]

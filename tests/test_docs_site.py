@@ -1,6 +1,8 @@
 """The documentation site: it builds with warnings as errors and nitpicky references, its API
 reference has an entry with a description for every exported name, its command-line reference
-every flag that each console script's ``--help`` lists; and every docstring example runs.
+every flag that each console script's ``--help`` lists, every link to an anchor has its target,
+inline code in tables breaks only where a ``<wbr>`` allows; and every docstring example runs.
+(How the pages render, in a browser: scripts/check_docs_layout.py, not part of the suite.)
 
 The site is built once (``python -m sphinx -W -n``, as ``scripts/docs.sh`` builds it) into a
 temporary folder; the flags come from the scripts' own ``--helpshort`` texts, read in one
@@ -22,6 +24,7 @@ import zlib
 import pytest
 
 from tests import test_public_api
+from tests.test_docs_layout import check_docs_layout
 
 pytestmark = pytest.mark.slow
 
@@ -165,6 +168,24 @@ def test_every_flag_of_every_console_script_is_in_the_cli_reference(built):
   page = (html / "cli.html").read_text(encoding="utf-8")
   for script in SCRIPTS:
     assert f'id="{script}"' in page, f"no section for {script}"
+
+
+def test_every_link_to_an_anchor_has_its_target(built):
+  _, _, html, _ = built
+  pages = check_docs_layout.pages_of(html, None)
+  assert len(pages) >= 15, pages
+  assert check_docs_layout.link_target_problems(html, pages) == []
+
+
+def test_inline_code_in_tables_breaks_only_after_a_separator(built):
+  _, _, html, _ = built
+  faults = (html / "faults.html").read_text(encoding="utf-8")
+  # a test name in a table cell: a piece per word group, a <wbr> after each "_"
+  assert '<span class="pre">test_</span><wbr><span class="pre">' in faults
+  api = (html / "api.html").read_text(encoding="utf-8")
+  assert '<span class="pre">smooth_</span><wbr><span class="pre">ndcg</span>' in api
+  css = (html / "_static" / "jitr.css").read_text(encoding="utf-8")
+  assert "anywhere" not in css and "break-all" not in css
 
 
 def test_the_help_parser_reads_flags_and_boolean_flags():
