@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The slim install: `pip install "jitr[torch]"` (not editable) into a fresh virtual
 # environment brings nothing of the `train` extra, the README's jitr.torch example
-# runs from outside the source tree, and the apps' console scripts (installed all the
-# same) stop with one line asking for the train extra. torch==2.13.0 goes in first: it
+# runs from outside the source tree, the losses' tests pass on the newest JAX the package
+# index serves, and the apps' console scripts (installed all the same) stop with one line
+# asking for the train extra. torch==2.13.0 goes in first: it
 # is the CPU wheel on this disk (any other torch requirement would download a CUDA build).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,6 +64,16 @@ print(f"jitr.torch example: loss {loss.item():.4f}, |grad| {img_emb.grad.norm().
 EOF
 mkdir "$TMP/elsewhere"
 (cd "$TMP/elsewhere" && "$TMP/venv/bin/python" "$TMP/example.py")
+
+step "Running the losses' tests on the newest JAX the package index serves"
+# The core bounds JAX from below only (the train extra bounds it for jax._src): the losses
+# run on whatever JAX a user has. The tests' own tools go in after the check above.
+pip_quiet --upgrade jax jaxlib
+pip_quiet pytest hypothesis "rax==0.4.0"
+"$TMP/venv/bin/python" -c 'import jax; print("JAX", jax.__version__)' >&2
+(cd "$TMP/src" && "$TMP/venv/bin/python" -m pytest -q -p no:cacheprovider tests/losses \
+  --ignore=tests/losses/test_normalize.py 2>&1 | tail -n 3) >&2
+# (test_normalize.py checks the models' use of the normalisation: it needs Flax.)
 
 step "Checking that jitr-train without the train extra stops with one line"
 # The train extra's modules in the order jitr.apps checks them, less absl and scipy:

@@ -7,8 +7,11 @@ from the first that did. :func:`detected_job` runs that same detection *without*
 joining, so a caller can decide first: a job of one process stays a plain single
 process, and a config that disagrees with the job is refused before anything connects.
 
-It reads ``jax._src.clusters`` (the code ``jax.distributed.initialize`` calls); jitr pins
-``jax < 0.11``, the versions this module is tested with.
+It reads ``jax._src.clusters`` (the code ``jax.distributed.initialize`` calls), imported
+when a run asks: jitr's ``train`` extra bounds ``jax < 0.11``, the versions this module is
+tested with (the core, the functional losses, uses public JAX only and has no bound). On a
+JAX whose private module lacks what is read here, :func:`detected_job` raises one
+``ValueError`` line saying so and what to do.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
-from jax._src import clusters  # JAX's detection (see the module docstring)
+import jax
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,21 +44,42 @@ class DetectedJob:
   local_device_ids: Sequence[int] | None = None
 
 
+def cluster_env():
+  """``jax._src.clusters.ClusterEnv``, the base of JAX's cluster environments, with what
+  :func:`detected_job` reads of it (``_cluster_types``, ``auto_detect_unset_distributed_params``).
+
+  Raises:
+    ValueError: one line, when this JAX has no such module or class (a JAX newer than the
+      ``train`` extra's bound): its version and the two ways on.
+  """
+  try:
+    from jax._src import clusters  # JAX's detection (see the module docstring)
+
+    env = clusters.ClusterEnv
+    env._cluster_types, env.auto_detect_unset_distributed_params  # noqa: B018
+  except (ImportError, AttributeError) as err:
+    raise ValueError(
+      f"cluster detection: JAX {jax.__version__} lacks what jitr reads of jax._src.clusters "
+      f"({type(err).__name__}: {err}); install the JAX jitr's train extra allows "
+      "(pip install 'jitr[train]': jax<0.11), or set config.distributed.coordinator_address, "
+      "num_processes and process_id and start each process yourself"
+    ) from None
+  return env
+
+
 def detected_job(initialization_timeout_s: int = 300) -> DetectedJob | None:
   """The job JAX's cluster detection finds for this process, or ``None`` when no cluster
   environment started it (a plain machine). ``JAX_COORDINATOR_ADDRESS`` and
-  ``JAX_COORDINATOR_PORT`` override the detected address, as in JAX."""
+  ``JAX_COORDINATOR_PORT`` override the detected address, as in JAX. A ``ValueError`` (one
+  line) on a JAX without the detection this reads (:func:`cluster_env`)."""
+  base = cluster_env()
   env = next(
-    (
-      e
-      for e in clusters.ClusterEnv._cluster_types
-      if not e.opt_in_only_method and e.is_env_present()
-    ),
+    (e for e in base._cluster_types if not e.opt_in_only_method and e.is_env_present()),
     None,
   )
   if env is None:
     return None
-  address, count, index, local_ids = clusters.ClusterEnv.auto_detect_unset_distributed_params(
+  address, count, index, local_ids = base.auto_detect_unset_distributed_params(
     os.environ.get("JAX_COORDINATOR_ADDRESS"), None, None, None, None, initialization_timeout_s
   )
   return DetectedJob(env.__name__, address, int(count), int(index), local_ids)

@@ -1,6 +1,5 @@
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 
@@ -28,6 +27,7 @@ def test_weighted_sum_and_terms():
 
 
 def test_config_dict_named_inputs_and_repeated_loss():
+  ml_collections = pytest.importorskip("ml_collections")  # the train extra's (configs)
   sim, pos, relevance, metric = _batch()
   config = ml_collections.ConfigDict(
     {

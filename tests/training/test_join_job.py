@@ -5,7 +5,9 @@ the processes' one stop decision (``agreed_stop``), without starting a second pr
 from __future__ import annotations
 
 import signal
+import sys
 
+import jax
 import numpy as np
 import pytest
 
@@ -136,3 +138,18 @@ def test_a_single_process_stops_at_its_own_signal_at_once():
 def test_every_steps_must_be_a_positive_int():
   with pytest.raises(ValueError, match=r"^every_steps: expected a positive int, got 0$"):
     agreed_stop.AgreedStop(StopRequested(), every_steps=0, process_count=1)
+
+
+def test_a_jax_without_the_private_cluster_detection_is_one_clear_line(monkeypatch):
+  import types
+
+  changed = types.ModuleType("jax._src.clusters")  # a JAX whose private module changed
+  monkeypatch.setitem(sys.modules, "jax._src.clusters", changed)
+  monkeypatch.setattr(jax._src, "clusters", changed, raising=False)
+  with pytest.raises(ValueError) as caught:
+    cluster.detected_job()
+  message = str(caught.value)
+  assert "\n" not in message
+  assert message.startswith(f"cluster detection: JAX {jax.__version__} lacks what jitr reads")
+  assert "AttributeError" in message and "jax<0.11" in message
+  assert "config.distributed.coordinator_address" in message
