@@ -69,11 +69,12 @@ step "Running the losses' tests on the newest JAX the package index serves"
 # The core bounds JAX from below only (the train extra bounds it for jax._src): the losses
 # run on whatever JAX a user has. The tests' own tools go in after the check above.
 pip_quiet --upgrade jax jaxlib
-pip_quiet pytest hypothesis "rax==0.4.0"
+pip_quiet pytest pytest-xdist hypothesis "rax==0.4.0"
 "$TMP/venv/bin/python" -c 'import jax; print("JAX", jax.__version__)' >&2
-(cd "$TMP/src" && "$TMP/venv/bin/python" -m pytest -q -p no:cacheprovider tests/losses \
+(cd "$TMP/src" && "$TMP/venv/bin/python" -m pytest -q -n 2 -p no:cacheprovider tests/losses \
   --ignore=tests/losses/test_normalize.py 2>&1 | tail -n 3) >&2
-# (test_normalize.py checks the models' use of the normalisation: it needs Flax.)
+# (test_normalize.py checks the models' use of the normalisation: it needs Flax; the two
+# tests of the run's config checks skip without the train extra's ml_collections.)
 
 step "Checking that jitr-train without the train extra stops with one line"
 # The train extra's modules in the order jitr.apps checks them, less absl and scipy:

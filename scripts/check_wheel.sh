@@ -3,15 +3,15 @@
 # the apps need (jitr[train,relevance]) into a fresh virtual environment, and check, from a
 # directory outside the repository, that
 #   - `import jitr` comes from the environment's site-packages (nothing from the checkout),
-#     and the configs are not installed (they come with the repository, not the wheel);
+#     with the configs as jitr.configs (no top-level `configs` package);
 #   - the package data is installed (jitr/losses/calibration_tables/*.json) and every
 #     shipped table loads (`isotonic:crowdflower-sentence` among them);
 #   - the README's functional API example runs (the first ```python block under the
 #     heading "## The functional API"; the README's first ```python block if that heading
 #     is gone);
-#   - configs/shapes.py:calibrated of the checkout, loaded by path as `jitr-train --config=`
-#     loads it, passes the train-config checks and its calibrated objective gives a finite
-#     loss;
+#   - configs/shapes.py:calibrated as the wheel installed it (jitr/configs), loaded by path
+#     as `jitr-train --config=` loads it, passes the train-config checks and its calibrated
+#     objective gives a finite loss;
 #   - every console script of [project.scripts] answers --help (exit 0, its flags listed).
 # One line per check; the first failure stops it with a message (exit 1). torch==2.13.0 goes
 # in first: it is the CPU wheel on this disk (any other torch requirement would download a
@@ -88,8 +88,10 @@ import jitr
 site = pathlib.Path(sysconfig.get_paths()["purelib"]).resolve()
 where = pathlib.Path(jitr.__file__).resolve()
 assert site in where.parents, f"jitr imported from {where}, not from {site}"
-assert not (site / "configs").exists(), f"{site / 'configs'} is installed: configs belong to the repository"
-print(f"{where} (jitr {jitr.__version__})")
+assert not (site / "configs").exists(), f"{site / 'configs'}: the configs belong in jitr/configs"
+shipped = sorted(p.name for p in (where.parent / "configs").glob("*.py"))
+assert {"default.py", "paper.py", "shapes.py", "pod_check.py"} <= set(shipped), shipped
+print(f"{where} (jitr {jitr.__version__}; configs {', '.join(shipped)})")
 '
 
 run_check "package data: the calibration tables" '
@@ -123,15 +125,17 @@ EOF
   fail "README.md's functional API example ($(cat "$TMP/extract.log")) failed" "$TMP/check.log"
 ok "README.md's functional API example runs ($(cat "$TMP/extract.log")): $(tail -n 1 "$TMP/check.log")"
 
-run_check "configs/shapes.py:calibrated from the checkout with the installed jitr" '
-import sys
+run_check "configs/shapes.py:calibrated as the wheel installed it" '
+import pathlib
 import jax.numpy as jnp
 from absl import flags
 from ml_collections import config_flags
 from jitr.losses import objective
 from jitr.training.train_config import check_train_config
+import jitr.configs
 holder = config_flags.DEFINE_config_file("config")
-flags.FLAGS(["jitr-train", f"--config={sys.argv[1]}/configs/shapes.py:calibrated"])
+shapes = pathlib.Path(jitr.configs.__file__).parent / "shapes.py"
+flags.FLAGS(["jitr-train", f"--config={shapes}:calibrated"])
 config = holder.value
 check_train_config(config)
 loss_fn = objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
@@ -143,7 +147,7 @@ assert bool(jnp.isfinite(total)), parts
 plain, _ = objective(config.loss, steps_per_epoch=1)(sim, positives=positives, graded=graded, step=jnp.asarray(1))
 assert float(plain) != float(total), "the calibration changed nothing"
 print(f"calibration {dict(config.calibration)}: loss {float(total):.4f} (uncalibrated {float(plain):.4f})")
-' "$REPO"
+'
 
 # Every console script of [project.scripts].
 SCRIPTS=$("$PY" -c '
