@@ -231,7 +231,7 @@ def _lower_first(text: str) -> str:
   "the x", "A y" -> "a y", "SGRAF" kept); a final period dropped."""
   text = text.rstrip().rstrip(".")
   word = text.split(" ", 1)[0]
-  plain = word[:1].isupper() and (word[1:].islower() or len(word) == 1)
+  plain = word.isalpha() and word[:1].isupper() and (word[1:].islower() or len(word) == 1)
   return text[0].lower() + text[1:] if plain else text
 
 
@@ -387,12 +387,23 @@ def _given_flag(argv: list[str], flag: str) -> str:
 def config_load_error(argv: list[str], flag: str, err: BaseException) -> str:
   """``--FLAG=FILE: could not load the config file: CAUSE`` of a config file that did not
   load; CAUSE is the last line of ml_collections' several-line message (e.g. ``[Errno 2]
-  No such file or directory: 'FILE'``)."""
+  No such file or directory: 'FILE'``), and a file not found is told the shipped ones."""
   cause = [line.strip() for line in str(err).splitlines() if line.strip()]
-  return (
-    f"{_given_flag(argv, flag)}: could not load the config file: "
-    f"{cause[-1] if cause else type(err).__name__}"
-  )
+  last = cause[-1] if cause else type(err).__name__
+  if "No such file" in last:
+    last += f"; expected a config file, e.g. one of the shipped {_shipped_names()}"
+  return f"{_given_flag(argv, flag)}: could not load the config file: {last}"
+
+
+def _shipped_names() -> str:
+  """``configs/default.py, configs/paper.py:DATA,MODEL,LOSS, ...``: the shipped config files
+  as ``--config`` takes them."""
+  folder = _config_files.shipped_configs_dir()
+  try:
+    forms = [form for form, _ in _config_files.shipped_configs(folder)]
+  except (OSError, SyntaxError, UnicodeDecodeError):
+    return f"configs/*.py (in {folder})"
+  return ", ".join(f"configs/{form}" for form in forms)
 
 
 def config_function_error(err: BaseException) -> BaseException | None:

@@ -103,10 +103,16 @@ def config_file_usage(path: str) -> tuple[str, str]:
   return name + (form.group(1) if form else ""), first_sentence(first)
 
 
+def shipped_configs(configs_dir: str) -> list[tuple[str, str]]:
+  """:func:`config_file_usage` of every config file of ``configs_dir`` (``*.py`` but
+  ``_*.py``), by name."""
+  files = sorted(f for f in os.listdir(configs_dir) if f.endswith(".py") and not f.startswith("_"))
+  return [config_file_usage(os.path.join(configs_dir, f)) for f in files]
+
+
 def shipped_config_lines(configs_dir: str) -> list[str]:
   """The help's list of the shipped config files: where they are, then one line each."""
-  files = sorted(f for f in os.listdir(configs_dir) if f.endswith(".py") and not f.startswith("_"))
-  usages = [config_file_usage(os.path.join(configs_dir, f)) for f in files]
+  usages = shipped_configs(configs_dir)
   width = max((len(form) for form, _ in usages), default=0)
   lines = [
     f"config files shipped with jitr, in {configs_dir} (--config=configs/NAME.py[:ARG] reads "
@@ -210,11 +216,11 @@ def field_meanings(source: str, function: str = "get_config") -> dict[str, str]:
 
   def visit(prefix: str, value: ast.expr, first_line: int) -> None:
     for key, node, line in _entries(value):
-      if line != first_line:  # an entry on the statement's own line shares its comment
+      if line != first_line:  # an entry on its group's first line shares the group's comment
         meaning = _meaning(comments, line, node.end_lineno)
         if meaning:
           out[f"{prefix}.{key}"] = meaning
-      visit(f"{prefix}.{key}", node, first_line)
+      visit(f"{prefix}.{key}", node, line)
 
   for func in tree.body:
     if not (isinstance(func, ast.FunctionDef) and func.name == function):

@@ -42,12 +42,12 @@ _WORKDIR = workdir_flag("The new workdir (absent or empty): a folder or a gs:// 
 
 def main() -> None:
   """Imports ``--checkpoint`` and ``--vocab`` into ``--workdir`` and prints one line."""
+  config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-import --help` answers without loading JAX.
   from jitr.experiment.official_import import import_official
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
-  config = loaded_config(_CONFIG)
   record = import_official(config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value)
   epoch = f" (epoch {record['epoch']})" if "epoch" in record else ""
   print(

@@ -46,12 +46,12 @@ APP = App("jitr-train", __name__, requires=("config", "workdir"), interrupted=IN
 def main() -> None:
   """Trains the config of ``--config`` in ``--workdir``; a stopped run exits
   :func:`stopped_exit`'s status with its line."""
+  config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-train --help` answers without loading JAX.
   from jitr.experiment import train_and_evaluate
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
-  config = loaded_config(_CONFIG)
   job = join_configured_job(config.distributed)
   with ending_on_a_lost_process(APP.name, job.process_count):
     result = train_and_evaluate(config, _WORKDIR.value)
