@@ -325,8 +325,7 @@ def _config_help(flag: flags.Flag, argv: list[str]) -> list[str]:
       config.get("seed")  # a file that did not load leaves a placeholder raising here
       source = given[-1]
     except Exception as err:  # the help still lists the default config's fields
-      cause = " ".join(str(err).split())[-200:]
-      lines.append(f"(--{flag.name}={given[-1]} did not load: {cause})")
+      lines.append(f"({config_load_error(argv, flag.name, err)})")
       config = None
   if config is None:
     source = shipped_default

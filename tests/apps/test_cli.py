@@ -212,3 +212,15 @@ def test_train_help_lists_the_shipped_config_files_and_where_they_are(train_help
   for form in ("default.py", "paper.py:DATA,MODEL,LOSS", "shapes.py:NAME[,MODEL]"):
     assert form in shipped, shipped
   assert lines[-1] == "Try --helpfull to get a list of all flags."
+
+
+def test_train_help_with_a_config_lists_that_config_s_fields(tmp_path):
+  out = _app("jitr-train", "--config=configs/shapes.py:triplet,sgr", "--help", cwd=tmp_path)
+  assert out.returncode == 0, out.stderr[-3000:]
+  lines = out.stdout.splitlines()
+  start = next(i for i, line in enumerate(lines) if line.startswith("--config fields of "))
+  assert lines[start].split()[3].endswith("/shapes.py:triplet,sgr"), lines[start]
+  tree = lines[start + 1 : lines.index("", start)]
+  assert "  max_caption_len: 32" in tree and "    name: 'sgr'" in tree
+  assert tree[tree.index("  model:") + 1] == "    embed_dim: 64"
+  assert os.listdir(tmp_path) == []

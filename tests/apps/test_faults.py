@@ -417,6 +417,8 @@ def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
 
 
 def test_missing_config_file_is_one_line(tmp_path):
+  from tests.apps.test_one_line_faults import shipped_suffix
+
   proc = _jitr_train(
     f"--config={tmp_path / 'nope.py'}:abc", f"--workdir={tmp_path / 'run'}", cwd=tmp_path
   )
@@ -424,7 +426,7 @@ def test_missing_config_file_is_one_line(tmp_path):
   assert proc.returncode == 1, err[-2000:]
   assert err.strip() == (
     f"jitr-train: error: --config={tmp_path / 'nope.py'}:abc: could not load the config file: "
-    f"[Errno 2] No such file or directory: '{tmp_path / 'nope.py'}'"
+    f"[Errno 2] No such file or directory: '{tmp_path / 'nope.py'}'" + shipped_suffix()
   )
   assert os.listdir(tmp_path) == []
 
