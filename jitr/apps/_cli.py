@@ -470,7 +470,9 @@ def unknown_flag_error(name: str, own: Sequence[str]) -> str:
   close = difflib.get_close_matches(name, own, n=1)
   hint = f" (did you mean --{close[0]}?)" if close else ""
   listed = ", ".join(f"--{n}" for n in sorted(own))
-  return f"unknown flag --{name}{hint}; expected one of {listed} (--helpfull: absl's own too)"
+  return (
+    f"unknown flag --{name}{hint}; expected one of {listed} (--helpfull also lists absl's flags)"
+  )
 
 
 def parse_flags(name: str, argv: list[str], given: list[str], own: Sequence[str]) -> list[str]:

@@ -13,6 +13,7 @@ import os
 import pytest
 
 from configs import default
+from jitr.apps import _cli
 from tests.apps.test_faults import _APPS, _defined_flags
 from tests.apps.test_one_line_faults import _app
 
@@ -224,3 +225,30 @@ def test_train_help_with_a_config_lists_that_config_s_fields(tmp_path):
   assert "  max_caption_len: 32" in tree and "    name: 'sgr'" in tree
   assert tree[tree.index("  model:") + 1] == "    embed_dim: 64"
   assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------- units of the messages
+def test_given_flag_names_reads_both_flag_forms_and_stops_at_the_end():
+  argv = ["jitr-x", "--a=1", "-b", "v", "--c=", "--d.e=2", "stray", "--", "--f=1"]
+  assert _cli.given_flag_names(argv) == {"a", "b", "d.e"}
+
+
+@pytest.mark.parametrize(
+  ("help_text", "expected"),
+  [
+    ("The official checkpoint (x).", "the official checkpoint (x)"),
+    ("A jitr-train workdir: a folder.", "a jitr-train workdir: a folder"),
+    ("Caption file: precomp", "caption file: precomp"),
+    ("Flickr8k.token.txt.", "Flickr8k.token.txt"),
+    ("SGRAF's JSON", "SGRAF's JSON"),
+  ],
+)
+def test_what_an_input_is_expected_to_be_reads_on_from_its_flag_help(help_text, expected):
+  assert _cli._lower_first(help_text) == expected
+
+
+def test_an_unknown_flag_suggests_the_closest_of_the_app_s_flags():
+  assert _cli.unknown_flag_error("wokdir", ["workdir", "config"]) == (
+    "unknown flag --wokdir (did you mean --workdir?); expected one of --config, --workdir "
+    "(--helpfull also lists absl's flags)"
+  )
