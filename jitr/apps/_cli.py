@@ -99,12 +99,11 @@ def ending_on_a_lost_process(name: str, process_count: int) -> Iterator[None]:
 
 
 class Input(NamedTuple):
-  """A file or folder that the command line names: ``argument`` as given (``--vocab=X``),
-  its ``path`` and what it is ``expected`` to be."""
+  """A file or folder that the command line names: its ``path`` and the error line when it
+  does not exist (``missing``: what was given and what was expected)."""
 
-  argument: str
   path: str
-  expected: str
+  missing: str
 
 
 def fail(name: str, message: str) -> NoReturn:
@@ -200,22 +199,21 @@ class App:
     ``ValueError`` naming the first missing one and what was expected)."""
     for item in self.inputs() if self.inputs is not None else ():
       if not paths.exists(item.path):
-        raise ValueError(
-          f"{item.argument}: no such file or folder; expected {_lower_first(item.expected)}"
-        )
+        raise ValueError(item.missing)
     return main()
 
 
 def flag_inputs(*names: str) -> Callable[[], list[Input]]:
   """``App.inputs`` of the flags ``names``: each one given (not empty) must name an existing
-  file or folder, its flag help saying what is expected."""
+  file or folder, else ``--NAME=VALUE: no such file or folder; expected`` its flag help."""
 
   def inputs() -> list[Input]:
     out = []
     for name in names:
       value = flags.FLAGS[name].value
       if value:
-        out.append(Input(f"--{name}={value}", value, flag_meaning(flags.FLAGS[name])))
+        expected = _lower_first(flag_meaning(flags.FLAGS[name]))
+        out.append(Input(value, f"--{name}={value}: no such file or folder; expected {expected}"))
     return out
 
   return inputs

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from absl import flags, logging
 
+from jitr import paths
 from jitr.apps._cli import App, Input, config_dict_flag
 from jitr.relevance.registry import estimators_config
 
@@ -31,8 +32,8 @@ DEFAULT_CALIBRATIONS = [
 
 def teacher_inputs() -> list[Input]:
   """The ``teacher:WORKDIR`` workdirs that ``--estimators`` names (also inside ``hmean:`` /
-  ``mean:``), each an input that must exist; a source that does not parse is left to the
-  report, which names it."""
+  ``mean:``), each an input that must exist (checked before jitr_shapes is built); a
+  source that does not parse is left to the report, which names it."""
   from jitr.training.graded import parse_source  # JAX loads only when the app runs
 
   out = []
@@ -43,7 +44,9 @@ def teacher_inputs() -> list[Input]:
       continue
     for leaf in leaves:
       if leaf.stored == "teacher":
-        out.append(Input(f"--estimators={spec}", leaf.estimator, "a jitr-train workdir"))
+        workdir = leaf.estimator
+        missing = f"teacher:{workdir}: no such workdir ({paths.absolute(workdir)})"
+        out.append(Input(workdir, missing))
   return out
 
 

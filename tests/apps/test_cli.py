@@ -109,8 +109,7 @@ FAULTS = {
       "stray": ("--data_dir=d", "stray"),
       "missing file": (  # before jitr_shapes is built into --data_dir
         ("--data_dir=d", "--estimators=oracle,hmean:vectors:lsa|teacher:nope"),
-        "--estimators=hmean:vectors:lsa|teacher:nope: no such file or folder; expected a "
-        "jitr-train workdir",
+        "teacher:nope: no such workdir (/...",
       ),
     },
   ),
