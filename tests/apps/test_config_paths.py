@@ -150,8 +150,8 @@ def test_config_arguments_are_resolved_in_both_flag_forms_and_not_after_the_end(
 
 
 def test_the_shipped_configs_are_jitr_configs_or_the_checkout_s(monkeypatch):
-  import jitr.configs
-
-  assert _config_files.shipped_configs_dir() == list(jitr.configs.__path__)[0]
+  spec = importlib.util.find_spec("jitr.configs")  # None in a checkout not installed
+  installed = list(spec.submodule_search_locations)[0] if spec else str(REPO / "configs")
+  assert _config_files.shipped_configs_dir() == installed
   monkeypatch.setattr(_config_files.importlib.util, "find_spec", lambda name: None)
   assert _config_files.shipped_configs_dir() == str(REPO / "configs")
