@@ -158,11 +158,15 @@ class App:
     if asked:  # absl exits 1 after printing the help; asking for it is no error
       sys.stdout.write(help_text(self, sys.argv, short=_HELP_FLAGS[asked[0]]))
       raise SystemExit(0)
-    app.run(
-      lambda argv: run_reporting_bad_input(
-        self.name, lambda: self._checked_main(main), interrupted=self.interrupted
+    run_reporting_bad_input(  # a Ctrl-C while a config file loads is one line too
+      self.name,
+      lambda: app.run(
+        lambda argv: run_reporting_bad_input(
+          self.name, lambda: self._checked_main(main), interrupted=self.interrupted
+        ),
+        flags_parser=lambda argv: self.parse(argv, given),
       ),
-      flags_parser=lambda argv: self.parse(argv, given),
+      interrupted=self.interrupted,
     )
 
   def parse(self, argv: list[str], given: list[str] | None = None) -> list[str]:
@@ -178,6 +182,13 @@ class App:
     rest = parse_flags(self.name, argv, given or argv, own)
     if len(rest) > 1:
       fail(self.name, f"unexpected argument {rest[1]!r} (flags take the form --name=value)")
+    for name in self.config_file_flags():
+      if name in names and flags.FLAGS[name].value is None:
+        fail(
+          self.name,
+          f"{_given_flag(given or argv, name)}: get_config() returned None; "
+          "expected it to return the config (a ConfigDict)",
+        )
     self._check_required(None)
     return rest
 
@@ -462,6 +473,22 @@ def config_file_error(err: SyntaxError) -> str:
   return f"{err.filename}:{err.lineno}: cannot load the config file: {what}{col}"
 
 
+@contextlib.contextmanager
+def _without_config_loader_warnings() -> Iterator[None]:
+  """Drops the warnings ml_collections logs while it loads a config file (``get_config()
+  returned None``: the app says it in its own error line, the only one)."""
+
+  def keep(record) -> bool:
+    return not record.pathname.endswith("config_flags.py")
+
+  logger = logging.get_absl_logger()
+  logger.addFilter(keep)
+  try:
+    yield
+  finally:
+    logger.removeFilter(keep)
+
+
 def unknown_flag_error(name: str, own: Sequence[str]) -> str:
   """``unknown flag --NAME (did you mean --Y?); expected one of --A, --B, ...`` for an app
   whose flags are ``own``."""
@@ -484,7 +511,8 @@ def parse_flags(name: str, argv: list[str], given: list[str], own: Sequence[str]
   which the messages quote."""
   flag = "config"
   try:
-    return flags.FLAGS(argv)
+    with _without_config_loader_warnings():
+      return flags.FLAGS(argv)
   except flags.UnrecognizedFlagError as err:
     fail(name, unknown_flag_error(err.flagname, own))
   except flags.Error as err:  # absl's own: a value of the wrong type, a missing file

@@ -76,6 +76,15 @@ def test_a_config_file_that_does_not_load_with_overrides_is_one_line(tmp_path, s
     assert err.startswith(f"jitr-train: error: {path}:3: cannot load the config file: ")
 
 
+def test_a_config_file_whose_get_config_returns_nothing_is_one_line(tmp_path):
+  path = tmp_path / "cfg.py"
+  path.write_text("def get_config():\n  pass\n")
+  assert _train_error(tmp_path, f"--config={path}") == (
+    f"jitr-train: error: --config={path}: get_config() returned None; expected it to return "
+    "the config (a ConfigDict)"
+  )
+
+
 # ---------------------------------------------------------------- misspelt configs/*.py:ARG
 @pytest.mark.parametrize(
   ("spec", "names"),
