@@ -338,7 +338,12 @@ def _config_help(flag: flags.Flag, argv: list[str]) -> list[str]:
       config = None
   if config is None:
     source = shipped_default
-    config = _ConfigFileParser(flag.name).parse(shipped_default)
+    try:
+      config = _ConfigFileParser(flag.name).parse(shipped_default)
+    except Exception as err:  # the help answers even where the config cannot load
+      cause = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+      lines.append(f"(it did not load: {cause})")
+      config = {}
   path = source.split(":", 1)[0]
   meanings = _config_files.file_meanings(shipped_default, path)
   lines.insert(0, f"--{flag.name} fields of {source} (their defaults; {override}):")
