@@ -24,6 +24,7 @@ APP = App(
   requires=("captions", "judgments"),
   inputs=flag_inputs("captions", "judgments"),
 )
+
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Flickr8k.token.txt (the captions the judgments refer to)."
 )

@@ -24,6 +24,7 @@ APP = App(
   requires=("captions", "judgments"),
   inputs=flag_inputs("captions", "judgments"),
 )
+
 _CAPTIONS = flags.DEFINE_string("captions", None, "Flickr8k.token.txt.")
 _JUDGMENTS = flags.DEFINE_string("judgments", None, "CrowdFlowerAnnotations.txt.")
 _ESTIMATORS = flags.DEFINE_list("estimators", ["sentence"], "Estimators to fit a map for.")

@@ -17,6 +17,7 @@ from absl import flags
 from jitr.apps._cli import App
 
 APP = App("jitr-check-data", __name__, requires=("precomp_root", "dataset"))
+
 _PRECOMP_ROOT = flags.DEFINE_string(
   "precomp_root",
   None,

@@ -33,6 +33,7 @@ APP = App(
   requires=("captions", "estimator", "out"),
   inputs=flag_inputs("captions"),
 )
+
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt."
 )

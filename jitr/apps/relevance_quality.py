@@ -51,6 +51,7 @@ def teacher_inputs() -> list[Input]:
 
 
 APP = App("jitr-relevance-quality", __name__, requires=("data_dir",), inputs=teacher_inputs)
+
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "TFDS data dir holding (or to hold) jitr_shapes.")
 _SHAPES_CONFIG = flags.DEFINE_string("shapes_config", "default", "jitr_shapes config (or tiny).")
 _SPLITS = flags.DEFINE_list("splits", ["val", "test"], "Splits to score.")
