@@ -12,13 +12,18 @@ are ``--config.estimators.NAME.FIELD`` overrides of the one default
 
 from __future__ import annotations
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from jitr.apps._cli import config_dict_flag, run_app, run_reporting_bad_input
+from jitr.apps._cli import App, config_dict_flag, flag_inputs
 from jitr.relevance.agreement_report import DEFAULT_ESTIMATORS, agreement_report
 from jitr.relevance.registry import estimators_config
 
-NAME = "jitr-relevance-agreement"
+APP = App(
+  "jitr-relevance-agreement",
+  __name__,
+  requires=("captions", "judgments"),
+  inputs=flag_inputs("captions", "judgments"),
+)
 
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Flickr8k.token.txt (the captions the judgments refer to)."
@@ -53,35 +58,30 @@ _PROGRESS = flags.DEFINE_bool(
   "progress", True, "Show one progress line on stderr: estimators scored of the total, ETA."
 )
 _CONFIG = config_dict_flag(
-  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+  APP.name, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  report = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    NAME,
-    lambda: agreement_report(
-      _CAPTIONS.value,
-      _JUDGMENTS.value,
-      judgments_format=_FORMAT.value,
-      expert_scores=_EXPERT_SCORES.value,
-      own_caption=_OWN.value,
-      estimators=_ESTIMATORS.value,
-      settings=_CONFIG.value.estimators,
-      output=_OUTPUT.value,
-      log=logging.info,
-      progress=_PROGRESS.value,
-    ),
+def main() -> None:
+  """Prints (and with ``--output`` writes) the agreement table of the flags' estimators."""
+  report = agreement_report(
+    _CAPTIONS.value,
+    _JUDGMENTS.value,
+    judgments_format=_FORMAT.value,
+    expert_scores=_EXPERT_SCORES.value,
+    own_caption=_OWN.value,
+    estimators=_ESTIMATORS.value,
+    settings=_CONFIG.value.estimators,
+    output=_OUTPUT.value,
+    log=logging.info,
+    progress=_PROGRESS.value,
   )
   print(report)
 
 
 def run() -> None:
   """Console-script entry point."""
-  flags.mark_flags_as_required(["captions", "judgments"])
-  run_app(__name__, main)
+  APP.run(main)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,18 @@ Estimator settings are ``--config.estimators.NAME.FIELD`` overrides of the one d
 
 from __future__ import annotations
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from jitr.apps._cli import config_dict_flag, run_app, run_reporting_bad_input
+from jitr.apps._cli import App, config_dict_flag, flag_inputs
 from jitr.relevance.calibration_fit import fit_calibration_tables
 from jitr.relevance.registry import estimators_config
 
-NAME = "jitr-relevance-calibrate"
+APP = App(
+  "jitr-relevance-calibrate",
+  __name__,
+  requires=("captions", "judgments"),
+  inputs=flag_inputs("captions", "judgments"),
+)
 
 _CAPTIONS = flags.DEFINE_string("captions", None, "Flickr8k.token.txt.")
 _JUDGMENTS = flags.DEFINE_string("judgments", None, "CrowdFlowerAnnotations.txt.")
@@ -27,31 +32,26 @@ _OUTPUT_DIR = flags.DEFINE_string(
   "output_dir", None, "Where to write the tables (default: jitr/losses/calibration_tables)."
 )
 _CONFIG = config_dict_flag(
-  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+  APP.name, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  lines = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    NAME,
-    lambda: fit_calibration_tables(
-      _CAPTIONS.value,
-      _JUDGMENTS.value,
-      _ESTIMATORS.value,
-      settings=_CONFIG.value.estimators,
-      output_dir=_OUTPUT_DIR.value,
-      log=logging.info,
-    ),
+def main() -> None:
+  """Fits and writes the map of each of ``--estimators``, printing a line per table."""
+  lines = fit_calibration_tables(
+    _CAPTIONS.value,
+    _JUDGMENTS.value,
+    _ESTIMATORS.value,
+    settings=_CONFIG.value.estimators,
+    output_dir=_OUTPUT_DIR.value,
+    log=logging.info,
   )
   print("\n".join(lines))
 
 
 def run() -> None:
   """Console-script entry point."""
-  flags.mark_flags_as_required(["captions", "judgments"])
-  run_app(__name__, main)
+  APP.run(main)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ the first unusable file and what was expected. Flag parsing, then
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
-from jitr.apps._cli import run_app, run_reporting_bad_input
+from jitr.apps._cli import App
 
-NAME = "jitr-check-data"
+APP = App("jitr-check-data", __name__, requires=("precomp_root", "dataset"))
 
 _PRECOMP_ROOT = flags.DEFINE_string(
   "precomp_root",
@@ -28,22 +28,18 @@ _DATASET = flags.DEFINE_enum(
 )
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+def main() -> None:
+  """Prints the check table of ``--dataset`` under ``--precomp_root``."""
   # Imported here, not at the top: `jitr-check-data --help` answers without loading JAX.
   from jitr.data.precomp_check import check_precomp_folder, format_check_report
 
-  checks = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    NAME, lambda: check_precomp_folder(_PRECOMP_ROOT.value, _DATASET.value)
-  )
+  checks = check_precomp_folder(_PRECOMP_ROOT.value, _DATASET.value)
   print(format_check_report(checks))
 
 
 def run() -> None:
   """Console-script entry point."""
-  flags.mark_flags_as_required(["precomp_root", "dataset"])
-  run_app(__name__, main)
+  APP.run(main)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,13 @@ JAX detects: each process scores its share and process 0 writes the report. Flag
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 
 from jitr.apps._cli import (
+  App,
   ending_on_a_lost_process,
+  flag_inputs,
   join_configured_job,
-  run_app,
-  run_reporting_bad_input,
   workdir_flag,
 )
 
@@ -51,32 +51,29 @@ _ENSEMBLE = flags.DEFINE_list(
   "(SGRAF = SGR + SAF; VSRN's two models) into <workdir>/eval_<split>_ensemble/.",
 )
 
+APP = App("jitr-eval", __name__, requires=("workdir",), inputs=flag_inputs("workdir"))
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+
+def main() -> None:
+  """Scores ``--workdir`` (with ``--ensemble``) as the flags say and writes the report."""
   # Imported here, not at the top: `jitr-eval --help` answers without loading JAX.
   from jitr.experiment import evaluate_workdir
 
-  job = run_reporting_bad_input("jitr-eval", lambda: join_configured_job({}))
-  with ending_on_a_lost_process("jitr-eval", job.process_count):
-    run_reporting_bad_input(
-      "jitr-eval",
-      lambda: evaluate_workdir(
-        _WORKDIR.value,
-        split=_SPLIT.value,
-        checkpoint=_CHECKPOINT.value,
-        num_queries=_NUM_QUERIES.value,
-        ensemble=_ENSEMBLE.value,
-        protocol=_PROTOCOL.value,
-      ),
+  job = join_configured_job({})
+  with ending_on_a_lost_process(APP.name, job.process_count):
+    evaluate_workdir(
+      _WORKDIR.value,
+      split=_SPLIT.value,
+      checkpoint=_CHECKPOINT.value,
+      num_queries=_NUM_QUERIES.value,
+      ensemble=_ENSEMBLE.value,
+      protocol=_PROTOCOL.value,
     )
 
 
 def run() -> None:
   """Console-script entry point."""
-  flags.mark_flag_as_required("workdir")
-  run_app(__name__, main)
+  APP.run(main)
 
 
 if __name__ == "__main__":

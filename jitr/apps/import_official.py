@@ -16,18 +16,17 @@ config or a non-empty workdir (nothing written). Flag parsing, then
 
 from __future__ import annotations
 
-from absl import app, flags
+from absl import flags
 from ml_collections import config_flags
 
-from jitr.apps._cli import (
-  loaded_config,
-  parse_flags_reporting_unknown_fields,
-  run_app,
-  run_reporting_bad_input,
-  workdir_flag,
-)
+from jitr.apps._cli import App, flag_inputs, loaded_config, workdir_flag
 
-NAME = "jitr-import"
+APP = App(
+  "jitr-import",
+  __name__,
+  requires=("config", "checkpoint", "vocab", "workdir"),
+  inputs=flag_inputs("checkpoint", "vocab"),  # before the config fields that depend on them
+)
 
 _CONFIG = config_flags.DEFINE_config_file(
   "config", None, "Training config of the checkpoint's network and dataset (configs/*.py)."
@@ -39,21 +38,17 @@ _VOCAB = flags.DEFINE_string(
   "vocab", None, "Its official vocabulary: SGRAF's JSON or VSRN / VSE++'s vocab.pkl."
 )
 _WORKDIR = workdir_flag("The new workdir (absent or empty): a folder or a gs:// URL.")
-flags.mark_flags_as_required(["config", "checkpoint", "vocab", "workdir"])
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+def main() -> None:
+  """Imports ``--checkpoint`` and ``--vocab`` into ``--workdir`` and prints one line."""
+  config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-import --help` answers without loading JAX.
   from jitr.experiment.official_import import import_official
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
-  config = loaded_config(_CONFIG)
-  record = run_reporting_bad_input(
-    NAME, lambda: import_official(config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value)
-  )
+  record = import_official(config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value)
   epoch = f" (epoch {record['epoch']})" if "epoch" in record else ""
   print(
     f"imported {record['network'].upper()}{epoch} from {record['checkpoint']} into "
@@ -63,7 +58,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
   """Console-script entry point."""
-  run_app(__name__, main, flags_parser=parse_flags_reporting_unknown_fields(NAME))
+  APP.run(main)
 
 
 if __name__ == "__main__":

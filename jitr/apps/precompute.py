@@ -21,13 +21,18 @@ line (each worker its own share: images written of the total, images per second,
 
 from __future__ import annotations
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from jitr.apps._cli import config_dict_flag, run_app, run_reporting_bad_input
+from jitr.apps._cli import App, config_dict_flag, flag_inputs
 from jitr.relevance.precompute import precompute_relevance
 from jitr.relevance.registry import ESTIMATORS, estimators_config
 
-NAME = "jitr-precompute"
+APP = App(
+  "jitr-precompute",
+  __name__,
+  requires=("captions", "estimator", "out"),
+  inputs=flag_inputs("captions"),
+)
 
 _CAPTIONS = flags.DEFINE_string(
   "captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt."
@@ -80,31 +85,27 @@ _PROGRESS = flags.DEFINE_bool(
   "second and ETA (redrawn in place on a terminal, a line every 10 s in a log).",
 )
 _CONFIG = config_dict_flag(
-  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+  APP.name, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  num_workers, worker_index = run_reporting_bad_input(NAME, workers)
-  line = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    NAME,
-    lambda: precompute_relevance(
-      _CAPTIONS.value,
-      _ESTIMATOR.value,
-      _OUT.value,
-      settings=_CONFIG.value.estimators,
-      caption_format=_FORMAT.value,
-      captions_per_image=_CAPS_PER_IMAGE.value,
-      vectors=_VECTORS.value,
-      top_k=_TOP_K.value,
-      images_per_shard=_IMAGES_PER_SHARD.value,
-      num_workers=num_workers,
-      worker_index=worker_index,
-      log=logging.info,
-      progress=_PROGRESS.value,
-    ),
+def main() -> None:
+  """Writes this worker's shards of ``--out`` and prints the closing summary."""
+  num_workers, worker_index = workers()
+  line = precompute_relevance(
+    _CAPTIONS.value,
+    _ESTIMATOR.value,
+    _OUT.value,
+    settings=_CONFIG.value.estimators,
+    caption_format=_FORMAT.value,
+    captions_per_image=_CAPS_PER_IMAGE.value,
+    vectors=_VECTORS.value,
+    top_k=_TOP_K.value,
+    images_per_shard=_IMAGES_PER_SHARD.value,
+    num_workers=num_workers,
+    worker_index=worker_index,
+    log=logging.info,
+    progress=_PROGRESS.value,
   )
   print(line)
 
@@ -127,8 +128,7 @@ def workers() -> tuple[int, int]:
 
 def run() -> None:
   """Console-script entry point."""
-  flags.mark_flags_as_required(["captions", "estimator", "out"])
-  run_app(__name__, main)
+  APP.run(main)
 
 
 if __name__ == "__main__":

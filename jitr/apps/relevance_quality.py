@@ -14,9 +14,10 @@ described in :mod:`!jitr.experiment.quality_table`).
 
 from __future__ import annotations
 
-from absl import app, flags, logging
+from absl import flags, logging
 
-from jitr.apps._cli import config_dict_flag, run_app, run_reporting_bad_input
+from jitr import paths
+from jitr.apps._cli import App, Input, config_dict_flag
 from jitr.relevance.registry import estimators_config
 
 DEFAULT_ESTIMATORS = ["oracle", "vectors:sentence", "vectors:lsa", "topk:cider"]
@@ -28,7 +29,28 @@ DEFAULT_CALIBRATIONS = [
   "isotonic:crowdflower-sentence",
 ]
 
-NAME = "jitr-relevance-quality"
+
+def teacher_inputs() -> list[Input]:
+  """The ``teacher:WORKDIR`` workdirs that ``--estimators`` names (also inside ``hmean:`` /
+  ``mean:``), each an input that must exist (checked before jitr_shapes is built); a
+  source that does not parse is left to the report, which names it."""
+  from jitr.training.graded import parse_source  # JAX loads only when the app runs
+
+  out = []
+  for spec in _ESTIMATORS.value:
+    try:
+      leaves = parse_source(spec).leaves()
+    except ValueError:
+      continue
+    for leaf in leaves:
+      if leaf.stored == "teacher":
+        workdir = leaf.estimator
+        missing = f"teacher:{workdir}: no such workdir ({paths.absolute(workdir)})"
+        out.append(Input(workdir, missing))
+  return out
+
+
+APP = App("jitr-relevance-quality", __name__, requires=("data_dir",), inputs=teacher_inputs)
 
 _DATA_DIR = flags.DEFINE_string("data_dir", None, "TFDS data dir holding (or to hold) jitr_shapes.")
 _SHAPES_CONFIG = flags.DEFINE_string("shapes_config", "default", "jitr_shapes config (or tiny).")
@@ -49,38 +71,33 @@ _PROGRESS = flags.DEFINE_bool(
   "Show one progress line on stderr: (split, source) pairs scored of the total, ETA.",
 )
 _CONFIG = config_dict_flag(
-  NAME, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
+  APP.name, estimators_config(), "Estimator settings: --config.estimators.NAME.FIELD=VALUE."
 )
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+def main() -> None:
+  """Prints (and with ``--output`` writes) the quality table of the flags' sources."""
   # Imported here, not at the top: `jitr-relevance-quality --help` answers without loading
   # TensorFlow Datasets and the training stack.
   from jitr.experiment.relevance_quality import relevance_quality_report
 
-  table = run_reporting_bad_input(  # bad input: one clear line, exit code 1
-    NAME,
-    lambda: relevance_quality_report(
-      _DATA_DIR.value,
-      shapes_config=_SHAPES_CONFIG.value,
-      splits=_SPLITS.value,
-      estimators=_ESTIMATORS.value,
-      calibrations=_CALIBRATIONS.value,
-      settings=_CONFIG.value.estimators,
-      output=_OUTPUT.value,
-      log=logging.info,
-      progress=_PROGRESS.value,
-    ),
+  table = relevance_quality_report(
+    _DATA_DIR.value,
+    shapes_config=_SHAPES_CONFIG.value,
+    splits=_SPLITS.value,
+    estimators=_ESTIMATORS.value,
+    calibrations=_CALIBRATIONS.value,
+    settings=_CONFIG.value.estimators,
+    output=_OUTPUT.value,
+    log=logging.info,
+    progress=_PROGRESS.value,
   )
   print(table)
 
 
 def run() -> None:
   """Console-script entry point."""
-  flags.mark_flags_as_required(["data_dir"])
-  run_app(__name__, main)
+  APP.run(main)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,14 @@ from __future__ import annotations
 import signal
 import sys
 
-from absl import app, flags
 from ml_collections import config_flags
 
 from jitr.apps._cli import (
   INTERRUPTED_EXIT_STATUS,
+  App,
   ending_on_a_lost_process,
   join_configured_job,
   loaded_config,
-  parse_flags_reporting_unknown_fields,
-  run_app,
-  run_reporting_bad_input,
   workdir_flag,
 )
 
@@ -43,24 +40,24 @@ INTERRUPTED_LINE = (
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).")
 _WORKDIR = workdir_flag("Directory for checkpoints, logs and results: a folder or a gs:// URL.")
-flags.mark_flags_as_required(["config", "workdir"])
+APP = App("jitr-train", __name__, requires=("config", "workdir"), interrupted=INTERRUPTED_LINE)
 
 
-def main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+def main() -> None:
+  """Trains the config of ``--config`` in ``--workdir``; a stopped run exits
+  :func:`stopped_exit`'s status with its line."""
+  config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-train --help` answers without loading JAX.
   from jitr.experiment import train_and_evaluate
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
-  config = loaded_config(_CONFIG)
   job = join_configured_job(config.distributed)
-  with ending_on_a_lost_process("jitr-train", job.process_count):
+  with ending_on_a_lost_process(APP.name, job.process_count):
     result = train_and_evaluate(config, _WORKDIR.value)
   if not result.finished:
     status, line = stopped_exit(result.stop_signal, result.step)
-    sys.stderr.write(f"jitr-train: {line}\n")
+    sys.stderr.write(f"{APP.name}: {line}\n")
     raise SystemExit(status)
 
 
@@ -78,13 +75,7 @@ def stopped_exit(stop_signal: int | None, step: int | None) -> tuple[int, str]:
 
 def run() -> None:
   """Console-script entry point."""
-  run_app(
-    __name__,
-    lambda argv: run_reporting_bad_input(
-      "jitr-train", lambda: main(argv), interrupted=INTERRUPTED_LINE
-    ),
-    flags_parser=parse_flags_reporting_unknown_fields("jitr-train"),
-  )
+  APP.run(main)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """`--config=configs/X.py:ARGS` loads through the jitr-train console script from any directory.
 
-The config files load their siblings (configs/default.py, configs/shapes.py) by path; `configs`
-is a folder of the checkout, not an installed package, and sys.path is left as it is.
+The config files load their siblings (configs/default.py, configs/shapes.py) by path, and
+sys.path is left as it is. A ``--config`` path that names no file but is written
+``configs/NAME.py`` or ``NAME.py`` is the shipped config file (``jitr.configs``).
 """
 
 import importlib.util
@@ -12,6 +13,9 @@ import subprocess
 import sys
 
 import pytest
+
+from jitr.apps import _config_files
+from tests.apps.test_one_line_faults import _app
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -70,3 +74,84 @@ def test_config_files_load_by_path_without_touching_sys_path(name):
   spec.loader.exec_module(module)
   assert module.get_config().dataset
   assert sys.path == before
+
+
+# ---------------------------------------------------------------- the shipped configs
+@pytest.mark.parametrize("config", ["configs/default.py", "default.py"])
+def test_the_shipped_config_is_found_from_a_folder_outside_the_checkout(config, tmp_path):
+  """``--config=configs/default.py`` (README's form) names no file in a temporary folder: the
+  shipped one loads (the run stops at the zero batch size the override sets, after it)."""
+  out = _app(
+    "jitr-train", f"--config={config}", "--workdir=run", "--config.batch_size=0", cwd=tmp_path
+  )
+  assert out.returncode == 1, out.stderr[-2000:]
+  assert out.stderr == "jitr-train: error: config.batch_size: expected a whole number >= 1, got 0\n"
+  assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture()
+def shipped(tmp_path):
+  """A folder of shipped configs (default.py, paper.py) and an empty working folder."""
+  folder = tmp_path / "shipped"
+  folder.mkdir()
+  for name in ("default.py", "paper.py"):
+    (folder / name).write_text('"""A config."""\n')
+  (tmp_path / "cwd").mkdir()
+  return folder
+
+
+@pytest.mark.parametrize(
+  ("value", "expected"),
+  [
+    ("configs/default.py", "{shipped}/default.py"),
+    ("default.py", "{shipped}/default.py"),
+    ("./configs//paper.py:f30k,sgr,sndcg", "{shipped}/paper.py:f30k,sgr,sndcg"),
+    ("paper.py:", "{shipped}/paper.py:"),
+    ("configs/shapes.py", "configs/shapes.py"),  # not shipped here: left to fail as given
+    ("other/default.py", "other/default.py"),  # another folder: never the shipped file
+    ("/abs/configs/default.py", "/abs/configs/default.py"),
+    ("", ""),
+  ],
+)
+def test_a_config_path_that_is_not_there_is_the_shipped_file(shipped, monkeypatch, value, expected):
+  monkeypatch.chdir(shipped.parent / "cwd")
+  got = _config_files.resolve_config_argument(value, str(shipped))
+  assert got == expected.format(shipped=shipped)
+
+
+def test_an_existing_config_path_wins_over_the_shipped_file(shipped, monkeypatch):
+  cwd = shipped.parent / "cwd"
+  (cwd / "configs").mkdir()
+  (cwd / "configs" / "default.py").write_text("")
+  monkeypatch.chdir(cwd)
+  assert _config_files.resolve_config_argument("configs/default.py:x", str(shipped)) == (
+    "configs/default.py:x"
+  )
+  assert (
+    _config_files.resolve_config_argument("default.py", str(shipped)) == f"{shipped}/default.py"
+  )
+
+
+def test_config_arguments_are_resolved_in_both_flag_forms_and_not_after_the_end(
+  shipped, monkeypatch
+):
+  monkeypatch.chdir(shipped.parent / "cwd")
+  argv = ["jitr-train", "--config=default.py", "-config", "paper.py:a", "--other=default.py"]
+  argv += ["--", "--config=default.py"]
+  assert _config_files.resolve_config_arguments(argv, ["config"], str(shipped)) == [
+    "jitr-train",
+    f"--config={shipped}/default.py",
+    "-config",
+    f"{shipped}/paper.py:a",
+    "--other=default.py",
+    "--",
+    "--config=default.py",
+  ]
+
+
+def test_the_shipped_configs_are_jitr_configs_or_the_checkout_s(monkeypatch):
+  spec = importlib.util.find_spec("jitr.configs")  # None in a checkout not installed
+  installed = list(spec.submodule_search_locations)[0] if spec else str(REPO / "configs")
+  assert _config_files.shipped_configs_dir() == installed
+  monkeypatch.setattr(_config_files.importlib.util, "find_spec", lambda name: None)
+  assert _config_files.shipped_configs_dir() == str(REPO / "configs")

@@ -193,7 +193,7 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
   [
     (
       "--config.batch_size=abc",
-      "flag --config.batch_size=abc: invalid literal for int() with base 10: 'abc'",
+      "--config.batch_size=abc: invalid literal for int() with base 10: 'abc'",
     ),
     (
       "--config.modle.embed_dim=8",
@@ -271,7 +271,7 @@ def test_main_exits_with_the_preempted_status_when_stopped(monkeypatch):
   monkeypatch.setattr(train, "_CONFIG", type("C", (), {"value": default.get_config()})())
   monkeypatch.setattr(train, "_WORKDIR", type("W", (), {"value": "/nonexistent"})())
   with pytest.raises(SystemExit) as err:
-    train.main(["jitr-train"])
+    train.main()
   assert err.value.code == train.PREEMPTED_EXIT_STATUS == 75
 
 
@@ -360,9 +360,7 @@ def test_precompute_refuses_a_zero_count_before_writing(tmp_path, count):
     timeout=300,
   )
   assert out.returncode == 1
-  assert out.stderr.splitlines()[0] == (
-    f"FATAL Flags parsing error: flag --{count}=0: 0 is not a positive integer"
-  )
+  assert out.stderr == f"jitr-precompute: error: --{count}=0: 0 is not a positive integer\n"
   assert sorted(os.listdir(tmp_path)) == ["caps.txt"]
 
 
@@ -419,6 +417,8 @@ def test_a_corrupt_relevance_shard_is_rewritten_by_the_next_run(tmp_path):
 
 
 def test_missing_config_file_is_one_line(tmp_path):
+  from tests.apps.test_one_line_faults import shipped_suffix
+
   proc = _jitr_train(
     f"--config={tmp_path / 'nope.py'}:abc", f"--workdir={tmp_path / 'run'}", cwd=tmp_path
   )
@@ -426,7 +426,7 @@ def test_missing_config_file_is_one_line(tmp_path):
   assert proc.returncode == 1, err[-2000:]
   assert err.strip() == (
     f"jitr-train: error: --config={tmp_path / 'nope.py'}:abc: could not load the config file: "
-    f"[Errno 2] No such file or directory: '{tmp_path / 'nope.py'}'"
+    f"[Errno 2] No such file or directory: '{tmp_path / 'nope.py'}'" + shipped_suffix()
   )
   assert os.listdir(tmp_path) == []
 
@@ -478,3 +478,16 @@ def test_help_of_every_app_lists_its_own_flags_with_their_help(app):
   for name, help_text in defined.items():
     assert f"--{name}:" in text or f"--[no]{name}:" in text, (name, text)
     assert " ".join(help_text.split()) in text, (name, help_text)
+  for markup in ("``", ":func:", ":class:", ":mod:", ":data:", ":meth:"):  # plain text only
+    assert markup not in out.stdout, (markup, out.stdout)
+  assert out.stdout.startswith(f"{app}: ") and out.stderr == ""
+  if "config" in defined and app not in ("jitr-train", "jitr-import"):  # a built-in config
+    lines = out.stdout.splitlines()
+    start = lines.index("--config fields (their defaults; --config.FIELD=VALUE overrides one):")
+    assert lines[start + 1 : start + 5] == [
+      "  estimators:",
+      "    cider:",
+      "      n: 4",
+      "      sigma: 6.0",
+    ]
+    assert "      k: 400" in lines[start:]  # configs/default.py's lsa.k is 64; the apps' 400

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from configs import paper, shapes
-from jitr.apps import _cli
+from jitr.apps import _cli, _config_files
 from tests.apps.test_faults import REPO, _jitr_train, _last_line
 
 SHAPES_NAMES = (
@@ -25,6 +25,14 @@ SHAPES_NAMES = (
 PAPER_NAMES = (
   f"DATA one of {paper.DATASETS}, MODEL one of {tuple(paper.MODELS)} and LOSS one of {paper.LOSSES}"
 )
+
+
+def shipped_suffix() -> str:
+  """What a --config error of a file not found adds: the shipped config files."""
+  folder = _config_files.shipped_configs_dir()
+  forms = [f"configs/{form}" for form, _ in _config_files.shipped_configs(folder)]
+  assert forms[0] == "configs/default.py", forms
+  return "; expected a config file, e.g. one of the shipped " + ", ".join(forms)
 
 
 def _app(name: str, *args: str, cwd) -> subprocess.CompletedProcess:
@@ -62,9 +70,19 @@ def test_a_config_file_that_does_not_load_with_overrides_is_one_line(tmp_path, s
     assert err == (
       f"jitr-train: error: --config={path}: could not load the config file: "
       + cause.format(path=path)
+      + shipped_suffix()
     )
   else:
     assert err.startswith(f"jitr-train: error: {path}:3: cannot load the config file: ")
+
+
+def test_a_config_file_whose_get_config_returns_nothing_is_one_line(tmp_path):
+  path = tmp_path / "cfg.py"
+  path.write_text("def get_config():\n  pass\n")
+  assert _train_error(tmp_path, f"--config={path}") == (
+    f"jitr-train: error: --config={path}: get_config() returned None; expected it to return "
+    "the config (a ConfigDict)"
+  )
 
 
 # ---------------------------------------------------------------- misspelt configs/*.py:ARG
