@@ -27,6 +27,8 @@ import os
 import shutil
 import tempfile
 
+from jitr.tf_cpu import load_before_tensorflow
+
 _XLA_FLAGS = {
   "--xla_force_host_platform_device_count": "8",
   "--xla_backend_optimization_level": "0",
@@ -39,6 +41,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+
+# triton (beside torch, as PyPI's torch brings it) crashes a process that loads it after
+# TensorFlow; tests import TensorFlow and torch-based libraries directly too, in any order.
+load_before_tensorflow()
 
 _CACHE_OWNER = "JITR_TEST_OWNS_JAX_CACHE"
 

@@ -32,6 +32,7 @@ from ml_collections.config_flags.config_flags import ConfigFileFlagParser as _Co
 
 from jitr import paths, progress
 from jitr.apps import _config_files
+from jitr.apps.native_stdout import native_output_to_stderr
 
 # Exit status of a command stopped by Ctrl-C (SIGINT): 128 + 2, as the shells report it.
 INTERRUPTED_EXIT_STATUS = 130
@@ -207,10 +208,12 @@ class App:
 
   def _checked_main(self, main: Callable[[], Any]) -> Any:
     """``main()``, after every input of :attr:`inputs` is found to exist (else a
-    ``ValueError`` naming the first missing one and what was expected)."""
+    ``ValueError`` naming the first missing one and what was expected), with what native
+    libraries write to stdout sent to stderr (:func:`native_output_to_stderr`)."""
     for item in self.inputs() if self.inputs is not None else ():
       if not paths.exists(item.path):
         raise ValueError(item.missing)
+    native_output_to_stderr()
     return main()
 
 

@@ -232,6 +232,11 @@ def test_one_command_on_two_processes_trains_like_one_process_with_all_devices(r
   assert metrics == json.loads((alone.root / "run" / "metrics.json").read_text())
   # every process computed the same test metrics over the whole split and prints them
   assert _results_table(pod.out(0)) == _results_table(pod.out(1)) == _results_table(alone.out(0))
+  # stdout holds the table alone: Gloo's "[Gloo] Rank N is connected ..." lines, which its
+  # C++ writes to descriptor 1, go to stderr
+  for index in range(2):
+    assert pod.out(index).startswith("Test split"), pod.out(index)[:500]
+    assert "[Gloo]" in pod.err(index)
 
 
 def test_process_0_alone_writes_the_workdir_files(runs):
