@@ -30,17 +30,17 @@ def without_warmup(loss: ml_collections.ConfigDict) -> ml_collections.ConfigDict
 
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
-  c.seed = 0
-  c.dataset = "jitr_shapes"
+  c.seed = 0  # parameters' initialisation, batch order and every random draw of the run
+  c.dataset = "jitr_shapes"  # "jitr_shapes" (built in), "f30k_precomp" or "coco_precomp"
   c.data_dir = ""  # TFDS data dir; default: <workdir>/../tfds (shared between runs)
   c.shapes_config = "default"  # "default" (10k/1k/1k) or "tiny" (40/10/10)
-  # For dataset = "f30k_precomp" / "coco_precomp":
-  # <precomp_root>/<dataset>/{split}_ims.npy, {split}_caps.txt
+  # The folder holding <dataset>/{split}_ims.npy and {split}_caps.txt, for the *_precomp
+  # datasets (a folder or a gs:// URL)
   c.precomp_root = ""
   c.test_split = "test"  # coco: "testall" (5K; eval_folds = 5 adds the 1K five-fold numbers)
-  c.eval_folds = 0
-  c.vocab_min_count = 1
-  c.max_caption_len = 48
+  c.eval_folds = 0  # test metrics also averaged over this many contiguous folds (COCO 1K: 5)
+  c.vocab_min_count = 1  # words seen fewer times in the training captions become <unk>
+  c.max_caption_len = 48  # tokens a caption is cut to
   # Fine-tuning: a jitr-train workdir whose best checkpoint (its latest without one) gives
   # this run's first parameters and model state (same network shapes, same vocabulary);
   # the optimizer and its schedule start afresh. A resume continues from its own latest.
@@ -87,35 +87,42 @@ def get_config() -> ml_collections.ConfigDict:
 
   c.model = ml_collections.ConfigDict(
     dict(
-      image="regions",
-      text="gru",
-      embed_dim=256,
-      word_dim=128,
-      image_pooling="max",
-      text_pooling="last",
+      image="regions",  # "regions" (precomp / jitr_shapes region features) or "pixels" (CNN)
+      text="gru",  # "gru" or "bigru"
+      embed_dim=256,  # width of the joint embedding space
+      word_dim=128,  # width of the word embeddings
+      image_pooling="max",  # "max" (VSE++), "mean" or "gpo" (VSE∞)
+      text_pooling="last",  # "last" (VSE++), "mean" or "gpo" (VSE∞)
     )
   )
 
-  # Max-violation (hardest-negative) triplets learn slowly from a random start
-  # (VSE++'s slow first epochs), so, as VSE∞ does, the first epoch uses the
+  # The objective: named terms, each a loss of jitr.losses with its weight and settings,
+  # summed (jitr.losses.objective). Max-violation (hardest-negative) triplets learn slowly
+  # from a random start (VSE++'s slow first epochs), so, as VSE∞ does, the first epoch uses the
   # sum-of-hinges triplet ("warmup") and the hardest-negative term starts at
   # epoch 1 (jitr.losses.objective: from_epoch / until_epoch).
   c.loss = with_warmup({"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}})
   c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01}  # from the first step
 
   c.optimizer = ml_collections.ConfigDict(
-    dict(name="adam", learning_rate=5e-4, grad_clip=2.0, decay_epochs=(3,), decay_factor=0.1)
+    dict(
+      name="adam",  # "adam" or "adamw"
+      learning_rate=5e-4,
+      grad_clip=2.0,  # the gradients' global norm is clipped to this
+      decay_epochs=(3,),  # the learning rate is multiplied by decay_factor at these epochs
+      decay_factor=0.1,
+    )
   )
-  c.batch_size = 128
+  c.batch_size = 128  # image-caption pairs per step, over all devices and processes
   c.num_epochs = 4  # ~4.3 steps/s on 2 cores: 4 × 390 steps ≈ 6 min
-  c.backend = "shard_map"  # or "pmap"
+  c.backend = "shard_map"  # data parallelism over the devices: "shard_map" or "pmap"
   c.log_every_steps = 50  # train scalars and progress (steps/s, ETA) every this many steps
   c.prefetch = 2  # batches put on the devices ahead of the step (jitr.training.prefetch)
   # JAX's persistent compilation cache under <data_dir>/jax_cache (or the folder
   # $JAX_COMPILATION_CACHE_DIR names): a second run reuses the compiled steps
   # (False: compile everything afresh).
   c.compilation_cache = True
-  c.eval_batch_size = 500
+  c.eval_batch_size = 500  # images (and captions) scored per block in validation and test
   # The widths (tokens) a training batch's captions are cut to: the smallest holding the
   # batch's longest caption. Each width compiles the train step once; () pads every batch
   # to the split's longest caption (one compile, more padding). The scores are the same.

@@ -24,7 +24,7 @@ def console_scripts(pyproject: pathlib.Path = ROOT / "pyproject.toml") -> dict[s
 
 
 def describe(module_names: list[str]) -> list[dict]:
-  """Each module's docstring and the flags its ``--help`` lists (``jitr.apps._cli.run_app``
+  """Each module's docstring and the flags its ``--help`` lists (``jitr.apps._cli.App.own_flags``
   makes the same list): imports the modules one by one, removing each one's flags after."""
   fv = flags.FLAGS
   absl_own = set(fv)

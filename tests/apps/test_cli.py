@@ -9,6 +9,7 @@ registry to define their flags), four at a time.
 
 import concurrent.futures
 import os
+import re
 
 import pytest
 
@@ -181,6 +182,11 @@ def train_help(tmp_path_factory):
   return out.stdout
 
 
+def _without_meaning(line: str) -> str:
+  """A config-tree line of the help without the meaning after its value's column."""
+  return re.match(r"^(\s*\S.*?)(\s{3,}\S.*)?$", line).group(1)
+
+
 def test_train_help_lists_every_config_field_with_its_default(train_help):
   lines = train_help.splitlines()
   start = next(i for i, line in enumerate(lines) if line.startswith("--config fields of "))
@@ -194,7 +200,11 @@ def test_train_help_lists_every_config_field_with_its_default(train_help):
     shown = f"  {name}:" if hasattr(value, "items") else f"  {name}: {value!r}"
     assert any(line == shown or line.startswith(shown + "   ") for line in fields), name
   group = tree.index("  model:")
-  assert tree[group + 1 : group + 3] == ["    embed_dim: 256", "    image: 'regions'"]
+  assert [_without_meaning(line) for line in tree[group + 1 : group + 3]] == [
+    "    embed_dim: 256",
+    "    image: 'regions'",
+  ]
+  assert tree[group + 1].endswith("width of the joint embedding space")  # its line's comment
   assert (
     "      k: 64                                LSEH's 400 needs a richer vocabulary than "
     "jitr_shapes' 135 words" in tree
@@ -221,8 +231,11 @@ def test_train_help_with_a_config_lists_that_config_s_fields(tmp_path):
   start = next(i for i, line in enumerate(lines) if line.startswith("--config fields of "))
   assert lines[start].split()[3].endswith("/shapes.py:triplet,sgr"), lines[start]
   tree = lines[start + 1 : lines.index("", start)]
-  assert "  max_caption_len: 32" in tree and "    name: 'sgr'" in tree
-  assert tree[tree.index("  model:") + 1] == "    embed_dim: 64"
+  values = [_without_meaning(line) for line in tree]
+  assert "  max_caption_len: 32" in values and "    name: 'sgr'" in values
+  assert values[tree.index("  model:") + 1] == "    embed_dim: 64"
+  # a field the file sets without a comment keeps configs/default.py's meaning
+  assert tree[values.index("  max_caption_len: 32")].endswith("tokens a caption is cut to")
   assert os.listdir(tmp_path) == []
 
 
