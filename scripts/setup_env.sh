@@ -21,9 +21,13 @@ jitr_install() {
     python -m pip install --quiet -e ".[train,relevance,dev,docs]"
 }
 
-# triton==$JITR_TRITON in the active environment, on Linux (where PyPI's torch pins it).
+# triton==$JITR_TRITON in the active environment, on Linux (where PyPI's torch pins it),
+# unless the installed torch requires a triton itself (PyPI's CUDA build brought its own).
 jitr_install_triton() {
   [ "$(uname -s)" = Linux ] || return 0
+  python -c 'import importlib.metadata as m, re, sys
+sys.exit(0 if any(re.match(r"triton\b", r) for r in m.requires("torch") or []) else 1)' &&
+    return 0
   local have
   have=$(python -c 'import importlib.metadata as m; print(m.version("triton"))' 2>/dev/null || true)
   [ "$have" = "$JITR_TRITON" ] && return 0
