@@ -1,4 +1,6 @@
-"""Smooth-NDCG (Listwise ITR, eq. 9–21): a differentiable NDCG over the batch."""
+"""Smooth-NDCG, a differentiable NDCG over the batch: the listwise loss of Listwise ITR
+(Li et al., "Integrating Listwise Ranking into Pairwise-based Image-Text Retrieval",
+arXiv:2305.16566, eq. 9–21; code AAA-Zheng/Listwise_ITR)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks, dcg
+from jitr.losses import checks, dcg
+from jitr.losses import query_rows as qr
 from jitr.losses import ranks as ranks_lib
 
 
@@ -36,7 +39,7 @@ def smooth_ndcg_per_query(
 
 
 def smooth_ndcg_queries(
-  rows: _masks.QueryRows,
+  rows: qr.QueryRows,
   *,
   key: jax.Array | None = None,
   temperature: float | jax.Array = 0.01,
@@ -49,7 +52,7 @@ def smooth_ndcg_queries(
     raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
   checks.check_positive("temperature", temperature)
   checks.check_block_size("block_size", block_size)
-  rows = _masks.without_padding(rows)
+  rows = qr.without_padding(rows)
   relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
   loss, weight = smooth_ndcg_per_query(
     rows.sim, relevance, rows.where, temperature=temperature, block_size=block_size
@@ -65,8 +68,8 @@ def smooth_ndcg(
   where: jax.Array | None = None,
   temperature: float | jax.Array = 0.01,
   block_size: int = 16,
-  reduction: _masks.Reduction = "mean",
-) -> jax.Array | _masks.DirectionalLoss:
+  reduction: qr.Reduction = "mean",
+) -> jax.Array | qr.DirectionalLoss:
   """Smooth-NDCG loss ``1 − NDCĜ`` in both directions.
 
   For a query row with scores ``s`` and relevance ``r`` (positives set to 1):
@@ -97,14 +100,18 @@ def smooth_ndcg(
   >>> round(float(smooth_ndcg(sim, rel, temperature=1e-3)), 6)  # perfectly ranked
   0.0
   """
-  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   chex.assert_rank(sim, 2)
   chex.assert_equal_shape([sim, relevance])
   if positives is None:  # no annotated pairs: the relevance is used as given
     positives = jnp.zeros(sim.shape, bool)
-  positives, where = _masks.resolve_masks(sim, positives, where)
-  rows = _masks.query_rows(sim, positives, where, relevance)
-  losses = _masks.per_direction(
-    smooth_ndcg_queries, rows, temperature=temperature, block_size=block_size
+  return qr.both_ways(
+    smooth_ndcg_queries,
+    sim,
+    positives=positives,
+    where=where,
+    graded=relevance,
+    graded_name="relevance",
+    reduction=reduction,
+    temperature=temperature,
+    block_size=block_size,
   )
-  return _masks.reduce_directions(losses, reduction=reduction)

@@ -12,13 +12,13 @@ install_jax_util_wraps()  # rax 0.4.0 calls jax.util.wraps (removed in JAX 0.10)
 import rax  # noqa: E402
 
 from jitr import losses  # noqa: E402
-from jitr.losses import listwise_itr  # noqa: E402
+from jitr.losses.smooth_ndcg import smooth_ndcg_per_query  # noqa: E402
 from tests.losses import numpy_reference as ref  # noqa: E402
 from tests.losses.conftest import make_batch  # noqa: E402
 
 
 def _one_row(scores, relevance, temperature):
-  loss, _ = listwise_itr.smooth_ndcg_per_query(
+  loss, _ = smooth_ndcg_per_query(
     scores[None],
     relevance[None],
     jnp.ones((1, scores.shape[0]), bool),
