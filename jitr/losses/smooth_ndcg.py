@@ -13,31 +13,6 @@ from jitr.losses import query_rows as qr
 from jitr.losses import ranks as ranks_lib
 
 
-def smooth_ndcg_per_query(
-  sim: jax.Array,
-  relevance: jax.Array,
-  where: jax.Array,
-  *,
-  temperature: float | jax.Array,
-  block_size: int,
-) -> tuple[jax.Array, jax.Array]:
-  """``(1 − NDCĜ_q [Q], weight [Q])`` for the rows of ``[Q, C]`` arrays.
-
-  Rows are processed ``block_size`` at a time with ``lax.map`` so neither the
-  forward nor the backward pass holds more than ``block_size × C × C`` pairwise
-  terms (and XLA fuses those into the reductions); the ranks' custom VJP keeps
-  the residuals at O(Q·C).
-  """
-
-  def one_row(row):
-    scores, rel, valid = row
-    ranks = ranks_lib.approx_ranks(scores, temperature=temperature, where=valid)
-    value, has_relevant = dcg.ndcg_from_ranks(ranks, rel, where=valid)
-    return 1.0 - value, has_relevant & jnp.any(valid)
-
-  return jax.lax.map(one_row, (sim, relevance, where), batch_size=min(block_size, sim.shape[0]))
-
-
 def smooth_ndcg_queries(
   rows: qr.QueryRows,
   *,
@@ -45,8 +20,14 @@ def smooth_ndcg_queries(
   temperature: float | jax.Array = 0.01,
   block_size: int = 16,
 ) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`smooth_ndcg`: ``rows.graded`` is the relevance,
-  set to 1 on ``rows.positives`` (``key`` unused)."""
+  """The per-query core of :func:`smooth_ndcg`: ``(1 − NDCĜ_q [Q], weight [Q])``.
+
+  ``rows.graded`` is the relevance, set to 1 on ``rows.positives`` (``key`` unused).
+  Rows are processed ``block_size`` at a time with ``lax.map`` so neither the
+  forward nor the backward pass holds more than ``block_size × C × C`` pairwise
+  terms (and XLA fuses those into the reductions); the ranks' custom VJP keeps
+  the residuals at O(Q·C).
+  """
   del key
   if rows.graded is None:
     raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
@@ -54,8 +35,15 @@ def smooth_ndcg_queries(
   checks.check_block_size("block_size", block_size)
   rows = qr.without_padding(rows)
   relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
-  loss, weight = smooth_ndcg_per_query(
-    rows.sim, relevance, rows.where, temperature=temperature, block_size=block_size
+
+  def one_row(row):
+    scores, rel, valid = row
+    ranks = ranks_lib.approx_ranks(scores, temperature=temperature, where=valid)
+    value, has_relevant = dcg.ndcg_from_ranks(ranks, rel, where=valid)
+    return 1.0 - value, has_relevant & jnp.any(valid)
+
+  loss, weight = jax.lax.map(
+    one_row, (rows.sim, relevance, rows.where), batch_size=min(block_size, rows.sim.shape[0])
   )
   return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
