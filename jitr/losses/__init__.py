@@ -4,16 +4,22 @@ Every loss takes ``sim [N_img, N_txt]`` (rows: image queries, columns: caption
 candidates), optional ``positives`` (bool, annotated pairs) and ``where`` (bool,
 valid pairs), computes image->text on rows and text->image on columns, and
 returns a scalar (or per-query values with ``reduction="none"``).
+
+:mod:`jitr.losses.query_rows` holds what every loss shares: ``QueryRows``, the masks, the
+two directions and the reduction rule. Each loss is one per-query core in a module named
+for its function (``triplet``, ``smooth_ndcg``, ``adaptive_listwise``,
+``semantic_margin_triplet``, ``semantic_hard_negatives``; ``triplet_sndcg`` is Listwise
+ITR's whole objective). The exported function hides its module of the same name as an
+attribute of this package: reach the module's other names with ``from
+jitr.losses.triplet import triplet_queries``.
 """
 
-from jitr.losses._masks import DirectionalLoss, pair_mask
+from jitr.losses.adaptive_listwise import adaptive_listwise, rank_adaptive_margins
 from jitr.losses.calibration import calibrate, parse_calibration
-from jitr.losses.cmal2r import adaptive_listwise, rank_adaptive_margins
 from jitr.losses.composite import LOSSES, objective
 from jitr.losses.dcg import ndcg
-from jitr.losses.listwise_itr import smooth_ndcg
-from jitr.losses.lseh import semantic_hard_negatives
 from jitr.losses.normalize import l2_normalize, l2_normalize_additive
+from jitr.losses.query_rows import DirectionalLoss, pair_mask
 from jitr.losses.ranks import approx_ranks, exact_ranks
 from jitr.losses.relevance import (
   arithmetic_mean_relevance,
@@ -25,8 +31,10 @@ from jitr.losses.relevance import (
   relevance_from_topk,
   topk_score_matrix,
 )
-from jitr.losses.sam import semantic_margin_triplet
-from jitr.losses.vse import triplet
+from jitr.losses.semantic_hard_negatives import semantic_hard_negatives
+from jitr.losses.semantic_margin_triplet import semantic_margin_triplet
+from jitr.losses.smooth_ndcg import smooth_ndcg
+from jitr.losses.triplet import triplet
 
 __all__ = [
   "DirectionalLoss",

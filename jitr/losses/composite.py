@@ -9,13 +9,17 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks
+from jitr.losses import checks
+from jitr.losses import query_rows as qr
+from jitr.losses.adaptive_listwise import adaptive_listwise, adaptive_listwise_queries
 from jitr.losses.calibration import Calibration, parse_calibration
-from jitr.losses.cmal2r import adaptive_listwise, adaptive_listwise_queries
-from jitr.losses.listwise_itr import smooth_ndcg, smooth_ndcg_queries
-from jitr.losses.lseh import semantic_hard_negatives, semantic_hard_negatives_queries
-from jitr.losses.sam import semantic_margin_queries, semantic_margin_triplet
-from jitr.losses.vse import triplet, triplet_queries
+from jitr.losses.semantic_hard_negatives import (
+  semantic_hard_negatives,
+  semantic_hard_negatives_queries,
+)
+from jitr.losses.semantic_margin_triplet import semantic_margin_queries, semantic_margin_triplet
+from jitr.losses.smooth_ndcg import smooth_ndcg, smooth_ndcg_queries
+from jitr.losses.triplet import triplet, triplet_queries
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,9 +104,9 @@ class Objective:
     key: jax.Array | None = None,
     step: jax.Array | int | None = None,
   ) -> tuple[jax.Array, dict[str, jax.Array]]:
-    positives, where = _masks.resolve_masks(sim, positives, where)
+    positives, where = qr.resolve_masks(sim, positives, where)
     matrices = self.graded_inputs(graded)
-    i2t, t2i = _masks.query_rows(sim, positives, where)
+    i2t, t2i = qr.directions(sim, positives, where)
     rows = {
       name: (i2t._replace(graded=m), t2i._replace(graded=None if m is None else m.T))
       for name, m in matrices.items()
@@ -133,7 +137,7 @@ class Objective:
 
   def partial_sums(
     self,
-    rows: Mapping[str, tuple[_masks.QueryRows, _masks.QueryRows]],
+    rows: Mapping[str, tuple[qr.QueryRows, qr.QueryRows]],
     *,
     key: jax.Array | None = None,
   ) -> dict[str, PartialSums]:
@@ -160,7 +164,7 @@ class Objective:
         weight = weight.astype(loss.dtype)
         # "sum": count 0, so combine divides by max(Σ count, 1) = 1 however many blocks add up.
         count = jnp.sum(weight) if term.reduction == "mean" else jnp.zeros((), loss.dtype)
-        sums.append((_masks.masked_sum(loss, weight), jax.lax.stop_gradient(count)))
+        sums.append((qr.masked_sum(loss, weight), jax.lax.stop_gradient(count)))
       out[name] = PartialSums(sums[0][0], sums[1][0], sums[0][1], sums[1][1])
     return out
 

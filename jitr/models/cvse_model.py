@@ -15,7 +15,7 @@ each averaged over the batch and weighted relative to the objective's fused term
 5/3, 1/3 and 2/3): with a triplet objective of weight 1 the total is the official loss
 divided by 3 and by the batch size. As everywhere in jitr, the
 captions of one image in a batch are all positives (the official triplet takes only the
-diagonal). ``T`` of a row is :func:`jitr.losses.vse.triplet_per_query` against the
+diagonal). ``T`` of a row is :func:`jitr.losses.triplet.triplet_per_query` against the
 all-gathered batch.
 
 Evaluation (``encode_images`` / ``encode_captions``) returns ``[√w·f, √(1−w)·c]``, so the
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jitr.losses.vse import triplet_per_query
+from jitr.losses.triplet import triplet_per_query
 from jitr.models.cvse import CVSE, CVSEEmbeddings
 from jitr.models.cvse_completion import DATASETS, complete_labels, completion_neighbours
 from jitr.models.cvse_graph import THRESHOLD, concept_adjacency, normalized_adjacency

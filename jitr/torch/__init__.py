@@ -6,11 +6,11 @@ differentiable PyTorch scalar computed by jitr's jitted JAX loss;
 by DLPack. Needs the ``torch`` extra (``pip install jitr[torch]``).
 """
 
+from jitr.losses.triplet_sndcg import triplet_sndcg
 from jitr.torch.bridge import cache_size, loss, resolve, to_jax, to_torch
 from jitr.torch.buckets import bucket_size, pad_matrix, padded_loss
 from jitr.torch.listwise_itr import TripletSNDCGLoss
 from jitr.torch.per_query import per_query
-from jitr.torch.triplet_sndcg import triplet_sndcg
 
 __all__ = [
   "TripletSNDCGLoss",

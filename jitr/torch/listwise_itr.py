@@ -3,7 +3,7 @@
 Same construction (an ``opt`` with ``margin``, ``tau``, ``sndcg_weight``,
 ``batch_size``), same ``forward(v, t, v_text_emb, t_text_emb)`` and the same
 7-tuple; the loss runs as jitr's jitted JAX function
-(:func:`jitr.torch.triplet_sndcg.triplet_sndcg`) through the DLPack bridge.
+(:func:`jitr.losses.triplet_sndcg.triplet_sndcg`) through the DLPack bridge.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Any, Literal
 
 import torch
 
-from jitr.torch import bridge, buckets, distributed
-from jitr.torch.triplet_sndcg import (
+from jitr.losses.triplet_sndcg import (
   ORIENTATIONS,
   Orientation,
   triplet_sndcg,
   triplet_sndcg_rows,
 )
+from jitr.torch import bridge, buckets, distributed
 
 __all__ = ["TripletSNDCGLoss"]
 
@@ -107,7 +107,7 @@ class TripletSNDCGLoss(torch.nn.Module):
 
   def _global_rows(self, v, t, v_text_emb, t_text_emb):
     """Global ranking, each process computing its own queries' terms
-    (:func:`jitr.torch.triplet_sndcg.triplet_sndcg_rows`) against the gathered batch."""
+    (:func:`jitr.losses.triplet_sndcg.triplet_sndcg_rows`) against the gathered batch."""
     world, rank, b = distributed.world_size(), distributed.rank(), v.shape[0]
     v_all, t_all = distributed.all_gather(v), distributed.all_gather(t)
     n = v_all.shape[0]  # W·b pairs, rank-major

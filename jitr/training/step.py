@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import optax
 
 from jitr import losses
-from jitr.losses import _masks
+from jitr.losses import query_rows as _masks
 from jitr.losses.composite import Objective, PartialSums
 from jitr.models.retrieval_model import RetrievalModel
 from jitr.training.state import TrainState

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jitr import losses
-from jitr.losses import _masks, calibration
+from jitr.losses import calibration, query_rows
 from jitr.losses.calibration import (
   CalibrationError,
   calibrate,
@@ -167,7 +167,7 @@ def test_bad_table_files_are_rejected(tmp_path):
 
 
 def _rows(sim, pos, where, graded):
-  return _masks.query_rows(jnp.asarray(sim), jnp.asarray(pos), jnp.asarray(where), graded)
+  return query_rows.directions(jnp.asarray(sim), jnp.asarray(pos), jnp.asarray(where), graded)
 
 
 def test_objective_calibrates_each_direction_per_query():

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from jitr import losses
-from jitr.losses import listwise_itr
+from jitr.losses import query_rows
+from jitr.losses.smooth_ndcg import smooth_ndcg_queries
 from tests.losses.conftest import make_batch
 
 
@@ -118,13 +119,11 @@ def test_registry_carries_the_per_query_core_graded_kind_and_key_need():
     "semantic_hard_negatives": "semantic",
   }
   spec = losses.LOSSES["smooth_ndcg"]
-  assert spec.fn is losses.smooth_ndcg and spec.per_query is listwise_itr.smooth_ndcg_queries
+  assert spec.fn is losses.smooth_ndcg and spec.per_query is smooth_ndcg_queries
 
 
 def test_partial_sums_of_query_blocks_add_up_to_the_whole_objective():
   """The split contract without devices: uneven blocks of query rows, summed, then combined."""
-  from jitr.losses import _masks
-
   sim, pos, where, relevance, metric = make_batch(3, n_img=5, captions_per_image=1, pad_img=1)
   sim, pos, where = jnp.asarray(sim)[:, :6], jnp.asarray(pos)[:, :6], jnp.asarray(where)[:, :6]
   graded = {"relevance": jnp.asarray(relevance)[:, :6], "metric": jnp.asarray(metric)[:, :6]}
@@ -143,7 +142,7 @@ def test_partial_sums_of_query_blocks_add_up_to_the_whole_objective():
 
   def by_blocks(s):
     inputs = loss_fn.graded_inputs(graded)
-    i2t, t2i = _masks.query_rows(s, pos, where)
+    i2t, t2i = query_rows.directions(s, pos, where)
     sums = None
     for block in (slice(0, 1), slice(1, 6)):  # uneven: a lone row, then five
       pick = lambda r, g, block=block: r._replace(

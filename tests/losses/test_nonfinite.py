@@ -220,7 +220,7 @@ def test_property_tiny_temperature_stays_finite(name, case):
 @pytest.mark.parametrize("name", sorted(losses.LOSSES))
 def test_cores_ignore_padded_nan_however_rows_are_built(name):
   """The per-query cores (objective, per-device train step) clean padding themselves."""
-  from jitr.losses import _masks  # pylint: disable=g-import-not-at-top
+  from jitr.losses.query_rows import QueryRows  # pylint: disable=g-import-not-at-top
 
   sim, graded, where, pos = _inputs()
   spec = losses.LOSSES[name]
@@ -237,7 +237,7 @@ def test_cores_ignore_padded_nan_however_rows_are_built(name):
     rows = []
     for direction, (ds, dg, p, w) in enumerate(((s, g, pos, where), (s.T, g.T, pos.T, where.T))):
       index = jnp.arange(ds.shape[0])
-      rows.append(core(_masks.QueryRows(ds, p, w, dg, index, direction), key=key))
+      rows.append(core(QueryRows(ds, p, w, dg, index, direction), key=key))
     graded_in = None if spec.graded is None else {"relevance": g}
     return rows, loss_fn(s, positives=pos, where=where, graded=graded_in, key=key)[0]
 

@@ -12,7 +12,7 @@ from cvse_reference import CVSE as TorchCVSE
 from cvse_reference import randomize
 from finite_differences import assert_directional_derivatives_match
 
-from jitr.losses.vse import triplet
+from jitr.losses.triplet import triplet
 from jitr.models import cvse_convert
 from jitr.models.cvse import CVSE
 from jitr.models.cvse_model import concept_kl, cvse_model

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitr.torch.triplet_sndcg import triplet_sndcg, triplet_sndcg_rows
+from jitr.losses.triplet_sndcg import triplet_sndcg, triplet_sndcg_rows
 
 HYPER = dict(margin=0.2, temperature=0.05, sndcg_weight=0.5)
 

@@ -1,4 +1,5 @@
-"""VSE++ triplet losses: max of hinges (LMH) and sum of hinges (LSH)."""
+"""The triplet loss of VSE++ (Faghri et al., "VSE++: Improving Visual-Semantic Embeddings with
+Hard Negatives", BMVC 2018): max of hinges (LMH) and sum of hinges (LSH)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks
+from jitr.losses import checks
+from jitr.losses import query_rows as qr
 
 Mining = Literal["max", "sum"]
 
@@ -61,7 +63,7 @@ def triplet_per_query(
 
 
 def triplet_queries(
-  rows: _masks.QueryRows,
+  rows: qr.QueryRows,
   *,
   key: jax.Array | None = None,
   margin: float = 0.2,
@@ -69,7 +71,7 @@ def triplet_queries(
 ) -> tuple[jax.Array, jax.Array]:
   """The per-query core of :func:`triplet` on a block of query rows (``key`` unused)."""
   del key
-  rows = _masks.without_padding(rows)
+  rows = qr.without_padding(rows)
   checks.check_nonnegative("margin", margin)
   checks.check_choice("mining", mining, ("max", "sum"))
   loss, weight = triplet_per_query(
@@ -85,8 +87,8 @@ def triplet(
   where: jax.Array | None = None,
   margin: float = 0.2,
   mining: Mining = "max",
-  reduction: _masks.Reduction = "mean",
-) -> jax.Array | _masks.DirectionalLoss:
+  reduction: qr.Reduction = "mean",
+) -> jax.Array | qr.DirectionalLoss:
   """VSE++ triplet loss in both directions.
 
   ``L = Σ_dir reduce_q mean_{p∈P_q} [margin + s_qn − s_qp]_+`` with the hardest
@@ -111,8 +113,12 @@ def triplet(
   >>> float(triplet(sim, reduction="sum"))  # [.2+.8-.9]+[.2+.1-.5] + [.2+.1-.9]+[.2+.8-.5]
   0.6...
   """
-  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
-  positives, where = _masks.resolve_masks(sim, positives, where)
-  rows = _masks.query_rows(sim, positives, where)
-  losses = _masks.per_direction(triplet_queries, rows, margin=margin, mining=mining)
-  return _masks.reduce_directions(losses, reduction=reduction)
+  return qr.both_ways(
+    triplet_queries,
+    sim,
+    positives=positives,
+    where=where,
+    reduction=reduction,
+    margin=margin,
+    mining=mining,
+  )

@@ -1,9 +1,28 @@
-"""Mask handling and the two-direction reduction shared by every loss.
+"""Query rows, masks and directions: the one shape every loss of :mod:`jitr.losses` has.
 
-Conventions (rax's): ``where`` marks valid entries (padding is ``False``),
-``positives`` marks annotated positives. A similarity matrix ``sim`` has image
-queries on rows and caption candidates on columns; text->image is the same
-computation on ``sim.T`` (and the transposed masks and relevance).
+A similarity matrix ``sim [N_img, N_txt]`` has image queries on its rows and caption
+candidates on its columns; text->image is the same computation on ``sim.T`` (and on the
+transposed masks and graded matrix). Masks follow rax: ``where`` marks valid entries
+(padding is ``False``), ``positives`` marks annotated pairs (several captions of one
+image are all positives, never negatives).
+
+Every loss is one per-query core on a block of query rows of one direction,
+``core(rows: QueryRows, *, key, **hyper) -> (loss [Q], weight [Q])``, and its
+whole-matrix function is :func:`both_ways` of that core. The registry
+(:data:`jitr.losses.LOSSES`), ``objective`` and the data-parallel train step call the
+same cores on any block of rows (a device's own queries against all candidates).
+
+Reduction (``reduction=``, every loss):
+
+* ``"mean"`` (default): ``a·Σ_i w_i·l_i / max(Σ_i w_i, 1) + b·Σ_j w_j·l_j / max(Σ_j w_j, 1)``
+  over image queries i and caption queries j, the mean of each direction over the
+  queries that count (weight 1; padded or degenerate queries have weight 0);
+* ``"sum"``: ``a·Σ_i w_i·l_i + b·Σ_j w_j·l_j`` (the VSE++ / SAM code's convention);
+* ``"none"``: the per-query values and weights as a :class:`~jitr.losses.DirectionalLoss`, not
+  weighted by direction.
+
+``a`` and ``b`` are the direction weights (1 and 1; CMAL²R's α and 1 − α). A query of
+weight 0 never contributes, even when its loss is not finite.
 """
 
 from __future__ import annotations
@@ -15,8 +34,14 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from jitr.losses import checks
+
 Reduction = Literal["mean", "sum", "none"]
 REDUCTIONS = ("mean", "sum", "none")
+
+#: ``QueryRows.direction`` of image queries (rows of ``sim``) and caption queries (rows of
+#: ``sim.T``).
+IMAGE_TO_TEXT, TEXT_TO_IMAGE = 0, 1
 
 
 class DirectionalLoss(NamedTuple):
@@ -36,16 +61,13 @@ class DirectionalLoss(NamedTuple):
   text_weight: jax.Array
 
 
-IMAGE_TO_TEXT, TEXT_TO_IMAGE = 0, 1
-
-
 class QueryRows(NamedTuple):
   """A block of query rows of one direction: what a per-query loss core sees.
 
   Every loss is a per-query core ``core(rows, *, key, **hyper) -> (loss [Q],
   weight [Q])``; the full loss is the core on all image queries (rows of
-  ``sim``) and all caption queries (rows of ``sim.T``), each direction reduced
-  ``Σ_q w_q·l_q / Σ_q w_q``. Because a query's terms only need its own row, a
+  ``sim``) and all caption queries (rows of ``sim.T``), reduced as the module
+  documentation says. Because a query's terms only need its own row, a
   device can compute the terms of its own queries against the gathered
   candidates and the partial sums are added across devices (see
   ``jitr.training.step``).
@@ -68,7 +90,10 @@ class QueryRows(NamedTuple):
   direction: int
 
 
-def query_rows(
+Core = Callable[..., tuple[jax.Array, jax.Array]]
+
+
+def directions(
   sim: jax.Array,
   positives: jax.Array,
   where: jax.Array,
@@ -95,17 +120,6 @@ def without_padding(rows: QueryRows) -> QueryRows:
   if graded is not None:
     graded = jnp.where(rows.where, graded, jnp.zeros((), graded.dtype))
   return rows._replace(sim=sim, graded=graded)
-
-
-def per_direction(
-  core: Callable[..., tuple[jax.Array, jax.Array]],
-  rows: tuple[QueryRows, QueryRows],
-  **kwargs,
-) -> DirectionalLoss:
-  """``core(rows, **kwargs)`` on both directions, as a :class:`DirectionalLoss`."""
-  (i2t, w_i2t), (t2i, w_t2i) = (core(r, **kwargs) for r in rows)
-  dtype = rows[0].sim.dtype
-  return DirectionalLoss(i2t, t2i, w_i2t.astype(dtype), w_t2i.astype(dtype))
 
 
 def row_keys(key: jax.Array, rows: QueryRows) -> jax.Array:
@@ -156,8 +170,7 @@ def pair_mask(image_valid: jax.Array, text_valid: jax.Array) -> jax.Array:
 
 def masked_mean(values: jax.Array, weights: jax.Array) -> jax.Array:
   """``Σ w·v / max(Σ w, 1)`` with zero-weight entries ignored even if not finite."""
-  total = jnp.sum(jnp.where(weights > 0, values * weights, 0.0))
-  return total / jnp.maximum(jnp.sum(weights), 1.0)
+  return masked_sum(values, weights) / jnp.maximum(jnp.sum(weights), 1.0)
 
 
 def masked_sum(values: jax.Array, weights: jax.Array) -> jax.Array:
@@ -165,42 +178,50 @@ def masked_sum(values: jax.Array, weights: jax.Array) -> jax.Array:
   return jnp.sum(jnp.where(weights > 0, values * weights, 0.0))
 
 
-def both_directions(
-  per_query: Callable[..., tuple[jax.Array, jax.Array]],
+def both_ways(
+  core: Core,
   sim: jax.Array,
-  *matrices: jax.Array,
-) -> DirectionalLoss:
-  """Applies a direction-free loss to ``sim`` (image->text) and ``sim.T``.
-
-  ``per_query(sim, *matrices)`` maps ``[Q, C]`` arrays to ``(loss [Q],
-  weight [Q])``; every matrix is transposed with ``sim`` for text->image.
-  """
-  i2t, w_i2t = per_query(sim, *matrices)
-  t2i, w_t2i = per_query(sim.T, *(m.T for m in matrices))
-  return DirectionalLoss(i2t, t2i, w_i2t.astype(sim.dtype), w_t2i.astype(sim.dtype))
-
-
-def reduce_directions(
-  losses: DirectionalLoss,
   *,
-  reduction: Reduction,
+  positives: jax.Array | None = None,
+  where: jax.Array | None = None,
+  graded: jax.Array | None = None,
+  graded_name: str = "graded",
+  reduction: Reduction = "mean",
   image_to_text_weight: float = 1.0,
   text_to_image_weight: float = 1.0,
+  **hyper,
 ) -> jax.Array | DirectionalLoss:
-  """Reduces per-query losses to a scalar.
+  """A per-query ``core`` on a whole matrix: image->text on ``sim``, text->image on ``sim.T``.
 
-  ``"mean"``: ``a·mean_i(l_i2t) + b·mean_j(l_t2i)`` over the queries that count;
-  ``"sum"``: the same with sums (the VSE++ convention); ``"none"``: the
-  :class:`DirectionalLoss` itself. ``a``, ``b`` are the direction weights.
+  Resolves the masks (:func:`!resolve_masks`), checks that ``graded`` (named
+  ``graded_name`` in the error) has ``sim``'s shape, runs ``core(rows, **hyper)`` on
+  the image queries and on the caption queries, and reduces them by ``reduction``
+  with the direction weights (module documentation).
+
+  A core of one's own becomes a loss of the whole matrix, both directions reduced:
+
+  >>> import jax.numpy as jnp
+  >>> def hardest_negative(rows, *, key=None):  # per query: its highest negative score
+  ...   negatives = rows.where & ~rows.positives
+  ...   scores = jnp.where(negatives, rows.sim, -jnp.inf)
+  ...   return jnp.max(scores, axis=-1), jnp.any(negatives, axis=-1)
+  >>> sim = jnp.array([[0.9, 0.3], [0.2, 0.8]])
+  >>> round(float(both_ways(hardest_negative, sim)), 6)  # mean(.3, .2) + mean(.2, .3)
+  0.5
+  >>> round(float(both_ways(hardest_negative, sim, reduction="sum")), 6)
+  1.0
   """
+  checks.check_choice("reduction", reduction, REDUCTIONS)
+  positives, where = resolve_masks(sim, positives, where)
+  if graded is not None and graded.shape != sim.shape:
+    raise ValueError(f"{graded_name}: expected shape {sim.shape} like sim, got {graded.shape}")
+  (i2t, w_i2t), (t2i, w_t2i) = (
+    core(rows, **hyper) for rows in directions(sim, positives, where, graded)
+  )
+  losses = DirectionalLoss(i2t, t2i, w_i2t.astype(sim.dtype), w_t2i.astype(sim.dtype))
   if reduction == "none":
     return losses
-  if reduction == "mean":
-    reduce = masked_mean
-  elif reduction == "sum":
-    reduce = masked_sum
-  else:
-    raise ValueError(f"reduction: expected 'mean', 'sum' or 'none', got {reduction!r}")
+  reduce = masked_mean if reduction == "mean" else masked_sum
   return image_to_text_weight * reduce(
     losses.image_to_text, losses.image_weight
   ) + text_to_image_weight * reduce(losses.text_to_image, losses.text_weight)

@@ -1,4 +1,6 @@
-"""SAM: triplet loss whose margin comes from a captioning metric (seed 003, eq. 7)."""
+"""The semantic adaptive margin triplet of SAM (Biten et al., "Is An Image Worth Five
+Sentences? A New Look into Semantics for Image-Text Matching", WACV 2022, eq. 7): a triplet
+loss whose margin comes from a captioning metric."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks, vse
+from jitr.losses import checks
+from jitr.losses import query_rows as qr
+from jitr.losses.triplet import triplet, triplet_queries
 
 Sampling = Literal["hard", "soft", "random"]
 
@@ -54,7 +58,7 @@ def _semantic_margin_row(
 
 
 def semantic_margin_queries(
-  rows: _masks.QueryRows,
+  rows: qr.QueryRows,
   *,
   key: jax.Array | None = None,
   temperature: float = 5.0,
@@ -80,10 +84,10 @@ def semantic_margin_queries(
   checks.check_nonnegative("triplet_margin", triplet_margin)
   if sampling == "random" and key is None:
     raise ValueError("key: sampling='random' needs an explicit jax.random key")
-  rows = _masks.without_padding(rows)
+  rows = qr.without_padding(rows)
   if rows.sim.shape[-1] == 0:  # no candidates: no query counts
     return jnp.zeros(rows.sim.shape[:1], rows.sim.dtype), jnp.zeros(rows.sim.shape[:1], bool)
-  keys = _masks.row_keys(key, rows) if sampling == "random" else None
+  keys = qr.row_keys(key, rows) if sampling == "random" else None
   row = jax.vmap(
     lambda s, phi, p, w, k: _semantic_margin_row(
       s, phi, p, w, k, sampling=sampling, temperature=temperature, max_margin=max_margin
@@ -92,7 +96,7 @@ def semantic_margin_queries(
   )
   loss, weight = row(rows.sim, rows.graded.astype(rows.sim.dtype), rows.positives, rows.where, keys)
   if keep_triplet:
-    loss = loss + vse.triplet_queries(rows, margin=triplet_margin, mining="max")[0]
+    loss = loss + triplet_queries(rows, margin=triplet_margin, mining="max")[0]
   return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
 
@@ -108,8 +112,8 @@ def semantic_margin_triplet(
   max_margin: float | None = None,
   keep_triplet: bool = False,
   triplet_margin: float = 0.2,
-  reduction: _masks.Reduction = "mean",
-) -> jax.Array | _masks.DirectionalLoss:
+  reduction: qr.Reduction = "mean",
+) -> jax.Array | qr.DirectionalLoss:
   """SAM semantic adaptive margin triplet loss in both directions.
 
   For query p with positive c_p and one sampled negative c_m:
@@ -132,18 +136,23 @@ def semantic_margin_triplet(
     keep_triplet: add the original VSE++ LMH triplet with ``triplet_margin``.
     reduction: ``"mean"``, ``"sum"`` or ``"none"`` (SAM term only).
   """
-  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   checks.check_bool("keep_triplet", keep_triplet)
   checks.check_nonnegative("triplet_margin", triplet_margin)
-  positives, where = _masks.resolve_masks(sim, positives, where)
-  if metric.shape != sim.shape:
-    raise ValueError(f"metric: expected shape {sim.shape} like sim, got {metric.shape}")
-  rows = _masks.query_rows(sim, positives, where, metric)
-  hyper = dict(temperature=temperature, sampling=sampling, max_margin=max_margin)
-  losses = _masks.per_direction(semantic_margin_queries, rows, key=key, **hyper)
-  total = _masks.reduce_directions(losses, reduction=reduction)
+  total = qr.both_ways(
+    semantic_margin_queries,
+    sim,
+    positives=positives,
+    where=where,
+    graded=metric,
+    graded_name="metric",
+    reduction=reduction,
+    key=key,
+    temperature=temperature,
+    sampling=sampling,
+    max_margin=max_margin,
+  )
   if keep_triplet and reduction != "none":
-    total = total + vse.triplet(
+    total = total + triplet(
       sim, positives=positives, where=where, margin=triplet_margin, reduction=reduction
     )
   return total

@@ -1,4 +1,5 @@
-"""Listwise ITR's training objective (triplet + Smooth-NDCG) as one JAX function.
+"""Listwise ITR's training objective (triplet + Smooth-NDCG) as one JAX function (Li et al.,
+"Integrating Listwise Ranking into Pairwise-based Image-Text Retrieval", arXiv:2305.16566).
 
 The terms, logged values and relevance follow the official ``TripletSNDCGLoss``
 (AAA-Zheng/Listwise_ITR ``model.py``) for one caption per image (positives on
@@ -22,10 +23,12 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from jitr import losses
-from jitr.losses import _masks, checks
-from jitr.losses.listwise_itr import smooth_ndcg_queries
-from jitr.losses.vse import triplet_queries
+from jitr.losses import checks
+from jitr.losses import query_rows as qr
+from jitr.losses.dcg import ndcg
+from jitr.losses.relevance import relevance_from_embeddings
+from jitr.losses.smooth_ndcg import smooth_ndcg_queries
+from jitr.losses.triplet import triplet, triplet_queries
 
 Orientation = Literal["corrected", "official"]
 ORIENTATIONS = ("corrected", "official")
@@ -35,8 +38,8 @@ __all__ = ["ORIENTATIONS", "Orientation", "triplet_sndcg", "triplet_sndcg_rows"]
 
 def _real_ndcg(sim: jax.Array, relevance: jax.Array, where: jax.Array) -> jax.Array:
   """``mean_q NDCG_q`` with exact ranks, over the queries with a valid entry."""
-  values = jax.vmap(lambda s, r, w: losses.ndcg(s, r, where=w))(sim, relevance, where)
-  return _masks.masked_mean(values, jnp.any(where, axis=-1).astype(sim.dtype))
+  values = jax.vmap(lambda s, r, w: ndcg(s, r, where=w))(sim, relevance, where)
+  return qr.masked_mean(values, jnp.any(where, axis=-1).astype(sim.dtype))
 
 
 def triplet_sndcg(
@@ -72,23 +75,23 @@ def triplet_sndcg(
   checks.check_unit_interval("sndcg_weight", sndcg_weight)
   n = sim.shape[0]
   positives = jnp.eye(n, dtype=bool)
-  _, where = _masks.resolve_masks(sim, positives, where)
-  relevance = losses.relevance_from_embeddings(
+  _, where = qr.resolve_masks(sim, positives, where)
+  relevance = relevance_from_embeddings(
     reference_embeddings, caption_embeddings, positives=positives
   ).astype(sim.dtype)
-  pairwise = losses.triplet(sim, positives=positives, where=where, margin=margin) / 2
+  pairwise = triplet(sim, positives=positives, where=where, margin=margin) / 2
   t2i_relevance = relevance.T if orientation == "corrected" else relevance
-  i2t, t2i = _masks.query_rows(sim, positives, where, relevance)
+  i2t, t2i = qr.directions(sim, positives, where, relevance)
   t2i = t2i._replace(graded=t2i_relevance)
   (l_t, w_t), (l_v, w_v) = (smooth_ndcg_queries(r, temperature=temperature) for r in (i2t, t2i))
   w_t, w_v = w_t.astype(sim.dtype), w_v.astype(sim.dtype)
-  listwise = (_masks.masked_mean(l_t, w_t) + _masks.masked_mean(l_v, w_v)) / 2
+  listwise = (qr.masked_mean(l_t, w_t) + qr.masked_mean(l_v, w_v)) / 2
   metrics = {
     "pairwise": pairwise,
     "listwise": listwise,
-    "ndcg_t": _masks.masked_mean(1.0 - l_t, w_t),
+    "ndcg_t": qr.masked_mean(1.0 - l_t, w_t),
     "real_ndcg_t": _real_ndcg(sim, relevance, where),
-    "ndcg_v": _masks.masked_mean(1.0 - l_v, w_v),
+    "ndcg_v": qr.masked_mean(1.0 - l_v, w_v),
     "real_ndcg_v": _real_ndcg(sim.T, t2i_relevance, where.T),
   }
   return (1.0 - sndcg_weight) * pairwise + sndcg_weight * listwise, metrics
@@ -96,9 +99,9 @@ def triplet_sndcg(
 
 def _real_ndcg_sum(sim: jax.Array, relevance: jax.Array, where: jax.Array):
   """``(Σ_q NDCG_q, #queries)`` with exact ranks, over the queries with a valid entry."""
-  values = jax.vmap(lambda s, r, w: losses.ndcg(s, r, where=w))(sim, relevance, where)
+  values = jax.vmap(lambda s, r, w: ndcg(s, r, where=w))(sim, relevance, where)
   weight = jnp.any(where, axis=-1).astype(sim.dtype)
-  return _masks.masked_sum(values, weight), jnp.sum(weight)
+  return qr.masked_sum(values, weight), jnp.sum(weight)
 
 
 def triplet_sndcg_rows(
@@ -148,15 +151,15 @@ def triplet_sndcg_rows(
   positives = (index[:, None] == jnp.arange(m)[None, :]) & own[:, None]
   where = own[:, None] & valid[safe][:, None] & valid[None, :]
   # Own rows of r [M, M]: the own images' rows; the own captions' columns.
-  rows_r = losses.relevance_from_embeddings(
+  rows_r = relevance_from_embeddings(
     reference_embeddings[safe], caption_embeddings, positives=positives
   ).astype(i2t_sim.dtype)
-  cols_r = losses.relevance_from_embeddings(
+  cols_r = relevance_from_embeddings(
     reference_embeddings, caption_embeddings[safe], positives=positives.T
   ).T.astype(i2t_sim.dtype)
   t2i_relevance = cols_r if orientation == "corrected" else rows_r
-  i2t = _masks.QueryRows(i2t_sim, positives, where, rows_r, safe, _masks.IMAGE_TO_TEXT)
-  t2i = _masks.QueryRows(t2i_sim, positives, where, t2i_relevance, safe, _masks.TEXT_TO_IMAGE)
+  i2t = qr.QueryRows(i2t_sim, positives, where, rows_r, safe, qr.IMAGE_TO_TEXT)
+  t2i = qr.QueryRows(t2i_sim, positives, where, t2i_relevance, safe, qr.TEXT_TO_IMAGE)
   count = jnp.maximum(jnp.asarray(count, i2t_sim.dtype), 1.0)
 
   def per_query(core, **hyper):
@@ -168,7 +171,7 @@ def triplet_sndcg_rows(
 
   def share(terms):
     (l_t, w_t), (l_v, w_v) = terms
-    return (_masks.masked_sum(l_t, w_t) + _masks.masked_sum(l_v, w_v)) / (2 * count)
+    return (qr.masked_sum(l_t, w_t) + qr.masked_sum(l_v, w_v)) / (2 * count)
 
   pairwise = share(per_query(triplet_queries, margin=margin))
   (l_t, w_t), (l_v, w_v) = ndcg_terms = per_query(smooth_ndcg_queries, temperature=temperature)
@@ -178,9 +181,9 @@ def triplet_sndcg_rows(
   sums = {
     "pairwise": pairwise,
     "listwise": listwise,
-    "ndcg_t": _masks.masked_sum(1.0 - l_t, w_t),
+    "ndcg_t": qr.masked_sum(1.0 - l_t, w_t),
     "count_t": jnp.sum(w_t),
-    "ndcg_v": _masks.masked_sum(1.0 - l_v, w_v),
+    "ndcg_v": qr.masked_sum(1.0 - l_v, w_v),
     "count_v": jnp.sum(w_v),
     "real_ndcg_t": real_t,
     "real_count_t": real_count_t,

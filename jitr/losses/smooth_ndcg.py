@@ -1,4 +1,6 @@
-"""Smooth-NDCG (Listwise ITR, eq. 9–21): a differentiable NDCG over the batch."""
+"""Smooth-NDCG, a differentiable NDCG over the batch: the listwise loss of Listwise ITR
+(Li et al., "Integrating Listwise Ranking into Pairwise-based Image-Text Retrieval",
+arXiv:2305.16566, eq. 9–21; code AAA-Zheng/Listwise_ITR)."""
 
 from __future__ import annotations
 
@@ -6,25 +8,33 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks, dcg
+from jitr.losses import checks, dcg
+from jitr.losses import query_rows as qr
 from jitr.losses import ranks as ranks_lib
 
 
-def smooth_ndcg_per_query(
-  sim: jax.Array,
-  relevance: jax.Array,
-  where: jax.Array,
+def smooth_ndcg_queries(
+  rows: qr.QueryRows,
   *,
-  temperature: float | jax.Array,
-  block_size: int,
+  key: jax.Array | None = None,
+  temperature: float | jax.Array = 0.01,
+  block_size: int = 16,
 ) -> tuple[jax.Array, jax.Array]:
-  """``(1 − NDCĜ_q [Q], weight [Q])`` for the rows of ``[Q, C]`` arrays.
+  """The per-query core of :func:`smooth_ndcg`: ``(1 − NDCĜ_q [Q], weight [Q])``.
 
+  ``rows.graded`` is the relevance, set to 1 on ``rows.positives`` (``key`` unused).
   Rows are processed ``block_size`` at a time with ``lax.map`` so neither the
   forward nor the backward pass holds more than ``block_size × C × C`` pairwise
   terms (and XLA fuses those into the reductions); the ranks' custom VJP keeps
   the residuals at O(Q·C).
   """
+  del key
+  if rows.graded is None:
+    raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
+  checks.check_positive("temperature", temperature)
+  checks.check_block_size("block_size", block_size)
+  rows = qr.without_padding(rows)
+  relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
 
   def one_row(row):
     scores, rel, valid = row
@@ -32,27 +42,8 @@ def smooth_ndcg_per_query(
     value, has_relevant = dcg.ndcg_from_ranks(ranks, rel, where=valid)
     return 1.0 - value, has_relevant & jnp.any(valid)
 
-  return jax.lax.map(one_row, (sim, relevance, where), batch_size=min(block_size, sim.shape[0]))
-
-
-def smooth_ndcg_queries(
-  rows: _masks.QueryRows,
-  *,
-  key: jax.Array | None = None,
-  temperature: float | jax.Array = 0.01,
-  block_size: int = 16,
-) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`smooth_ndcg`: ``rows.graded`` is the relevance,
-  set to 1 on ``rows.positives`` (``key`` unused)."""
-  del key
-  if rows.graded is None:
-    raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
-  checks.check_positive("temperature", temperature)
-  checks.check_block_size("block_size", block_size)
-  rows = _masks.without_padding(rows)
-  relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
-  loss, weight = smooth_ndcg_per_query(
-    rows.sim, relevance, rows.where, temperature=temperature, block_size=block_size
+  loss, weight = jax.lax.map(
+    one_row, (rows.sim, relevance, rows.where), batch_size=min(block_size, rows.sim.shape[0])
   )
   return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
@@ -65,8 +56,8 @@ def smooth_ndcg(
   where: jax.Array | None = None,
   temperature: float | jax.Array = 0.01,
   block_size: int = 16,
-  reduction: _masks.Reduction = "mean",
-) -> jax.Array | _masks.DirectionalLoss:
+  reduction: qr.Reduction = "mean",
+) -> jax.Array | qr.DirectionalLoss:
   """Smooth-NDCG loss ``1 − NDCĜ`` in both directions.
 
   For a query row with scores ``s`` and relevance ``r`` (positives set to 1):
@@ -97,14 +88,18 @@ def smooth_ndcg(
   >>> round(float(smooth_ndcg(sim, rel, temperature=1e-3)), 6)  # perfectly ranked
   0.0
   """
-  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
   chex.assert_rank(sim, 2)
   chex.assert_equal_shape([sim, relevance])
   if positives is None:  # no annotated pairs: the relevance is used as given
     positives = jnp.zeros(sim.shape, bool)
-  positives, where = _masks.resolve_masks(sim, positives, where)
-  rows = _masks.query_rows(sim, positives, where, relevance)
-  losses = _masks.per_direction(
-    smooth_ndcg_queries, rows, temperature=temperature, block_size=block_size
+  return qr.both_ways(
+    smooth_ndcg_queries,
+    sim,
+    positives=positives,
+    where=where,
+    graded=relevance,
+    graded_name="relevance",
+    reduction=reduction,
+    temperature=temperature,
+    block_size=block_size,
   )
-  return _masks.reduce_directions(losses, reduction=reduction)

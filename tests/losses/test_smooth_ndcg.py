@@ -12,19 +12,23 @@ install_jax_util_wraps()  # rax 0.4.0 calls jax.util.wraps (removed in JAX 0.10)
 import rax  # noqa: E402
 
 from jitr import losses  # noqa: E402
-from jitr.losses import listwise_itr  # noqa: E402
+from jitr.losses.query_rows import IMAGE_TO_TEXT, QueryRows  # noqa: E402
+from jitr.losses.smooth_ndcg import smooth_ndcg_queries  # noqa: E402
 from tests.losses import numpy_reference as ref  # noqa: E402
 from tests.losses.conftest import make_batch  # noqa: E402
 
 
 def _one_row(scores, relevance, temperature):
-  loss, _ = listwise_itr.smooth_ndcg_per_query(
+  n = scores.shape[0]
+  rows = QueryRows(
     scores[None],
+    jnp.zeros((1, n), bool),
+    jnp.ones((1, n), bool),
     relevance[None],
-    jnp.ones((1, scores.shape[0]), bool),
-    temperature=temperature,
-    block_size=4,
+    jnp.arange(1),
+    IMAGE_TO_TEXT,
   )
+  loss, _ = smooth_ndcg_queries(rows, temperature=temperature, block_size=4)
   return loss[0]
 
 

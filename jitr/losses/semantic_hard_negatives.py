@@ -1,15 +1,19 @@
-"""LSEH: hard negatives raised by semantic similarity (seed 004, eq. 8)."""
+"""The LSEH triplet (Gong and Cosma, "Improving visual-semantic embeddings by learning
+semantically-enhanced hard negatives for cross-modal information retrieval", Pattern
+Recognition 2023, eq. 8): hard negatives raised by semantic similarity."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks, vse
+from jitr.losses import checks
+from jitr.losses import query_rows as qr
+from jitr.losses.triplet import triplet_per_query
 
 
 def semantic_hard_negatives_queries(
-  rows: _masks.QueryRows,
+  rows: qr.QueryRows,
   *,
   key: jax.Array | None = None,
   margin: float = 0.185,
@@ -25,12 +29,10 @@ def semantic_hard_negatives_queries(
     raise ValueError("semantic_hard_negatives: needs a semantic matrix (rows.graded is None)")
   checks.check_nonnegative("margin", margin)
   checks.check_finite("semantic_weight", semantic_weight)
-  rows = _masks.without_padding(rows)
+  rows = qr.without_padding(rows)
   lift = semantic_weight * rows.graded.astype(rows.sim.dtype)
   shifted = rows.sim + jnp.where(rows.positives, 0.0, lift)
-  loss, weight = vse.triplet_per_query(
-    shifted, rows.positives, rows.where, margin=margin, mining="max"
-  )
+  loss, weight = triplet_per_query(shifted, rows.positives, rows.where, margin=margin, mining="max")
   return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
 
 
@@ -42,8 +44,8 @@ def semantic_hard_negatives(
   where: jax.Array | None = None,
   margin: float = 0.185,
   semantic_weight: float = 0.025,
-  reduction: _masks.Reduction = "mean",
-) -> jax.Array | _masks.DirectionalLoss:
+  reduction: qr.Reduction = "mean",
+) -> jax.Array | qr.DirectionalLoss:
   """LSEH triplet: ``max_j [α + s_ij + λ·S(D_i, D_j) − s_ii]_+`` in both directions.
 
   The semantic similarity ``S`` (cosine of TF-IDF + SVD caption vectors) raises
@@ -68,12 +70,14 @@ def semantic_hard_negatives(
   >>> round(float(semantic_hard_negatives(sim, sem, reduction="sum")), 4)
   0.21
   """
-  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
-  positives, where = _masks.resolve_masks(sim, positives, where)
-  if semantic.shape != sim.shape:
-    raise ValueError(f"semantic: expected shape {sim.shape} like sim, got {semantic.shape}")
-  rows = _masks.query_rows(sim, positives, where, semantic)
-  losses = _masks.per_direction(
-    semantic_hard_negatives_queries, rows, margin=margin, semantic_weight=semantic_weight
+  return qr.both_ways(
+    semantic_hard_negatives_queries,
+    sim,
+    positives=positives,
+    where=where,
+    graded=semantic,
+    graded_name="semantic",
+    reduction=reduction,
+    margin=margin,
+    semantic_weight=semantic_weight,
   )
-  return _masks.reduce_directions(losses, reduction=reduction)

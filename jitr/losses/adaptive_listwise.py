@@ -1,11 +1,13 @@
-"""CMAL²R: top-one listwise loss with rank-adaptive margins (seed 002, eq. 6–12)."""
+"""The adaptive listwise loss of CMAL²R (Qu et al., cross-modal learning to rank with an
+adaptive listwise constraint, eq. 6–12): a top-one listwise loss with rank-adaptive margins."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
-from jitr.losses import _masks, checks
+from jitr.losses import checks
+from jitr.losses import query_rows as qr
 
 
 def rank_adaptive_margins(scores: jax.Array, negatives: jax.Array) -> jax.Array:
@@ -52,16 +54,18 @@ def _adaptive_listwise_row(scores, positives, where, sharpness):
   return jnp.sum(jnp.where(pos, per_positive, 0.0)) / jnp.maximum(n_pos, 1), n_pos > 0
 
 
-def _unweighted_queries(rows: _masks.QueryRows, *, sharpness: float):
+def _unweighted_queries(rows: qr.QueryRows, *, key: jax.Array | None = None, sharpness: float):
+  """The per-query losses of a block of rows, without the direction weight (``key`` unused)."""
+  del key
   checks.check_positive("sharpness", sharpness)
-  rows = _masks.without_padding(rows)
+  rows = qr.without_padding(rows)
   row = jax.vmap(_adaptive_listwise_row, in_axes=(0, 0, 0, None))
   loss, weight = row(rows.sim, rows.positives, rows.where, sharpness)
   return checks.propagate_nonfinite(loss, rows.where, rows.sim), weight
 
 
 def adaptive_listwise_queries(
-  rows: _masks.QueryRows,
+  rows: qr.QueryRows,
   *,
   key: jax.Array | None = None,
   sharpness: float = 0.5,
@@ -69,10 +73,9 @@ def adaptive_listwise_queries(
 ) -> tuple[jax.Array, jax.Array]:
   """The per-query core of :func:`adaptive_listwise`, already weighted by its
   direction (α for image->text, 1 − α for text->image; ``key`` unused)."""
-  del key
   checks.check_unit_interval("alpha", alpha)
-  loss, weight = _unweighted_queries(rows, sharpness=sharpness)
-  scale = alpha if rows.direction == _masks.IMAGE_TO_TEXT else 1.0 - alpha
+  loss, weight = _unweighted_queries(rows, key=key, sharpness=sharpness)
+  scale = alpha if rows.direction == qr.IMAGE_TO_TEXT else 1.0 - alpha
   return scale * loss, weight
 
 
@@ -83,8 +86,8 @@ def adaptive_listwise(
   where: jax.Array | None = None,
   sharpness: float = 0.5,
   alpha: float = 0.4,
-  reduction: _masks.Reduction = "mean",
-) -> jax.Array | _masks.DirectionalLoss:
+  reduction: qr.Reduction = "mean",
+) -> jax.Array | qr.DirectionalLoss:
   """CMAL²R adaptive listwise loss, ``α·L_i2t + (1 − α)·L_t2i``.
 
   For a query with positive p and valid negatives k:
@@ -106,11 +109,14 @@ def adaptive_listwise(
   0.97408
   """
   checks.check_unit_interval("alpha", alpha)
-  checks.check_choice("reduction", reduction, _masks.REDUCTIONS)
-  positives, where = _masks.resolve_masks(sim, positives, where)
-  rows = _masks.query_rows(sim, positives, where)
   # Unweighted per-query values; the direction weights apply in the reduction.
-  losses = _masks.per_direction(_unweighted_queries, rows, sharpness=sharpness)
-  return _masks.reduce_directions(
-    losses, reduction=reduction, image_to_text_weight=alpha, text_to_image_weight=1.0 - alpha
+  return qr.both_ways(
+    _unweighted_queries,
+    sim,
+    positives=positives,
+    where=where,
+    reduction=reduction,
+    image_to_text_weight=alpha,
+    text_to_image_weight=1.0 - alpha,
+    sharpness=sharpness,
   )

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from jitr import losses
+from jitr.losses.semantic_margin_triplet import choose_negative
 from tests.losses import numpy_reference as ref
 from tests.losses.conftest import make_batch
 
@@ -102,8 +103,8 @@ def test_hard_and_soft_sampling_differ_where_both_hinges_are_active():
   sim = jnp.array([[0.5, 0.45, -0.5], [0.0, 0.5, 0.0], [0.0, 0.0, 0.5]])
   metric = jnp.zeros((3, 3)).at[0].set(jnp.array([2.0, 0.5, -4.0]))
   negatives = jnp.array([False, True, True])
-  assert int(losses.sam.choose_negative(sim[0], negatives, sampling="hard", key=None)) == 1
-  assert int(losses.sam.choose_negative(sim[0], negatives, sampling="soft", key=None)) == 2
+  assert int(choose_negative(sim[0], negatives, sampling="hard", key=None)) == 1
+  assert int(choose_negative(sim[0], negatives, sampling="soft", key=None)) == 2
   hard = losses.semantic_margin_triplet(sim, metric, sampling="hard", reduction="none")
   soft = losses.semantic_margin_triplet(sim, metric, sampling="soft", reduction="none")
   # hard: α = (2 − .5)/5 = .3 → [.3 + .45 − .5]+ = .25
