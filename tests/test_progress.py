@@ -87,11 +87,11 @@ def test_the_line_while_running_and_when_closed():
   assert short == "eval: 2.00M/5.00M pairs (40%), 500000 pairs/s, stopped after 4s"
 
 
-def test_a_log_gets_one_line_per_interval_and_always_a_final_line():
+def test_a_log_gets_a_line_after_the_first_item_then_one_per_interval_and_a_final_line():
   clock, out = FakeClock(), io.StringIO()
   shown = Progress(100, "images", label="job", stream=out, interval_s=10, redraw=False, clock=clock)
   assert out.getvalue() == ""  # nothing at the start
-  for second in range(1, 36):  # 2 images a second for 35 s: lines at 10, 20 and 30 s
+  for second in range(1, 36):  # 2 images a second for 35 s: lines at 1, 11, 21 and 31 s
     clock.now = float(second)
     shown.advance(2)
     shown.advance(0)  # advancing again within the interval writes nothing
@@ -99,9 +99,10 @@ def test_a_log_gets_one_line_per_interval_and_always_a_final_line():
   shown.close()
   shown.close()  # a second close writes nothing
   assert out.getvalue().splitlines() == [
-    "job: 20/100 images (20%), 2.0 images/s, ETA 40s",
-    "job: 40/100 images (40%), 2.0 images/s, ETA 30s",
-    "job: 60/100 images (60%), 2.0 images/s, ETA 20s",
+    "job: 2/100 images (2%), 2.0 images/s, ETA 49s",  # the first rate and ETA at once
+    "job: 22/100 images (22%), 2.0 images/s, ETA 39s",
+    "job: 42/100 images (42%), 2.0 images/s, ETA 29s",
+    "job: 62/100 images (62%), 2.0 images/s, ETA 19s",
     "job: 70/100 images (70%), 2.0 images/s, stopped after 35s",
   ]
 
@@ -125,7 +126,10 @@ def test_a_finished_job_ends_with_its_total_even_when_it_took_less_than_an_inter
     for _ in range(5):
       clock.now += 0.5
       shown.advance()
-  assert out.getvalue() == "5/5 captions (100%), 2.0 captions/s, took 2s\n"
+  assert out.getvalue().splitlines() == [
+    "1/5 captions (20%), 2.0 captions/s, ETA 2s",
+    "5/5 captions (100%), 2.0 captions/s, took 2s",
+  ]
 
 
 def test_an_error_in_the_block_still_writes_how_far_the_job_got():
@@ -135,7 +139,10 @@ def test_an_error_in_the_block_still_writes_how_far_the_job_got():
       clock.now = 3.0
       shown.advance()
       raise RuntimeError("disk full")
-  assert out.getvalue() == "1/4 shards (25%), 3.0s/shard, stopped after 3s\n"
+  assert out.getvalue().splitlines() == [
+    "1/4 shards (25%), 3.0s/shard, ETA 9s",
+    "1/4 shards (25%), 3.0s/shard, stopped after 3s",
+  ]
 
 
 def test_a_terminal_gets_one_line_redrawn_in_place():
@@ -226,6 +233,91 @@ def test_a_broken_stream_silences_the_progress_not_the_job():
     shown.advance(3)
     shown.wrap_log(lambda message: None)("still logged")
   assert shown.enabled is False
+
+
+def test_the_rate_leaves_out_paused_time_excluded_time_and_earlier_items():
+  """A resumed job (40 of 100 done before) that works 2 s a step, pauses 30 s (a
+  validation, one item done in it) and compiles 4 s: the rate is 2 s a step throughout."""
+  clock, out = FakeClock(), io.StringIO()
+  shown = Progress(100, "steps", label="train", stream=out, redraw=False, clock=clock, initial=40)
+  clock.now = 6.0
+  shown.exclude(4.0)  # 4 s of the first 6 compiled
+  shown.advance()
+  assert out.getvalue().splitlines() == ["train: 41/100 steps (41%), 2.0s/step, ETA 1m58s"]
+  with shown.paused():
+    clock.now = 20.0
+    with shown.paused():  # nested: counted once
+      shown.advance()  # done, but not counted in the rate
+    clock.now = 36.0
+  for _ in range(8):
+    clock.now += 2.0
+    shown.advance()
+  assert (shown.done, shown.counted, shown.working_seconds(clock.now)) == (50, 9, 18.0)
+  assert shown.line(clock.now) == "train: 50/100 steps (50%), 2.0s/step, ETA 1m40s"
+  shown.close()
+  assert out.getvalue().splitlines()[-1] == (
+    "train: 50/100 steps (50%), 2.0s/step, stopped after 52s"  # the wall time
+  )
+
+
+def test_update_sets_the_items_done_and_never_goes_back():
+  clock, out = FakeClock(), io.StringIO()
+  shown = Progress(10, "images", stream=out, redraw=False, clock=clock)
+  clock.now = 2.0
+  shown.update(4)
+  shown.update(3)
+  assert shown.done == 4 and out.getvalue() == "4/10 images (40%), 2.0 images/s, ETA 3s\n"
+
+
+def test_a_second_line_takes_the_place_of_the_first_until_it_is_closed():
+  clock, out = FakeClock(), io.StringIO()
+  outer = Progress(10, "steps", label="train", stream=out, redraw=True, clock=clock)
+  first = "train: 0/10 steps (0%)"
+  inner = Progress(4, "pairs", label="scoring val", stream=out, redraw=True, clock=clock)
+  assert (
+    out.getvalue()
+    == "\r" + first + "\r" + " " * len(first) + "\r" + "\rscoring val: 0/4 pairs (0%)"
+  )
+  out.seek(0), out.truncate()
+  clock.now = 1.0
+  outer.advance()  # its place is taken: not drawn
+  assert out.getvalue() == ""
+  inner.advance(4)
+  out.seek(0), out.truncate()
+  inner.close()  # ends with a newline, the first line comes back below it
+  assert out.getvalue() == (
+    "\rscoring val: 4/4 pairs (100%), 4.0 pairs/s, took 1s"
+    + "\n"
+    + "\rtrain: 1/10 steps (10%), 1.0 steps/s, ETA 9s"
+  )
+  outer.close()
+
+
+def test_say_and_log_records_go_above_the_line(capsys):
+  import logging
+
+  clock, out = FakeClock(), io.StringIO()
+  handler = logging.StreamHandler(out)
+  logger = logging.getLogger("jitr-test-progress")
+  logger.addHandler(handler)
+  logger.propagate = False
+  try:
+    with Progress(10, "steps", stream=out, redraw=True, clock=clock) as shown:
+      progress.keep_line_below_logs(logger)
+      progress.keep_line_below_logs(logger)  # once
+      line = shown.line(0.0)
+      progress.say("loading data", stream=out)
+      logger.warning("a log line")
+      progress.say("not shown", enabled=False, stream=out)
+      assert out.getvalue().split("\n") == [
+        "\r" + line + "\r" + " " * len(line) + "\r" + "loading data",
+        "\r" + line + "\r" + " " * len(line) + "\r" + "a log line",
+        "\r" + line,
+      ]
+  finally:
+    logger.removeHandler(handler)
+  progress.say("without a line")
+  assert capsys.readouterr().err == "without a line\n"
 
 
 # --- the jobs that draw it ----------------------------------------------------------------
