@@ -10,8 +10,9 @@ The text comes from pure functions (:func:`rate_per_second`, :func:`eta_seconds`
 :func:`progress_line`); :class:`Progress` draws it, on stderr by default and never on
 stdout (stdout may be piped into a file or another program):
 
-* on a terminal (the stream is a TTY) it redraws one line in place (``\\r``) at most
-  every :data:`TTY_INTERVAL_S` seconds, and ends it with a newline when closed;
+* on a terminal (the stream is a TTY) it redraws one line in place (``\\r``): at once, after
+  the first item (the first rate and ETA), then at most every :data:`TTY_INTERVAL_S`
+  seconds, and ends it with a newline when closed;
 * elsewhere (a log file, CI, a pipe) it writes a plain line after the first item (the
   first rate and ETA), then at most every ``interval_s`` seconds (:data:`LOG_INTERVAL_S`,
   10, by default) and one final line when closed, so a log file gets a few lines, not one
@@ -258,11 +259,14 @@ def _show_again(top: Progress | None) -> None:
 def keep_line_below_logs(logger: logging.Logger | None = None) -> None:
   """Makes every handler of ``logger`` (the root logger by default, which holds absl's)
   erase the shown progress line before it writes a record and draw it again after, so a
-  log line never runs into it. Idempotent."""
+  log line never runs into it; a record its filters drop leaves the line alone.
+  Idempotent. (absl's handler passes records to the handler it holds, whose ``emit`` is
+  the one wrapped.)"""
   for handler in (logger or logging.getLogger()).handlers:
-    if getattr(handler, _AROUND_LINE, False):
+    writer = getattr(handler, "python_handler", handler)
+    if getattr(writer, _AROUND_LINE, False):
       continue
-    emit = handler.emit
+    emit = writer.emit
 
     def emit_above_line(record: logging.LogRecord, emit: Callable[..., Any] = emit) -> None:
       top = _hide_shown()
@@ -271,8 +275,8 @@ def keep_line_below_logs(logger: logging.Logger | None = None) -> None:
       finally:
         _show_again(top)
 
-    handler.emit = emit_above_line  # type: ignore[method-assign]
-    setattr(handler, _AROUND_LINE, True)
+    writer.emit = emit_above_line  # type: ignore[method-assign]
+    setattr(writer, _AROUND_LINE, True)
 
 
 def say(text: str, *, enabled: bool = True, stream: IO[str] | None = None) -> None:
@@ -344,6 +348,7 @@ class Progress:
     self._paused_since: float | None = None
     self._pauses = 0  # nested paused() blocks open
     self._last_draw: float | None = None  # clock time of the last line (None: none yet)
+    self._rate_drawn = False  # whether a line with a rate was drawn (the first is at once)
     self._drawn_width = 0  # characters of the line now on the terminal (redraw mode)
     self._closed = False
     if self.enabled and self.redraw:
@@ -372,9 +377,9 @@ class Progress:
     )
 
   def advance(self, count: int = 1) -> None:
-    """Counts ``count`` more items done; draws the line after the first item and whenever
-    ``interval_s`` has passed since the last one (in a log, not once all is done: the final
-    line follows)."""
+    """Counts ``count`` more items done; draws the line after the first item the rate
+    counts (its first rate and ETA at once) and whenever ``interval_s`` has passed since
+    the last one (in a log, not once all is done: the final line follows)."""
     self.done += int(count)
     if self._pauses == 0:
       self.counted += int(count)
@@ -383,9 +388,11 @@ class Progress:
     if self.redraw and _SHOWN and _SHOWN[-1] is not self:
       return  # another line has its place until it is closed
     now = self.clock()
-    if self._last_draw is None or now - self._last_draw >= self.interval_s:
+    first_rate = self.counted > 0 and not self._rate_drawn
+    if first_rate or self._last_draw is None or now - self._last_draw >= self.interval_s:
       self._draw(self.line(now))
       self._last_draw = now
+      self._rate_drawn = self._rate_drawn or self.counted > 0
 
   def update(self, done: int) -> None:
     """Sets the items done to ``done`` (no fewer than now): :meth:`advance` by the difference."""

@@ -78,6 +78,18 @@ def progress_label(estimator: str, worker_index: int, num_workers: int) -> str:
   return f"{estimator} relevance{worker}"
 
 
+def shard_share(shown: Progress, before: int, images: int) -> Callable[[int, int], None]:
+  """The estimator's progress callback within one shard of ``images`` images: ``done`` of
+  ``total`` of its work moves ``shown`` to ``before + images * done // total`` (the line
+  moves per batch, not per shard)."""
+
+  def report(done: int, total: int) -> None:
+    if total > 0:
+      shown.update(before + images * min(done, total) // total)
+
+  return report
+
+
 def compute_shard(
   captions: CaptionSet,
   estimator: RelevanceEstimator,
@@ -233,11 +245,14 @@ def write_relevance_records(
         log_step(
           f"shard {s + 1}/{n}: {name} is missing, truncated or corrupt (sha256); rewriting it"
         )
-      entry = _write_one_shard(
-        out_dir, s, captions, estimator, identity, vectors=vectors, top_k=top_k
-      )
+      before = shown.done
+      lo, hi = shard_bounds(s, images_per_shard, captions.num_images)
+      with estimator.reporting_to(shard_share(shown, before, hi - lo)):
+        entry = _write_one_shard(
+          out_dir, s, captions, estimator, identity, vectors=vectors, top_k=top_k
+        )
       header = publish_header(out_dir, identity, checksums)
-      shown.advance(entry["records"])
+      shown.update(before + entry["records"])
       log_step(f"shard {s + 1}/{n}: wrote {entry['records']} images to {name}")
   header = publish_header(out_dir, identity, checksums)
   done = sum(entry is not None for entry in header["shards"])
