@@ -446,3 +446,125 @@ def test_the_model_library_bars_are_off_while_loading_and_restored_after():
     with library_progress_bars(show):
       assert transformers_logging.is_progress_bar_enabled() is show
     assert transformers_logging.is_progress_bar_enabled() is before
+
+
+def test_a_shard_moves_the_line_per_piece_of_the_estimators_work(tmp_path):
+  """CIDEr-D's top-K of 5 images in blocks of 2 reports 2, 4, 5 of 5; a shard of 5 images
+  that started at 3 images done moves the line to 5, 7 and 8."""
+  from jitr.relevance.captions_io import read_precomp_captions
+  from jitr.relevance.cider_estimator import CiderEstimator
+  from jitr.relevance.records import shard_share
+
+  captions = read_precomp_captions(str(_small_caps(tmp_path / "caps.txt")))
+  estimator = CiderEstimator().fit(captions)
+  reports = []
+  with estimator.reporting_to(lambda done, total: reports.append((done, total))):
+    estimator.top_k(np.arange(5), 3, images_per_block=2)
+  assert reports == [(2, 5), (4, 5), (5, 5)]
+  estimator.top_k(np.arange(5), 3, images_per_block=2)  # outside the block: not reported
+  assert len(reports) == 3
+  shown = Progress(10, "images", stream=io.StringIO(), redraw=False, initial=3)
+  report = shard_share(shown, 3, 5)
+  moved = []
+  for done, total in reports:
+    report(done, total)
+    moved.append(shown.done)
+  assert moved == [5, 7, 8]
+
+
+def test_each_forward_pass_of_a_torch_model_is_counted_and_its_output_unchanged():
+  torch = pytest.importorskip("torch")
+  from jitr.relevance.sentence import counting_batches
+
+  class Encoder(torch.nn.Module):
+    def forward(self, features):
+      return {"sentence_embedding": features["input_ids"].float() * 2}
+
+  model, counted = Encoder(), []
+  batches = [torch.arange(6).reshape(3, 2), torch.arange(4).reshape(2, 2)]
+  with counting_batches(model, counted.append):
+    outputs = [model({"input_ids": ids})["sentence_embedding"] for ids in batches]
+  model({"input_ids": batches[0]})  # the hook is gone after the block
+  assert counted == [3, 5]
+  assert [o.tolist() for o in outputs] == [[[0, 2], [4, 6], [8, 10]], [[0, 2], [4, 6]]]
+  with counting_batches(object(), counted.append):  # not a torch module: nothing counted
+    pass
+  assert counted == [3, 5]
+
+
+def test_compile_seconds_count_this_threads_compiles_only_once_each():
+  import threading
+
+  import jax
+  import jax.numpy as jnp
+
+  from jitr.training.train_progress import CompileSeconds
+
+  @jax.jit
+  def f(x):
+    return jnp.sin(x) * 3.0 + 1.0
+
+  with CompileSeconds() as compiles:
+    f(jnp.ones(7))
+    first = compiles.take()
+    f(jnp.ones(7))  # compiled: nothing more
+    again = compiles.take()
+    other = threading.Thread(target=lambda: jax.jit(lambda x: x - 2.0)(jnp.ones(5)))
+    other.start(), other.join()
+    elsewhere = compiles.take()
+  assert first > 0 and again == 0 and elsewhere == 0
+  f(jnp.ones(9))  # after the block the listener is gone
+  assert compiles.take() == 0
+
+
+def test_the_logged_steps_per_second_run_on_the_work_clock():
+  from jitr.training.progress_report import ProgressReport
+
+  class Recorder:
+    def __init__(self):
+      self.rates = []
+
+    def write_scalars(self, step, scalars):
+      self.rates.append((step, round(scalars["steps_per_sec"], 6)))
+
+  work = FakeClock()
+  writer = Recorder()
+  report = ProgressReport(total_steps=100, every_steps=10, writer=writer, work_clock=work)
+  report(0, now=0.0)
+  work.now = 5.0  # 10 steps in 5 s of training, then 60 s of validation (not on the clock)
+  report(10, now=65.0)
+  work.now = 10.0
+  report(20, now=70.0)
+  assert writer.rates == [(10, 2.0), (20, 2.0)]
+  timed = ProgressReport(total_steps=100, every_steps=10, writer=Recorder())
+  timed(0, now=0.0)
+  with timed.timed("eval"):
+    pass
+  timed.time_per_part["eval"] = 60.0  # a validation of 60 s between two reports
+  timed(10, now=65.0)
+  assert timed.writer.rates == [(10, 2.0)]  # without a work clock, timed sections left out
+
+
+def test_train_progress_says_what_the_run_does_and_counts_only_this_runs_steps():
+  from jitr.training.train_progress import TrainProgress
+
+  out = io.StringIO()
+  lines = TrainProgress(total_steps=10, stream=out, redraw=False)
+  lines.phase("compiling the train step")
+  lines.resumed(4)
+  lines.start(4)
+  lines.line.clock = clock = FakeClock(lines.line.start)
+  with lines.paused():
+    clock.now += 100.0  # a validation
+  clock.now += 2.0
+  lines.on_step(5, {"loss": np.float32(1.0)})
+  assert lines.working_seconds() == pytest.approx(2.0, abs=0.5)  # less any compile time
+  lines.close()
+  text = out.getvalue().splitlines()
+  assert text[:2] == ["compiling the train step", "resumed from step 4"]
+  assert text[2].startswith("train: 5/10 steps (50%), ") and " ETA " in text[2]
+  assert text[-1].startswith("train: 5/10 steps (50%), ") and "stopped after 1m42s" in text[-1]
+  silent = io.StringIO()
+  quiet = TrainProgress(total_steps=10, stream=silent, enabled=False)
+  quiet.phase("x"), quiet.start(0), quiet.on_step(1, {}), quiet.close()
+  assert silent.getvalue() == ""

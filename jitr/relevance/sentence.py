@@ -83,7 +83,8 @@ def batch_rows(features: Any) -> int:
 def counting_batches(model: Any, on_batch: Any) -> Iterator[None]:
   """Within the block, ``on_batch(texts encoded so far)`` after each forward pass of the
   torch module ``model`` (its ``encode`` runs one per batch): a forward hook, removed at
-  the end; the computation is unchanged."""
+  the end; the computation is unchanged. A model that is not a torch module is not
+  counted."""
   done = 0
 
   def hook(module: Any, args: tuple, output: Any) -> None:
@@ -91,7 +92,11 @@ def counting_batches(model: Any, on_batch: Any) -> Iterator[None]:
     done += batch_rows(args[0]) if args else 0
     on_batch(done)
 
-  handle = model.register_forward_hook(hook)
+  register = getattr(model, "register_forward_hook", None)
+  if register is None:  # not a torch module: nothing to count
+    yield
+    return
+  handle = register(hook)
   try:
     yield
   finally:
