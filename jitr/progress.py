@@ -486,3 +486,59 @@ class Progress:
       self.stream.flush()
     except (OSError, ValueError):
       self.enabled = False
+
+
+class Steps:
+  """A job of a few named steps: :meth:`begin` says each step's name (a :func:`say` line)
+  and counts the step before it done on one :class:`Progress` line of ``steps``; leaving a
+  ``with`` block without an error counts the last one. Use as::
+
+      with Steps(("reading the checkpoint", "writing the workdir"), label="import") as steps:
+        steps.begin("reading the checkpoint")
+        ...
+        steps.begin("writing the workdir")
+        ...
+
+  ``names`` are the steps in order; ``enabled``, ``stream``, ``redraw`` and ``clock`` are
+  :class:`Progress`'s.
+  """
+
+  def __init__(
+    self,
+    names: tuple[str, ...],
+    *,
+    label: str,
+    enabled: bool = True,
+    stream: IO[str] | None = None,
+    redraw: bool | None = None,
+    clock: Callable[[], float] = time.monotonic,
+  ) -> None:
+    self.names, self.enabled, self.stream = tuple(names), bool(enabled), stream
+    self.begun = 0  # steps begun so far
+    self.progress = Progress(
+      len(self.names),
+      "steps",
+      label=label,
+      enabled=enabled,
+      stream=stream,
+      redraw=redraw,
+      clock=clock,
+    )
+
+  def begin(self, name: str) -> None:
+    """Starts the step ``name`` (the next of ``names``): the step before is done."""
+    if self.begun >= len(self.names) or self.names[self.begun] != name:
+      expected = self.names[self.begun] if self.begun < len(self.names) else "none"
+      raise ValueError(f"step {name!r} begun out of order (expected {expected!r})")
+    if self.begun:
+      self.progress.advance()
+    self.begun += 1
+    say(name, enabled=self.progress.enabled, stream=self.stream)
+
+  def __enter__(self) -> Steps:
+    return self
+
+  def __exit__(self, exc_type: object, *exc: object) -> None:
+    if exc_type is None and self.begun:
+      self.progress.advance()  # the last step begun is done
+    self.progress.close()

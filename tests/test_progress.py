@@ -14,6 +14,7 @@ import pytest
 from jitr import progress
 from jitr.progress import (
   Progress,
+  Steps,
   eta_seconds,
   fit_width,
   format_count,
@@ -568,3 +569,31 @@ def test_train_progress_says_what_the_run_does_and_counts_only_this_runs_steps()
   quiet = TrainProgress(total_steps=10, stream=silent, enabled=False)
   quiet.phase("x"), quiet.start(0), quiet.on_step(1, {}), quiet.close()
   assert silent.getvalue() == ""
+
+
+def test_steps_say_each_name_and_count_the_one_before():
+  clock, out = FakeClock(), io.StringIO()
+  with Steps(("reading", "checking", "writing"), label="import", stream=out, redraw=False,
+             clock=clock) as steps:  # fmt: skip
+    steps.begin("reading")
+    clock.now = 4.0
+    steps.begin("checking")
+    with pytest.raises(ValueError, match="'reading' begun out of order \\(expected 'writing'\\)"):
+      steps.begin("reading")
+    clock.now = 6.0
+    steps.begin("writing")
+    clock.now = 9.0
+  assert out.getvalue().splitlines() == [
+    "reading",
+    "import: 1/3 steps (33%), 4.0s/step, ETA 8s",
+    "checking",
+    "writing",
+    "import: 3/3 steps (100%), 3.0s/step, took 9s",
+  ]
+  failed = io.StringIO()
+  with pytest.raises(OSError):
+    with Steps(("reading", "writing"), label="import", stream=failed, redraw=False) as steps:
+      steps.begin("reading")
+      raise OSError("no such file")
+  assert failed.getvalue().splitlines()[0] == "reading"
+  assert failed.getvalue().splitlines()[-1].startswith("import: 0/2 steps (0%), stopped after ")
