@@ -187,6 +187,7 @@ def test_a_shorter_redrawn_line_blanks_the_rest_of_the_longer_one():
   assert len(longer) - len(shorter) == 2
   assert out.getvalue().split("\r")[2:] == [longer, shorter + "  "]
   assert fit_width("x" * 100, 40) == "x" * 39  # cut to the terminal: a line never wraps
+  shown.close()
 
 
 def test_a_log_or_a_silenced_job_gets_log_itself_back():
