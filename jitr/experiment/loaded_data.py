@@ -93,13 +93,19 @@ def say_nothing(text: str) -> None:
   del text
 
 
+def shown(say: Callable[[str], None]) -> Callable[[str], None] | None:
+  """``say``, or None for :func:`say_nothing`: a loader passes it on to the builds that
+  draw their progress line only when lines are shown."""
+  return None if say is say_nothing else say
+
+
 def load_shapes(
   config, data_dir: str, *, teachers: bool = True, vocab=None, say=say_nothing
 ) -> LoadedData:
   """jitr_shapes (``config.shapes_config``), built under ``data_dir`` if absent."""
   from jitr.data import shapes_tfds
 
-  shapes_tfds.build(data_dir, config.shapes_config, progress=say is not say_nothing)
+  shapes_tfds.build(data_dir, config.shapes_config, progress=shown(say) is not None)
   say(f"loading jitr_shapes/{config.shapes_config}")
   arrays = {
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
@@ -109,7 +115,7 @@ def load_shapes(
     say("building the vocabulary")
   vocab = run_vocab(config, lambda: vocab_lib.build_vocab(arrays["train"]["captions"]), vocab)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
-  vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=say)
+  vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
   say("encoding the captions")
   splits = {
     s: shapes_split.retrieval_split(
@@ -150,7 +156,7 @@ def load_precomp(
   )
   train = raw["train"]
   captions = caption_set(train.captions, train.captions_per_image, _train_source(config))
-  vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=say)
+  vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
   say("encoding the captions")
   splits = {}
   for name, split in raw.items():
