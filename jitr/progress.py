@@ -178,8 +178,9 @@ def progress_line(
   The rate is ``counted`` items (``done`` by default) in ``elapsed_s`` seconds; while
   running the last part is the ETA at that rate (:func:`eta_seconds`; left out while
   unknown); the ``final`` line says how long the job ``took``, or how long it ran before
-  it ``stopped`` short of the total: ``wall_s`` (``elapsed_s`` by default). An empty
-  ``label`` leaves out ``LABEL: ``.
+  it ``stopped`` short of the total: ``wall_s`` (``elapsed_s`` by default), and
+  ``elapsed_s`` beside it when the time left out of the rate is a second and a tenth of
+  the whole or more. An empty ``label`` leaves out ``LABEL: ``.
 
   >>> progress_line("sentence relevance", 2000, 5000, "images", 25.0)
   'sentence relevance: 2000/5000 images (40%), 80.0 images/s, ETA 38s'
@@ -189,6 +190,8 @@ def progress_line(
   'eval: 3/8 blocks (37%), 2.0s/block, stopped after 6s'
   >>> progress_line("train", 60, 100, "steps", 10.0, counted=20)
   'train: 60/100 steps (60%), 2.0 steps/s, ETA 20s'
+  >>> progress_line("train", 100, 100, "steps", 50.0, final=True, counted=60, wall_s=95.0)
+  'train: 100/100 steps (100%), 1.2 steps/s, took 1m35s (50s of it on the steps)'
   """
   counted = done if counted is None else counted
   head = f"{label}: " if label else ""
@@ -201,6 +204,8 @@ def progress_line(
   if final:
     verb = "took" if done >= total else "stopped after"
     parts.append(f"{verb} {format_duration(elapsed_s if wall_s is None else wall_s)}")
+    if wall_s is not None and wall_s - elapsed_s >= max(1.0, 0.1 * wall_s):
+      parts[-1] += f" ({format_duration(elapsed_s)} of it on the {unit})"
   else:
     eta = eta_seconds(done, total, elapsed_s, counted)
     if eta is not None:

@@ -258,7 +258,7 @@ def test_the_rate_leaves_out_paused_time_excluded_time_and_earlier_items():
   assert shown.line(clock.now) == "train: 50/100 steps (50%), 2.0s/step, ETA 1m40s"
   shown.close()
   assert out.getvalue().splitlines()[-1] == (
-    "train: 50/100 steps (50%), 2.0s/step, stopped after 52s"  # the wall time
+    "train: 50/100 steps (50%), 2.0s/step, stopped after 52s (18s of it on the steps)"
   )
 
 
