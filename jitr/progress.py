@@ -24,7 +24,8 @@ The rate counts only the time the job worked: a block run in :meth:`Progress.pau
 the steps a resumed run restored) and the items done while paused. A line redrawn in place
 stays the last line of the terminal: :func:`say` (one short line, e.g. what a run is doing
 now) and every record of the root logger's handlers are written above it, and a second
-line started while one is shown takes its place until it is closed.
+line started while one is shown takes its place until it is closed. :class:`Steps` draws
+the line of a job of a few named steps (one :func:`say` line per step).
 
 ``enabled=False``, or a total below ``min_total``, silences it. A shared utility (like
 :mod:`jitr.fileio`): standard library only, so any jitr subpackage may import it.
