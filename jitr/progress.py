@@ -285,11 +285,18 @@ def keep_line_below_logs(logger: logging.Logger | None = None) -> None:
     setattr(writer, _AROUND_LINE, True)
 
 
+def on_terminal(stream: IO[str] | None = None) -> bool:
+  """Whether ``stream`` (stderr by default) is a terminal: where the lines saying what a
+  job does now (:func:`say`) go. A log gets the job's progress lines and its own log
+  records, and a job that fails there still ends in the one line of its error."""
+  return is_terminal(sys.stderr if stream is None else stream)
+
+
 def say(text: str, *, enabled: bool = True, stream: IO[str] | None = None) -> None:
   """Writes ``text`` as one line on ``stream`` (stderr), above a progress line shown on it:
-  what a long job is doing now (``loading data``, ``compiling the train step``).
-  ``enabled=False`` writes nothing (e.g. on every process but the first); a stream that
-  fails is ignored."""
+  what a long job is doing now (``loading data``, ``compiling the train step``; callers
+  say those on a terminal only, :func:`on_terminal`). ``enabled=False`` writes nothing
+  (e.g. on every process but the first); a stream that fails is ignored."""
   if not enabled:
     return
   stream = sys.stderr if stream is None else stream
@@ -506,7 +513,7 @@ class Steps:
         ...
 
   ``names`` are the steps in order; ``enabled``, ``stream``, ``redraw`` and ``clock`` are
-  :class:`Progress`'s.
+  :class:`Progress`'s; ``say_names``: whether the names are said (None: on a terminal).
   """
 
   def __init__(
@@ -518,8 +525,10 @@ class Steps:
     stream: IO[str] | None = None,
     redraw: bool | None = None,
     clock: Callable[[], float] = time.monotonic,
+    say_names: bool | None = None,
   ) -> None:
     self.names, self.enabled, self.stream = tuple(names), bool(enabled), stream
+    self.say_names = on_terminal(stream) if say_names is None else bool(say_names)
     self.begun = 0  # steps begun so far
     self.progress = Progress(
       len(self.names),
@@ -539,7 +548,7 @@ class Steps:
     if self.begun:
       self.progress.advance()
     self.begun += 1
-    say(name, enabled=self.progress.enabled, stream=self.stream)
+    say(name, enabled=self.progress.enabled and self.say_names, stream=self.stream)
 
   def __enter__(self) -> Steps:
     return self

@@ -551,7 +551,7 @@ def test_train_progress_says_what_the_run_does_and_counts_only_this_runs_steps()
   from jitr.training.train_progress import TrainProgress
 
   out = io.StringIO()
-  lines = TrainProgress(total_steps=10, stream=out, redraw=False)
+  lines = TrainProgress(total_steps=10, stream=out, redraw=False, phases=True)
   lines.phase("compiling the train step")
   lines.resumed(4)
   lines.start(4)
@@ -570,12 +570,16 @@ def test_train_progress_says_what_the_run_does_and_counts_only_this_runs_steps()
   quiet = TrainProgress(total_steps=10, stream=silent, enabled=False)
   quiet.phase("x"), quiet.start(0), quiet.on_step(1, {}), quiet.close()
   assert silent.getvalue() == ""
+  log = io.StringIO()  # not a terminal: the phases are left to it, the resume is said
+  logged = TrainProgress(total_steps=10, stream=log, redraw=False)
+  logged.phase("compiling the train step"), logged.resumed(4)
+  assert log.getvalue() == "resumed from step 4\n"
 
 
 def test_steps_say_each_name_and_count_the_one_before():
   clock, out = FakeClock(), io.StringIO()
   with Steps(("reading", "checking", "writing"), label="import", stream=out, redraw=False,
-             clock=clock) as steps:  # fmt: skip
+             clock=clock, say_names=True) as steps:  # fmt: skip
     steps.begin("reading")
     clock.now = 4.0
     steps.begin("checking")
@@ -593,7 +597,8 @@ def test_steps_say_each_name_and_count_the_one_before():
   ]
   failed = io.StringIO()
   with pytest.raises(OSError):
-    with Steps(("reading", "writing"), label="import", stream=failed, redraw=False) as steps:
+    with Steps(("reading", "writing"), label="import", stream=failed, redraw=False,
+               say_names=True) as steps:  # fmt: skip
       steps.begin("reading")
       raise OSError("no such file")
   assert failed.getvalue().splitlines()[0] == "reading"

@@ -45,7 +45,7 @@ from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
-from jitr.progress import say
+from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
 
 
@@ -121,8 +121,8 @@ def load_member(workdir: str) -> Member:
 
 
 def say_first(text: str) -> None:
-  """One line on stderr saying what the evaluation does now (process 0 only)."""
-  say(text, enabled=jax.process_index() == 0)
+  """One line on stderr saying what the evaluation does now (process 0, on a terminal)."""
+  say(text, enabled=jax.process_index() == 0 and on_terminal())
 
 
 def split_mismatch(first: Member, other: Member, split: str) -> str | None:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from jitr import paths
-from jitr.progress import Progress, say
+from jitr.progress import Progress, on_terminal, say
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.estimator import RelevanceEstimator
@@ -228,7 +228,7 @@ def write_relevance_records(
 
   # 2. fit, then the full identity (vector dimension, fit digest) and the header
   label = progress_label(estimator.name, worker_index, num_workers)
-  say(f"{label}: {preparing(estimator, fit)}", enabled=progress)
+  say(f"{label}: {preparing(estimator, fit)}", enabled=progress and on_terminal())
   if fit:
     estimator.fit(captions)
   dim = int(estimator.caption_vectors(np.arange(1)).shape[1]) if vectors else None

@@ -63,7 +63,8 @@ class CompileSeconds:
 class TrainProgress:
   """The lines of a training run on ``stream`` (stderr), on the first process only.
 
-  :meth:`phase` says what the run does now; :meth:`resumed` that it restored step N;
+  :meth:`phase` says what the run does now (with ``phases``; None: when ``stream`` is a
+  terminal); :meth:`resumed` that it restored step N (always);
   :meth:`start` opens the steps line, :meth:`on_step` counts each step (the first one
   waits for its result, so the first rate is a step's real time), :meth:`paused` leaves
   a block out of the rate, :meth:`close` ends the line. With ``enabled=False`` it writes
@@ -77,8 +78,10 @@ class TrainProgress:
     enabled: bool = True,
     stream: IO[str] | None = None,
     redraw: bool | None = None,
+    phases: bool | None = None,
   ) -> None:
     self.total_steps = int(total_steps)
+    self.phases = progress.on_terminal(stream) if phases is None else bool(phases)
     self.enabled = bool(enabled) and jax.process_index() == 0
     self.stream, self.redraw = stream, redraw
     self.line: progress.Progress | None = None
@@ -96,11 +99,11 @@ class TrainProgress:
 
   def phase(self, text: str) -> None:
     """One line saying what the run does now (e.g. ``compiling the train step``)."""
-    progress.say(text, enabled=self.enabled, stream=self.stream)
+    progress.say(text, enabled=self.enabled and self.phases, stream=self.stream)
 
   def resumed(self, step: int) -> None:
     """Says ``resumed from step STEP``."""
-    self.phase(f"resumed from step {int(step)}")
+    progress.say(f"resumed from step {int(step)}", enabled=self.enabled, stream=self.stream)
 
   def start(self, step: int) -> None:
     """Opens the steps line at ``step`` (the restored step; not counted in the rate) and
