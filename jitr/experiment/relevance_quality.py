@@ -52,7 +52,8 @@ def relevance_quality_rows(
     settings: the estimators' settings (default
       :func:`~jitr.relevance.registry.default_estimator_settings`).
     progress: one :class:`~jitr.progress.Progress` line on stderr: (split, source) pairs
-      scored of ``len(splits) * len(estimators)``, seconds each, ETA.
+      scored of ``len(splits) * len(estimators)``, seconds each, ETA (and the images
+      generated, when jitr_shapes is built first).
   """
   for spec in calibrations:
     parse_calibration(spec)
@@ -61,7 +62,7 @@ def relevance_quality_rows(
   settings = default_estimator_settings() if settings is None else settings
   from jitr.data import shapes_tfds
 
-  shapes_tfds.build(data_dir, shapes_config)
+  shapes_tfds.build(data_dir, shapes_config, progress=progress)
   teachers = teacher_workdirs(dict(enumerate(estimators)))
   rows = []
   total = len(splits) * len(estimators)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 
 import numpy as np
 from absl import logging
@@ -62,9 +63,13 @@ def caption_set(caption_list, per_image: int, dataset: str) -> CaptionSet:
   )
 
 
-def stored_relevance(captions: CaptionSet, config, data_dir: str) -> tuple[dict, dict, dict]:
+def stored_relevance(
+  captions: CaptionSet, config, data_dir: str, *, say: Callable[[str], None] | None = None
+) -> tuple[dict, dict, dict]:
   """``(vectors, topk, aggregates)`` of every estimator ``config.graded`` names, read from
   relevance TFRecords under :func:`relevance_records_dir` (computed on first use).
+  ``say(text)``: one line per estimator read (records computed then draw their progress
+  line); None says nothing.
 
   ``vectors[NAME]`` ``[N_cap, D]``, ``topk[NAME]`` ``(indices, scores)`` ``[N_img, K]``,
   ``aggregates[NAME]`` the vectors' aggregate from the records header (for ``make_graded_fn``).
@@ -81,8 +86,16 @@ def stored_relevance(captions: CaptionSet, config, data_dir: str) -> tuple[dict,
     check_vectors_kind(source, estimator.relevance_kind)
     top_k = config.top_k if source.stored == "topk" else None
     out = relevance_records_dir(data_dir, captions.source, estimator, top_k=top_k)
+    if say is not None:
+      say(f"reading the {source.estimator} relevance records")
     write_relevance_records(
-      out, captions, estimator, vectors=top_k is None, top_k=top_k, log=logging.info
+      out,
+      captions,
+      estimator,
+      vectors=top_k is None,
+      top_k=top_k,
+      log=logging.info,
+      progress=say is not None,
     )
     table = load_relevance_table(out, expected_fingerprint=captions.fingerprint())
     if top_k is None:

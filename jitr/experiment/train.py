@@ -27,7 +27,7 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.init_from import start_from
-from jitr.experiment.loaded_data import load_data
+from jitr.experiment.loaded_data import load_data, say_nothing
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
 from jitr.experiment.teachers import with_absolute_teachers
@@ -38,6 +38,7 @@ from jitr.training.compile_cache import enable_run_compilation_cache
 from jitr.training.graded import make_graded_fn
 from jitr.training.loop import StopRequested, fit
 from jitr.training.train_config import check_train_config
+from jitr.training.train_progress import TrainProgress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +74,12 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   return config
 
 
-def validation_metrics(evaluate: Evaluator, state) -> dict:
+def validation_metrics(evaluate: Evaluator, state, say=say_nothing) -> dict:
   """The val split's metrics of ``state``; a non-finite score stops the run before the
   state is saved or its metrics logged
-  (:class:`~jitr.experiment.finite_scores.NonFiniteScoresError`)."""
+  (:class:`~jitr.experiment.finite_scores.NonFiniteScoresError`). ``say`` gets the line
+  ``validating step N``."""
+  say(f"validating step {int(state.step)}")
   return refuse_nonfinite_scores(
     evaluate("val", state.variables),
     f"validation of step {int(state.step)} on the val split (this state was not saved)",
@@ -116,13 +119,17 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   data_dir = workdir_lib.data_dir(config, workdir)
   if config.get("compilation_cache", True):
     logging.info("compilation cache: %s", enable_run_compilation_cache(data_dir))
-  data = load_data(config, data_dir)
+  lines = TrainProgress(total_steps=0)  # what the run does now, on process 0's stderr
+  data = load_data(config, data_dir, say=lines.phase if lines.enabled else say_nothing)
   train = data.splits["train"]
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
+  lines.total_steps = steps_per_epoch * config.num_epochs
   concepts = concept_inputs(data.concepts)
+  lines.phase("building the model and its train state")
   model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, concepts)
   if config.get("init_from") and not workdir_lib.saved_steps(workdir):  # a resume: its own
+    lines.phase(f"initializing from {config.init_from}")
     state = start_from(config.init_from, data.vocab, train, state, concepts)
   parallel = data_parallel_step(config, model, data.aggregates, steps_per_epoch)
   if config.batch_size % parallel.num_devices:
@@ -141,13 +148,19 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   distributed.all_processes_reach("jitr_workdir_recorded")
 
   evaluate = Evaluator(
-    model, data.splits, data.exact, data.folds, batch_size=config.eval_batch_size
+    model,
+    data.splits,
+    data.exact,
+    data.folds,
+    batch_size=config.eval_batch_size,
+    show_progress=True,  # a large split: one line on process 0's stderr, pairs scored
   )
   reporter = reporting.TrainReporter(
     workdir,
     total_steps=steps_per_epoch * config.num_epochs,
     steps_per_epoch=steps_per_epoch,
     every_steps=config.log_every_steps,
+    work_clock=lines.working_seconds,  # the steps/s of the log leaves out validation too
   )
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
   with Checkpoints(workdir) as checkpoints:  # closed on every path, an error's included
@@ -169,12 +182,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
         steps_per_epoch=steps_per_epoch,
         num_epochs=config.num_epochs,
         checkpoints=checkpoints,
-        evaluate=reporter.timed_fn("eval", lambda s: validation_metrics(evaluate, s)),
+        evaluate=reporter.timed_fn("eval", lambda s: validation_metrics(evaluate, s, lines.phase)),
         on_step=reporter.on_step,
         on_epoch=reporter.on_epoch,
         stop=stop,
         prefetch=config.get("prefetch", 2),
         check_finite_every=config.log_every_steps,  # and before every save
+        progress=lines,
       )
     reporter.close()
     if not finished:
@@ -185,6 +199,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
         signal.Signals(stop_signal).name,
       )
       return RunResult(finished=False, metrics={}, stop_signal=stop_signal, step=int(state.step))
+    lines.phase("restoring the best checkpoint")
     restored = checkpoints.restore(state, which="best")
   best = restored or state
   scored = (
@@ -192,6 +207,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
     if restored is not None
     else f"the final state (step {int(best.step)})"
   )
+  lines.phase(f"scoring the test split with {scored}")
   test = refuse_nonfinite_scores(evaluate("test", best.variables), f"{scored} on the test split")
   table = reporting.results_table(
     test,

@@ -23,8 +23,9 @@ stores it and ``jitr.losses.relevance_from_topk`` applies it.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -93,6 +94,24 @@ class RelevanceEstimator(abc.ABC):
   def __init__(self) -> None:
     self._captions: CaptionSet | None = None
 
+  @contextlib.contextmanager
+  def reporting_to(self, callback: Callable[[int, int], None]) -> Iterator[None]:
+    """Within the block, ``callback(done, total)`` after each piece of the estimator's
+    current work (a batch of texts encoded, a block of images scored; ``total`` the
+    pieces' size in all), so a long call can show its progress."""
+    previous = getattr(self, "_report_to", None)
+    self._report_to = callback
+    try:
+      yield
+    finally:
+      self._report_to = previous
+
+  def report_progress(self, done: int, total: int) -> None:
+    """Tells the callback of :meth:`reporting_to` (if any) that ``done`` of ``total`` are done."""
+    callback = getattr(self, "_report_to", None)
+    if callback is not None:
+      callback(int(done), int(total))
+
   @property
   def captions(self) -> CaptionSet:
     if self._captions is None:
@@ -147,4 +166,5 @@ class RelevanceEstimator(abc.ABC):
     for lo, hi, scores in self.image_score_blocks(images, images_per_block):
       block = select_top_k(scores, k)
       idx[lo:hi], val[lo:hi] = block.indices, block.scores
+      self.report_progress(hi, len(images))
     return TopK(idx, val)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from jitr import paths
-from jitr.progress import Progress
+from jitr.progress import Progress, on_terminal, say
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.estimator import RelevanceEstimator
@@ -76,6 +76,28 @@ def progress_label(estimator: str, worker_index: int, num_workers: int) -> str:
   ``cider relevance, worker 2 of 4``)."""
   worker = f", worker {worker_index} of {num_workers}" if num_workers > 1 else ""
   return f"{estimator} relevance{worker}"
+
+
+def preparing(estimator: RelevanceEstimator, fit: bool) -> str:
+  """What is done before the first shard: ``fitting the estimator`` (when ``fit``) and
+  ``loading its model`` (an estimator with one), e.g. ``fitting the estimator and loading
+  its model``."""
+  parts = (["fitting the estimator"] if fit else []) + (
+    ["loading its model"] if estimator.model else []
+  )
+  return " and ".join(parts) if parts else "preparing the estimator"
+
+
+def shard_share(shown: Progress, before: int, images: int) -> Callable[[int, int], None]:
+  """The estimator's progress callback within one shard of ``images`` images: ``done`` of
+  ``total`` of its work moves ``shown`` to ``before + images * done // total`` (the line
+  moves per batch, not per shard)."""
+
+  def report(done: int, total: int) -> None:
+    if total > 0:
+      shown.update(before + images * min(done, total) // total)
+
+  return report
 
 
 def compute_shard(
@@ -205,6 +227,8 @@ def write_relevance_records(
   remove_stale_tmp_files(out_dir, log)
 
   # 2. fit, then the full identity (vector dimension, fit digest) and the header
+  label = progress_label(estimator.name, worker_index, num_workers)
+  say(f"{label}: {preparing(estimator, fit)}", enabled=progress and on_terminal())
   if fit:
     estimator.fit(captions)
   dim = int(estimator.caption_vectors(np.arange(1)).shape[1]) if vectors else None
@@ -221,7 +245,6 @@ def write_relevance_records(
   complete = {s for s in mine if complete_entry(out_dir, s, identity, checksums) is not None}
   bounds = [shard_bounds(s, images_per_shard, captions.num_images) for s in mine]
   images = sum(hi - lo for s, (lo, hi) in zip(mine, bounds) if s not in complete)
-  label = progress_label(estimator.name, worker_index, num_workers)
   with Progress(images, "images", label=label, enabled=progress) as shown:
     log_step = shown.wrap_log(log)
     for s in mine:
@@ -233,11 +256,14 @@ def write_relevance_records(
         log_step(
           f"shard {s + 1}/{n}: {name} is missing, truncated or corrupt (sha256); rewriting it"
         )
-      entry = _write_one_shard(
-        out_dir, s, captions, estimator, identity, vectors=vectors, top_k=top_k
-      )
+      before = shown.done
+      lo, hi = shard_bounds(s, images_per_shard, captions.num_images)
+      with estimator.reporting_to(shard_share(shown, before, hi - lo)):
+        entry = _write_one_shard(
+          out_dir, s, captions, estimator, identity, vectors=vectors, top_k=top_k
+        )
       header = publish_header(out_dir, identity, checksums)
-      shown.advance(entry["records"])
+      shown.update(before + entry["records"])
       log_step(f"shard {s + 1}/{n}: wrote {entry['records']} images to {name}")
   header = publish_header(out_dir, identity, checksums)
   done = sum(entry is not None for entry in header["shards"])

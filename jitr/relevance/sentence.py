@@ -68,6 +68,42 @@ def library_progress_bars(show: bool) -> Iterator[None]:
     set_shown[was_shown]()
 
 
+def batch_rows(features: Any) -> int:
+  """The texts in one forward pass of a Sentence-Transformers model: the rows of its
+  ``input_ids`` (0 when it has none).
+
+  >>> import numpy as np
+  >>> batch_rows({"input_ids": np.zeros((3, 7))}), batch_rows({})
+  (3, 0)
+  """
+  ids = features.get("input_ids") if hasattr(features, "get") else None
+  return 0 if ids is None else int(ids.shape[0])
+
+
+@contextlib.contextmanager
+def counting_batches(model: Any, on_batch: Any) -> Iterator[None]:
+  """Within the block, ``on_batch(texts encoded so far)`` after each forward pass of the
+  torch module ``model`` (its ``encode`` runs one per batch): a forward hook, removed at
+  the end; the computation is unchanged. A model that is not a torch module is not
+  counted."""
+  done = 0
+
+  def hook(module: Any, args: tuple, output: Any) -> None:
+    nonlocal done
+    done += batch_rows(args[0]) if args else 0
+    on_batch(done)
+
+  register = getattr(model, "register_forward_hook", None)
+  if register is None:  # not a torch module: nothing to count
+    yield
+    return
+  handle = register(hook)
+  try:
+    yield
+  finally:
+    handle.remove()
+
+
 def load_sentence_model(
   name_or_path: str = DEFAULT_MODEL, device: str = "cpu", *, show_progress: bool = False
 ):
@@ -162,11 +198,13 @@ class SentenceEstimator(CosineEstimator):
     return self._encode(unique)[inverse]
 
   def _encode(self, texts: list[str]) -> np.ndarray:
-    emb = self._get_model().encode(
-      texts,
-      batch_size=self.batch_size,
-      show_progress_bar=self.show_progress,
-      convert_to_numpy=True,
-      normalize_embeddings=False,
-    )
+    model = self._get_model()
+    with counting_batches(model, lambda done: self.report_progress(done, len(texts))):
+      emb = model.encode(
+        texts,
+        batch_size=self.batch_size,
+        show_progress_bar=self.show_progress,
+        convert_to_numpy=True,
+        normalize_embeddings=False,
+      )
     return unit_rows(emb)

@@ -17,6 +17,7 @@ from jitr.training.finite import FiniteGuard
 from jitr.training.parallel import DataParallel
 from jitr.training.prefetch import prefetch_to_device
 from jitr.training.state import TrainState
+from jitr.training.train_progress import TrainProgress
 
 EpochBatches = Callable[[int], Iterable[dict[str, Any]]]
 
@@ -78,6 +79,7 @@ def fit(
   stop: Callable[[], bool] = lambda: False,
   prefetch: int = 2,
   check_finite_every: int = 100,
+  progress: TrainProgress | None = None,
 ) -> tuple[TrainState, bool]:
   """Trains ``num_epochs`` epochs of ``steps_per_epoch`` steps; returns ``(state, finished)``.
 
@@ -96,12 +98,64 @@ def fit(
   check (one transfer, no sync per step) and raises
   :class:`~jitr.training.finite.NonFiniteTrainingError` on the first NaN/Inf:
   that state is never saved, so the last good checkpoint stays the latest.
+
+  ``progress`` (a :class:`~jitr.training.train_progress.TrainProgress`) says what the
+  loop does (restoring, ``resumed from step N``, compiling the train step) and draws the
+  steps line, whose rate leaves out validation and checkpoint saves.
   """
+  if progress is None:
+    progress = TrainProgress(total_steps=steps_per_epoch * num_epochs, enabled=False)
   if checkpoints is not None:
+    if checkpoints.latest.latest_step() is not None:
+      progress.phase("restoring the latest checkpoint")
     restored = checkpoints.restore(state)
-    state = restored if restored is not None else state
+    if restored is not None:
+      state = restored
+      progress.resumed(int(jax.device_get(state.step)))
   step = int(jax.device_get(state.step))
   state = parallel.put_state(state)
+  if step < steps_per_epoch * num_epochs:
+    progress.phase("compiling the train step")
+  progress.start(step)
+  try:
+    return _epochs(
+      state,
+      step,
+      parallel=parallel,
+      epoch_batches=epoch_batches,
+      steps_per_epoch=steps_per_epoch,
+      num_epochs=num_epochs,
+      checkpoints=checkpoints,
+      evaluate=evaluate,
+      on_step=on_step,
+      on_epoch=on_epoch,
+      stop=stop,
+      prefetch=prefetch,
+      check_finite_every=check_finite_every,
+      progress=progress,
+    )
+  finally:
+    progress.close()
+
+
+def _epochs(
+  state: TrainState,
+  step: int,
+  *,
+  parallel: DataParallel,
+  epoch_batches: EpochBatches,
+  steps_per_epoch: int,
+  num_epochs: int,
+  checkpoints: Checkpoints | None,
+  evaluate: Callable[[TrainState], dict[str, float]] | None,
+  on_step: Callable[[int, dict[str, Any]], None],
+  on_epoch: Callable[[int, dict[str, float]], None],
+  stop: Callable[[], bool],
+  prefetch: int,
+  check_finite_every: int,
+  progress: TrainProgress,
+) -> tuple[TrainState, bool]:
+  """:func:`fit`'s epochs from ``step`` on, ``state`` already on the devices."""
 
   def kept() -> str:
     last = checkpoints.latest.latest_step() if checkpoints is not None else None
@@ -122,24 +176,27 @@ def fit(
       for batch in device_batches:
         state, metrics = parallel(state, batch)
         step += 1
+        progress.on_step(step, metrics)
         on_step(step, metrics)
         guard.add(step, metrics)
         if stop():
           guard.check()
           if checkpoints is not None:
-            checkpoints.save_latest(parallel.get_state(state))
+            with progress.paused():
+              checkpoints.save_latest(parallel.get_state(state))
           return parallel.get_state(state), False
     if step != (epoch + 1) * steps_per_epoch:
       raise ValueError(
         f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "
         f"expected steps_per_epoch = {steps_per_epoch}"
       )
-    guard.check()
-    host_state = parallel.get_state(state)
-    epoch_metrics = evaluate(host_state) if evaluate is not None else {}
-    if checkpoints is not None:
-      checkpoints.save_latest(host_state)
-      if evaluate is not None:
-        checkpoints.save_best(host_state, epoch_metrics)
-    on_epoch(epoch, epoch_metrics)
+    with progress.paused():
+      guard.check()
+      host_state = parallel.get_state(state)
+      epoch_metrics = evaluate(host_state) if evaluate is not None else {}
+      if checkpoints is not None:
+        checkpoints.save_latest(host_state)
+        if evaluate is not None:
+          checkpoints.save_best(host_state, epoch_metrics)
+      on_epoch(epoch, epoch_metrics)
   return parallel.get_state(state), True

@@ -1,5 +1,6 @@
 """Training progress every few steps, as ``clu.periodic_actions.ReportProgress`` gave it:
-steps/s since the last report, the share of the run done, the ETA and the share of the
+steps/s since the last report (the time of timed sections left out, so a validation does
+not make the next rate fall), the share of the run done, the ETA and the share of the
 time so far spent in timed sections (:meth:`ProgressReport.timed`, e.g. validation)::
 
     12.5 steps/s, 40.0% (400/1000), ETA 48s (1m05s : 12.3% eval)
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from absl import logging
@@ -53,31 +54,49 @@ class ProgressReport:
   """Call it after every training step with the step number; at each step that
   :func:`should_report` picks it logs :func:`progress_message` and writes
   ``steps_per_sec`` and ``uptime`` to ``writer`` (any object with ``write_scalars``).
-  The first call only starts the clock."""
+  The first call only starts the clock. The rate is the steps since the last report over
+  the time between them less the timed sections', or over the difference of
+  ``work_clock()`` (seconds of training-step time) when given."""
 
-  def __init__(self, *, total_steps: int, every_steps: int, writer: Any = None):
+  def __init__(
+    self,
+    *,
+    total_steps: int,
+    every_steps: int,
+    writer: Any = None,
+    work_clock: Callable[[], float] | None = None,
+  ):
     self.total_steps, self.every_steps, self.writer = total_steps, every_steps, writer
+    # seconds of training-step time so far (validation, checkpoints and compiles left out);
+    # None: wall time less the timed sections
+    self.work_clock = work_clock
     self.time_per_part: defaultdict[str, float] = defaultdict(float)
     self._t0 = time.monotonic()
-    self._previous: tuple[int, float] | None = None  # (step, time) of the last report
+    # (step, time, seconds in timed sections) at the last report
+    self._previous: tuple[int, float, float] | None = None
 
   def __call__(self, step: int, now: float | None = None) -> bool:
     """Reports ``step`` if it is due (``now``: a ``time.monotonic()`` reading); whether it was."""
-    now = time.monotonic() if now is None else now
+    now = wall = time.monotonic() if now is None else now
+    if self.work_clock is not None:  # its time is the steps' own: nothing more to leave out
+      now, timed = self.work_clock(), 0.0
+    else:
+      timed = sum(self.time_per_part.values())
     if self._previous is None:
-      self._previous = (step, now)
+      self._previous = (step, now, timed)
       return False
-    previous_step, previous_time = self._previous
+    previous_step, previous_time, previous_timed = self._previous
     if not should_report(step, previous_step, self.every_steps, self.total_steps):
       return False
-    steps_per_sec = (step - previous_step) / max(now - previous_time, 1e-9)
-    elapsed = now - self._t0
+    stepping = now - previous_time - (timed - previous_timed)  # timed sections left out
+    steps_per_sec = (step - previous_step) / max(stepping, 1e-9)
+    elapsed = wall - self._t0
     logging.info(
       "%s", progress_message(step, self.total_steps, steps_per_sec, elapsed, self.time_per_part)
     )
     if self.writer is not None:
       self.writer.write_scalars(step, {"steps_per_sec": steps_per_sec, "uptime": elapsed})
-    self._previous = (step, now)
+    self._previous = (step, now, timed)
     return True
 
   @contextlib.contextmanager

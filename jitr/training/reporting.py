@@ -126,6 +126,8 @@ class TrainReporter:
   step. ``writer``: any object with ``write_scalars(step, {name: value})`` and
   ``flush()`` (``close()`` is called when it has one); it defaults to
   :func:`default_writer` (log lines, and ``<workdir>/tensorboard`` on process 0).
+  ``work_clock``: seconds of training-step time so far, the clock of the steps/s rate
+  (:class:`~jitr.training.progress_report.ProgressReport`).
   """
 
   def __init__(
@@ -136,6 +138,7 @@ class TrainReporter:
     steps_per_epoch: int,
     every_steps: int,
     writer: Any = None,
+    work_clock: Callable[[], float] | None = None,
   ):
     if every_steps <= 0:
       raise ValueError(f"config.log_every_steps: expected a positive step count, got {every_steps}")
@@ -146,7 +149,7 @@ class TrainReporter:
     )
     self.writer = writer if writer is not None else default_writer(workdir)
     self.progress = ProgressReport(
-      total_steps=total_steps, every_steps=every_steps, writer=self.writer
+      total_steps=total_steps, every_steps=every_steps, writer=self.writer, work_clock=work_clock
     )
 
   def on_step(self, step: int, metrics: Mapping[str, Any]) -> None:
