@@ -31,8 +31,8 @@ import jax.numpy as jnp
 import optax
 
 from jitr import losses
-from jitr.losses import query_rows as _masks
 from jitr.losses.composite import Objective, PartialSums
+from jitr.losses.query_rows import IMAGE_TO_TEXT, TEXT_TO_IMAGE, QueryRows
 from jitr.models.retrieval_model import RetrievalModel
 from jitr.training.state import TrainState
 
@@ -162,12 +162,8 @@ def split_loss(
   """
   rows = {
     name: (
-      _masks.QueryRows(
-        i2t_sim, positives, where, None if g is None else g[0], index, _masks.IMAGE_TO_TEXT
-      ),
-      _masks.QueryRows(
-        t2i_sim, positives, where, None if g is None else g[1], index, _masks.TEXT_TO_IMAGE
-      ),
+      QueryRows(i2t_sim, positives, where, None if g is None else g[0], index, IMAGE_TO_TEXT),
+      QueryRows(t2i_sim, positives, where, None if g is None else g[1], index, TEXT_TO_IMAGE),
     )
     for name, g in graded.items()
   }
