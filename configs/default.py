@@ -85,6 +85,8 @@ def get_config() -> ml_collections.ConfigDict:
   # <data_dir>/concepts; or a folder written by jitr.data.save_concept_data.
   c.concepts = ml_collections.ConfigDict(dict(source="", num_concepts=300, vectors="onehot"))
 
+  # The network: model.name of jitr.models.registry ("vse" when unset: this dual encoder;
+  # "sgr", "saf", "vsrn", "cvse") and its settings
   c.model = ml_collections.ConfigDict(
     dict(
       image="regions",  # "regions" (precomp / jitr_shapes region features) or "pixels" (CNN)
@@ -104,6 +106,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.loss = with_warmup({"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}})
   c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01}  # from the first step
 
+  # The optimizer (after clipping the gradients' global norm) and its step-decay schedule
   c.optimizer = ml_collections.ConfigDict(
     dict(
       name="adam",  # "adam" or "adamw"

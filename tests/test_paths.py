@@ -199,6 +199,8 @@ _ALLOWED = {
   "jitr/fileio.py": "the local branch of the atomic write (a URL is uploaded by jitr.paths)",
   "jitr/relevance/checksums.py": "os.stat of a local file (a URL is hashed directly)",
   "jitr/relevance/sentence.py": "the text model's folder (installed locally, never a URL)",
+  "jitr/apps/_config_files.py": "config files: Python that ml_collections imports from a local "
+  "path (the shipped folder or the command line's), never a URL",
 }
 
 

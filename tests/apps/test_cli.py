@@ -143,14 +143,15 @@ def answers(tmp_path_factory):
   """``{(app, case): (exit status, stderr, files left in its folder)}``, each case run in a
   new empty folder, four at a time."""
 
-  def one(case):
+  def one(case, cwd):
     app, name, args, _ = case
-    cwd = tmp_path_factory.mktemp("cli")
     out = _app(app, *args, cwd=cwd)
     return (app, name), (out.returncode, out.stderr, sorted(os.listdir(cwd)))
 
+  # the folders are made here: pytest's mktemp is not safe from several threads at once
+  cwds = [tmp_path_factory.mktemp("cli") for _ in CASES]
   with concurrent.futures.ThreadPoolExecutor(4) as pool:
-    return dict(pool.map(one, CASES))
+    return dict(pool.map(one, CASES, cwds))
 
 
 def test_every_app_has_its_cases():
