@@ -200,7 +200,7 @@ def test_train_help_lists_every_config_field_with_its_default(train_help):
   for name, value in config.items():
     shown = f"  {name}:" if hasattr(value, "items") else f"  {name}: {value!r}"
     assert any(line == shown or line.startswith(shown + "   ") for line in fields), name
-  group = tree.index("  model:")
+  group = [_without_meaning(line) for line in tree].index("  model:")
   assert [_without_meaning(line) for line in tree[group + 1 : group + 3]] == [
     "    embed_dim: 256",
     "    image: 'regions'",
@@ -234,7 +234,7 @@ def test_train_help_with_a_config_lists_that_config_s_fields(tmp_path):
   tree = lines[start + 1 : lines.index("", start)]
   values = [_without_meaning(line) for line in tree]
   assert "  max_caption_len: 32" in values and "    name: 'sgr'" in values
-  assert values[tree.index("  model:") + 1] == "    embed_dim: 64"
+  assert values[values.index("  model:") + 1] == "    embed_dim: 64"
   # a field the file sets without a comment keeps configs/default.py's meaning
   assert tree[values.index("  max_caption_len: 32")].endswith("tokens a caption is cut to")
   assert os.listdir(tmp_path) == []
