@@ -12,7 +12,8 @@
 #   - configs/shapes.py:calibrated as the wheel installed it (jitr/configs), loaded by path
 #     as `jitr-train --config=` loads it, passes the train-config checks and its calibrated
 #     objective gives a finite loss;
-#   - every console script of [project.scripts] answers --help (exit 0, its flags listed).
+#   - every console script of [project.scripts] answers --help (exit 0, its flags listed);
+#   - `jitr-train --config=configs/pod_check.py --help` reads the config the wheel installed.
 # One line per check; the first failure stops it with a message (exit 1). torch==2.13.0 goes
 # in first: it is the CPU wheel on this disk (any other torch requirement would download a
 # CUDA build). PYTHON names the interpreter that builds the environments (default python3).
@@ -88,10 +89,12 @@ import jitr
 site = pathlib.Path(sysconfig.get_paths()["purelib"]).resolve()
 where = pathlib.Path(jitr.__file__).resolve()
 assert site in where.parents, f"jitr imported from {where}, not from {site}"
-assert not (site / "configs").exists(), f"{site / 'configs'}: the configs belong in jitr/configs"
+top = site / "configs"
+assert not top.exists(), f"{top}: the configs belong in jitr/configs"
 shipped = sorted(p.name for p in (where.parent / "configs").glob("*.py"))
 assert {"default.py", "paper.py", "shapes.py", "pod_check.py"} <= set(shipped), shipped
-print(f"{where} (jitr {jitr.__version__}; configs {', '.join(shipped)})")
+names = " ".join(shipped)
+print(f"{where} (jitr {jitr.__version__}; configs {names})")
 '
 
 run_check "package data: the calibration tables" '
@@ -161,6 +164,16 @@ for script in $SCRIPTS; do
   grep -q -- '^ *--' "$TMP/help.log" || fail "$script --help lists no flags" "$TMP/help.log"
   ok "$script --help ($(grep -c -- '^ *--' "$TMP/help.log") flags listed)"
 done
+
+# A shipped config by its documented name, from outside the checkout: --help lists the
+# fields of the file the wheel installed.
+"$TMP/venv/bin/jitr-train" --config=configs/pod_check.py --help >"$TMP/help.log" 2>&1 ||
+  fail "jitr-train --config=configs/pod_check.py --help exited $?" "$TMP/help.log"
+grep -q -- "^--config fields of .*/site-packages/jitr/configs/pod_check.py " "$TMP/help.log" ||
+  fail "jitr-train did not read configs/pod_check.py from the wheel" "$TMP/help.log"
+grep -q "^  shapes_config: 'tiny'" "$TMP/help.log" ||
+  fail "jitr-train --help did not list pod_check.py's fields" "$TMP/help.log"
+ok "jitr-train --config=configs/pod_check.py finds the config the wheel installed"
 
 CHECKED=$((SECONDS - START))
 cd "$REPO"

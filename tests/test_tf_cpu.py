@@ -1,6 +1,8 @@
 """``jitr.tf_cpu.import_tf`` in a fresh process: TensorFlow's start-up lines (oneDNN's
-notice, C++ INFO logs) stay off stderr unless the user set the variables, and TensorFlow
-sees no GPU. (One process: importing TensorFlow takes seconds.)"""
+notice, C++ INFO logs) stay off stderr unless the user set the variables, TensorFlow sees
+no GPU, and the modules that crash when loaded after it (triton) were loaded before it.
+(One process: importing TensorFlow takes seconds.) Where TensorFlow came first, they are
+hidden instead (in this process, with a stand-in module)."""
 
 import os
 import subprocess
@@ -9,40 +11,17 @@ import sys
 import pytest
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-PROGRAM = (
-  "import os; from jitr.tf_cpu import import_tf; tf = import_tf(); "
-  "print(os.environ['TF_ENABLE_ONEDNN_OPTS'], os.environ['TF_CPP_MIN_LOG_LEVEL'], "
-  "len(tf.config.get_visible_devices('GPU')))"
-)
-
-
-def _run(**env: str) -> subprocess.CompletedProcess:
-  base = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
-  return subprocess.run(
-    [sys.executable, "-c", PROGRAM],
-    env={**base, "PYTHONPATH": REPO, **env},
-    capture_output=True,
-    text=True,
-    timeout=120,
-  )
-
-
-def test_tensorflow_starts_quietly_and_sees_no_gpu():
-  # the user's own value of a variable wins (setdefault): TF_CPP_MIN_LOG_LEVEL=3 stays
-  done = _run(TF_CPP_MIN_LOG_LEVEL="3")
-  assert done.returncode == 0, done.stderr[-3000:]
-  assert done.stdout.split() == ["0", "3", "0"]
-  assert "oneDNN" not in done.stderr and "port.cc" not in done.stderr, done.stderr
-
 
 # A module standing in for triton: it records, when imported, whether TensorFlow was loaded.
 _STAND_IN = "import sys\nTF_BEFORE = 'tensorflow' in sys.modules\n"
 
-_ORDER_PROGRAM = """
-import importlib.util, sys
+PROGRAM = """
+import importlib.util, os, sys
 from jitr import tf_cpu
 tf_cpu.LOADED_BEFORE_TENSORFLOW += ("stand_in_native", "no_such_module_here")
-tf_cpu.import_tf()
+tf = tf_cpu.import_tf()
+print(os.environ["TF_ENABLE_ONEDNN_OPTS"], os.environ["TF_CPP_MIN_LOG_LEVEL"],
+      len(tf.config.get_visible_devices("GPU")))
 import stand_in_native
 print("stand-in loaded before TensorFlow:", not stand_in_native.TF_BEFORE)
 if importlib.util.find_spec("triton") is not None:
@@ -51,21 +30,25 @@ if importlib.util.find_spec("triton") is not None:
 """
 
 
-def test_import_tf_loads_the_listed_modules_first_and_triton_survives(tmp_path):
+def test_tensorflow_starts_quietly_sees_no_gpu_and_comes_after_triton(tmp_path):
   (tmp_path / "stand_in_native.py").write_text(_STAND_IN)
+  base = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+  # the user's own value of a variable wins (setdefault): TF_CPP_MIN_LOG_LEVEL=3 stays
   done = subprocess.run(
-    [sys.executable, "-c", _ORDER_PROGRAM],
-    env={**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)])},
+    [sys.executable, "-c", PROGRAM],
+    env={**base, "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)]), "TF_CPP_MIN_LOG_LEVEL": "3"},
     capture_output=True,
     text=True,
     timeout=120,
   )
   assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
   lines = done.stdout.splitlines()
-  assert lines[0] == "stand-in loaded before TensorFlow: True"
-  # scripts/setup_env.sh installs triton beside torch on Linux, as PyPI's torch does
+  assert lines[0].split() == ["0", "3", "0"]
+  assert "oneDNN" not in done.stderr and "port.cc" not in done.stderr, done.stderr
+  assert lines[1] == "stand-in loaded before TensorFlow: True"
+  # scripts/test.sh installs triton beside torch on Linux, as PyPI's torch does
   if sys.platform.startswith("linux"):
-    assert lines[1].startswith("triton "), done.stdout
+    assert lines[2].startswith("triton "), done.stdout
 
 
 def test_modules_tensorflow_breaks_are_hidden_when_tensorflow_came_first(monkeypatch, tmp_path):
