@@ -15,8 +15,11 @@ import numpy as np
 
 from tests.bench_tables import assert_printed_value, load_script, table_rows
 
+reference_runs: list[list[str]] = []  # the reference passes' (op, N) that _main was asked for
+
 N = 16
 KERNEL_RATE = 0.25  # G pairs/s: the fused rank pass, stood in for (its N = 1024 run is slow)
+EXP_RATE = 0.5  # G pairs/s: the fused pass with one exp per pair, stood in for likewise
 
 
 def _bench_inputs(n: int):
@@ -28,13 +31,16 @@ def _bench_inputs(n: int):
 
 
 def _main(bench, monkeypatch, capsys, *flags) -> str:
-  """``bench.main()`` with ``flags``; the N = 1024 kernel subprocess answers KERNEL_RATE,
+  """``bench.main()`` with ``flags``; the reference passes' subprocesses (sigmoid and exp,
+  at ``--reference_n``, recorded in ``reference_runs``) answer KERNEL_RATE and EXP_RATE,
   every other subprocess runs."""
   real_run = subprocess.run
+  rates = {"sigmoid": KERNEL_RATE, "exp": EXP_RATE}
 
   def run(cmd, *args, **kwargs):
-    if cmd[-3:] == ["--one", "kernel", "1024"]:
-      return types.SimpleNamespace(returncode=0, stdout=json.dumps({"rate": KERNEL_RATE}) + "\n")
+    if cmd[-3] == "--one" and cmd[-2] in rates:
+      reference_runs.append(cmd[-2:])
+      return types.SimpleNamespace(returncode=0, stdout=json.dumps({"rate": rates[cmd[-2]]}) + "\n")
     return real_run(cmd, *args, **kwargs)
 
   fake = types.SimpleNamespace(run=run, TimeoutExpired=subprocess.TimeoutExpired)
@@ -73,11 +79,14 @@ def test_naive_loss_is_jitr_loss_in_value_and_gradient():
 def test_row_is_the_measured_numbers(monkeypatch, capsys):
   bench = load_script("bench_losses")
   measured = _in_process(bench, monkeypatch)
-  out = _main(bench, monkeypatch, capsys, "--repeats", "2")
+  reference_runs.clear()
+  out = _main(bench, monkeypatch, capsys, "--repeats", "2", "--reference_n", "64")
   assert "best of 2" in out
-  assert f"= {KERNEL_RATE:.2f} G pairs/s" in out
+  assert reference_runs == [["sigmoid", "64"], ["exp", "64"]]
+  assert f"(jax.nn.sigmoid + sum, N = 64) = {KERNEL_RATE:.2f} G pairs/s" in out
+  assert f"one exp per pair = {EXP_RATE:.2f} G pairs/s" in out
   (row,) = table_rows(out, f"| {N} |")
-  assert len(row) == 9, row
+  assert len(row) == 10, row
   j, v = measured["jitr"], measured["naive"]
   for result, impl in ((j, "jitr"), (v, "naive")):
     assert result["impl"] == impl and result["n"] == N, result
@@ -90,6 +99,7 @@ def test_row_is_the_measured_numbers(monkeypatch, capsys):
     N,
     j["fwd_s"],
     pairs / j["fwd_s"] / 1e9,
+    pairs / j["fwd_s"] / 1e9 / EXP_RATE,
     j["fwd_bwd_s"],
     j["fwd_bwd_s"] / pairs * KERNEL_RATE * 1e9,
     j["peak_mb"],
@@ -97,11 +107,11 @@ def test_row_is_the_measured_numbers(monkeypatch, capsys):
     v["peak_mb"],
     v["fwd_bwd_s"] / j["fwd_bwd_s"],
   ]
-  names = ["N", "fwd s", "G pairs/s", "fwd+bwd s", "per-pair cost", "peak MB", "naive s",
-           "naive peak MB", "naive / jitr"]  # fmt: skip
+  names = ["N", "fwd s", "G pairs/s", "fwd / exp pass", "fwd+bwd s", "per-pair cost",
+           "peak MB", "naive s", "naive peak MB", "naive / jitr"]  # fmt: skip
   for cell, value, name in zip(row, expected, names):
     assert_printed_value(cell, value, name)
-  assert row[4].endswith("×") and row[8].endswith("×")
+  assert row[5].endswith("×") and row[9].endswith("×")
 
 
 def test_failures_and_skips_are_rows(monkeypatch, capsys):
@@ -113,14 +123,14 @@ def test_failures_and_skips_are_rows(monkeypatch, capsys):
     "n": N,
     "skipped": measured["naive"]["skipped"],
   }
-  assert row[6] == f"skipped: {measured['naive']['skipped']}" and row[7:] == ["–", "–"]
+  assert row[7] == f"skipped: {measured['naive']['skipped']}" and row[8:] == ["–", "–"]
   assert measured["naive"]["skipped"] == "needs ~0.0 GB (XLA estimate)"  # over a 0 GB budget
-  assert_printed_value(row[3], measured["jitr"]["fwd_bwd_s"], "jitr fwd+bwd s")
+  assert_printed_value(row[4], measured["jitr"]["fwd_bwd_s"], "jitr fwd+bwd s")
   monkeypatch.undo()  # the real per-(implementation, N) subprocesses, stopped by the limit
   bench = load_script("bench_losses")
   (row,) = table_rows(_main(bench, monkeypatch, capsys, "--timeout_s", "0.01"), f"| {N} |")
   failed = "jitr failed: over --timeout_s=0.01 s (compile included)"
-  assert row == [str(N), failed] + ["–"] * 7
+  assert row == [str(N), failed] + ["–"] * 8
 
 
 def test_xla_flags_reach_every_run(monkeypatch, capsys):
