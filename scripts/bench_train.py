@@ -201,7 +201,7 @@ TORCH_DEVICE = torch.device(ARGS.torch_device)
 def shapes_caption_lengths() -> np.ndarray:
   """Word counts (punctuation included) of 5,000 jitr_shapes train captions (100 with
   ``--tiny``)."""
-  from jitr.data.shapes_example import make_split
+  from jitr.data.shapes import make_split
 
   captions = make_split(0, "train", 20 if ARGS.tiny else 1000)["captions"]
   return np.array([len(c.replace(",", " ,").split()) for c in captions])

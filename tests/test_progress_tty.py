@@ -174,5 +174,5 @@ def test_precompute_on_a_terminal_counts_each_batch_with_one_total_and_no_librar
     assert bar not in text, bar
   logged = text.splitlines()
   for wrote in ("wrote 8 images", "wrote 4 images"):
-    assert sum("records.py" in line and wrote in line for line in logged) == 1, wrote
+    assert sum("writer.py" in line and wrote in line for line in logged) == 1, wrote
   assert logged[-1] == "wrote 2 shards of sentence relevance for 12 images to rel"

@@ -1,6 +1,6 @@
 """Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
 TFRecord readers, CVSE's concepts (official files and :class:`ConceptData` built from
-captions). The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes_tfds`) imports TensorFlow
+captions). The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow
 Datasets: import it directly where it is needed.
 """
 

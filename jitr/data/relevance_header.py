@@ -14,8 +14,8 @@ from typing import Any
 
 from jitr import fileio, paths
 from jitr.relevance.checksums import file_sha256
-from jitr.relevance.record_header import FORMAT, HEADER_NAME
-from jitr.relevance.record_schema import SCHEMA_VERSION
+from jitr.relevance.records.header import FORMAT, HEADER_NAME
+from jitr.relevance.records.schema import SCHEMA_VERSION
 
 SUPPORTED_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 

@@ -1,4 +1,4 @@
-"""Read relevance TFRecords (schema: :mod:`jitr.relevance.record_schema`) into numpy.
+"""Read relevance TFRecords (schema: :mod:`jitr.relevance.records.schema`) into numpy.
 
 * :func:`load_header` (:mod:`jitr.data.relevance_header`) -- the checked header;
 * :func:`relevance_dataset` -- a ``tf.data.Dataset`` of one dict per image

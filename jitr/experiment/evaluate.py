@@ -53,7 +53,7 @@ def query_panel(
   evaluator, split: str, sim, data_dir: str, config, path: str, num_queries: int
 ) -> None:
   """Top-5 retrieved items of the first queries of each direction, with exact relevance."""
-  from jitr.data import shapes_tfds
+  from jitr.data.shapes import tfds as shapes_tfds
 
   arrays = shapes_tfds.load_split(split, data_dir=data_dir, config=config.shapes_config)
   rel = evaluator.exact[split]

@@ -15,11 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from jitr.data import pairs, precomp, shapes_split
+from jitr.data import pairs, precomp
 from jitr.data import vocab as vocab_lib
 from jitr.data.concept_data import ConceptData
 from jitr.data.datasets import dataset_info
 from jitr.data.official_vocab import read_vocab_file
+from jitr.data.shapes import split as shapes_split
 from jitr.experiment.run_concepts import (
   needs_concepts,
   per_image,
@@ -103,7 +104,7 @@ def load_shapes(
   config, data_dir: str, *, teachers: bool = True, vocab=None, say=say_nothing
 ) -> LoadedData:
   """jitr_shapes (``config.shapes_config``), built under ``data_dir`` if absent."""
-  from jitr.data import shapes_tfds
+  from jitr.data.shapes import tfds as shapes_tfds
 
   shapes_tfds.build(data_dir, config.shapes_config, progress=shown(say) is not None)
   say(f"loading jitr_shapes/{config.shapes_config}")

@@ -60,7 +60,7 @@ def relevance_quality_rows(
   for spec in estimators:
     parse_in_split(spec)
   settings = default_estimator_settings() if settings is None else settings
-  from jitr.data import shapes_tfds
+  from jitr.data.shapes import tfds as shapes_tfds
 
   shapes_tfds.build(data_dir, shapes_config, progress=progress)
   teachers = teacher_workdirs(dict(enumerate(estimators)))

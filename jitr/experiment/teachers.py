@@ -29,8 +29,8 @@ from typing import Any
 from absl import logging
 
 from jitr import paths
-from jitr.data import shapes_split
 from jitr.data.datasets import SHAPES
+from jitr.data.shapes import split as shapes_split
 from jitr.data.vocab import Vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config

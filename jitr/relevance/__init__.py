@@ -10,12 +10,13 @@
 * :mod:`!registry` -- the estimators by name (``make_estimator``) and their
   one default settings (``default_estimator_settings``, ``make_estimator_from_settings``);
 * :mod:`!token_coverage` -- token coverage (a codebook of word pieces);
-* :mod:`!records` -- the resumable TFRecord writer, from
-  :mod:`!record_schema` (the features of a record),
-  :mod:`!record_shards` (shards and workers),
-  :mod:`!record_header` (the header and its identity),
-  :mod:`!record_manifests` (completed shards, the header they determine),
-  :mod:`!temp_files` and :mod:`!checksums`;
+* :mod:`!records` -- the package of the resumable TFRecord writer:
+  :mod:`!records.writer` (the writer),
+  :mod:`!records.schema` (the features of a record),
+  :mod:`!records.shards` (shards and workers),
+  :mod:`!records.header` (the header and its identity),
+  :mod:`!records.manifests` (completed shards, the header they determine),
+  with :mod:`!temp_files` and :mod:`!checksums`;
 * :mod:`!precompute` -- a caption file's relevance into records
   (``jitr-precompute``);
 * :mod:`!agreement` -- agreement with human judgments (Kendall tau), and

@@ -202,7 +202,7 @@ def test_a_nul_character_in_a_caption_file_names_its_line(tmp_path):
 # ---------------------------------------------------------------- damaged jitr_shapes build
 @pytest.mark.slow  # 15 s: builds jitr_shapes/tiny; tests/data/test_shapes_damage.py is the unit
 def test_an_empty_shapes_record_file_is_one_line_with_the_fix(tmp_path):
-  from jitr.data import shapes_tfds
+  from jitr.data.shapes import tfds as shapes_tfds
 
   data_dir = tmp_path / "tfds"
   b = shapes_tfds.build(str(data_dir), "tiny")

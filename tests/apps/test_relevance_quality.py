@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def tiny_val(tmp_path_factory):
-  from jitr.data import shapes_tfds
+  from jitr.data.shapes import tfds as shapes_tfds
 
   data_dir = str(tmp_path_factory.mktemp("tfds"))
   shapes_tfds.build(data_dir, "tiny")
@@ -196,7 +196,8 @@ def _unit(x):
 def test_teacher_and_combinations_by_hand(tiny_val, teacher):
   """teacher:W is (1 + cos)/2 of the teacher's embeddings of the val split (its captions
   tokenised with the teacher's vocabulary), positives 1; hmean / mean combine by hand."""
-  from jitr.data import shapes_split, shapes_tfds
+  from jitr.data.shapes import split as shapes_split
+  from jitr.data.shapes import tfds as shapes_tfds
   from jitr.data.vocab import Vocab
   from jitr.experiment.teachers import shapes_split_embeddings
 
@@ -233,7 +234,8 @@ def test_command_scores_a_teacher_and_refuses_a_missing_one(
   rows = [r for r in written["rows"] if spec in r["estimator"]]
   assert [r["estimator"] for r in rows[::2]] == [spec, f"hmean:constant|{spec}"]
   # the same numbers as scoring the teacher's direct embeddings in this process
-  from jitr.data import shapes_split, shapes_tfds
+  from jitr.data.shapes import split as shapes_split
+  from jitr.data.shapes import tfds as shapes_tfds
   from jitr.data.vocab import Vocab
 
   arrays = shapes_tfds.load_split("val", data_dir=data_dir, config="tiny", images=True)

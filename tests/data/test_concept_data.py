@@ -11,7 +11,7 @@ import pickle
 import numpy as np
 import pytest
 
-from jitr.data import concept_data, cvse_concepts, shapes_captions, shapes_scene
+from jitr.data import concept_data, cvse_concepts
 from jitr.data.concept_data import (
   ConceptData,
   ConceptDataError,
@@ -23,6 +23,8 @@ from jitr.data.concept_data import (
   plural_folding,
   save_concept_data,
 )
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import scene as shapes_scene
 from jitr.data.vocab import tokenize
 from jitr.models import cvse_graph
 from jitr.relevance.captions_io import read_flickr8k_tokens, read_precomp_captions

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from jitr.data import shapes_tfds
+from jitr.data.shapes import tfds as shapes_tfds
 from jitr.tf_cpu import import_tf
 from tests.apps.test_disk_and_interrupt import REPO, run_on_small_disk, train_env
 from tests.apps.test_faults import _last_line

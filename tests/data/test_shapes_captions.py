@@ -5,7 +5,9 @@ import re
 import numpy as np
 import pytest
 
-from jitr.data import shapes_captions, shapes_relevance, shapes_scene
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import relevance as shapes_relevance
+from jitr.data.shapes import scene as shapes_scene
 
 
 def _captions(i, seed=0):

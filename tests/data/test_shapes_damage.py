@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from jitr.data import shapes_tfds
+from jitr.data.shapes import tfds as shapes_tfds
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from jitr.data import shapes_regions, shapes_scene
+from jitr.data.shapes import regions as shapes_regions
+from jitr.data.shapes import scene as shapes_scene
 
 
 def test_raw_vector_is_one_hots_box_and_area():

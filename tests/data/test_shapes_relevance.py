@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from jitr.data import shapes_captions, shapes_relevance, shapes_scene
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import relevance as shapes_relevance
+from jitr.data.shapes import scene as shapes_scene
 
 CIRCLE, SQUARE, TRIANGLE = 0, 1, 2
 RED, GREEN, BLUE = 0, 1, 2

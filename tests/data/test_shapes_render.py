@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from jitr.data import shapes_render, shapes_scene
+from jitr.data.shapes import render as shapes_render
+from jitr.data.shapes import scene as shapes_scene
 
 RED, BLUE, CIRCLE, SQUARE = 0, 2, 0, 1
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jitr.data import shapes_scene
+from jitr.data.shapes import scene as shapes_scene
 
 
 def test_same_seed_same_scene_and_independent_examples():

@@ -6,7 +6,11 @@ import sys
 import numpy as np
 import pytest
 
-from jitr.data import shapes_captions, shapes_example, shapes_relevance, shapes_scene, shapes_tfds
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import example as shapes_example
+from jitr.data.shapes import relevance as shapes_relevance
+from jitr.data.shapes import scene as shapes_scene
+from jitr.data.shapes import tfds as shapes_tfds
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +94,7 @@ def test_missing_build_gives_clear_error(tmp_path):
 
 
 def test_import_does_not_load_tensorflow():
-  code = "import sys; from jitr.data import shapes_tfds; print('tensorflow' in sys.modules)"
+  code = "import sys; import jitr.data.shapes.tfds; print('tensorflow' in sys.modules)"
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
   assert out.stdout.strip() == "False", out.stderr
 

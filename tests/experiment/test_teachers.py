@@ -15,7 +15,8 @@ import pytest
 
 from configs import default
 from jitr import experiment
-from jitr.data import pairs, shapes_tfds
+from jitr.data import pairs
+from jitr.data.shapes import tfds as shapes_tfds
 from jitr.data.vocab import Vocab
 from jitr.evaluation.report import write_text_atomic
 from jitr.experiment import teachers

@@ -8,14 +8,17 @@ import pytest
 
 import jitr.relevance
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(jitr.relevance.__path__))
+MODULES = sorted(
+  m.name.removeprefix("jitr.relevance.")
+  for m in pkgutil.walk_packages(jitr.relevance.__path__, "jitr.relevance.")
+)
 # modules whose docstrings carry examples: each must have some, and they must pass
 WITH_EXAMPLES = [
   "cider",
   "cosine",
   "estimator",
   "isotonic",
-  "record_shards",
+  "records.shards",
   "registry",
   "sentence",
   "spherical_kmeans",

@@ -17,14 +17,16 @@ from jitr.data.relevance_reader import (
   load_relevance_table,
   relevance_dataset,
 )
-from jitr.relevance import record_manifests, record_schema, records
 from jitr.relevance.captions_io import read_precomp_captions
 from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
-from jitr.relevance.record_header import RecordsCorruptError, RecordsMismatchError, fit_digest
-from jitr.relevance.record_shards import worker_shards
+from jitr.relevance.records import manifests as record_manifests
+from jitr.relevance.records import schema as record_schema
 from jitr.relevance.records import write_relevance_records
+from jitr.relevance.records import writer as records
+from jitr.relevance.records.header import RecordsCorruptError, RecordsMismatchError, fit_digest
+from jitr.relevance.records.shards import worker_shards
 from jitr.relevance.temp_files import remove_stale_tmp_files
 
 

@@ -1,23 +1,5 @@
-"""Relevance TFRecords: the sharded, resumable writer.
-
-Layout of an output directory::
-
-    OUT/relevance.json                            header (sidecar JSON)
-    OUT/relevance-00000-of-00008.tfrecord         shards of tf.train.Example, one per image
-    OUT/relevance-00000-of-00008.tfrecord.json    the shard's manifest, once it is complete
-    ...
-
-The parts, one module each:
-
-* :mod:`~jitr.relevance.record_schema` -- the features of an image's ``tf.train.Example``;
-* :mod:`~jitr.relevance.record_shards` -- which images go to which shard, which worker
-  writes which shard;
-* :mod:`~jitr.relevance.record_header` -- the header's fields and the refusal of a
-  directory written for other inputs, schema or fit;
-* :mod:`~jitr.relevance.record_manifests` -- the shard manifests and the header that
-  any worker (re)writes from them;
-* :mod:`~jitr.relevance.temp_files` -- the removal of files that dead writers left;
-* :mod:`~jitr.relevance.checksums` -- the shards' sha256.
+"""The sharded, resumable writer of relevance TFRecords (the layout of its output directory:
+:mod:`jitr.relevance.records`).
 
 **Writing** is resumable and can be split over processes or hosts: worker ``i``
 of ``N`` writes the shards ``s`` with ``s % N == i``. Every file is written to
@@ -43,7 +25,7 @@ from jitr.progress import Progress, on_terminal, say
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.estimator import RelevanceEstimator
-from jitr.relevance.record_header import (
+from jitr.relevance.records.header import (
   FIT_KEY,
   HEADER_NAME,
   IDENTITY_KEYS,
@@ -52,15 +34,15 @@ from jitr.relevance.record_header import (
   make_header,
   read_header_file,
 )
-from jitr.relevance.record_manifests import (
+from jitr.relevance.records.manifests import (
   complete_entry,
   is_complete_set,
   publish_header,
   read_manifest,
   write_manifest,
 )
-from jitr.relevance.record_schema import ShardData, write_shard
-from jitr.relevance.record_shards import (
+from jitr.relevance.records.schema import ShardData, write_shard
+from jitr.relevance.records.shards import (
   check_images_per_shard,
   check_worker,
   shard_bounds,

@@ -29,8 +29,8 @@ import numpy as np
 from jitr import fileio, paths
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
-from jitr.relevance.record_schema import SCHEMA_VERSION
-from jitr.relevance.record_shards import shard_count
+from jitr.relevance.records.schema import SCHEMA_VERSION
+from jitr.relevance.records.shards import shard_count
 
 FORMAT = "jitr.relevance"
 HEADER_NAME = "relevance.json"

@@ -18,14 +18,14 @@ from typing import Any
 
 from jitr import fileio, paths
 from jitr.relevance.checksums import ChecksumCache
-from jitr.relevance.record_header import (
+from jitr.relevance.records.header import (
   FITTED_IDENTITY_KEYS,
   HEADER_NAME,
   check_compatible,
   json_bytes,
   read_header_file,
 )
-from jitr.relevance.record_shards import manifest_name
+from jitr.relevance.records.shards import manifest_name
 
 
 def read_manifest(out_dir: str, index: int, count: int) -> dict[str, Any] | None:

@@ -18,7 +18,8 @@ import functools
 
 import numpy as np
 
-from jitr.data import shapes_render, shapes_scene
+from jitr.data.shapes import render as shapes_render
+from jitr.data.shapes import scene as shapes_scene
 
 RAW_DIM = len(shapes_scene.SHAPES) + len(shapes_scene.COLOURS) + len(shapes_scene.SIZES) + 4 + 1
 DEFAULT_REGION_DIM = 128

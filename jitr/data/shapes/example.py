@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from jitr.data import shapes_captions, shapes_regions, shapes_render, shapes_scene
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import regions as shapes_regions
+from jitr.data.shapes import render as shapes_render
+from jitr.data.shapes import scene as shapes_scene
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 

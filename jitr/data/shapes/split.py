@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitr.data import pairs, shapes_captions, shapes_relevance
+from jitr.data import pairs
 from jitr.data import vocab as vocab_lib
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import relevance as shapes_relevance
 
 
 def retrieval_split(
@@ -16,7 +18,7 @@ def retrieval_split(
   vectors: dict | None = None,
   topk: dict | None = None,
 ) -> pairs.RetrievalSplit:
-  """From :func:`jitr.data.shapes_tfds.load_split` arrays: region features as
+  """From :func:`jitr.data.shapes.tfds.load_split` arrays: region features as
   images, captions tokenised with ``vocab``, caption ``5·i + k`` owned by image i,
   and the exact relevance as the oracle."""
   n_img = len(arrays["regions"])

@@ -1,4 +1,4 @@
-"""Rasterises a :class:`~jitr.data.shapes_scene.Scene` to uint8 RGB (numpy only).
+"""Rasterises a :class:`~jitr.data.shapes.scene.Scene` to uint8 RGB (numpy only).
 
 Each object is drawn as an anti-aliased mask (2x2 supersampling) centred in its
 grid cell plus its jitter; its colour is the palette colour times a per-object
@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from jitr.data import shapes_scene
+from jitr.data.shapes import scene as shapes_scene
 
 IMAGE_SIZE = 64
 SUPERSAMPLE = 2

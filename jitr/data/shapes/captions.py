@@ -7,7 +7,7 @@ spatial relation between two mentions. The text varies like human captions do:
 synonyms (``ball``/``disc``/``circle``, ``crimson``/``red``, ``big``/``large``),
 word order (``a red circle at the top`` / ``at the top there is a red circle``),
 partial descriptions (one object or all, some attributes only), counts and
-relations. Relevance (see ``shapes_relevance``) is computed from the facts, never
+relations. Relevance (see :mod:`jitr.data.shapes.relevance`) is computed from the facts, never
 from the words, so caption similarity is only an imperfect proxy for it.
 
 All facts of a generated caption are true of its scene, so an image's own
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jitr.data import shapes_scene
+from jitr.data.shapes import scene as shapes_scene
 
 CAPTIONS_PER_IMAGE = 5
 MAX_MENTIONS = 3

@@ -27,7 +27,8 @@ import itertools
 
 import numpy as np
 
-from jitr.data import shapes_captions, shapes_scene
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import scene as shapes_scene
 
 
 def attribute_match(mention: shapes_captions.Mention, obj: shapes_scene.SceneObject) -> float:

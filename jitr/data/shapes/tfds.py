@@ -2,7 +2,7 @@
 
 Usage::
 
-    from jitr.data import shapes_tfds
+    from jitr.data.shapes import tfds as shapes_tfds
     builder = shapes_tfds.build(data_dir="/tmp/tfds", config="default")
     ds = builder.as_dataset(split="train")           # tf.data of examples
     arrays = shapes_tfds.load_split("test", data_dir="/tmp/tfds")
@@ -32,14 +32,12 @@ from etils import epath  # noqa: TID253 (a train-extra module: TFDS needs epath 
 from google.protobuf import json_format
 
 from jitr import fileio, paths
-from jitr.data import (
-  shapes_captions,
-  shapes_example,
-  shapes_regions,
-  shapes_relevance,
-  shapes_render,
-  shapes_scene,
-)
+from jitr.data.shapes import captions as shapes_captions
+from jitr.data.shapes import example as shapes_example
+from jitr.data.shapes import regions as shapes_regions
+from jitr.data.shapes import relevance as shapes_relevance
+from jitr.data.shapes import render as shapes_render
+from jitr.data.shapes import scene as shapes_scene
 from jitr.progress import Progress
 from jitr.tf_cpu import import_tf
 
@@ -283,7 +281,7 @@ def load_split(
       )
     raise FileNotFoundError(
       f"jitr_shapes/{b.builder_config.name} is not built under {data_dir!r} "
-      f"(expected {b.data_dir}); run jitr.data.shapes_tfds.build(data_dir, ...)"
+      f"(expected {b.data_dir}); run jitr.data.shapes.tfds.build(data_dir, ...)"
     )
   _check_split_files(b, split)
   decoders = None if images else {"image": tfds.decode.SkipDecoding()}
@@ -357,7 +355,7 @@ def split_relevance(
 ) -> np.ndarray:
   """Exact relevance matrix of a built split: float32 ``[N_img, 5·N_img]``,
   entry ``[i, 5·j + k]`` = relevance of caption ``k`` of image ``j`` to image
-  ``i`` (see :mod:`jitr.data.shapes_relevance`); ``[i, 5·i + k] == 1``."""
+  ``i`` (see :mod:`jitr.data.shapes.relevance`); ``[i, 5·i + k] == 1``."""
   data = load_split(split, data_dir=data_dir, config=config, images=False)
   facts = data["caption_facts"].reshape(-1, shapes_captions.FACT_FIELDS)
   return shapes_relevance.relevance_matrix(data["scene"], facts)
