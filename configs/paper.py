@@ -67,6 +67,7 @@ def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections
       grad_clip=2.0,
       decay_epochs=decay_epochs,
       decay_factor=0.1,
+      module_decay_factors={},
     )
   )
 
@@ -106,6 +107,7 @@ def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
       grad_clip=2.0,
       decay_epochs=(15,),
       decay_factor=0.1,
+      module_decay_factors={},
     )
   )
   c.num_epochs = 30

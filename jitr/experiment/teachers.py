@@ -41,7 +41,7 @@ from jitr.relevance.embedding_store import (
   read_embeddings,
   write_embeddings,
 )
-from jitr.training.graded import CombinedSource, GradedSource, parse_source
+from jitr.training.graded import parse_source
 from jitr.training.teacher import (
   TeacherError,
   check_finished,
@@ -59,26 +59,6 @@ def teacher_workdirs(graded: dict) -> list[str]:
     for leaf in parse_source(source).leaves():
       if leaf.stored == "teacher" and leaf.estimator not in out:
         out.append(leaf.estimator)
-  return out
-
-
-def with_absolute_teachers(graded: dict) -> dict:
-  """``config.graded`` with every teacher workdir made absolute (against the current
-  directory), so the ``config.json`` of a run names its teacher wherever it is read."""
-
-  def absolute(leaf: GradedSource) -> GradedSource:
-    if leaf.stored != "teacher":
-      return leaf
-    return leaf._replace(estimator=paths.absolute(leaf.estimator))
-
-  out = {}
-  for name, source in graded.items():
-    parsed = parse_source(source)
-    if isinstance(parsed, CombinedSource):
-      parsed = parsed._replace(parts=tuple(absolute(p) for p in parsed.parts))
-    else:
-      parsed = absolute(parsed)
-    out[name] = parsed.spec()
   return out
 
 
