@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from absl import logging
 
 from jitr import paths
 from jitr.data import shapes_split
-from jitr.data.datasets import SHAPES
+from jitr.data.datasets import DATASETS, SHAPES
 from jitr.data.vocab import Vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
@@ -87,6 +88,12 @@ def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
   return os.path.join(data_dir, "relevance", slug, f"teacher-{settings_digest(identity)}")
 
 
+def data_name(config: Mapping[str, Any]) -> str:
+  """A run config's data, e.g. ``jitr_shapes/tiny`` (:data:`jitr.data.datasets.DATASETS`:
+  the dataset and its data fields)."""
+  return DATASETS[config["dataset"]].data_name(config)
+
+
 def _teacher_config(workdir: str) -> dict[str, Any]:
   path = paths.absolute(workdir)
   if not paths.isdir(path):
@@ -126,11 +133,11 @@ def teacher_embeddings(
     TeacherError: a workdir that cannot teach this run (one line naming it and why).
   """
   teacher = _teacher_config(workdir)
-  check_teacher_config(workdir, teacher, config.to_dict(), len(vocab))
+  check_teacher_config(workdir, data_name(teacher), teacher["model"], data_name(config), len(vocab))
   check_teacher_vocab(workdir, _teacher_vocab(workdir), vocab)
   which, step = saved_checkpoint(workdir)
   check_finished(workdir)
-  identity = teacher_identity(workdir, which, step, teacher.get("model") or {}, captions)
+  identity = teacher_identity(workdir, which, step, teacher["model"], captions)
   out = teacher_dir(data_dir, identity)
   try:
     stored = read_embeddings(out, identity)
@@ -142,7 +149,7 @@ def teacher_embeddings(
     return stored["images"], stored["captions"]
   model, variables, restored = _restore(workdir, teacher, vocab, train_split, which)
   if restored != step:  # a damaged newest checkpoint: an older one was restored
-    identity = teacher_identity(workdir, which, restored, teacher.get("model") or {}, captions)
+    identity = teacher_identity(workdir, which, restored, teacher["model"], captions)
     out = teacher_dir(data_dir, identity)
   images, caption_vectors = split_embeddings(
     model, variables, train_split, batch_size=config.eval_batch_size
@@ -173,11 +180,9 @@ def shapes_split_embeddings(
   """
   teacher = _teacher_config(workdir)
   vocab = _teacher_vocab(workdir)
-  dataset = {"dataset": SHAPES, "shapes_config": shapes_config}
-  check_teacher_config(workdir, teacher, dataset, len(vocab))
-  split = shapes_split.retrieval_split(
-    arrays, vocab, max_len=int(teacher.get("max_caption_len", 48))
-  )
+  shapes = DATASETS[SHAPES].data_name({"shapes_config": shapes_config})
+  check_teacher_config(workdir, data_name(teacher), teacher["model"], shapes, len(vocab))
+  split = shapes_split.retrieval_split(arrays, vocab, max_len=int(teacher["max_caption_len"]))
   which, _ = saved_checkpoint(workdir)
   check_finished(workdir)
   model, variables, _ = _restore(workdir, teacher, vocab, split, which)

@@ -166,7 +166,7 @@ def record_config(config: Any, workdir: str) -> bool:
     return True
   saved = read_workdir_config(workdir)
   new_epochs = _as_json(config).get(EPOCHS_FIELD, ABSENT)
-  if saved.get(EPOCHS_FIELD, ABSENT) == new_epochs or new_epochs is ABSENT:
+  if new_epochs is ABSENT or (EPOCHS_FIELD in saved and saved[EPOCHS_FIELD] == new_epochs):
     return False
   saved[EPOCHS_FIELD] = new_epochs
   fileio.write_text_atomic(os.path.join(workdir, CONFIG_NAME), json.dumps(saved, indent=2))

@@ -20,7 +20,7 @@ JITR = pathlib.Path(__file__).resolve().parents[2] / "jitr"
 # ConfigDict's own methods, not fields
 METHODS = {"copy_and_resolve_references", "get", "to_dict", "to_json_best_effort", "unlocked"}
 # names a run config (or one of its groups) goes by in jitr's code
-CONFIG_NAMES = ("config", "saved_config", "settings")
+CONFIG_NAMES = ("config", "saved_config", "settings", "teacher", "saved")
 # Groups whose defaults are documented where their settings are defined, not in
 # configs/default.py: ``model`` (the network's settings and their defaults,
 # jitr.models.model_settings) and ``estimators`` (each estimator's,
