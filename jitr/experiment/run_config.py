@@ -119,7 +119,9 @@ ADAMW_FIELDS: tuple[str, ...] = ("weight_decay",)
 def check_required_fields(config: Any) -> None:
   """Raises ``ValueError`` naming the first field of :data:`REQUIRED_FIELDS` that
   ``config`` lacks, or that holds a string where an object is expected or the reverse
-  (numbers are checked by :func:`check_counts`)."""
+  (numbers are checked by :func:`check_counts`), then the first field of
+  :data:`REQUIRED_GROUP_FIELDS` (and, for ``adamw``, :data:`ADAMW_FIELDS`) its group lacks:
+  ``config.optimizer.grad_clip: missing (see configs/default.py)``."""
   for name, kind in REQUIRED_FIELDS.items():
     if name not in config:
       raise ValueError(f"config.{name}: missing; expected {kind} (see configs/default.py)")
