@@ -114,6 +114,9 @@ def get_config() -> ml_collections.ConfigDict:
       grad_clip=2.0,  # the gradients' global norm is clipped to this
       decay_epochs=(3,),  # the learning rate is multiplied by decay_factor at these epochs
       decay_factor=0.1,
+      # {top-level module: its own decay factor} at the same epochs (CVSE: {"gcn": 0.2})
+      module_decay_factors={},
+      weight_decay=1e-4,  # AdamW's decoupled weight decay (unused by "adam")
     )
   )
   c.batch_size = 128  # image-caption pairs per step, over all devices and processes

@@ -55,6 +55,7 @@ def _sibling(name: str) -> types.ModuleType:
 
 default = _sibling("default")
 shapes = _sibling("shapes")
+common = _sibling("common")
 
 DATASETS = ("f30k", "coco")
 
@@ -67,6 +68,7 @@ def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections
       grad_clip=2.0,
       decay_epochs=decay_epochs,
       decay_factor=0.1,
+      module_decay_factors={},
     )
   )
 
@@ -106,6 +108,7 @@ def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
       grad_clip=2.0,
       decay_epochs=(15,),
       decay_factor=0.1,
+      module_decay_factors={},
     )
   )
   c.num_epochs = 30
@@ -202,20 +205,15 @@ MODELS = {
 LOSSES = tuple(v for v in shapes.VARIANTS if v != "oracle" and v not in shapes.TEACHER_SOURCES)
 
 
-def _spec_error(spec: str) -> ValueError:
-  """What ``DATA,MODEL,LOSS`` may be, for a ``spec`` that is not one."""
-  return ValueError(
-    f"configs/paper.py: expected DATA,MODEL,LOSS with DATA one of {DATASETS}, MODEL one of "
-    f"{tuple(MODELS)} and LOSS one of {LOSSES}; got {spec!r}"
-  )
-
-
 def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
-  parts = spec.split(",")
-  names = (DATASETS, MODELS, LOSSES)
-  if len(parts) != 3 or any(part not in valid for part, valid in zip(parts, names)):
-    raise _spec_error(spec)
-  data, model, loss = parts
+  arg = common.parse_arg(
+    spec,
+    config="configs/paper.py",
+    data=common.choices(*DATASETS),
+    model=common.choices(*MODELS),
+    loss=common.choices(*LOSSES),
+  )
+  data, model, loss = arg.data, arg.model, arg.loss
   c = shapes.get_config(loss)  # the loss terms and graded inputs of that row
   base = default.get_config()
   c.dataset = f"{data}_precomp"

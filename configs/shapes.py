@@ -60,6 +60,7 @@ def _sibling(name: str) -> types.ModuleType:
 
 
 default = _sibling("default")
+common = _sibling("common")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,13 +185,13 @@ MODELS = {
 def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
   """The config of ``NAME[,MODEL]``: configs/default.py with the row's overrides and the
   network's model and training fields."""
-  name, _, model = spec.partition(",")
-  model = model or "vse"
-  if name not in OVERRIDES or model not in MODELS:
-    raise ValueError(
-      f"configs/shapes.py: expected NAME[,MODEL] with NAME one of {VARIANTS} and MODEL one"
-      f" of {tuple(MODELS)}; got {spec!r}"
-    )
+  arg = common.parse_arg(
+    spec,
+    config="configs/shapes.py",
+    name=common.choices(*VARIANTS),
+    model=common.choices(*MODELS, default="vse"),
+  )
+  name, model = arg.name, arg.model
   c = apply_overrides(default.get_config(), OVERRIDES[name])
   model_config, fields = MODELS[model]
   if model_config is not None:

@@ -187,8 +187,8 @@ def child(args) -> None:
   from jitr.data import pairs
   from jitr.experiment import load_data
   from jitr.experiment.model_state import initial_state
-  from jitr.experiment.train import data_parallel_step, resolved_config
-  from jitr.training.train_config import check_train_config
+  from jitr.experiment.run_config import check_train_config, resolved_config
+  from jitr.experiment.train import data_parallel_step
 
   config = run_config(args, args.child)
   check_train_config(config)

@@ -9,7 +9,15 @@ import torch
 MARGIN = 0.2
 LR = 2e-4
 CLIP = 2.0
-OPTIMIZER = {"name": "adam", "learning_rate": LR, "grad_clip": CLIP}
+# a whole optimizer group (configs/default.py's fields): Adam, no decay
+OPTIMIZER = {
+  "name": "adam",
+  "learning_rate": LR,
+  "grad_clip": CLIP,
+  "decay_epochs": (),
+  "decay_factor": 0.1,
+  "module_decay_factors": {},
+}
 OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
 
 

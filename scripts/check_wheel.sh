@@ -134,7 +134,7 @@ import jax.numpy as jnp
 from absl import flags
 from ml_collections import config_flags
 from jitr.losses import objective
-from jitr.training.train_config import check_train_config
+from jitr.experiment.run_config import check_train_config
 import jitr.configs
 holder = config_flags.DEFINE_config_file("config")
 shapes = pathlib.Path(jitr.configs.__file__).parent / "shapes.py"

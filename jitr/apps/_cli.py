@@ -57,16 +57,19 @@ def run_reporting_bad_input(
     raise SystemExit(INTERRUPTED_EXIT_STATUS) from None
 
 
-def join_configured_job(settings: Any):
-  """:func:`jitr.training.distributed.join_job` with a config's ``distributed`` fields
-  (absent ones unset: the job JAX detects, or a single process)."""
+def join_configured_job(settings: Any = None):
+  """:func:`jitr.training.distributed.join_job` with a run config's ``distributed`` group
+  (configs/default.py: unset values ``""`` / ``0`` / ``-1`` join the job JAX detects, or
+  run a single process); ``None`` (an app without a run config): the job JAX detects."""
   from jitr.training import distributed  # JAX loads only when an app runs
 
+  if settings is None:
+    return distributed.join_job()
   return distributed.join_job(
-    settings.get("coordinator_address", ""),
-    settings.get("num_processes", 0),
-    settings.get("process_id", -1),
-    heartbeat_timeout_s=settings.get("heartbeat_timeout_s", 100),
+    settings["coordinator_address"],
+    settings["num_processes"],
+    settings["process_id"],
+    heartbeat_timeout_s=settings["heartbeat_timeout_s"],
   )
 
 

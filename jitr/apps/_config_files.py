@@ -103,11 +103,20 @@ def config_file_usage(path: str) -> tuple[str, str]:
   return name + (form.group(1) if form else ""), first_sentence(first)
 
 
+def defines_get_config(path: str) -> bool:
+  """Whether the file at ``path`` defines ``get_config`` (a config file; ``common.py``,
+  what the config files share, does not)."""
+  with open(path, encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  return any(isinstance(n, ast.FunctionDef) and n.name == "get_config" for n in tree.body)
+
+
 def shipped_configs(configs_dir: str) -> list[tuple[str, str]]:
   """:func:`config_file_usage` of every config file of ``configs_dir`` (``*.py`` but
-  ``_*.py``), by name."""
+  ``_*.py``, defining ``get_config``), by name."""
   files = sorted(f for f in os.listdir(configs_dir) if f.endswith(".py") and not f.startswith("_"))
-  return [config_file_usage(os.path.join(configs_dir, f)) for f in files]
+  paths_ = [os.path.join(configs_dir, f) for f in files]
+  return [config_file_usage(p) for p in paths_ if defines_get_config(p)]
 
 
 def shipped_config_lines(configs_dir: str) -> list[str]:

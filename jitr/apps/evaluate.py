@@ -59,7 +59,7 @@ def main() -> None:
   # Imported here, not at the top: `jitr-eval --help` answers without loading JAX.
   from jitr.experiment import evaluate_workdir
 
-  job = join_configured_job({})
+  job = join_configured_job()
   with ending_on_a_lost_process(APP.name, job.process_count):
     evaluate_workdir(
       _WORKDIR.value,

@@ -49,9 +49,11 @@ def main() -> None:
   config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-train --help` answers without loading JAX.
   from jitr.experiment import train_and_evaluate
+  from jitr.experiment.run_config import check_train_config
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
+  check_train_config(config)  # a missing field is one line, before the job is joined
   job = join_configured_job(config.distributed)
   with ending_on_a_lost_process(APP.name, job.process_count):
     result = train_and_evaluate(config, _WORKDIR.value)

@@ -200,7 +200,7 @@ def write_official(members, split: str, checkpoint: str, steps, sims, ensemble) 
     f"checkpoint {scored_checkpoints(members, steps, sims, checkpoint)} on the {split} split",
   )
   caption_image = np.asarray(first.data.splits[split].caption_image)
-  metrics = official_metrics(sim, caption_image, first.config.get("eval_folds") or None)
+  metrics = official_metrics(sim, caption_image, first.config.eval_folds or None)
   if jax.process_index() > 0:
     return metrics
   suffix = "_ensemble_official" if ensemble else "_official"

@@ -80,7 +80,7 @@ def run_vocab(
   from the training captions."""
   if given is not None:
     return given
-  path = config.get("vocab_file") or ""
+  path = config.vocab_file
   if not path:
     return build()
   try:
@@ -112,7 +112,7 @@ def load_shapes(
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
     for s in SPLITS
   }
-  if vocab is None and not config.get("vocab_file"):
+  if vocab is None and not config.vocab_file:
     say("building the vocabulary")
   vocab = run_vocab(config, lambda: vocab_lib.build_vocab(arrays["train"]["captions"]), vocab)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
@@ -150,7 +150,7 @@ def load_precomp(
     name: precomp.load_precomp_split(folder, split)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
-  if vocab is None and not config.get("vocab_file"):
+  if vocab is None and not config.vocab_file:
     say("building the vocabulary")
   vocab = run_vocab(
     config, lambda: precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count), vocab

@@ -41,7 +41,7 @@ from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
-from jitr.experiment.train import resolved_config
+from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.models import cvse_convert, sgraf_convert, vsrn_convert
 from jitr.models.cvse_graph import THRESHOLD
 from jitr.models.cvse_model import concept_graph
@@ -49,7 +49,6 @@ from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkp
 from jitr.models.torch_state import flatten_state_dicts
 from jitr.progress import Steps
 from jitr.training.checkpoints import Checkpoints
-from jitr.training.train_config import check_train_config
 
 IMPORT_RECORD = "import.json"
 # opt attribute -> the model field it states (for the fields the weights fix)
@@ -199,7 +198,7 @@ def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
   graph = weights.graph["adjacency"]
   if concepts is None:
     raise ValueError("config.concepts: CVSE needs the concepts the checkpoint was trained with")
-  source = config.concepts.get("source") or "the concepts built from the captions"
+  source = config.concepts.source or "the concepts built from the captions"
   vectors = np.asarray(concepts.vectors)
   if vectors.shape != (graph.shape[0], weights.graph["concept_dim"]):
     raise ValueError(

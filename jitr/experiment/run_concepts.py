@@ -102,7 +102,7 @@ def run_concepts(
   order: :func:`jitr.data.caption_labels`)."""
   captions = [c for split in SPLIT_ORDER for c in image_captions[split]]
   train = np.arange(len(image_captions["train"]))
-  source = config.concepts.get("source") or ""
+  source = config.concepts.source
   prefix = official_prefix(config, source) if source else None
   if prefix is not None:
     return official_concept_data(source, prefix, captions, train)

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from absl import logging
 
 from jitr import paths
-from jitr.data.datasets import SHAPES
+from jitr.data.datasets import DATASETS, SHAPES
 from jitr.data.shapes import split as shapes_split
 from jitr.data.vocab import Vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
@@ -41,7 +42,7 @@ from jitr.relevance.embedding_store import (
   read_embeddings,
   write_embeddings,
 )
-from jitr.training.graded import CombinedSource, GradedSource, parse_source
+from jitr.training.graded import parse_source
 from jitr.training.teacher import (
   TeacherError,
   check_finished,
@@ -59,26 +60,6 @@ def teacher_workdirs(graded: dict) -> list[str]:
     for leaf in parse_source(source).leaves():
       if leaf.stored == "teacher" and leaf.estimator not in out:
         out.append(leaf.estimator)
-  return out
-
-
-def with_absolute_teachers(graded: dict) -> dict:
-  """``config.graded`` with every teacher workdir made absolute (against the current
-  directory), so the ``config.json`` of a run names its teacher wherever it is read."""
-
-  def absolute(leaf: GradedSource) -> GradedSource:
-    if leaf.stored != "teacher":
-      return leaf
-    return leaf._replace(estimator=paths.absolute(leaf.estimator))
-
-  out = {}
-  for name, source in graded.items():
-    parsed = parse_source(source)
-    if isinstance(parsed, CombinedSource):
-      parsed = parsed._replace(parts=tuple(absolute(p) for p in parsed.parts))
-    else:
-      parsed = absolute(parsed)
-    out[name] = parsed.spec()
   return out
 
 
@@ -105,6 +86,12 @@ def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
   of the sha256 of ``identity`` (teacher path, checkpoint and step, captions' fingerprint)."""
   slug = dataset_slug(identity["dataset"]["source"])
   return os.path.join(data_dir, "relevance", slug, f"teacher-{settings_digest(identity)}")
+
+
+def data_name(config: Mapping[str, Any]) -> str:
+  """A run config's data, e.g. ``jitr_shapes/tiny`` (:data:`jitr.data.datasets.DATASETS`:
+  the dataset and its data fields)."""
+  return DATASETS[config["dataset"]].data_name(config)
 
 
 def _teacher_config(workdir: str) -> dict[str, Any]:
@@ -146,11 +133,11 @@ def teacher_embeddings(
     TeacherError: a workdir that cannot teach this run (one line naming it and why).
   """
   teacher = _teacher_config(workdir)
-  check_teacher_config(workdir, teacher, config.to_dict(), len(vocab))
+  check_teacher_config(workdir, data_name(teacher), teacher["model"], data_name(config), len(vocab))
   check_teacher_vocab(workdir, _teacher_vocab(workdir), vocab)
   which, step = saved_checkpoint(workdir)
   check_finished(workdir)
-  identity = teacher_identity(workdir, which, step, teacher.get("model") or {}, captions)
+  identity = teacher_identity(workdir, which, step, teacher["model"], captions)
   out = teacher_dir(data_dir, identity)
   try:
     stored = read_embeddings(out, identity)
@@ -162,7 +149,7 @@ def teacher_embeddings(
     return stored["images"], stored["captions"]
   model, variables, restored = _restore(workdir, teacher, vocab, train_split, which)
   if restored != step:  # a damaged newest checkpoint: an older one was restored
-    identity = teacher_identity(workdir, which, restored, teacher.get("model") or {}, captions)
+    identity = teacher_identity(workdir, which, restored, teacher["model"], captions)
     out = teacher_dir(data_dir, identity)
   images, caption_vectors = split_embeddings(
     model, variables, train_split, batch_size=config.eval_batch_size
@@ -193,11 +180,9 @@ def shapes_split_embeddings(
   """
   teacher = _teacher_config(workdir)
   vocab = _teacher_vocab(workdir)
-  dataset = {"dataset": SHAPES, "shapes_config": shapes_config}
-  check_teacher_config(workdir, teacher, dataset, len(vocab))
-  split = shapes_split.retrieval_split(
-    arrays, vocab, max_len=int(teacher.get("max_caption_len", 48))
-  )
+  shapes = DATASETS[SHAPES].data_name({"shapes_config": shapes_config})
+  check_teacher_config(workdir, data_name(teacher), teacher["model"], shapes, len(vocab))
+  split = shapes_split.retrieval_split(arrays, vocab, max_len=int(teacher["max_caption_len"]))
   which, _ = saved_checkpoint(workdir)
   check_finished(workdir)
   model, variables, _ = _restore(workdir, teacher, vocab, split, which)

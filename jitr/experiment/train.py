@@ -30,14 +30,13 @@ from jitr.experiment.init_from import start_from
 from jitr.experiment.loaded_data import load_data, say_nothing
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs
-from jitr.experiment.teachers import with_absolute_teachers
+from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.training import distributed, reporting
 from jitr.training.agreed_stop import AgreedStop
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.compile_cache import enable_run_compilation_cache
 from jitr.training.graded import make_graded_fn
 from jitr.training.loop import StopRequested, fit
-from jitr.training.train_config import check_train_config
 from jitr.training.train_progress import TrainProgress
 
 
@@ -59,21 +58,6 @@ class RunResult:
   step: int | None = None
 
 
-def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """A copy of ``config`` with its references resolved and every teacher workdir,
-  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir`` and ``concepts.source`` made
-  absolute, so ``config.json`` names them from any directory (``jitr-eval`` run elsewhere
-  finds them)."""
-  config = config.copy_and_resolve_references()
-  config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
-  for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
-    if config.get(field):
-      config[field] = paths.absolute(config[field])
-  if config.get("concepts") and config.concepts.get("source"):
-    config.concepts.source = paths.absolute(config.concepts.source)
-  return config
-
-
 def validation_metrics(evaluate: Evaluator, state, say=say_nothing) -> dict:
   """The val split's metrics of ``state``; a non-finite score stops the run before the
   state is saved or its metrics logged
@@ -90,7 +74,7 @@ def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
   """The data-parallel train step (:class:`jitr.training.DataParallel`) of ``config.loss``
   on ``model``, with ``config.graded``'s inputs, as ``jitr-train`` runs it."""
   objective = losses.objective(
-    config.loss, steps_per_epoch=steps_per_epoch, calibration=config.get("calibration")
+    config.loss, steps_per_epoch=steps_per_epoch, calibration=config.calibration
   )
   return training.DataParallel(
     training.make_train_step(
@@ -104,7 +88,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
 
   A workdir with a ``config.json`` is resumed: ``config`` may differ from it only in how
-  the run is executed (:data:`!jitr.experiment.workdir.EXECUTION_FIELDS`) and in
+  the run is executed (:data:`!jitr.experiment.run_config.EXECUTION_FIELDS`) and in
   ``num_epochs``, which may extend the schedule or end it no earlier than the epochs
   already trained; ``config.json`` then records the new ``num_epochs``.
 
@@ -117,7 +101,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   workdir = paths.absolute(workdir)
   workdir_lib.check_workdir(config, workdir)  # before anything is written
   data_dir = workdir_lib.data_dir(config, workdir)
-  if config.get("compilation_cache", True):
+  if config.compilation_cache:
     logging.info("compilation cache: %s", enable_run_compilation_cache(data_dir))
   lines = TrainProgress(total_steps=0)  # what the run does now, on process 0's stderr
   data = load_data(config, data_dir, say=lines.phase if lines.enabled else say_nothing)
@@ -128,7 +112,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   concepts = concept_inputs(data.concepts)
   lines.phase("building the model and its train state")
   model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, concepts)
-  if config.get("init_from") and not workdir_lib.saved_steps(workdir):  # a resume: its own
+  if config.init_from and not workdir_lib.saved_steps(workdir):  # a resume: its own
     lines.phase(f"initializing from {config.init_from}")
     state = start_from(config.init_from, data.vocab, train, state, concepts)
   parallel = data_parallel_step(config, model, data.aggregates, steps_per_epoch)
@@ -165,9 +149,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
   with Checkpoints(workdir) as checkpoints:  # closed on every path, an error's included
     with StopRequested() as signalled:
-      stop = AgreedStop(
-        signalled, config.distributed.get("stop_check_every_steps", 10)
-      )  # every process stops at the same step, whichever got the signal
+      # every process stops at the same step, whichever got the signal
+      stop = AgreedStop(signalled, config.distributed.stop_check_every_steps)
       state, finished = fit(
         state,
         parallel=parallel,
@@ -177,7 +160,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
           seed=config.seed,
           epoch=e,
           rows=rows,
-          buckets=tuple(config.get("token_buckets", pairs.TOKEN_BUCKETS)),
+          buckets=tuple(config.token_buckets),
         ),
         steps_per_epoch=steps_per_epoch,
         num_epochs=config.num_epochs,
@@ -186,7 +169,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
         on_step=reporter.on_step,
         on_epoch=reporter.on_epoch,
         stop=stop,
-        prefetch=config.get("prefetch", 2),
+        prefetch=config.prefetch,
         check_finite_every=config.log_every_steps,  # and before every save
         progress=lines,
       )

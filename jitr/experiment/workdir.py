@@ -4,9 +4,9 @@ One workdir holds one run. ``jitr-train`` on a workdir that has a ``config.json`
 resumes that run, so the new config must describe the same run:
 
 * :func:`check_workdir` -- the whole resolved config is compared with ``config.json``
-  (:func:`run_differences`); a difference in any field other than
-  :data:`EXECUTION_FIELDS` and ``num_epochs`` is refused before anything is written,
-  in one line listing the fields with their saved and new values
+  (:func:`jitr.experiment.run_config.run_differences`); a difference in any field other
+  than :data:`jitr.experiment.run_config.EXECUTION_FIELDS` and ``num_epochs`` is refused
+  before anything is written, in one line listing the fields with their saved and new values
   (:func:`describe_differences`).
 * :func:`check_num_epochs` -- ``num_epochs`` may be raised (the schedule is extended)
   or lowered, but not below the epochs the workdir's checkpoints already reach.
@@ -30,88 +30,24 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import ml_collections
 
 from jitr import fileio, paths
-from jitr.training.train_config import check_train_config
+from jitr.experiment.run_config import (
+  ABSENT,
+  EPOCHS_FIELD,
+  check_train_config,
+  run_differences,
+)
 
 CONFIG_NAME = "config.json"
 
-# Fields (dotted paths; a group covers every field under it) that a resume may change:
-# they set how the run is executed, logged and cached, or (init_from) what only a run's
-# first start reads, not what a resume trains, evaluates or writes to metrics.json. Every
-# other field must equal config.json's.
-EXECUTION_FIELDS: dict[str, str] = {
-  "log_every_steps": "how often train scalars and progress are logged and losses checked",
-  "eval_batch_size": "how many items an evaluation pass embeds at once (the same scores)",
-  "prefetch": "how many batches are put on the devices ahead of the step",
-  "token_buckets": "the widths training batches are padded to (the same scores, other compiles)",
-  "compilation_cache": "whether compiled steps are kept on disk",
-  "data_dir": (
-    "where the TFDS data, relevance records and compile cache are kept (built again "
-    "from the config when missing)"
-  ),
-  "precomp_root": (
-    "where the precomp folders are read from (config.json keeps the first run's absolute "
-    "path; the same files seen from another directory or host)"
-  ),
-  "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",
-  "distributed": "how the processes of a multi-host run reach each other",
-  "estimators.sentence.show_progress": "whether the sentence model draws its own progress bars",
-  "estimators.tokens.show_progress": "whether the tokens model draws its own progress bars",
-  "init_from": (
-    "where a new run's first parameters come from (a resume continues from its own latest "
-    "checkpoint; config.json keeps the first run's value)"
-  ),
-}
-# May change within the bounds of check_num_epochs; config.json then records the new value.
-EPOCHS_FIELD = "num_epochs"
 # At most this many differing fields are named in one error line ("and N more").
 MAX_LISTED = 4
 FIX = "use a new --workdir (or delete {workdir}) to start a different run"
-
-
-class _Absent:
-  """A field present in one of two configs only."""
-
-  def __repr__(self) -> str:
-    return "(absent)"
-
-
-ABSENT = _Absent()
-
-
-def _may_change(path: str) -> bool:
-  """Whether the dotted ``path`` is ``num_epochs`` or under an :data:`EXECUTION_FIELDS` entry."""
-  return path == EPOCHS_FIELD or any(
-    path == field or path.startswith(field + ".") for field in EXECUTION_FIELDS
-  )
-
-
-def _leaf_differences(old: Any, new: Any, path: str) -> list[tuple[str, Any, Any]]:
-  """``(path, old, new)`` for every differing leaf under ``path`` (dicts compared key by
-  key; a key on one side only is one entry; lists and tuples compared as lists)."""
-  if isinstance(old, Mapping) and isinstance(new, Mapping):
-    out = []
-    for key in sorted(set(old) | set(new), key=str):
-      sub = f"{path}.{key}" if path else str(key)
-      out += _leaf_differences(old.get(key, ABSENT), new.get(key, ABSENT), sub)
-    return out
-  if isinstance(old, list | tuple) and isinstance(new, list | tuple):
-    old, new = list(old), list(new)
-  same = old == new and isinstance(old, bool) == isinstance(new, bool)  # True is not 1
-  return [] if same else [(path, old, new)]
-
-
-def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
-  """``(dotted field, saved value, new value)`` for every field where the JSON configs
-  ``saved`` and ``new`` differ, in field order, leaving out the fields a resume may change
-  (:data:`EXECUTION_FIELDS`, ``num_epochs``). A field or group on one side only is one
-  entry whose other value is :data:`ABSENT`."""
-  return [d for d in _leaf_differences(saved, new, "") if not _may_change(d[0])]
 
 
 def _show(value: Any) -> str:
@@ -145,7 +81,7 @@ def read_workdir_config(workdir: str) -> dict[str, Any] | None:
 
 def read_trained_config(workdir: str) -> ml_collections.ConfigDict | None:
   """``workdir/config.json`` as a config, checked as ``jitr-train`` checks a config
-  (:func:`jitr.training.train_config.check_train_config`); ``None`` if absent.
+  (:func:`jitr.experiment.run_config.check_train_config`); ``None`` if absent.
 
   Raises:
     ValueError: the file is not a JSON object, or a field is missing, of the wrong type or
@@ -170,7 +106,7 @@ def _as_json(config: Any) -> dict[str, Any]:
 def check_workdir(config: Any, workdir: str) -> None:
   """Raises ``ValueError`` (:func:`describe_differences`) when ``workdir`` has a
   ``config.json`` that differs from ``config`` in a field a resume may not change
-  (:func:`run_differences`); a workdir without one passes."""
+  (:func:`jitr.experiment.run_config.run_differences`); a workdir without one passes."""
   saved = read_workdir_config(workdir)
   if saved is None:
     return
@@ -230,7 +166,7 @@ def record_config(config: Any, workdir: str) -> bool:
     return True
   saved = read_workdir_config(workdir)
   new_epochs = _as_json(config).get(EPOCHS_FIELD, ABSENT)
-  if saved.get(EPOCHS_FIELD, ABSENT) == new_epochs or new_epochs is ABSENT:
+  if new_epochs is ABSENT or (EPOCHS_FIELD in saved and saved[EPOCHS_FIELD] == new_epochs):
     return False
   saved[EPOCHS_FIELD] = new_epochs
   fileio.write_text_atomic(os.path.join(workdir, CONFIG_NAME), json.dumps(saved, indent=2))

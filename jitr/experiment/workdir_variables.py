@@ -32,8 +32,8 @@ def restore_variables(
       or no ``which`` checkpoint could be restored.
   """
   try:
-    model = make_model(dict(saved_config.get("model") or {}), vocab_size, concepts=concepts)
-    tx = training.make_optimizer(dict(saved_config.get("optimizer") or {}), steps_per_epoch=1)
+    model = make_model(dict(saved_config["model"]), vocab_size, concepts=concepts)
+    tx = training.make_optimizer(dict(saved_config["optimizer"]), steps_per_epoch=1)
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None
   like = abstract_train_state(model, tx, example_inputs(train_split))

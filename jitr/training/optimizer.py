@@ -32,8 +32,8 @@ def _adam(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.Gradient
 
 
 def _adamw(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.GradientTransformation:
-  """AdamW with decoupled ``weight_decay`` (default ``1e-4``)."""
-  return optax.adamw(schedule, weight_decay=float(config.get("weight_decay", 1e-4)))
+  """AdamW with decoupled ``weight_decay``."""
+  return optax.adamw(schedule, weight_decay=float(config["weight_decay"]))
 
 
 OptimizerBuilder = Callable[[optax.Schedule, Mapping[str, Any]], optax.GradientTransformation]
@@ -57,19 +57,20 @@ def make_optimizer(
   """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`!OPTIMIZERS` named
   ``config["name"]`` on the step-decay schedule.
 
-  ``config`` keys: ``name`` ('adam' | 'adamw', default 'adam'), ``learning_rate``,
-  ``weight_decay`` (AdamW), ``grad_clip`` (≤ 0 disables), ``decay_epochs``,
-  ``decay_factor``, ``module_decay_factors`` (``{top-level params key: factor}``: those
-  modules decay by their own factor at the same epochs, CVSE's GCN by 0.2 while the rest
-  decays by 0.1; one optimizer per group, which for the elementwise Adam is the official
-  single optimizer with two parameter groups).
+  ``config``: a run config's ``optimizer`` group, every key required (their defaults
+  live in configs/default.py): ``name`` ('adam' | 'adamw'), ``learning_rate``,
+  ``weight_decay`` (AdamW only), ``grad_clip`` (≤ 0 disables), ``decay_epochs``,
+  ``decay_factor``, ``module_decay_factors`` (``{top-level params key: factor}``, ``{}``
+  for none: those modules decay by their own factor at the same epochs, CVSE's GCN by 0.2
+  while the rest decays by 0.1; one optimizer per group, which for the elementwise Adam is
+  the official single optimizer with two parameter groups).
 
   One update per parameter per step, for every network. The official VSRN Adam lists the
   captioning encoder / decoder parameters twice (two Adam steps per iteration for them,
   and their gradients counted twice by ``clip_grad_norm``); jitr does not reproduce that
   (see :mod:`!jitr.models.vsrn`).
   """
-  name = config.get("name", "adam")
+  name = config["name"]
   if name not in OPTIMIZERS:
     raise ValueError(f"optimizer.name: expected one of {sorted(OPTIMIZERS)}, got {name!r}")
 
@@ -77,15 +78,15 @@ def make_optimizer(
     schedule = make_schedule(
       learning_rate=float(config["learning_rate"]),
       steps_per_epoch=steps_per_epoch,
-      decay_epochs=tuple(config.get("decay_epochs", ())),
+      decay_epochs=tuple(config["decay_epochs"]),
       decay_factor=float(factor),
     )
     return OPTIMIZERS[name](schedule, config)
 
-  opt = decaying_by(config.get("decay_factor", 0.1))
-  modules = dict(config.get("module_decay_factors") or {})
+  opt = decaying_by(config["decay_factor"])
+  modules = dict(config["module_decay_factors"])
   if modules:
     groups = {DEFAULT_GROUP: opt, **{m: decaying_by(f) for m, f in modules.items()}}
     opt = optax.multi_transform(groups, lambda params: module_labels(params, modules))
-  clip = float(config.get("grad_clip", 0.0))
+  clip = float(config["grad_clip"])
   return optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt

@@ -5,7 +5,7 @@
 caption embeddings. This module holds its pieces that need the models:
 
 * :func:`check_teacher_config` -- the teacher is a dual encoder (``pairwise`` False:
-  ``vse``, ``vsrn``) trained on the same dataset;
+  ``vse``, ``vsrn``) trained on the same data;
 * :func:`check_teacher_vocab` -- with the same vocabulary (so the split's tokens mean
   the same words to it);
 * :func:`saved_checkpoint` -- which checkpoint it is read from (best, else latest) and
@@ -28,7 +28,6 @@ import numpy as np
 
 from jitr import paths
 from jitr.data import pairs
-from jitr.data.datasets import DATASETS
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.models import MODELS, make_model
 from jitr.models.registry import CONCEPT_MODELS, DEFAULT_MODEL
@@ -37,11 +36,6 @@ from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
 class TeacherError(ValueError):
   """A teacher workdir that cannot teach this run (one line naming it and why)."""
-
-
-def _dataset(config: Mapping[str, Any]) -> str:
-  name = str(config.get("dataset"))
-  return DATASETS[name].data_name(config) if name in DATASETS else name
 
 
 def dual_encoder_names() -> list[str]:
@@ -55,16 +49,17 @@ def dual_encoder_names() -> list[str]:
 
 
 def check_teacher_config(
-  workdir: str, teacher: Mapping[str, Any], config: Mapping[str, Any], vocab_size: int
+  workdir: str, trained_on: str, model: Mapping[str, Any], data: str, vocab_size: int
 ) -> None:
-  """Raises :class:`TeacherError` unless the teacher's ``config.json`` (``teacher``) trains
-  a dual encoder on this run's (``config``) dataset."""
-  if _dataset(teacher) != _dataset(config):
+  """Raises :class:`TeacherError` unless the teacher (its ``config.json``'s data name
+  ``trained_on``, e.g. ``jitr_shapes/tiny``, and ``model`` group) trains a dual encoder on
+  this run's ``data`` (:meth:`jitr.data.datasets.DatasetInfo.data_name`)."""
+  if trained_on != data:
     raise TeacherError(
-      f"teacher:{workdir} was trained on {_dataset(teacher)}, this run trains on "
-      f"{_dataset(config)}; a teacher must be trained on the same data"
+      f"teacher:{workdir} was trained on {trained_on}, this run trains on "
+      f"{data}; a teacher must be trained on the same data"
     )
-  name = dict(teacher.get("model") or {}).get("name", DEFAULT_MODEL)
+  name = dict(model).get("name", DEFAULT_MODEL)  # the registry's network when unset
   if name not in MODELS:
     raise TeacherError(
       f"teacher:{workdir}: config.model.name is {name!r}, expected one of {sorted(MODELS)}"

@@ -136,7 +136,7 @@ def test_shapes_rows_take_a_model(model_name):
 
 def test_pod_check_is_a_tiny_listwise_run_on_the_exact_relevance():
   from configs import pod_check
-  from jitr.training.train_config import check_train_config
+  from jitr.experiment.run_config import check_train_config
 
   c = pod_check.get_config()
   check_train_config(c)  # raises on any bad field

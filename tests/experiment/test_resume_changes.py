@@ -14,7 +14,7 @@ import pytest
 
 from jitr import experiment
 from jitr.experiment import workdir as workdir_lib
-from jitr.experiment.workdir import ABSENT, run_differences
+from jitr.experiment.run_config import ABSENT, run_differences
 from tests.file_fixtures import finished_workdir, precomp_config, snapshot, write_precomp
 
 SAVED = {

@@ -19,7 +19,7 @@ from jitr.data import pairs
 from jitr.data.shapes import tfds as shapes_tfds
 from jitr.data.vocab import Vocab
 from jitr.evaluation.report import write_text_atomic
-from jitr.experiment import teachers
+from jitr.experiment import run_config, teachers
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.graded import make_graded_fn
 from jitr.training.teacher import TeacherError
@@ -246,7 +246,7 @@ def test_teacher_workdirs_are_made_absolute(tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   graded = {"relevance": "hmean:vectors:sentence|teacher:runs/vse", "other": "teacher:/abs/x"}
   assert teachers.teacher_workdirs(graded) == ["runs/vse", "/abs/x"]
-  assert teachers.with_absolute_teachers(graded) == {
+  assert run_config.with_absolute_teachers(graded) == {
     "relevance": f"hmean:vectors:sentence|teacher:{tmp_path / 'runs' / 'vse'}",
     "other": "teacher:/abs/x",
   }

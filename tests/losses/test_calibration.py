@@ -234,7 +234,7 @@ def test_objective_calibration_errors_name_the_input():
 def test_train_config_check_names_a_bad_calibration():
   pytest.importorskip("ml_collections")  # the train extra's: the run's config checks
   from configs import default
-  from jitr.training.train_config import check_train_config
+  from jitr.experiment.run_config import check_train_config
 
   config = default.get_config()
   check_train_config(config)  # the default: no calibration

@@ -8,6 +8,21 @@ import pytest
 from jitr import training
 from jitr.training.optimizer import OPTIMIZERS
 
+# a whole optimizer group as configs/default.py writes it: Adam, no clipping, no decay
+GROUP = dict(
+  name="adam",
+  learning_rate=0.1,
+  grad_clip=0.0,
+  decay_epochs=(),
+  decay_factor=0.1,
+  module_decay_factors={},
+  weight_decay=1e-4,
+)
+
+
+def _group(**fields):
+  return {**GROUP, **fields}
+
 
 def _one_update(config, grad=1.0):
   tx = training.make_optimizer(config, steps_per_epoch=10)
@@ -18,7 +33,7 @@ def _one_update(config, grad=1.0):
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_every_registered_optimizer_matches_its_optax_transformation(name):
-  config = {"name": name, "learning_rate": 0.1, "weight_decay": 0.5}
+  config = _group(name=name, learning_rate=0.1, weight_decay=0.5)
   want = {
     "adam": optax.adam(0.1),
     "adamw": optax.adamw(0.1, weight_decay=0.5),
@@ -28,16 +43,16 @@ def test_every_registered_optimizer_matches_its_optax_transformation(name):
   np.testing.assert_allclose(_one_update(config), expected["w"], rtol=1e-6)
 
 
-def test_the_default_is_adam_and_a_positive_grad_clip_chains_the_clip():
+def test_adam_steps_by_the_rate_and_a_positive_grad_clip_chains_the_clip():
   # Adam's first step is -lr·sign(g)
-  np.testing.assert_allclose(_one_update({"learning_rate": 0.1}), -0.1, rtol=1e-5)
-  clipped = training.make_optimizer({"learning_rate": 0.1, "grad_clip": 2.0}, steps_per_epoch=10)
+  np.testing.assert_allclose(_one_update(_group(learning_rate=0.1)), -0.1, rtol=1e-5)
+  clipped = training.make_optimizer(_group(grad_clip=2.0), steps_per_epoch=10)
   assert len(clipped.init({"w": jnp.ones(3)})) == 2  # (clip_by_global_norm, adam)
 
 
 def test_an_unknown_name_names_the_field_and_the_valid_names():
   with pytest.raises(ValueError) as err:
-    training.make_optimizer({"name": "sgd", "learning_rate": 0.1}, steps_per_epoch=10)
+    training.make_optimizer(_group(name="sgd"), steps_per_epoch=10)
   assert str(err.value) == "optimizer.name: expected one of ['adam', 'adamw'], got 'sgd'"
 
 
@@ -45,7 +60,7 @@ def test_module_decay_factors_give_those_modules_their_own_decay():
   """CVSE's schedule: the GCN decays by 0.2 at the decay epochs, the rest by 0.1. With a
   constant gradient every Adam update is ``-lr`` exactly (``m̂ / sqrt(v̂) = 1``), so each
   step's update is that group's learning rate."""
-  config = dict(
+  config = _group(
     learning_rate=1.0,
     decay_epochs=(1, 2),
     decay_factor=0.1,

@@ -46,28 +46,26 @@ def test_split_embeddings_are_the_unit_rows_of_the_encoders():
   np.testing.assert_allclose(np.linalg.norm(images, axis=1), 1.0, atol=1e-6)
 
 
-CONFIG = {"dataset": "jitr_shapes", "shapes_config": "tiny"}
+DATA = "jitr_shapes/tiny"
 
 
 @pytest.mark.parametrize(
   ("name", "ok"), [("vse", True), ("vsrn", True), ("sgr", False), ("saf", False)]
 )
 def test_only_dual_encoders_teach(name, ok):
-  teacher = {**CONFIG, "model": {"name": name}}
   if ok:
-    check_teacher_config("w", teacher, CONFIG, 20)
+    check_teacher_config("w", DATA, {"name": name}, DATA, 20)
   else:
     with pytest.raises(TeacherError) as err:
-      check_teacher_config("w", teacher, CONFIG, 20)
+      check_teacher_config("w", DATA, {"name": name}, DATA, 20)
     assert str(err.value) == f"teacher needs a dual encoder (vse, vsrn), w trains {name}"
 
 
 def test_teacher_of_other_data_or_model_name_is_refused():
-  other = {"dataset": "f30k_precomp", "shapes_config": "tiny", "model": {}}
   with pytest.raises(TeacherError, match="teacher:w was trained on f30k_precomp, this run"):
-    check_teacher_config("w", other, CONFIG, 20)
+    check_teacher_config("w", "f30k_precomp", {}, DATA, 20)
   with pytest.raises(TeacherError, match="config.model.name is 'clip'"):
-    check_teacher_config("w", {**CONFIG, "model": {"name": "clip"}}, CONFIG, 20)
+    check_teacher_config("w", DATA, {"name": "clip"}, DATA, 20)
 
 
 def test_vocabularies_must_be_equal():

@@ -7,8 +7,8 @@ import ml_collections
 import pytest
 
 from configs import default, paper, shapes
+from jitr.experiment.run_config import REQUIRED_FIELDS, check_train_config
 from jitr.models.model_settings import check_model_settings
-from jitr.training.train_config import REQUIRED_FIELDS, check_train_config
 
 
 def _shipped_configs():

@@ -1,17 +1,34 @@
-"""Checks of a training config (``configs/*.py``) before anything is built."""
+"""A run's config (``configs/*.py``): its checks, its resolution and the fields a resume
+may change. Every field's default lives in ``configs/default.py``; the code reads
+``config.x`` without a second default, so a config missing a field is refused here in one
+line naming it.
+
+* :func:`check_train_config` -- every field the run reads is present
+  (:data:`REQUIRED_FIELDS`, :data:`REQUIRED_GROUP_FIELDS`) and valid, before anything is
+  built.
+* :func:`resolved_config` -- the config as ``config.json`` records it: references
+  resolved, every path made absolute.
+* :data:`EXECUTION_FIELDS` -- the fields that say how a run executes rather than what it
+  computes; :func:`run_differences` -- the other fields in which two configs differ (a
+  resume must match its workdir's ``config.json`` in all of them).
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
+import ml_collections
+
+from jitr import paths
 from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DATASETS, dataset_info
 from jitr.data.precomp import DATASET_SPLITS
 from jitr.losses import objective
 from jitr.models.model_settings import check_model_settings
-from jitr.training.graded import parse_source
+from jitr.training.graded import CombinedSource, GradedSource, parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
 COUNTS: dict[str, int] = {
@@ -58,17 +75,53 @@ REQUIRED_FIELDS: dict[str, str] = {
   "max_caption_len": "a whole number",
   "vocab_min_count": "a whole number",
   "log_every_steps": "a whole number",
+  "prefetch": "a whole number",
+  "eval_folds": "a whole number",
+  "top_k": "a whole number",
+  "shapes_config": "a string",
+  "init_from": "a string",
+  "vocab_file": "a string",
+  "compilation_cache": "True or False",
+  "token_buckets": "a list",
   "model": "an object",
   "loss": "an object",
   "optimizer": "an object",
   "graded": "an object",
+  "calibration": "an object",
+  "estimators": "an object",
+  "concepts": "an object",
+  "distributed": "an object",
 }
+# Fields of the groups above that the run reads (configs/default.py sets each). The
+# optimizer "adamw" also reads optimizer.weight_decay (:data:`ADAMW_FIELDS`; a config
+# that replaces the whole optimizer group with an "adam" one may leave it out).
+REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
+  "optimizer": (
+    "name",
+    "learning_rate",
+    "grad_clip",
+    "decay_epochs",
+    "decay_factor",
+    "module_decay_factors",
+  ),
+  "concepts": ("source", "num_concepts", "vectors"),
+  "distributed": (
+    "coordinator_address",
+    "num_processes",
+    "process_id",
+    "stop_check_every_steps",
+    "heartbeat_timeout_s",
+  ),
+}
+ADAMW_FIELDS: tuple[str, ...] = ("weight_decay",)
 
 
 def check_required_fields(config: Any) -> None:
   """Raises ``ValueError`` naming the first field of :data:`REQUIRED_FIELDS` that
   ``config`` lacks, or that holds a string where an object is expected or the reverse
-  (numbers are checked by :func:`check_counts`)."""
+  (numbers are checked by :func:`check_counts`), then the first field of
+  :data:`REQUIRED_GROUP_FIELDS` (and, for ``adamw``, :data:`ADAMW_FIELDS`) its group lacks:
+  ``config.optimizer.grad_clip: missing (see configs/default.py)``."""
   for name, kind in REQUIRED_FIELDS.items():
     if name not in config:
       raise ValueError(f"config.{name}: missing; expected {kind} (see configs/default.py)")
@@ -78,6 +131,15 @@ def check_required_fields(config: Any) -> None:
       kind == "a string" and not isinstance(value, str)
     ):
       raise ValueError(f"config.{name}: expected {kind}, got {value!r} ({type(value).__name__})")
+  for group, fields in REQUIRED_GROUP_FIELDS.items():
+    required = fields + (ADAMW_FIELDS if group == "optimizer" and _adamw(config) else ())
+    for name in required:
+      if name not in config[group]:
+        raise ValueError(f"config.{group}.{name}: missing (see configs/default.py)")
+
+
+def _adamw(config: Any) -> bool:
+  return "name" in config.optimizer and config.optimizer.name == "adamw"
 
 
 # Number fields and their range: (smallest value, whether the smallest value is valid).
@@ -93,7 +155,7 @@ TERM_NUMBERS: dict[str, tuple[float, bool]] = {
   "temperature": (0.0, False),
   "sharpness": (0.0, False),
 }
-# Fields that configs/default.py sets to a string but older config.json files may lack.
+# Fields that name a file or a workdir, or are empty ("").
 OPTIONAL_STRINGS: tuple[str, ...] = ("init_from", "vocab_file")
 # Switches: fields of the config and of every loss term that take True or False.
 BOOLEANS: tuple[str, ...] = ("compilation_cache",)
@@ -150,37 +212,31 @@ def check_token_buckets(config: Any) -> None:
 
 
 def _check_optimizer(config: Any) -> None:
-  optimizer = config.get("optimizer")
-  if not hasattr(optimizer, "keys"):
-    return
+  optimizer = config.optimizer
   for name, (minimum, inclusive) in OPTIMIZER_NUMBERS.items():
     if name in optimizer:
       check_number(f"optimizer.{name}", optimizer[name], minimum, inclusive)
-  modules = optimizer.get("module_decay_factors")
-  if modules is not None and not hasattr(modules, "keys"):
+  modules = optimizer.module_decay_factors
+  if not hasattr(modules, "keys"):
     raise ValueError(
       f"config.optimizer.module_decay_factors: expected an object {{module: factor}}, "
       f"got {modules!r}"
     )
-  for module, factor in dict(modules or {}).items():
+  for module, factor in dict(modules).items():
     check_number(f"optimizer.module_decay_factors.{module}", factor, 0.0, False)
 
 
 def _check_concepts(config: Any) -> None:
-  """``config.concepts`` (when present): ``source`` a string, ``num_concepts`` a whole
+  """``config.concepts``: ``source`` a string, ``num_concepts`` a whole
   number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`."""
-  concepts = config.get("concepts")
-  if concepts is None:
-    return
-  if not hasattr(concepts, "keys"):
-    raise ValueError(f"config.concepts: expected an object, got {concepts!r}")
-  source = concepts.get("source", "")
+  concepts = config.concepts
+  source = concepts.source
   if not isinstance(source, str):
     raise ValueError(f"config.concepts.source: expected a string (a folder or ''), got {source!r}")
-  count = concepts.get("num_concepts", 300)
+  count = concepts.num_concepts
   if isinstance(count, bool) or not isinstance(count, int) or count < 2:
     raise ValueError(f"config.concepts.num_concepts: expected a whole number >= 2, got {count!r}")
-  vectors = concepts.get("vectors", "onehot")
+  vectors = concepts.vectors
   if vectors not in VECTOR_CHOICES:
     raise ValueError(
       f"config.concepts.vectors: expected one of {', '.join(VECTOR_CHOICES)}, got {vectors!r}"
@@ -190,10 +246,8 @@ def _check_concepts(config: Any) -> None:
 def _check_loss_terms(config: Any) -> None:
   """Every loss term's numbers and switches; a term that starts at or after the last
   epoch (``from_epoch >= num_epochs``) would never train."""
-  loss = config.get("loss")
-  if not hasattr(loss, "keys"):
-    return
-  num_epochs = config.get("num_epochs")
+  loss = config.loss
+  num_epochs = config.num_epochs
   for term_name in loss.keys():
     term = loss[term_name]
     if not hasattr(term, "keys"):
@@ -263,5 +317,122 @@ def check_train_config(config: Any) -> None:
         f"({', '.join(d.name for d in DATASETS.values() if d.exact_relevance)}), "
         f"not {config.dataset}"
       )
-  if config.get("calibration"):  # a bad chain or table fails here, before any data is built
-    objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
+  # a bad calibration chain or table fails here, before any data is built
+  objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
+
+
+def with_absolute_teachers(graded: Mapping[str, str]) -> dict[str, str]:
+  """``config.graded`` with every teacher workdir made absolute (against the current
+  directory), so the ``config.json`` of a run names its teacher wherever it is read."""
+
+  def absolute(leaf: GradedSource) -> GradedSource:
+    if leaf.stored != "teacher":
+      return leaf
+    return leaf._replace(estimator=paths.absolute(leaf.estimator))
+
+  out = {}
+  for name, source in graded.items():
+    parsed = parse_source(source)
+    if isinstance(parsed, CombinedSource):
+      parsed = parsed._replace(parts=tuple(absolute(p) for p in parsed.parts))
+    else:
+      parsed = absolute(parsed)
+    out[name] = parsed.spec()
+  return out
+
+
+def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """A copy of ``config`` with its references resolved and every teacher workdir,
+  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir`` and ``concepts.source`` made
+  absolute, so ``config.json`` names them from any directory (``jitr-eval`` run elsewhere
+  finds them). ``config`` has passed :func:`check_train_config`."""
+  config = config.copy_and_resolve_references()
+  config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
+  for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
+    if config[field]:
+      config[field] = paths.absolute(config[field])
+  if config.concepts.source:
+    config.concepts.source = paths.absolute(config.concepts.source)
+  return config
+
+
+# Fields (dotted paths; a group covers every field under it) that a resume may change:
+# they set how the run is executed, logged and cached, or (init_from) what only a run's
+# first start reads, not what a resume trains, evaluates or writes to metrics.json. Every
+# other field must equal config.json's.
+EXECUTION_FIELDS: dict[str, str] = {
+  "log_every_steps": "how often train scalars and progress are logged and losses checked",
+  "eval_batch_size": "how many items an evaluation pass embeds at once (the same scores)",
+  "prefetch": "how many batches are put on the devices ahead of the step",
+  "token_buckets": "the widths training batches are padded to (the same scores, other compiles)",
+  "compilation_cache": "whether compiled steps are kept on disk",
+  "data_dir": (
+    "where the TFDS data, relevance records and compile cache are kept (built again "
+    "from the config when missing)"
+  ),
+  "precomp_root": (
+    "where the precomp folders are read from (config.json keeps the first run's absolute "
+    "path; the same files seen from another directory or host)"
+  ),
+  "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",
+  "distributed": "how the processes of a multi-host run reach each other",
+  "estimators.sentence.show_progress": "whether the sentence model draws its own progress bars",
+  "estimators.tokens.show_progress": "whether the tokens model draws its own progress bars",
+  "init_from": (
+    "where a new run's first parameters come from (a resume continues from its own latest "
+    "checkpoint; config.json keeps the first run's value)"
+  ),
+}
+# May change within the bounds of jitr.experiment.workdir.check_num_epochs; config.json
+# then records the new value.
+EPOCHS_FIELD = "num_epochs"
+
+
+class _Absent:
+  """A field present in one of two configs only."""
+
+  def __repr__(self) -> str:
+    return "(absent)"
+
+
+ABSENT = _Absent()
+
+
+def _may_change(path: str) -> bool:
+  """Whether the dotted ``path`` is ``num_epochs`` or under an :data:`EXECUTION_FIELDS` entry."""
+  return path == EPOCHS_FIELD or any(
+    path == field or path.startswith(field + ".") for field in EXECUTION_FIELDS
+  )
+
+
+def _empty_group(value: Any) -> bool:
+  return isinstance(value, Mapping) and not value
+
+
+def _leaf_differences(old: Any, new: Any, path: str) -> list[tuple[str, Any, Any]]:
+  """``(path, old, new)`` for every differing leaf under ``path`` (dicts compared key by
+  key; a key on one side only is one entry, but an empty group on one side and nothing on
+  the other are the same: ``optimizer.module_decay_factors = {}`` of configs/default.py and
+  a config.json written before that field was explicit; lists and tuples compared as
+  lists)."""
+  if isinstance(old, Mapping) and isinstance(new, Mapping):
+    out = []
+    for key in sorted(set(old) | set(new), key=str):
+      sub = f"{path}.{key}" if path else str(key)
+      a, b = old.get(key, ABSENT), new.get(key, ABSENT)
+      if (a is ABSENT and _empty_group(b)) or (b is ABSENT and _empty_group(a)):
+        continue
+      out += _leaf_differences(a, b, sub)
+    return out
+  if isinstance(old, list | tuple) and isinstance(new, list | tuple):
+    old, new = list(old), list(new)
+  same = old == new and isinstance(old, bool) == isinstance(new, bool)  # True is not 1
+  return [] if same else [(path, old, new)]
+
+
+def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+  """``(dotted field, saved value, new value)`` for every field where the JSON configs
+  ``saved`` and ``new`` differ, in field order, leaving out the fields a resume may change
+  (:data:`EXECUTION_FIELDS`, ``num_epochs``). A field or group on one side only is one
+  entry whose other value is :data:`ABSENT`."""
+  return [d for d in _leaf_differences(saved, new, "") if not _may_change(d[0])]
