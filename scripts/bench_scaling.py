@@ -65,6 +65,7 @@ def _compile(n: int, block_size: int | None) -> dict:
   from jax.sharding import PartitionSpec as P
 
   from jitr import losses, models
+  from jitr.training import row_exchange
   from jitr.training import step as step_lib
 
   devices = jax.devices()
@@ -77,30 +78,21 @@ def _compile(n: int, block_size: int | None) -> dict:
   def loss_and_grad(img, txt, ids, valid, rel_rows, rel_cols):
     b = ids.shape[0]
     start = jax.lax.axis_index("batch") * b
-    positives, where = step_lib.query_targets(
+    positives, where = row_exchange.query_targets(
       {"image_ids": ids, "valid": valid},
       {
         "image_ids": jax.lax.all_gather(ids, "batch", tiled=True),
         "valid": jax.lax.all_gather(valid, "batch", tiled=True),
       },
     )
-    graded = loss_fn.graded_inputs({"relevance": (rel_rows, rel_cols)})
+    queries = row_exchange.DeviceQueries(
+      start + jnp.arange(b), positives, where, valid, {"relevance": (rel_rows, rel_cols)}
+    )
 
     def share(img, txt):
       i2t = models.similarity(img, jax.lax.all_gather(txt, "batch", tiled=True))
       t2i = models.similarity(jax.lax.all_gather(img, "batch", tiled=True), txt).T
-      return step_lib.split_loss(
-        loss_fn,
-        i2t,
-        t2i,
-        positives,
-        where,
-        graded,
-        start + jnp.arange(b),
-        key=None,
-        step=0,
-        axis_name="batch",
-      )[0]
+      return step_lib.split_loss(loss_fn, i2t, t2i, queries, key=None, step=0, axis_name="batch")[0]
 
     value, grads = jax.value_and_grad(share, argnums=(0, 1))(img, txt)
     return jax.lax.psum(value, "batch"), grads

@@ -36,7 +36,7 @@ from jitr.training.agreed_stop import AgreedStop
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.compile_cache import enable_run_compilation_cache
 from jitr.training.graded import make_graded_fn
-from jitr.training.loop import StopRequested, fit
+from jitr.training.loop import EpochPlan, LoopHooks, StopRequested, fit
 from jitr.training.train_progress import TrainProgress
 
 
@@ -154,24 +154,30 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
       state, finished = fit(
         state,
         parallel=parallel,
-        epoch_batches=lambda e: pairs.epoch_batches(
-          train,
-          batch_size=config.batch_size,
-          seed=config.seed,
-          epoch=e,
-          rows=rows,
-          buckets=tuple(config.token_buckets),
+        plan=EpochPlan(
+          epoch_batches=lambda e: pairs.epoch_batches(
+            train,
+            batch_size=config.batch_size,
+            seed=config.seed,
+            epoch=e,
+            rows=rows,
+            buckets=tuple(config.token_buckets),
+          ),
+          steps_per_epoch=steps_per_epoch,
+          num_epochs=config.num_epochs,
         ),
-        steps_per_epoch=steps_per_epoch,
-        num_epochs=config.num_epochs,
         checkpoints=checkpoints,
-        evaluate=reporter.timed_fn("eval", lambda s: validation_metrics(evaluate, s, lines.phase)),
-        on_step=reporter.on_step,
-        on_epoch=reporter.on_epoch,
-        stop=stop,
+        hooks=LoopHooks(
+          evaluate=reporter.timed_fn(
+            "eval", lambda s: validation_metrics(evaluate, s, lines.phase)
+          ),
+          on_step=reporter.on_step,
+          on_epoch=reporter.on_epoch,
+          stop=stop,
+          progress=lines,
+        ),
         prefetch=config.prefetch,
         check_finite_every=config.log_every_steps,  # and before every save
-        progress=lines,
       )
     reporter.close()
     if not finished:

@@ -32,8 +32,8 @@ def agreed_signal(signals: np.ndarray) -> int | None:
 
 
 class AgreedStop:
-  """A ``stop()`` for :func:`~jitr.training.loop.fit` that is true on every process at
-  the same step.
+  """A ``stop()`` for :func:`~jitr.training.loop.fit` (its ``hooks.stop``) that is true on
+  every process at the same step.
 
   With one process it is ``local`` itself (checked every step). With several, every
   ``every_steps``-th call all-gathers each process's :attr:`StopRequested.signal_number`;

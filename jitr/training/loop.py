@@ -4,6 +4,7 @@ epoch and on SIGTERM or SIGINT (Ctrl-C), validate."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import signal
 import threading
@@ -65,28 +66,65 @@ class StopRequested:
     self._previous = {}
 
 
+@dataclasses.dataclass(frozen=True)
+class EpochPlan:
+  """What :func:`fit` trains: ``num_epochs`` epochs of ``steps_per_epoch`` batches each,
+  ``epoch_batches(epoch)`` giving an epoch's host batches.
+
+  ``epoch_batches(epoch)`` must give the same host batches for the same epoch every time
+  (seeded by the epoch), so a resumed run — restored from the latest checkpoint, skipping
+  the batches the saved step already consumed — ends with exactly the parameters of an
+  uninterrupted one.
+  """
+
+  epoch_batches: EpochBatches
+  steps_per_epoch: int
+  num_epochs: int
+
+  @property
+  def total_steps(self) -> int:
+    return self.steps_per_epoch * self.num_epochs
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopHooks:
+  """What :func:`fit` calls besides the step; every one optional.
+
+  Attributes:
+    evaluate: ``evaluate(host_state) -> metrics`` after every epoch (also what the best
+      checkpoint is chosen by); ``None``: no validation.
+    on_step: ``on_step(step, metrics)`` after every step (``metrics`` still on the devices).
+    on_epoch: ``on_epoch(epoch, validation_metrics)`` after every epoch.
+    stop: ``stop() -> bool`` after every step; true saves the latest state and returns
+      (see :class:`StopRequested`).
+    progress: the :class:`~jitr.training.train_progress.TrainProgress` that says what the
+      loop does (restoring, ``resumed from step N``, compiling the train step) and draws
+      the steps line, whose rate leaves out validation and checkpoint saves; ``None``: a
+      silent one.
+  """
+
+  evaluate: Callable[[TrainState], dict[str, float]] | None = None
+  on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None
+  on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None
+  stop: Callable[[], bool] = lambda: False
+  progress: TrainProgress | None = None
+
+
 def fit(
   state: TrainState,
   *,
   parallel: DataParallel,
-  epoch_batches: EpochBatches,
-  steps_per_epoch: int,
-  num_epochs: int,
+  plan: EpochPlan,
   checkpoints: Checkpoints | None = None,
-  evaluate: Callable[[TrainState], dict[str, float]] | None = None,
-  on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None,
-  on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None,
-  stop: Callable[[], bool] = lambda: False,
+  hooks: LoopHooks = LoopHooks(),
   prefetch: int = 2,
   check_finite_every: int = 100,
-  progress: TrainProgress | None = None,
 ) -> tuple[TrainState, bool]:
-  """Trains ``num_epochs`` epochs of ``steps_per_epoch`` steps; returns ``(state, finished)``.
+  """Trains ``plan``'s epochs (:class:`EpochPlan`); returns ``(state, finished)``.
 
-  ``epoch_batches(epoch)`` must give the same host batches for the same epoch
-  every time (seeded by the epoch), so a resumed run — restored from the latest
-  checkpoint, skipping the batches the saved step already consumed — ends with
-  exactly the parameters of an uninterrupted one. When ``stop()`` turns true
+  Starts from the latest checkpoint of ``checkpoints`` when it has one, skipping the
+  batches the saved step already consumed, and saves the latest state every epoch
+  (and the best by ``hooks.evaluate``'s metrics). When ``hooks.stop()`` turns true
   (see :class:`StopRequested`), the latest state is saved and ``finished`` is
   ``False``. Host batches are built in a background thread and put on the
   devices ``prefetch`` batches ahead (:func:`~jitr.training.prefetch.prefetch_to_device`),
@@ -98,13 +136,11 @@ def fit(
   check (one transfer, no sync per step) and raises
   :class:`~jitr.training.finite.NonFiniteTrainingError` on the first NaN/Inf:
   that state is never saved, so the last good checkpoint stays the latest.
-
-  ``progress`` (a :class:`~jitr.training.train_progress.TrainProgress`) says what the
-  loop does (restoring, ``resumed from step N``, compiling the train step) and draws the
-  steps line, whose rate leaves out validation and checkpoint saves.
   """
+  progress = hooks.progress
   if progress is None:
-    progress = TrainProgress(total_steps=steps_per_epoch * num_epochs, enabled=False)
+    progress = TrainProgress(total_steps=plan.total_steps, enabled=False)
+    hooks = dataclasses.replace(hooks, progress=progress)
   if checkpoints is not None:
     if checkpoints.latest.latest_step() is not None:
       progress.phase("restoring the latest checkpoint")
@@ -114,25 +150,27 @@ def fit(
       progress.resumed(int(jax.device_get(state.step)))
   step = int(jax.device_get(state.step))
   state = parallel.put_state(state)
-  if step < steps_per_epoch * num_epochs:
+  if step < plan.total_steps:
     progress.phase("compiling the train step")
   progress.start(step)
+
+  def kept() -> str:
+    last = checkpoints.latest.latest_step() if checkpoints is not None else None
+    return (
+      "no checkpoint was saved" if last is None else f"the latest checkpoint is still step {last}"
+    )
+
   try:
+    guard = FiniteGuard(every=check_finite_every, kept=kept)
     return _epochs(
       state,
       step,
       parallel=parallel,
-      epoch_batches=epoch_batches,
-      steps_per_epoch=steps_per_epoch,
-      num_epochs=num_epochs,
+      plan=plan,
       checkpoints=checkpoints,
-      evaluate=evaluate,
-      on_step=on_step,
-      on_epoch=on_epoch,
-      stop=stop,
+      hooks=hooks,
+      guard=guard,
       prefetch=prefetch,
-      check_finite_every=check_finite_every,
-      progress=progress,
     )
   finally:
     progress.close()
@@ -143,31 +181,19 @@ def _epochs(
   step: int,
   *,
   parallel: DataParallel,
-  epoch_batches: EpochBatches,
-  steps_per_epoch: int,
-  num_epochs: int,
+  plan: EpochPlan,
   checkpoints: Checkpoints | None,
-  evaluate: Callable[[TrainState], dict[str, float]] | None,
-  on_step: Callable[[int, dict[str, Any]], None],
-  on_epoch: Callable[[int, dict[str, float]], None],
-  stop: Callable[[], bool],
+  hooks: LoopHooks,
+  guard: FiniteGuard,
   prefetch: int,
-  check_finite_every: int,
-  progress: TrainProgress,
 ) -> tuple[TrainState, bool]:
-  """:func:`fit`'s epochs from ``step`` on, ``state`` already on the devices."""
-
-  def kept() -> str:
-    last = checkpoints.latest.latest_step() if checkpoints is not None else None
-    return (
-      "no checkpoint was saved" if last is None else f"the latest checkpoint is still step {last}"
-    )
-
-  guard = FiniteGuard(every=check_finite_every, kept=kept)
-
-  for epoch in range(step // steps_per_epoch, num_epochs):
+  """:func:`fit`'s epochs from ``step`` on, ``state`` already on the devices and
+  ``hooks.progress`` set."""
+  progress = hooks.progress
+  steps_per_epoch = plan.steps_per_epoch
+  for epoch in range(step // steps_per_epoch, plan.num_epochs):
     skip = step - epoch * steps_per_epoch
-    host_batches = itertools.islice(epoch_batches(epoch), skip, steps_per_epoch)
+    host_batches = itertools.islice(plan.epoch_batches(epoch), skip, steps_per_epoch)
     if prefetch > 0:
       device_batches = prefetch_to_device(host_batches, size=prefetch, put=parallel.put_batch)
     else:  # each batch built and put in the loop's thread (JAX's async dispatch still overlaps)
@@ -177,9 +203,9 @@ def _epochs(
         state, metrics = parallel(state, batch)
         step += 1
         progress.on_step(step, metrics)
-        on_step(step, metrics)
+        hooks.on_step(step, metrics)
         guard.add(step, metrics)
-        if stop():
+        if hooks.stop():
           guard.check()
           if checkpoints is not None:
             with progress.paused():
@@ -193,10 +219,10 @@ def _epochs(
     with progress.paused():
       guard.check()
       host_state = parallel.get_state(state)
-      epoch_metrics = evaluate(host_state) if evaluate is not None else {}
+      epoch_metrics = hooks.evaluate(host_state) if hooks.evaluate is not None else {}
       if checkpoints is not None:
         checkpoints.save_latest(host_state)
-        if evaluate is not None:
+        if hooks.evaluate is not None:
           checkpoints.save_best(host_state, epoch_metrics)
-      on_epoch(epoch, epoch_metrics)
+      hooks.on_epoch(epoch, epoch_metrics)
   return parallel.get_state(state), True

@@ -117,7 +117,8 @@ def default_writer(workdir: str) -> ScalarWriter:
 
 
 class TrainReporter:
-  """``on_step`` / ``on_epoch`` hooks of :func:`jitr.training.loop.fit`.
+  """``on_step`` / ``on_epoch`` hooks of :func:`jitr.training.loop.fit`
+  (:class:`~jitr.training.loop.LoopHooks`).
 
   Every ``every_steps`` steps (and at the last) the step's metrics go to the
   writer as ``train/<name>``; :class:`~jitr.training.progress_report.ProgressReport`

@@ -13,7 +13,7 @@ import pytest
 
 from jitr import training
 from jitr.training.checkpoints import CheckpointCorruptError, Checkpoints, DiskFullError
-from jitr.training.loop import fit
+from jitr.training.loop import EpochPlan, fit
 from tests.file_fixtures import snapshot
 from tests.training import tiny
 
@@ -34,9 +34,11 @@ def _train(workdir, num_epochs=2):
   state, _ = fit(
     tiny.make_state(optax.adam(1e-2)),
     parallel=_parallel(),
-    epoch_batches=lambda e: (tiny.make_batch(seed=100 * e + i) for i in range(STEPS_PER_EPOCH)),
-    steps_per_epoch=STEPS_PER_EPOCH,
-    num_epochs=num_epochs,
+    plan=EpochPlan(
+      epoch_batches=lambda e: (tiny.make_batch(seed=100 * e + i) for i in range(STEPS_PER_EPOCH)),
+      steps_per_epoch=STEPS_PER_EPOCH,
+      num_epochs=num_epochs,
+    ),
     checkpoints=checkpoints,
   )
   checkpoints.close()

@@ -8,7 +8,7 @@ import pytest
 
 from jitr import training
 from jitr.training.checkpoints import Checkpoints
-from jitr.training.loop import StopRequested, fit
+from jitr.training.loop import EpochPlan, LoopHooks, StopRequested, fit
 from tests.training import tiny
 
 STEPS_PER_EPOCH = 3
@@ -29,13 +29,9 @@ def _run(workdir, *, stop_after=None, evaluate=None):
   state, finished = fit(
     tiny.make_state(optax.adam(1e-2)),
     parallel=parallel,
-    epoch_batches=_epoch_batches,
-    steps_per_epoch=STEPS_PER_EPOCH,
-    num_epochs=2,
+    plan=EpochPlan(epoch_batches=_epoch_batches, steps_per_epoch=STEPS_PER_EPOCH, num_epochs=2),
     checkpoints=checkpoints,
-    evaluate=evaluate,
-    on_step=lambda step, m: seen.append(step),
-    stop=stop,
+    hooks=LoopHooks(evaluate=evaluate, on_step=lambda step, m: seen.append(step), stop=stop),
   )
   checkpoints.close()
   return state, finished, seen
@@ -81,9 +77,7 @@ def test_short_epoch_is_an_error(tmp_path):
     fit(
       tiny.make_state(),
       parallel=parallel,
-      epoch_batches=_epoch_batches,
-      steps_per_epoch=5,
-      num_epochs=1,
+      plan=EpochPlan(epoch_batches=_epoch_batches, steps_per_epoch=5, num_epochs=1),
     )
 
 
@@ -113,10 +107,8 @@ def test_fit_learns_the_batches_it_sees():
   state, finished = fit(
     start,
     parallel=parallel,
-    epoch_batches=lambda epoch: iter(batches),
-    steps_per_epoch=3,
-    num_epochs=8,
-    on_step=lambda step, m: losses.append(float(m["loss"])),
+    plan=EpochPlan(epoch_batches=lambda epoch: iter(batches), steps_per_epoch=3, num_epochs=8),
+    hooks=LoopHooks(on_step=lambda step, m: losses.append(float(m["loss"]))),
   )
   assert finished and len(losses) == 24
   first, last = np.array(losses[:3]), np.array(losses[-3:])
@@ -135,9 +127,7 @@ def test_prefetching_does_not_change_the_result():
     state, finished = fit(
       tiny.make_state(optax.adam(1e-2)),
       parallel=parallel,
-      epoch_batches=_epoch_batches,
-      steps_per_epoch=STEPS_PER_EPOCH,
-      num_epochs=2,
+      plan=EpochPlan(epoch_batches=_epoch_batches, steps_per_epoch=STEPS_PER_EPOCH, num_epochs=2),
       prefetch=prefetch,
     )
     assert finished and int(state.step) == 2 * STEPS_PER_EPOCH

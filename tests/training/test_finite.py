@@ -11,7 +11,7 @@ import pytest
 from jitr import training
 from jitr.training.checkpoints import Checkpoints
 from jitr.training.finite import FiniteGuard, NonFiniteTrainingError
-from jitr.training.loop import fit
+from jitr.training.loop import EpochPlan, LoopHooks, fit
 from tests.file_fixtures import snapshot
 from tests.training import tiny
 
@@ -59,11 +59,11 @@ def _fit(workdir, epoch_batches, *, num_epochs, every=2):
     return fit(
       tiny.make_state(optax.adam(1e-2)),
       parallel=parallel,
-      epoch_batches=epoch_batches,
-      steps_per_epoch=STEPS_PER_EPOCH,
-      num_epochs=num_epochs,
+      plan=EpochPlan(
+        epoch_batches=epoch_batches, steps_per_epoch=STEPS_PER_EPOCH, num_epochs=num_epochs
+      ),
       checkpoints=checkpoints,
-      evaluate=lambda state: {"rsum": 1.0},
+      hooks=LoopHooks(evaluate=lambda state: {"rsum": 1.0}),
       check_finite_every=every,
     )
   finally:
@@ -95,9 +95,7 @@ def test_a_nan_learning_rate_is_caught_before_the_first_save(tmp_path):
     fit(
       tiny.make_state(optax.adam(float("nan"))),
       parallel=parallel,
-      epoch_batches=_batches,
-      steps_per_epoch=STEPS_PER_EPOCH,
-      num_epochs=1,
+      plan=EpochPlan(epoch_batches=_batches, steps_per_epoch=STEPS_PER_EPOCH, num_epochs=1),
       checkpoints=checkpoints,
     )
   checkpoints.close()

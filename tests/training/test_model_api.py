@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as P
 from jitr import losses, training
 from jitr.models import MODELS, make_model
 from jitr.models.retrieval_model import caption_targets
-from jitr.training import step as step_lib
+from jitr.training import row_exchange
 from tests.training import model_zoo, tiny
 
 # The split of every loss is tested in test_split.py; here the models' side matters.
@@ -89,7 +89,7 @@ def test_pairwise_rows_are_the_global_sim_scored_once():
   def one_device(v, b):  # one program: the forward, its ``score`` and the unsplit rows
     out = model.forward(v, b, train=False)[0]
     want = model.score(v, out.images, out.captions, train=False)[0]
-    rows = step_lib.query_rows(
+    rows = row_exchange.query_rows(
       model, v, out.images, out.captions, train=False, rngs=None, axis_name=None
     )[:2]
     return out, want, rows
@@ -99,7 +99,7 @@ def test_pairwise_rows_are_the_global_sim_scored_once():
   mesh = jax.make_mesh((8,), ("batch",), devices=jax.devices())
 
   def rows(variables, images, captions):
-    i2t, t2i, _ = step_lib.query_rows(
+    i2t, t2i, _ = row_exchange.query_rows(
       model, variables, images, captions, train=False, rngs=None, axis_name="batch"
     )
     return i2t, t2i

@@ -11,7 +11,7 @@ from jitr.data import pairs
 from jitr.data.vocab import bucket_length
 from jitr.experiment.run_concepts import concept_inputs
 from jitr.models.cvse_model import concept_graph
-from jitr.training.loop import fit
+from jitr.training.loop import EpochPlan, LoopHooks, fit
 
 MODELS = {
   # length_buckets=1: one scoring branch to compile (the cut is exact, so it trains alike)
@@ -66,10 +66,8 @@ def _run(config, data_dir, epochs):
   final, finished = fit(
     state,
     parallel=parallel,
-    epoch_batches=epoch_batches,
-    steps_per_epoch=steps,
-    num_epochs=epochs,
-    on_step=lambda step, m: seen.append({k: float(v) for k, v in m.items()}),
+    plan=EpochPlan(epoch_batches=epoch_batches, steps_per_epoch=steps, num_epochs=epochs),
+    hooks=LoopHooks(on_step=lambda step, m: seen.append({k: float(v) for k, v in m.items()})),
     prefetch=0,
   )
   assert finished and len(seen) == steps * epochs
