@@ -23,7 +23,7 @@ listwise ranks), not O(N²).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 
 import jax
@@ -33,15 +33,13 @@ import optax
 from jitr import losses
 from jitr.losses.composite import Objective, PartialSums
 from jitr.losses.query_rows import IMAGE_TO_TEXT, TEXT_TO_IMAGE, QueryRows
-from jitr.models.retrieval_model import RetrievalModel
+from jitr.models.retrieval_model import INPUTS, RetrievalModel
 from jitr.training.state import TrainState
 
 Batch = Mapping[str, jax.Array]
 # (image-side rows, caption-side rows, positives [n_img, n_txt]) -> {name: [n_img, n_txt]},
 # e.g. {"relevance": ...}; see jitr.training.graded.make_graded_fn.
 GradedFn = Callable[[Batch, Batch, jax.Array], Mapping[str, jax.Array]]
-
-MODEL_INPUTS = ("images", "image_mask", "tokens", "lengths", "concept_labels")
 
 
 def in_batch_targets(batch: Batch) -> tuple[jax.Array, jax.Array]:
@@ -274,12 +272,16 @@ def graded_rows(
 
 
 def device_queries(
-  batch: Batch, graded_fn: GradedFn | None, axis_name: str | None
+  batch: Batch,
+  graded_fn: GradedFn | None,
+  axis_name: str | None,
+  model_inputs: Collection[str] = INPUTS,
 ) -> DeviceQueries:
   """This device's queries: the batch's non-model fields (ids, validity, stored relevance
-  data) all-gathered over ``axis_name``, the device's global row indices, its targets
+  data; every key but the ``model_inputs``, the model's :attr:`RetrievalModel.inputs`)
+  all-gathered over ``axis_name``, the device's global row indices, its targets
   (:func:`query_targets`) and its graded rows (:func:`graded_rows`)."""
-  local = {k: v for k, v in batch.items() if k not in MODEL_INPUTS}
+  local = {k: v for k, v in batch.items() if k not in model_inputs}
   shared = {k: _gather(v, axis_name) for k, v in local.items()}
   rows_here = local["image_ids"].shape[0]
   start = 0 if axis_name is None else jax.lax.axis_index(axis_name) * rows_here
@@ -483,7 +485,7 @@ def make_train_step(
 
   def train_step(state: TrainState, batch: Batch):
     keys = step_keys(state.rng, axis_name)
-    queries = device_queries(batch, graded_fn, axis_name)
+    queries = device_queries(batch, graded_fn, axis_name, model.inputs)
     share = functools.partial(
       device_share,
       model=model,

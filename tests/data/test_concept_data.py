@@ -24,7 +24,7 @@ from jitr.data.concept_data import (
   save_concept_data,
 )
 from jitr.data.vocab import tokenize
-from jitr.models import cvse_graph
+from jitr.models.cvse import graph as cvse_graph
 from jitr.relevance.captions_io import read_flickr8k_tokens, read_precomp_captions
 from tests.data_folders import data_folder
 
