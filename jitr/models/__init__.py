@@ -11,8 +11,8 @@ every network through one interface, :class:`RetrievalModel` (built by name from
 ``make_model(config.model, vocab_size, constants)``, registry :data:`MODELS` of
 :class:`Network` s, each declaring the batch keys and dataset constants it needs).
 
-Each network is a package: :mod:`jitr.models.vse`, :mod:`jitr.models.sgraf`,
-:mod:`jitr.models.vsrn`, :mod:`jitr.models.cvse` (its modules, its adapter to
+Each network is a package: :mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
+:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse` (its modules, its adapter to
 :class:`RetrievalModel`, its registry entry and its converter of official weights).
 """
 

@@ -3,7 +3,7 @@
 ``config`` is the experiment's ``config.model`` as a dict; its ``name`` picks the
 network (default :data:`DEFAULT_MODEL`, ``"vse"``) and the other keys are its builder's
 keyword arguments; ``constants`` holds the dataset constants a network declares it needs
-(:attr:`Network.constants`, by name), ignored by the others:
+(:attr:`!Network.constants`, by name), ignored by the others:
 
 - ``"vse"``: :func:`jitr.models.create_dual_encoder` (VSE++†, VSE∞);
 - ``"sgr"`` / ``"saf"``: :class:`jitr.models.SGRAF` with ``module="SGR"`` / ``"SAF"``;
@@ -15,7 +15,7 @@ keyword arguments; ``constants`` holds the dataset constants a network declares 
   ``eval_fused_weight``, ``label_completion``: ``""`` for none) and ``concept_threshold``
   (the graph's ``t``, default 0.3). It needs the dataset's concepts,
   ``constants={"concepts": ConceptInputs(...)}``, and its batches carry
-  ``concept_labels`` (its :attr:`Network.inputs`).
+  ``concept_labels`` (its :attr:`!Network.inputs`).
 
 Each :class:`Network` declares, before anything is built, the batch keys its model reads
 (``inputs``) and the dataset constants its builder needs (``constants``).
@@ -56,7 +56,7 @@ def make_model(
 ) -> RetrievalModel:
   """The :class:`RetrievalModel` ``config["name"]`` (default ``"vse"``) names; ``constants``:
   the dataset constants by name (``{"concepts": ConceptInputs(...)}``), of which each
-  network reads those its :attr:`Network.constants` names."""
+  network reads those its :attr:`!Network.constants` names."""
   name, network = network_of(config)
   config = {k: v for k, v in dict(config).items() if k != "name"}
   try:

@@ -14,7 +14,7 @@ and ``lengths [B]``; row ``b`` is pair ``b`` (its image and its caption). A
 *representation* is any pytree with rows first: an embedding ``[B, E]`` (dual encoders,
 ``pairwise=False``, ``sim = img @ txt.T``) or ``(regions, mask)`` / ``(words, mask)``
 (similarity models, ``pairwise=True``, ``score`` runs cross-attention on every pair).
-A network reads the batch keys :attr:`RetrievalModel.inputs` names (:data:`INPUTS` for
+A network reads the batch keys :attr:`!RetrievalModel.inputs` names (:data:`INPUTS` for
 most; CVSE adds its ``concept_labels``): the train step gathers every other key of the
 batch (ids, validity, relevance data) as the queries' fields. ``new_state`` is the
 mutated non-param collections (``{}`` when none): running BatchNorm statistics.
@@ -24,8 +24,8 @@ per-caption moments gathered), so the step's ``pmean`` of it is exact.
 ``ModelOutput.aux_losses`` are per-row auxiliary losses ``{name: [B]}`` (VSRN's caption
 NLL per pair) that the step adds with weight ``aux_weights[name]``.
 
-Each network's package (:mod:`jitr.models.vse`, :mod:`jitr.models.sgraf`,
-:mod:`jitr.models.vsrn`, :mod:`jitr.models.cvse`) holds its adapter to this interface
+Each network's package (:mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
+:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse`) holds its adapter to this interface
 (:func:`~jitr.models.dual_encoder_model`, :func:`~jitr.models.sgraf_model`,
 :func:`~jitr.models.vsrn_model`, :func:`~jitr.models.cvse_model`) and a :class:`Network`:
 how the registry builds it from a config, and what it declares it needs.
@@ -46,7 +46,7 @@ Batch = Mapping[str, jax.Array]
 Variables = Mapping[str, Any]
 
 INPUTS = ("images", "image_mask", "tokens", "lengths")
-"""The batch keys every network reads: the default of :attr:`RetrievalModel.inputs`."""
+"""The batch keys every network reads: the default of :attr:`!RetrievalModel.inputs`."""
 
 
 class ModelOutput(NamedTuple):
@@ -91,15 +91,15 @@ class Network:
 
   build: Builder
   """The builder: the config's keys (``name`` removed) are its settings; ``constants``
-  holds the dataset constants :attr:`constants` names (other keys are ignored)."""
+  holds the dataset constants :attr:`!constants` names (other keys are ignored)."""
   inputs: tuple[str, ...] = INPUTS
-  """The batch keys the built model reads (its :attr:`RetrievalModel.inputs`)."""
+  """The batch keys the built model reads (its :attr:`!RetrievalModel.inputs`)."""
   constants: tuple[str, ...] = ()
   """The dataset constants the builder needs, by name (``"concepts"``: CVSE's
   :class:`~jitr.models.ConceptInputs`)."""
   settings_of: Callable[..., Any] | None = None
   """The callable whose keyword arguments are the network's settings
-  (:mod:`jitr.models.model_settings`)."""
+  (:mod:`!jitr.models.model_settings`)."""
   extra_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   """Settings the builder takes besides those keyword arguments, with their defaults."""
 
