@@ -106,8 +106,12 @@ class Network:
   def __call__(
     self, config: Mapping[str, Any], vocab_size: int, constants: Mapping[str, Any] | None = None
   ) -> RetrievalModel:
-    constants = dict(constants or {})
-    return self.build(dict(config), vocab_size, constants)
+    """The network's :class:`RetrievalModel`; ``constants``: the dataset constants by
+    name (``None``: none)."""
+    model = self.build(dict(config), vocab_size, dict(constants or {}))
+    if tuple(model.inputs) != tuple(self.inputs):  # the declaration must be the model's
+      raise ValueError(f"Network: declares inputs {self.inputs}, its model reads {model.inputs}")
+    return model
 
 
 def require_constants(

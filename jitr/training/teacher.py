@@ -151,6 +151,9 @@ def split_embeddings(
     jax.jit(model.encode_images), variables, image_inputs(split), batch_size=batch_size
   )
   captions = encode_in_batches(
-    jax.jit(model.encode_captions), variables, caption_inputs(split), batch_size=batch_size
+    jax.jit(model.encode_captions),
+    variables,
+    caption_inputs(split, model.inputs),
+    batch_size=batch_size,
   )
   return _unit_rows(jax.device_get(images)), _unit_rows(jax.device_get(captions))
