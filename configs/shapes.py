@@ -31,7 +31,7 @@ are longer, up to 46) and train 2 epochs (the warm-up epoch, then the loss). Mea
 the shared 2-core machine under load 5-8 (the run got under one core): a ``triplet,sgr``
 step took about 21 s at embed 256 / sim 64 / 48 words and about 4.5 s at the sizes here
 (2.3-2.5 s with the machine otherwise idle). With the length-bucketed pair scoring
-(jitr.models.sgraf_head), a whole row takes 10-13 minutes for SGR and 5-7 for SAF on the
+(jitr.models.sgraf.head), a whole row takes 10-13 minutes for SGR and 5-7 for SAF on the
 shared cores (load 2-5), within the target.
 VSRN, a dual encoder, trains the 4 epochs of the VSE rows (6-9 minutes a row).
 ``cvse`` (CVSE: self-attention over regions and words fused with a consensus level over

@@ -56,7 +56,7 @@ from bench_recipe import (  # noqa: E402
 
 from jitr import losses, training  # noqa: E402
 from jitr.data import pairs  # noqa: E402
-from jitr.models.cvse_model import ConceptInputs  # noqa: E402
+from jitr.models.cvse.adapter import ConceptInputs  # noqa: E402
 from jitr.models.registry import make_model  # noqa: E402
 from jitr.training.score_split import SplitScorer  # noqa: E402
 
@@ -161,7 +161,7 @@ class JitrRunner:
         f"bucket(s){block}"
       )
     concepts = concept_graph_inputs(args) if args.model == "cvse" else None
-    self.model = make_model(jitr_config(args, variant), args.vocab, concepts=concepts)
+    self.model = make_model(jitr_config(args, variant), args.vocab, {"concepts": concepts})
     tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
     self.batch = jax.device_put(batch)
     variables = jax.jit(self.model.init)(jax.random.key(0), self.batch)
@@ -230,7 +230,7 @@ def torch_vsrn_parts(args) -> torch.nn.ModuleList:
 
 def torch_cvse(args) -> cvse_reference.CVSE:
   """The official CVSE modules (``use_BatchNorm``, tanh, dropout 0.4) on the bench's graph."""
-  from jitr.models.cvse_graph import concept_adjacency
+  from jitr.models.cvse.graph import concept_adjacency
 
   s = sizes(args)
   concepts = concept_graph_inputs(args)

@@ -190,7 +190,7 @@ from bench_recipe import (  # noqa: E402
 
 from jitr import losses, models, training  # noqa: E402
 from jitr.data.vocab import bucket_length  # noqa: E402
-from jitr.models.retrieval_model import dual_encoder_model  # noqa: E402
+from jitr.models.vse import dual_encoder_model  # noqa: E402
 
 set_matmul_precision(ARGS.precision)
 TORCH_DEVICE = torch.device(ARGS.torch_device)

@@ -3,7 +3,7 @@
 CVSE (Wang et al., ECCV 2020; BruceW91/CVSE) predicts ``C`` "concepts" (300 frequent content
 words of the captions) per image and runs a GCN over them; it needs, per dataset, the concept
 words, a multi-hot label per image, the co-occurrence statistics of the concept graph
-(:mod:`!jitr.models.cvse_graph` turns them into the adjacency) and one input vector per
+(:mod:`!jitr.models.cvse.graph` turns them into the adjacency) and one input vector per
 concept. :class:`ConceptData` holds the four; :func:`build_concept_data` computes them from
 the raw captions of any dataset (``jitr_shapes`` included), offline and without nltk data;
 :func:`concept_data_from_official` reads CVSE's own F30K files

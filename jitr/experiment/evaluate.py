@@ -44,7 +44,7 @@ from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
-from jitr.experiment.run_concepts import concept_inputs
+from jitr.experiment.run_concepts import dataset_constants
 from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
 
@@ -147,9 +147,9 @@ def restore_member(member: Member, checkpoint: str):
   """``(model, state)``: ``member``'s model and its ``checkpoint`` (``best`` / ``latest``)."""
   config, train = member.config, member.data.splits["train"]
   steps = pairs.steps_per_epoch(train, config.batch_size)
-  concepts = concept_inputs(member.data.concepts)
+  constants = dataset_constants(member.data.concepts)
   vocab_size = len(member.data.vocab)
-  model, like = initial_state(config, vocab_size, train, steps, concepts, shapes_only=True)
+  model, like = initial_state(config, vocab_size, train, steps, constants, shapes_only=True)
   checkpoints = Checkpoints(member.workdir)
   try:  # that checkpoint or none: a damaged one is refused, not replaced by an older one
     state = checkpoints.restore(like, which=checkpoint, fallback=False)

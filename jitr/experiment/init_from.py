@@ -12,6 +12,7 @@ the captioning loss a fresh decoder.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -22,7 +23,6 @@ from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.experiment.workdir_variables import restore_variables
-from jitr.models import ConceptInputs
 from jitr.training import TrainState
 from jitr.training.teacher import newest_checkpoint
 
@@ -74,11 +74,11 @@ def start_from(
   vocab: Vocab,
   train_split: pairs.RetrievalSplit,
   state: TrainState,
-  concepts: ConceptInputs | None = None,
+  constants: Mapping[str, Any] | None = None,
 ) -> TrainState:
   """``state`` with the params and model state of ``source``'s best checkpoint (latest
-  without one); the optimizer state, step and random key stay ``state``'s (``concepts``:
-  this run's, for a network that reads them).
+  without one); the optimizer state, step and random key stay ``state``'s (``constants``:
+  this run's dataset constants, for a network that reads them).
 
   Raises:
     FileNotFoundError: ``source`` has no config.json or no checkpoint.
@@ -101,7 +101,7 @@ def start_from(
   which = source_checkpoint(workdir)
   try:
     _, variables, _ = restore_variables(
-      workdir, saved.to_dict(), len(vocab), train_split, which, concepts
+      workdir, saved.to_dict(), len(vocab), train_split, which, constants
     )
   except ValueError as err:
     raise ValueError(f"config.init_from: {workdir}: {err}") from None

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import jax
 import numpy as np
 import optax
 
 from jitr import training
 from jitr.data import pairs
-from jitr.models import ConceptInputs, RetrievalModel, make_model
-from jitr.training.step import MODEL_INPUTS
+from jitr.models import RetrievalModel, make_model
 
 
-def example_inputs(split: pairs.RetrievalSplit) -> dict:
-  """The model inputs (:data:`~jitr.training.step.MODEL_INPUTS`) of ``split``'s first two
-  captions and their images: what ``model.init`` traces the shapes from."""
+def example_inputs(split: pairs.RetrievalSplit, model: RetrievalModel) -> dict:
+  """The model's inputs (:attr:`RetrievalModel.inputs`) of ``split``'s first two captions
+  and their images: what ``model.init`` traces the shapes from."""
   first = pairs.make_batch(split, np.arange(min(2, split.num_captions)))
-  return {k: first[k] for k in MODEL_INPUTS if k in first}
+  return {k: first[k] for k in model.inputs if k in first}
 
 
 def initial_state(
@@ -24,19 +26,20 @@ def initial_state(
   vocab_size: int,
   train_split: pairs.RetrievalSplit,
   steps_per_epoch: int,
-  concepts: ConceptInputs | None = None,
+  constants: Mapping[str, Any] | None = None,
   *,
   shapes_only: bool = False,
 ) -> tuple[RetrievalModel, training.TrainState]:
   """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
-  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``; ``concepts`` for CVSE),
+  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``; ``constants``: the dataset
+  constants, ``{"concepts": ...}`` for CVSE),
   initialised from ``config.seed``; its non-param collections (BatchNorm statistics) go
   to ``state.model_state``. ``shapes_only``: the state traced, not computed (its arrays
   ``jax.ShapeDtypeStruct`` s on JAX's default device, its ``rng`` the concrete key: the
   template a checkpoint is restored into; no program is compiled or run)."""
-  model = make_model(config.model.to_dict(), vocab_size, concepts=concepts)
+  model = make_model(config.model.to_dict(), vocab_size, constants)
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
-  inputs = example_inputs(train_split)
+  inputs = example_inputs(train_split, model)
   if shapes_only:
     return model, abstract_train_state(model, tx, inputs, config.seed)
   variables = jax.jit(model.init)(jax.random.key(config.seed), inputs)

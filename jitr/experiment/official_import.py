@@ -40,13 +40,15 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
-from jitr.experiment.run_concepts import concept_inputs
+from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
-from jitr.models import cvse_convert, sgraf_convert, vsrn_convert
-from jitr.models.cvse_graph import THRESHOLD
-from jitr.models.cvse_model import concept_graph
+from jitr.models.cvse import convert as cvse_convert
+from jitr.models.cvse.adapter import concept_graph
+from jitr.models.cvse.graph import THRESHOLD
 from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkpoint
+from jitr.models.sgraf import convert as sgraf_convert
 from jitr.models.torch_state import flatten_state_dicts
+from jitr.models.vsrn import convert as vsrn_convert
 from jitr.progress import Steps
 from jitr.training.checkpoints import Checkpoints
 
@@ -285,7 +287,9 @@ def _import_steps(
   if weights.graph:
     check_concept_graph(config, weights, concepts)
   steps = pairs.steps_per_epoch(train, config.batch_size)
-  _, like = initial_state(config, len(vocab), train, steps, concepts, shapes_only=True)
+  _, like = initial_state(
+    config, len(vocab), train, steps, dataset_constants(data.concepts), shapes_only=True
+  )
   converted = {"params": weights.params, "batch_stats": weights.batch_stats}
   mismatch = shape_mismatch(converted, like.variables)
   if mismatch is not None:

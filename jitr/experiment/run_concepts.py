@@ -1,4 +1,5 @@
-"""The concepts of a run whose network reads them (CVSE: the registry's ``CONCEPT_MODELS``).
+"""The concepts of a run whose network reads them (one whose registry entry names the
+``"concepts"`` dataset constant: CVSE).
 
 ``config.concepts.source`` names where they come from:
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -43,8 +45,9 @@ from jitr.data.concept_data import (
   save_concept_data,
 )
 from jitr.data.datasets import dataset_info
-from jitr.models import ConceptInputs
-from jitr.models.registry import CONCEPT_MODELS
+from jitr.models import MODELS, ConceptInputs
+from jitr.models.cvse import CONCEPTS
+from jitr.models.registry import DEFAULT_MODEL
 
 SPLIT_ORDER = ("train", "val", "test")
 """The order of the images in a run's concept labels."""
@@ -52,7 +55,8 @@ SPLIT_ORDER = ("train", "val", "test")
 
 def needs_concepts(config) -> bool:
   """Whether ``config.model`` names a network that reads concepts."""
-  return dict(config.model).get("name") in CONCEPT_MODELS
+  network = MODELS.get(dict(config.model).get("name", DEFAULT_MODEL))
+  return network is not None and CONCEPTS in network.constants
 
 
 def per_image(captions: Sequence[str], caption_image: np.ndarray, num_images: int) -> list:
@@ -155,3 +159,10 @@ def concept_inputs(data: ConceptData | None) -> ConceptInputs | None:
   if data is None:
     return None
   return ConceptInputs(data.vectors, data.co_occurrence, data.counts)
+
+
+def dataset_constants(data: ConceptData | None) -> dict[str, Any]:
+  """The dataset constants ``make_model`` passes to a network (``{}`` without concepts;
+  ``{"concepts": ConceptInputs}`` with them)."""
+  concepts = concept_inputs(data)
+  return {} if concepts is None else {CONCEPTS: concepts}

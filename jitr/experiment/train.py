@@ -29,7 +29,7 @@ from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.init_from import start_from
 from jitr.experiment.loaded_data import load_data, say_nothing
 from jitr.experiment.model_state import initial_state
-from jitr.experiment.run_concepts import concept_inputs
+from jitr.experiment.run_concepts import dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.training import distributed, reporting
 from jitr.training.agreed_stop import AgreedStop
@@ -109,12 +109,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
   lines.total_steps = steps_per_epoch * config.num_epochs
-  concepts = concept_inputs(data.concepts)
+  constants = dataset_constants(data.concepts)
   lines.phase("building the model and its train state")
-  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, concepts)
+  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, constants)
   if config.init_from and not workdir_lib.saved_steps(workdir):  # a resume: its own
     lines.phase(f"initializing from {config.init_from}")
-    state = start_from(config.init_from, data.vocab, train, state, concepts)
+    state = start_from(config.init_from, data.vocab, train, state, constants)
   parallel = data_parallel_step(config, model, data.aggregates, steps_per_epoch)
   if config.batch_size % parallel.num_devices:
     raise ValueError(

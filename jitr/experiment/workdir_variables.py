@@ -10,7 +10,7 @@ from typing import Any
 from jitr import paths, training
 from jitr.data import pairs
 from jitr.experiment.model_state import abstract_train_state, example_inputs
-from jitr.models import ConceptInputs, RetrievalModel, make_model
+from jitr.models import RetrievalModel, make_model
 from jitr.training.checkpoints import Checkpoints
 
 
@@ -20,23 +20,24 @@ def restore_variables(
   vocab_size: int,
   train_split: pairs.RetrievalSplit,
   which: str,
-  concepts: ConceptInputs | None = None,
+  constants: Mapping[str, Any] | None = None,
 ) -> tuple[RetrievalModel, dict[str, Any], int]:
   """``(model, variables, step)`` of ``workdir``'s ``which`` checkpoint (``"best"`` or
   ``"latest"``): the model and a train state shaped as ``saved_config`` (the workdir's
   ``config.json``: its model and optimizer) builds them, traced, not computed, then filled
-  from the checkpoint. ``concepts``: the dataset's, for a network that reads them (CVSE).
+  from the checkpoint. ``constants``: the dataset constants, for a network that reads them
+  (CVSE's concepts).
 
   Raises:
     ValueError: ``saved_config`` builds no model or optimizer (``its config.json: ...``),
       or no ``which`` checkpoint could be restored.
   """
   try:
-    model = make_model(dict(saved_config["model"]), vocab_size, concepts=concepts)
+    model = make_model(dict(saved_config["model"]), vocab_size, constants)
     tx = training.make_optimizer(dict(saved_config["optimizer"]), steps_per_epoch=1)
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None
-  like = abstract_train_state(model, tx, example_inputs(train_split))
+  like = abstract_train_state(model, tx, example_inputs(train_split, model))
   checkpoints = Checkpoints(paths.absolute(workdir))
   try:
     state = checkpoints.restore(like, which=which)

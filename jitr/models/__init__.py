@@ -8,34 +8,44 @@ reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. CVSE (instance-level
 self-attention fused with a consensus level over a concept graph; its triplet and KL
 terms as auxiliary losses): :class:`CVSE`, :func:`cvse_model`. Training and evaluation see
 every network through one interface, :class:`RetrievalModel` (built by name from a config:
-``make_model(config.model, vocab_size)``, registry :data:`MODELS`).
+``make_model(config.model, vocab_size, constants)``, registry :data:`MODELS` of
+:class:`Network` s, each declaring the batch keys and dataset constants it needs).
+
+Each network is a package: :mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
+:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse` (its modules, its adapter to
+:class:`RetrievalModel`, its registry entry and its converter of official weights).
 """
 
-from jitr.models.cnn import ConvEncoder
 from jitr.models.common import lengths_to_mask, masked_max, masked_mean
-from jitr.models.cvse import CVSE, CVSEEmbeddings
-from jitr.models.cvse_model import ConceptInputs, cvse_model
-from jitr.models.dual_encoder import DualEncoder, create_dual_encoder, similarity
+from jitr.models.cvse import CVSE, ConceptInputs, CVSEEmbeddings, cvse_model
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
 from jitr.models.gru import GRU, BiGRU, gru_scan, reverse_padded
 from jitr.models.official_checkpoint import OfficialCheckpointError
-from jitr.models.region_encoder import RegionEncoder, SetPool
 from jitr.models.registry import MODELS, make_model
-from jitr.models.retrieval_model import (
-  ModelOutput,
-  RetrievalModel,
+from jitr.models.retrieval_model import ModelOutput, Network, RetrievalModel, similarity
+from jitr.models.sgraf import SGRAF, SGRAFSimilarity, sgraf_model, sgraf_similarity
+from jitr.models.vse import (
+  ConvEncoder,
+  DualEncoder,
+  GRUTextEncoder,
+  RegionEncoder,
+  SetPool,
+  create_dual_encoder,
   dual_encoder_model,
-  sgraf_model,
+)
+from jitr.models.vsrn import (
+  VSRN,
+  VSRNCaptioner,
+  VSRNImageEncoder,
+  VSRNTextEncoder,
+  vsrn_dataset_options,
   vsrn_model,
 )
-from jitr.models.sgraf import SGRAF, SGRAFSimilarity, sgraf_similarity
-from jitr.models.text_gru import GRUTextEncoder
-from jitr.models.vsrn import VSRN, VSRNImageEncoder, VSRNTextEncoder, vsrn_dataset_options
-from jitr.models.vsrn_captioner import VSRNCaptioner
 
 __all__ = [
   "MODELS",
   "ModelOutput",
+  "Network",
   "OfficialCheckpointError",
   "RetrievalModel",
   "BiGRU",

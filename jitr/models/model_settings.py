@@ -17,26 +17,15 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jitr.models.cvse import CVSE
-from jitr.models.cvse_graph import THRESHOLD
-from jitr.models.dual_encoder import create_dual_encoder
-from jitr.models.registry import CVSE_BUILDER_DEFAULTS, DEFAULT_MODEL
-from jitr.models.sgraf import SGRAF
-from jitr.models.vsrn import VSRN
+from jitr.models.registry import DEFAULT_MODEL, MODELS
 
-# The callable whose keyword arguments are each network's settings (see registry.MODELS).
+# The callable whose keyword arguments are each network's settings (its Network.settings_of).
 SETTINGS_OF: dict[str, Callable[..., Any]] = {
-  "vse": create_dual_encoder,
-  "sgr": SGRAF,
-  "saf": SGRAF,
-  "vsrn": VSRN,
-  "cvse": CVSE,
+  name: network.settings_of for name, network in MODELS.items() if network.settings_of
 }
 # Settings the builder takes besides those keyword arguments, with their defaults.
 EXTRA_SETTINGS: dict[str, dict[str, Any]] = {
-  "vsrn": {"caption_weight": 1.0, "dataset": "f30k"},
-  # jitr.models.cvse_model's keywords and the concept graph's threshold
-  "cvse": {**CVSE_BUILDER_DEFAULTS, "concept_threshold": THRESHOLD},
+  name: dict(network.extra_settings) for name, network in MODELS.items() if network.extra_settings
 }
 # Keyword arguments that are not settings of a config (given by the builder or by Flax).
 NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})

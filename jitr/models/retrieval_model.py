@@ -14,14 +14,21 @@ and ``lengths [B]``; row ``b`` is pair ``b`` (its image and its caption). A
 *representation* is any pytree with rows first: an embedding ``[B, E]`` (dual encoders,
 ``pairwise=False``, ``sim = img @ txt.T``) or ``(regions, mask)`` / ``(words, mask)``
 (similarity models, ``pairwise=True``, ``score`` runs cross-attention on every pair).
-``new_state`` is the mutated non-param collections (``{}`` when none): running
-BatchNorm statistics. ``axis_name`` is the data-parallel axis the batch is split over
-(``None``: one device); the models make their ``new_state`` identical on every device
-(sync BatchNorm; SAF's per-caption moments gathered), so the step's ``pmean`` of it is
-exact. ``ModelOutput.aux_losses`` are per-row auxiliary losses ``{name: [B]}`` (VSRN's
-caption NLL per pair) that the step adds with weight ``aux_weights[name]``.
+A network reads the batch keys :attr:`!RetrievalModel.inputs` names (:data:`INPUTS` for
+most; CVSE adds its ``concept_labels``): the train step gathers every other key of the
+batch (ids, validity, relevance data) as the queries' fields. ``new_state`` is the
+mutated non-param collections (``{}`` when none): running BatchNorm statistics.
+``axis_name`` is the data-parallel axis the batch is split over (``None``: one device);
+the models make their ``new_state`` identical on every device (sync BatchNorm; SAF's
+per-caption moments gathered), so the step's ``pmean`` of it is exact.
+``ModelOutput.aux_losses`` are per-row auxiliary losses ``{name: [B]}`` (VSRN's caption
+NLL per pair) that the step adds with weight ``aux_weights[name]``.
 
-Builders: :func:`dual_encoder_model`, :func:`sgraf_model`, :func:`vsrn_model`.
+Each network's package (:mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
+:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse`) holds its adapter to this interface
+(:func:`~jitr.models.dual_encoder_model`, :func:`~jitr.models.sgraf_model`,
+:func:`~jitr.models.vsrn_model`, :func:`~jitr.models.cvse_model`) and a :class:`Network`:
+how the registry builds it from a config, and what it declares it needs.
 """
 
 from __future__ import annotations
@@ -35,10 +42,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jitr.models.dual_encoder import similarity
-
 Batch = Mapping[str, jax.Array]
 Variables = Mapping[str, Any]
+
+INPUTS = ("images", "image_mask", "tokens", "lengths")
+"""The batch keys every network reads: the default of :attr:`!RetrievalModel.inputs`."""
 
 
 class ModelOutput(NamedTuple):
@@ -66,9 +74,67 @@ class RetrievalModel:
   """Evaluation's second pass, for models whose captions take concept labels (CVSE):
   ``(image reps, caption reps, labels [N_cap, C]) -> labels'`` from a first encoding;
   the split's captions are then encoded again with ``labels'``."""
+  inputs: tuple[str, ...] = INPUTS
+  """The batch keys ``init`` / ``forward`` read as the model's inputs (the rows'
+  images and captions and whatever else the network takes per row); the train step
+  treats every other key as a query field (ids, validity, relevance data)."""
 
 
-def _image_mask(batch: Batch) -> jax.Array:
+Builder = Callable[[dict[str, Any], int, Mapping[str, Any]], RetrievalModel]
+"""``(model config without its name, vocab_size, dataset constants) -> RetrievalModel``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Network:
+  """A registered network: ``Network(config, vocab_size, constants)`` builds it, and it
+  declares, before any model is built, what it needs besides a config."""
+
+  build: Builder
+  """The builder: the config's keys (``name`` removed) are its settings; ``constants``
+  holds the dataset constants :attr:`!constants` names (other keys are ignored)."""
+  inputs: tuple[str, ...] = INPUTS
+  """The batch keys the built model reads (its :attr:`!RetrievalModel.inputs`)."""
+  constants: tuple[str, ...] = ()
+  """The dataset constants the builder needs, by name (``"concepts"``: CVSE's
+  :class:`~jitr.models.ConceptInputs`)."""
+  settings_of: Callable[..., Any] | None = None
+  """The callable whose keyword arguments are the network's settings
+  (:mod:`!jitr.models.model_settings`)."""
+  extra_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  """Settings the builder takes besides those keyword arguments, with their defaults."""
+
+  def __call__(
+    self, config: Mapping[str, Any], vocab_size: int, constants: Mapping[str, Any] | None = None
+  ) -> RetrievalModel:
+    """The network's :class:`RetrievalModel`; ``constants``: the dataset constants by
+    name (``None``: none)."""
+    model = self.build(dict(config), vocab_size, dict(constants or {}))
+    if tuple(model.inputs) != tuple(self.inputs):  # the declaration must be the model's
+      raise ValueError(f"Network: declares inputs {self.inputs}, its model reads {model.inputs}")
+    return model
+
+
+def require_constants(
+  name: str, network: str, needed: Mapping[str, str], constants: Mapping[str, Any]
+) -> None:
+  """Raises ``ValueError`` (one line naming the first missing one) unless ``constants``
+  holds every constant of ``needed`` (``{constant: what it is}``) that network ``name``
+  (shown as ``network``) needs."""
+  for key, what in needed.items():
+    if constants.get(key) is None:
+      raise ValueError(
+        f"config.model (name={name!r}): {network} needs the dataset's {key} ({what}): "
+        f"make_model(config, vocab_size, {{{key!r}: ...}})"
+      )
+
+
+def similarity(img: jax.Array, txt: jax.Array) -> jax.Array:
+  """Cosine similarity matrix ``img @ txt.T`` ``[B_img, B_txt]`` (inputs L2-normalised)."""
+  return jnp.einsum("ie,te->it", img.astype(jnp.float32), txt.astype(jnp.float32))
+
+
+def image_mask_of(batch: Batch) -> jax.Array:
+  """The batch's ``image_mask``; all valid when it has none."""
   mask = batch.get("image_mask")
   return jnp.ones(batch["images"].shape[:2], bool) if mask is None else mask
 
@@ -78,158 +144,17 @@ def split_variables(variables: Variables) -> tuple[Any, dict]:
   return variables["params"], {k: v for k, v in variables.items() if k != "params"}
 
 
-def _dot_score(variables, images, captions, *, train=False, rngs=None, axis_name=None):
+def dot_score(variables, images, captions, *, train=False, rngs=None, axis_name=None):
   """The dual encoders' score: ``s_ij = <img_i, txt_j>`` in float32 (no variables)."""
   del variables, train, rngs, axis_name
   return similarity(images, captions), {}
-
-
-def dual_encoder_model(module: nn.Module) -> RetrievalModel:
-  """A :class:`jitr.models.DualEncoder`-like module (``__call__(images, tokens, lengths,
-  image_mask)``, ``encode_image``, ``encode_text``) without mutable collections."""
-
-  def init(rng, batch):
-    return dict(
-      module.init(rng, batch["images"], batch["tokens"], batch["lengths"], batch.get("image_mask"))
-    )
-
-  def forward(variables, batch, *, train=True, rngs=None, axis_name=None):
-    del train, axis_name
-    img, txt = module.apply(
-      variables,
-      batch["images"],
-      batch["tokens"],
-      batch["lengths"],
-      batch.get("image_mask"),
-      rngs=rngs,
-    )
-    return ModelOutput(img, txt, {}), {}
-
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=_dot_score,
-    encode_images=lambda v, x, m: module.apply(v, x, m, method="encode_image"),
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
-    module=module,
-  )
 
 
 def _mutable(train: bool) -> list[str] | bool:
   return ["batch_stats"] if train else False
 
 
-def _apply(module, variables, *args, train, rngs, method):
+def apply_collections(module, variables, *args, train, rngs, method):
   """``module.apply`` that returns ``(out, mutated collections)`` in both modes."""
   out = module.apply(variables, *args, rngs=rngs, method=method, mutable=_mutable(train))
   return out if train else (out, {})
-
-
-def sgraf_model(module: nn.Module) -> RetrievalModel:
-  """An SGR or SAF :class:`jitr.models.SGRAF`: representations ``(regions, mask)`` and
-  ``(words, mask)``; ``score`` is the cross-attention head (VisualSA's and SAF's
-  BatchNorms update ``batch_stats`` in training)."""
-
-  def init(rng, batch):
-    return dict(
-      module.init(
-        rng, batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"], False
-      )
-    )
-
-  def forward(variables, batch, *, train=True, rngs=None, axis_name=None):
-    del axis_name  # the encoders hold no batch statistics
-    regions = module.apply(variables, batch["images"], _image_mask(batch), method="encode_image")
-    words = module.apply(
-      variables, batch["tokens"], batch["lengths"], train, rngs=rngs, method="encode_text"
-    )
-    return ModelOutput(regions, words, {}), {}
-
-  def score(variables, images, captions, *, train=False, rngs=None, axis_name=None):
-    m = module.clone(axis_name=axis_name)
-    return _apply(m, variables, *images, *captions, train, train=train, rngs=rngs, method="score")
-
-  return RetrievalModel(
-    pairwise=True,
-    init=init,
-    forward=forward,
-    score=score,
-    encode_images=lambda v, x, m: module.apply(v, x, m, method="encode_image"),
-    encode_captions=lambda v, t, n: module.apply(v, t, n, False, method="encode_text"),
-    module=module,
-  )
-
-
-def caption_targets(tokens: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """The decoder's teacher-forcing targets from the retrieval batch's tokens.
-
-  jitr's captions are ``<start> w_1 .. w_n <end>`` padded with 0 (``jitr.data.vocab``),
-  ``lengths`` counting ``<start>`` and ``<end>`` -- the official VSRN wrapping. The
-  official ``LanguageModelCriterion`` mask also covers the first padding 0 after
-  ``<end>``, so this appends one 0 column and returns ``lengths + 1``.
-  """
-  padded = jnp.pad(tokens, ((0, 0), (0, 1)))
-  return padded, lengths + 1
-
-
-def _vsrn_init_method(module, images, mask, tokens, lengths, with_caption: bool):
-  _, regions, region_mask = module.encode_image(images, mask, False)
-  module.encode_text(tokens, lengths)
-  if with_caption:
-    module.caption_log_likelihood(regions, region_mask, *caption_targets(tokens, lengths))
-
-
-def _vsrn_forward_method(module, images, mask, tokens, lengths, train: bool, with_caption: bool):
-  img, regions, region_mask = module.encode_image(images, mask, train)
-  txt = module.encode_text(tokens, lengths)
-  aux = {}
-  if with_caption:
-    ll = module.caption_log_likelihood(
-      regions, region_mask, *caption_targets(tokens, lengths), train
-    )
-    aux["caption"] = -ll
-  return img, txt, aux
-
-
-def vsrn_model(module: nn.Module, caption_weight: float = 1.0) -> RetrievalModel:
-  """A :class:`jitr.models.VSRN`: a dual encoder (``sim = img @ txt.T``) whose forward
-  also gives the per-pair caption NLL ``aux_losses["caption"] = −ll_b`` [B] (the step
-  adds ``caption_weight · mean_b``, the official ``LanguageModelCriterion``).
-  ``caption_weight = 0``: the captioning branch is neither initialised nor run.
-  The GCN / feature BatchNorms are synchronised over ``axis_name`` in training."""
-  if caption_weight < 0:
-    raise ValueError(f"vsrn_model: caption_weight must be >= 0, got {caption_weight}")
-  with_caption = caption_weight > 0
-
-  def init(rng, batch):
-    args = (batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"])
-    return dict(module.init(rng, *args, with_caption, method=_vsrn_init_method))
-
-  def forward(variables, batch, *, train=True, rngs=None, axis_name=None):
-    m = module.clone(axis_name=axis_name)
-    args = (batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"], train)
-    (img, txt, aux), state = _apply(
-      m,
-      variables,
-      *args,
-      with_caption,
-      train=train,
-      rngs=rngs,
-      method=_vsrn_forward_method,
-    )
-    return ModelOutput(img, txt, aux), state
-
-  def encode_images(variables, images, image_mask):
-    return module.apply(variables, images, image_mask, False, method="encode_image")[0]
-
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=_dot_score,
-    encode_images=encode_images,
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
-    aux_weights={"caption": float(caption_weight)} if with_caption else {},
-    module=module,
-  )

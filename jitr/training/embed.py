@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import jax
@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jitr.data import pairs
+from jitr.models.retrieval_model import INPUTS
 
 
 def encode_in_batches(
@@ -45,15 +46,25 @@ def image_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
   return split.images, mask if mask is not None else np.ones(split.images.shape[:2], bool)
 
 
-def caption_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, ...]:
-  """``(tokens [:, :max length], lengths)``: padding columns no caption uses are cut; with
-  concept labels a third array, float32 ``[N_cap, C]``: each caption's own
-  (``caption_concept_labels``), else its image's."""
+def caption_inputs(
+  split: pairs.RetrievalSplit, model_inputs: Collection[str] = INPUTS
+) -> tuple[np.ndarray, ...]:
+  """``(tokens [:, :max length], lengths, *extra)``: padding columns no caption uses are
+  cut; ``extra``: for each input the model declares beyond images and captions (its
+  :attr:`!RetrievalModel.inputs` less :data:`!jitr.models.retrieval_model.INPUTS`, in
+  order), float32 ``[N_cap, ...]``: the split's per-caption ``caption_<key>`` when it has
+  one, else its image's ``<key>``. The first that the split lacks ends ``extra`` (the
+  encoder's later arguments keep their defaults)."""
   width = max(int(split.lengths.max()), 1)
-  if split.caption_concept_labels is not None:
-    labels = split.caption_concept_labels
-  elif split.concept_labels is not None:
-    labels = split.concept_labels[split.caption_image]
-  else:
-    return split.tokens[:, :width], split.lengths
-  return split.tokens[:, :width], split.lengths, labels.astype(np.float32)
+  extra = []
+  for key in model_inputs:
+    if key in INPUTS:
+      continue
+    rows = getattr(split, f"caption_{key}", None)
+    if rows is None:
+      per_image = getattr(split, key, None)
+      if per_image is None:
+        break
+      rows = per_image[split.caption_image]
+    extra.append(np.asarray(rows).astype(np.float32))
+  return split.tokens[:, :width], split.lengths, *extra

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jitr.data import pairs
+from jitr.models.retrieval_model import INPUTS
 from jitr.progress import Progress
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
@@ -76,6 +77,7 @@ class SplitScorer:
     self.encode_images = jax.jit(model.encode_images)
     self.encode_captions = jax.jit(model.encode_captions)
     self.complete_caption_labels = getattr(model, "complete_caption_labels", None)
+    self.inputs = getattr(model, "inputs", INPUTS)
     if model.pairwise:
 
       def pair_scores(variables, images, captions):
@@ -107,9 +109,10 @@ class SplitScorer:
       return self._score(variables, split, progress)
 
   def _captions(self, variables: Any, split: pairs.RetrievalSplit, images: Any) -> Any:
-    """The captions' representations; with concept labels and a model that completes
-    them, the second encoding with the completed labels."""
-    inputs = caption_inputs(split)
+    """The captions' representations (with the per-row inputs the model declares);
+    with labels and a model that completes them (``complete_caption_labels``), the
+    second encoding with the completed labels."""
+    inputs = caption_inputs(split, self.inputs)
 
     def encode(arrays):
       return encode_in_batches(

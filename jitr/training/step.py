@@ -34,8 +34,6 @@ from jitr.training import row_exchange
 from jitr.training.row_exchange import Batch, DeviceQueries, GradedFn
 from jitr.training.state import TrainState
 
-MODEL_INPUTS = ("images", "image_mask", "tokens", "lengths", "concept_labels")
-
 
 class DeviceOutputs(NamedTuple):
   """What one device's ``loss_fn`` returns beside its share of the loss.
@@ -89,7 +87,7 @@ def make_train_step(
     # The step's keys (dropout drawn per device) and this device's queries.
     rng, loss_key, dropout_key = jax.random.split(state.rng, 3)
     dropout_key = row_exchange.device_key(dropout_key, axis_name)
-    fields = {k: v for k, v in batch.items() if k not in MODEL_INPUTS}
+    fields = {k: v for k, v in batch.items() if k not in model.inputs}  # the queries' data
     queries = row_exchange.device_queries(fields, graded_fn, axis_name)
 
     def loss_fn(params):

@@ -30,7 +30,8 @@ from jitr import paths
 from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.models import MODELS, make_model
-from jitr.models.registry import CONCEPT_MODELS, DEFAULT_MODEL
+from jitr.models.registry import DEFAULT_MODEL
+from jitr.models.retrieval_model import INPUTS
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
 
@@ -38,14 +39,20 @@ class TeacherError(ValueError):
   """A teacher workdir that cannot teach this run (one line naming it and why)."""
 
 
+def can_teach(name: str, vocab_size: int = 8) -> bool:
+  """Whether registered network ``name`` is a dual encoder (``RetrievalModel.pairwise``
+  False) that reads only images and captions (its declared inputs are
+  :data:`~jitr.models.retrieval_model.INPUTS`, it needs no dataset constants): a
+  teacher's embeddings come from tokens and regions alone."""
+  network = MODELS[name]
+  if set(network.inputs) - set(INPUTS) or network.constants:
+    return False
+  return not make_model({"name": name}, vocab_size).pairwise
+
+
 def dual_encoder_names() -> list[str]:
-  """The registered networks whose ``RetrievalModel.pairwise`` is False and that read no
-  concepts (``vse``, ``vsrn``: a teacher's embeddings come from tokens and regions alone)."""
-  return [
-    name
-    for name in MODELS
-    if name not in CONCEPT_MODELS and not make_model({"name": name}, 8).pairwise
-  ]
+  """The registered networks that can teach (:func:`can_teach`: ``vse``, ``vsrn``)."""
+  return [name for name in MODELS if can_teach(name)]
 
 
 def check_teacher_config(
@@ -64,7 +71,7 @@ def check_teacher_config(
     raise TeacherError(
       f"teacher:{workdir}: config.model.name is {name!r}, expected one of {sorted(MODELS)}"
     )
-  if name in CONCEPT_MODELS or make_model({"name": name}, vocab_size).pairwise:
+  if not can_teach(name, vocab_size):
     raise TeacherError(
       f"teacher needs a dual encoder ({', '.join(dual_encoder_names())}), {workdir} trains {name}"
     )
@@ -139,6 +146,9 @@ def split_embeddings(
     jax.jit(model.encode_images), variables, image_inputs(split), batch_size=batch_size
   )
   captions = encode_in_batches(
-    jax.jit(model.encode_captions), variables, caption_inputs(split), batch_size=batch_size
+    jax.jit(model.encode_captions),
+    variables,
+    caption_inputs(split, model.inputs),
+    batch_size=batch_size,
   )
   return _unit_rows(jax.device_get(images)), _unit_rows(jax.device_get(captions))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from jitr.data import precomp
-from jitr.models.cvse_graph import concept_adjacency
+from jitr.models.cvse.graph import concept_adjacency
 from tests.apps.test_import_official import TINY_RUN, console, pickled_vocab, save_legacy
 from tests.file_fixtures import write_precomp
 from tests.models.test_cvse_completion import (

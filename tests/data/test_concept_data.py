@@ -26,7 +26,7 @@ from jitr.data.concept_data import (
 from jitr.data.shapes import captions as shapes_captions
 from jitr.data.shapes import scene as shapes_scene
 from jitr.data.vocab import tokenize
-from jitr.models import cvse_graph
+from jitr.models.cvse import graph as cvse_graph
 from jitr.relevance.captions_io import read_flickr8k_tokens, read_precomp_captions
 from tests.data_folders import data_folder
 

@@ -7,7 +7,8 @@ import pytest
 
 from jitr import losses
 from jitr.losses.normalize import l2_normalize, l2_normalize_additive
-from jitr.models import cnn, region_encoder, text_gru, vsrn
+from jitr.models.vse import cnn, region_encoder, text_gru
+from jitr.models.vsrn import model as vsrn
 
 
 def _np_clamped(x, eps):

@@ -13,9 +13,9 @@ from cvse_reference import randomize
 from finite_differences import assert_directional_derivatives_match
 
 from jitr.losses.triplet import triplet
-from jitr.models import cvse_convert
 from jitr.models.cvse import CVSE
-from jitr.models.cvse_model import concept_kl, cvse_model
+from jitr.models.cvse import convert as cvse_convert
+from jitr.models.cvse.adapter import concept_kl, cvse_model
 from jitr.models.torch_state import flatten_state_dicts
 
 VOCAB, B, R, F, W, E, C, D = 17, 5, 4, 6, 5, 8, 7, 3  # vocab, batch, regions, ...

@@ -11,7 +11,7 @@ import torch
 from cvse_reference import T_single_modal_atten, V_single_modal_atten, l2norm
 from finite_differences import assert_directional_derivatives_match
 
-from jitr.models.cvse_attention import TextualSelfAttention, VisualSelfAttention
+from jitr.models.cvse.attention import TextualSelfAttention, VisualSelfAttention
 
 B, R, L, D, E = 3, 5, 6, 8, 8  # batch, regions (= img_region_num), words, feature, embed
 

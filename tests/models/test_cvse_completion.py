@@ -12,7 +12,7 @@ from jitr.evaluation.positives import positives_from_owner
 from jitr.evaluation.ranks import best_positive_ranks
 from jitr.evaluation.recall import recall_at_k
 from jitr.evaluation.sources import DenseScores
-from jitr.models.cvse_completion import (
+from jitr.models.cvse.completion import (
   _window_start,
   caption_neighbours_t2t,
   complete_labels,

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitr.models import cvse_graph
-from jitr.models.cvse_gcn import ConceptGCN
+from jitr.models.cvse import graph as cvse_graph
+from jitr.models.cvse.gcn import ConceptGCN
 
 torch = pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitr.models import cvse_graph
+from jitr.models.cvse import graph as cvse_graph
 from tests.data_folders import data_folder
 
 KEYS = ("adj_O_P", "adj_O_M", "adj_all")

@@ -22,13 +22,14 @@ torch = pytest.importorskip("torch")
 
 from sgraf_reference import flat_state_dict, torch_model  # noqa: E402
 
-from jitr.models import OfficialCheckpointError, vsrn_convert  # noqa: E402
+from jitr.models import OfficialCheckpointError  # noqa: E402
 from jitr.models.official_checkpoint import RefusedGlobalError  # noqa: E402
-from jitr.models.sgraf_convert import (  # noqa: E402
+from jitr.models.sgraf.convert import (  # noqa: E402
   load_official_checkpoint,
   load_official_state_dict,
   params_from_state_dict,
 )
+from jitr.models.vsrn import convert as vsrn_convert  # noqa: E402
 
 FORMATS = {"zip": {}, "legacy": {"_use_new_zipfile_serialization": False}}
 GRU_KEY = "txt_enc.cap_rnn.weight_ih_l0"

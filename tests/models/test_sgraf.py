@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from sgraf_reference import flat_state_dict, inputs, torch_forward, torch_model  # noqa: E402
 
 from jitr.models.sgraf import SGRAF  # noqa: E402
-from jitr.models.sgraf_convert import config_from_state_dict, params_from_state_dict  # noqa: E402
+from jitr.models.sgraf.convert import config_from_state_dict, params_from_state_dict  # noqa: E402
 
 
 def jax_forward(state_dict, images, tokens, lengths, train, block_size=3):

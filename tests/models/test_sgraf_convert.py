@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from sgraf_reference import flat_state_dict, torch_model  # noqa: E402
 
 from jitr.models.sgraf import SGRAF  # noqa: E402
-from jitr.models.sgraf_convert import (  # noqa: E402
+from jitr.models.sgraf.convert import (  # noqa: E402
   config_from_state_dict,
   load_official_checkpoint,
   params_from_state_dict,

@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jitr.models import GRUTextEncoder, gru, text_gru
+from jitr.models import GRUTextEncoder, gru
+from jitr.models.vse import text_gru
 
 TOKENS = jnp.array(
   [[1, 5, 6, 7, 2, 0, 0, 0], [1, 8, 2, 0, 0, 0, 0, 0], [1, 4, 4, 4, 4, 4, 9, 2]], jnp.int32

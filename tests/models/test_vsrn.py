@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from vsrn_reference import flat_state_dict, inputs, torch_forward, torch_vsrn  # noqa: E402
 
 from jitr.models.vsrn import VSRN  # noqa: E402
-from jitr.models.vsrn_convert import config_from_state_dict, params_from_state_dict  # noqa: E402
+from jitr.models.vsrn.convert import config_from_state_dict, params_from_state_dict  # noqa: E402
 
 CASES = {  # name -> (torch f30k, torch l2norm dim, jax region_l2norm_axis)
   "coco": (False, 1, "regions"),

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from vsrn_reference import N_REGION, flat_state_dict, inputs, torch_vsrn  # noqa: E402
 
 from jitr.models.vsrn import VSRN  # noqa: E402
-from jitr.models.vsrn_convert import (  # noqa: E402
+from jitr.models.vsrn.convert import (  # noqa: E402
   config_from_state_dict,
   load_official_checkpoint,
   load_official_state_dict,

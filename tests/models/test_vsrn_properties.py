@@ -10,7 +10,7 @@ import pytest
 from conftest import random_params
 from finite_differences import assert_directional_derivatives_match
 
-from jitr.models.vsrn import VSRN, VSRNImageEncoder, region_l2norm, vsrn_dataset_options
+from jitr.models.vsrn.model import VSRN, VSRNImageEncoder, region_l2norm, vsrn_dataset_options
 
 VOCAB, B, N, T = 13, 4, 5, 6
 TINY = dict(vocab_size=VOCAB, word_dim=4, embed_dim=6, caption_hidden_dim=5, caption_word_dim=3)

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 
 from jitr.models import make_model
-from jitr.models.cvse_model import ConceptInputs
+from jitr.models.cvse.adapter import ConceptInputs
 from tests.training import tiny
 
 VOCAB = 20
@@ -59,7 +59,7 @@ def concepts(seed=7):
 
 
 def model(name, **overrides):
-  return make_model({**CONFIGS[name], **overrides}, VOCAB, concepts=concepts())
+  return make_model({**CONFIGS[name], **overrides}, VOCAB, {"concepts": concepts()})
 
 
 def region_batch(seed=3, n_images=4, captions_per_image=2):

@@ -14,7 +14,7 @@ from jax.sharding import PartitionSpec as P
 
 from jitr import losses, training
 from jitr.models import MODELS, make_model
-from jitr.models.retrieval_model import caption_targets
+from jitr.models.vsrn import caption_targets
 from jitr.training import row_exchange
 from tests.training import model_zoo, tiny
 
@@ -196,7 +196,7 @@ def test_registry_names_and_errors():
   with pytest.raises(ValueError, match=r"name='cvse'\): CVSE needs the dataset's concepts"):
     make_model({"name": "cvse"}, 10)
   with pytest.raises(ValueError, match=r"config.model \(name='cvse'\).*fuse_weight"):
-    make_model({"name": "cvse", "fuse_weight": 0.5}, 10, concepts=model_zoo.concepts())
+    make_model({"name": "cvse", "fuse_weight": 0.5}, 10, {"concepts": model_zoo.concepts()})
   with pytest.raises(ValueError, match=r"config.model \(name='sgr'\).*pooling"):
     make_model({"name": "sgr", "pooling": "max"}, 10)
 

@@ -10,7 +10,7 @@ from jitr import experiment, losses, training
 from jitr.data import pairs
 from jitr.data.vocab import bucket_length
 from jitr.experiment.run_concepts import concept_inputs
-from jitr.models.cvse_model import concept_graph
+from jitr.models.cvse.adapter import concept_graph
 from jitr.training.loop import EpochPlan, LoopHooks, fit
 
 MODELS = {
@@ -45,7 +45,9 @@ def _run(config, data_dir, epochs):
   splits, vocab = data.splits, data.vocab
   steps = pairs.steps_per_epoch(splits["train"], config.batch_size)
   concepts = concept_inputs(data.concepts)
-  model, state = experiment.initial_state(config, len(vocab), splits["train"], steps, concepts)
+  model, state = experiment.initial_state(
+    config, len(vocab), splits["train"], steps, {"concepts": concepts}
+  )
   parallel = training.DataParallel(
     training.make_train_step(losses.objective(config.loss), model=model),
     devices=jax.devices()[:2],

@@ -13,7 +13,7 @@ import pytest
 
 from jitr import training
 from jitr.models import create_dual_encoder
-from jitr.models.retrieval_model import dual_encoder_model
+from jitr.models.vse import dual_encoder_model
 from tests.training import tiny
 
 

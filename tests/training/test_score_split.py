@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from jitr.data import pairs
-from jitr.models import SGRAF, create_dual_encoder
-from jitr.models.retrieval_model import dual_encoder_model, sgraf_model
+from jitr.models import SGRAF, create_dual_encoder, dual_encoder_model, sgraf_model
 from jitr.training.score_split import SplitScorer, block_starts, score_split
 
 N_IMG, PER_IMAGE, REGIONS, FEATURES, WIDTH, VOCAB = 7, 3, 5, 6, 8, 20

@@ -7,7 +7,7 @@ import numpy as np
 import optax
 
 from jitr import losses, training
-from jitr.models.retrieval_model import dual_encoder_model
+from jitr.models.vse import dual_encoder_model
 
 
 def _unit(x):

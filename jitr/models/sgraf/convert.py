@@ -1,4 +1,4 @@
-"""Official SGRAF (PyTorch) checkpoints -> :class:`jitr.models.sgraf.SGRAF` variables.
+"""Official SGRAF (PyTorch) checkpoints -> :class:`jitr.models.SGRAF` variables.
 
 The official ``train.py`` saves ``{'epoch', 'model': [img_enc, txt_enc, sim_enc]
 state_dicts, 'best_rsum', 'opt', 'Eiters'}``. :func:`params_from_state_dict`

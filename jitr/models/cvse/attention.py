@@ -20,8 +20,8 @@ them from ``local``.
 
 ``BatchNorm1d(img_region_num)`` in the visual ``embedding_1`` sees ``[B, R, E]``: the
 *region index is the channel* (statistics of region slot r over the batch and the E
-features), as in SGRAF's ``VisualSA``; it reuses :func:`!jitr.models.sgraf.masked_batch_norm`
-and :class:`!jitr.models.sgraf.BatchNormVars` (torch's momentum 0.1, unbiased running
+features), as in SGRAF's ``VisualSA``; it reuses :func:`!jitr.models.layers.masked_batch_norm`
+and :class:`!jitr.models.layers.BatchNormVars` (torch's momentum 0.1, unbiased running
 variance, eps 1e-5). ``BatchNorm1d(embed_dim)`` on the memory is the ordinary one.
 
 The other official branches are reproduced too: ``use_bn=False, 'tanh'`` (where the
@@ -56,9 +56,9 @@ import jax
 import jax.numpy as jnp
 
 from jitr.losses.normalize import l2_normalize_additive
-from jitr.models.cvse_gcn import L2NORM_EPS
-from jitr.models.sgraf import BatchNormVars, masked_batch_norm
-from jitr.models.sgraf_ops import masked_mean, masked_softmax
+from jitr.models.cvse.gcn import L2NORM_EPS
+from jitr.models.layers import BatchNormVars, masked_batch_norm
+from jitr.models.masked_ops import masked_mean, masked_softmax
 
 ACTIVATIONS = {"tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid}
 

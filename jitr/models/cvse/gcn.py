@@ -7,7 +7,7 @@ Two graph convolutions without bias over the ``C`` concepts (``GraphConvolution`
     concepts = l2norm(Â · (h · W2))        W2: [E // 2, E]
 
 ``X`` [C, D] are the concepts' word vectors and ``Â`` [C, C] the normalised adjacency
-(:func:`!jitr.models.cvse_graph.normalized_adjacency` of the processed ``adj_all``; the
+(:func:`!jitr.models.cvse.graph.normalized_adjacency` of the processed ``adj_all``; the
 official forward recomputes it from the stored matrix and detaches it: a constant here).
 ``l2norm`` is the official ``x / (sqrt(Σ x²) + 1e-12)``. The output depends on neither
 image nor caption, so one call serves a whole step.

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 from jitr.losses.normalize import l2_normalize
 from jitr.models.common import lengths_to_mask
 from jitr.models.gru import GRU, BiGRU
-from jitr.models.region_encoder import SetPool
+from jitr.models.vse.region_encoder import SetPool
 
 __all__ = ["GRUTextEncoder"]
 TEXT_POOLINGS = ("last", "mean", "max", "gpo")

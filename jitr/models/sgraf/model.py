@@ -14,7 +14,7 @@ Following the official ``model.py``:
 - globals (inside ``score``): ``VisualSA`` / ``TextSA`` self-attention pooling, each
   ``Linear -> [BatchNorm] -> tanh -> Dropout 0.4`` on the locals and on their mean,
   ``w = softmax(W_c (l ⊙ g))``, global ``= l2norm(Σ w · local)``;
-- pairs: :mod:`jitr.models.sgraf_head` (SCAN attention λ = 9, similarity nodes,
+- pairs: :mod:`jitr.models.sgraf.head` (SCAN attention λ = 9, similarity nodes,
   SGR or SAF, ``sigmoid(Linear 256 -> 1)``), scored ``block_size`` captions at a time.
 
 Padding never changes a score: every softmax, mean, norm and batch statistic is
@@ -29,8 +29,6 @@ parameters). SGRAF is the mean of a trained SGR's and a trained SAF's ``sim``:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import chex
 import flax.linen as nn
 import jax
@@ -38,87 +36,19 @@ import jax.numpy as jnp
 
 from jitr.models.common import official_embedding_init
 from jitr.models.gru import BiGRU
-from jitr.models.sgraf_head import (
+from jitr.models.layers import BatchNormVars, LinearParams, masked_batch_norm, xavier
+from jitr.models.masked_ops import (
+  l2norm,
+  masked_mean,
+  masked_softmax,
+  unbiased,
+)
+from jitr.models.sgraf.head import (
   BatchNormState,
   Linear,
   score_all_pairs,
   sequential_running_update,
 )
-from jitr.models.sgraf_ops import (
-  l2norm,
-  masked_mean,
-  masked_moments,
-  masked_softmax,
-  running_update,
-  unbiased,
-)
-
-xavier = nn.initializers.xavier_uniform()
-
-
-class LinearParams(nn.Module):
-  """Declares a Linear layer's ``kernel [in, out]`` and ``bias [out]`` and returns them
-  (for math run inside ``lax.map``, where submodules cannot be called)."""
-
-  in_features: int
-  features: int
-  kernel_init: Callable = xavier
-
-  @nn.compact
-  def __call__(self) -> Linear:
-    kernel = self.param("kernel", self.kernel_init, (self.in_features, self.features))
-    return kernel, self.param("bias", nn.initializers.zeros, (self.features,))
-
-
-class BatchNormVars(nn.Module):
-  """PyTorch ``BatchNorm1d`` variables: params ``scale``, ``bias``; batch_stats ``mean``,
-  ``var`` (torch defaults: momentum 0.1, running_var updated with the unbiased variance).
-  ``scale_init`` is torch's γ = 1 unless set (VSRN's ``Rs_GCN`` starts at γ = 0)."""
-
-  features: int
-  scale_init: Callable = nn.initializers.ones
-
-  @nn.compact
-  def __call__(self):
-    scale = self.param("scale", self.scale_init, (self.features,))
-    bias = self.param("bias", nn.initializers.zeros, (self.features,))
-    mean = self.variable("batch_stats", "mean", jnp.zeros, (self.features,))
-    var = self.variable("batch_stats", "var", jnp.ones, (self.features,))
-    return scale, bias, mean, var
-
-
-def masked_batch_norm(
-  bn: nn.Module,
-  x: jax.Array,
-  mask: jax.Array,
-  *,
-  channel_axis: int,
-  train: bool,
-  momentum: float,
-  eps: float,
-  axis_name: str | None = None,
-) -> jax.Array:
-  """``(x − μ_c) / sqrt(σ²_c + eps) · γ_c + β_c`` with batch moments over the valid entries
-  (train; running statistics updated) or running statistics (eval). Channel count
-  may be below the module's (the first ``x.shape[channel_axis]`` channels are used).
-  ``axis_name``: the moments are over the rows of every device of that axis (sync BN)."""
-  scale, bias, mean_v, var_v = bn()
-  c = x.shape[channel_axis]
-  axes = tuple(a for a in range(x.ndim) if a != channel_axis % x.ndim)
-  shape = [1] * x.ndim
-  shape[channel_axis] = c
-  if train:
-    mean, var, count = masked_moments(x, mask, axes=axes, axis_name=axis_name)
-    if not bn.is_initializing():
-      running_mean, running_var = jnp.asarray(mean_v.value), jnp.asarray(var_v.value)
-      upd_mean = running_update(running_mean[:c], mean, count, momentum=momentum)
-      upd_var = running_update(running_var[:c], unbiased(var, count), count, momentum=momentum)
-      mean_v.value = running_mean.at[:c].set(upd_mean)
-      var_v.value = running_var.at[:c].set(upd_var)
-  else:
-    mean, var = mean_v.value[:c], var_v.value[:c]
-  normed = (x - mean.reshape(shape)) * jax.lax.rsqrt(var.reshape(shape) + eps)
-  return normed * scale[:c].reshape(shape) + bias[:c].reshape(shape)
 
 
 class SGRAFImageEncoder(nn.Module):
@@ -264,7 +194,7 @@ class SGRAFSimilarity(nn.Module):
 
   The globals are computed once per image / caption; the pairs are scored
   ``block_size`` captions at a time against all images, in length buckets, rematerialised
-  in the backward pass (:func:`!jitr.models.sgraf_head.score_all_pairs`). XLA
+  in the backward pass (:func:`!jitr.models.sgraf.head.score_all_pairs`). XLA
   ``memory_analysis`` of the whole jitted SGR train step, 128 images x 128 captions, 36
   regions, 8-16 words, dims 1024 / 256 (CPU, ``scripts/bench_train.py --memory_only``):
   1.23 GiB at the defaults (blocks of 8, 8 length buckets), 1.61 GiB at blocks of 16,
@@ -362,7 +292,7 @@ class SGRAF(nn.Module):
   sa_dropout: float = 0.4
   block_size: int = 8
   remat: str = "full"
-  """``"dots"`` / ``"full"`` / ``"none"``: see :func:`!jitr.models.sgraf_head.score_all_pairs`."""
+  """``"dots"`` / ``"full"`` / ``"none"``: see :func:`!jitr.models.sgraf.head.score_all_pairs`."""
   length_buckets: int = 8
   """Caption blocks are cut to one of this many lengths (1: always the padded length)."""
   axis_name: str | None = None

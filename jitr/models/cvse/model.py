@@ -9,7 +9,7 @@ Instance level (per image / caption)::
     u     = TextualSelfAttention(u_t)                 memory: l2norm(mean_t u_t)
 
 Consensus level: the concept features ``Z = ConceptGCN(X, Â)`` [C, E] of the C concepts'
-word vectors ``X`` over the normalised concept graph ``Â`` (:mod:`jitr.models.cvse_gcn`;
+word vectors ``X`` over the normalised concept graph ``Â`` (:mod:`jitr.models.cvse.gcn`;
 the same for every image and caption), then per modality (``Consensus_level_feature_learning``)::
 
     a_bc  = fc3(act(BN1(fc1(Z)))_c ⊙ act(BN2(fc2(e_b))))     e_b: the instance embedding
@@ -32,7 +32,7 @@ the official ``embedding_1`` / ``_2`` are ``fc -> Dropout`` without activation).
 ``BN1`` normalises over the C concepts (the same rows on every device); ``BN2`` over the
 batch, synchronised over ``axis_name``. The official forward runs the GCN once per
 modality (the same output: it reads no instance); here it runs once per call. The
-consensus ``fc`` layers start as in :mod:`!jitr.models.cvse_attention` (kernels
+consensus ``fc`` layers start as in :mod:`!jitr.models.cvse.attention` (kernels
 ``±1/sqrt(fan_in)``, biases 0); the word embedding starts Xavier-uniform (the official
 ``random_init``; its default ``glove`` loads torchtext's GloVe, which needs a download).
 """
@@ -47,14 +47,14 @@ import jax
 import jax.numpy as jnp
 
 from jitr.losses.normalize import l2_normalize_additive
-from jitr.models.cvse_attention import (
+from jitr.models.cvse.attention import (
   TextualSelfAttention,
   VisualSelfAttention,
   torch_linear_kernel_init,
 )
-from jitr.models.cvse_gcn import L2NORM_EPS, ConceptGCN
+from jitr.models.cvse.gcn import L2NORM_EPS, ConceptGCN
 from jitr.models.gru import BiGRU
-from jitr.models.sgraf import BatchNormVars, LinearParams, masked_batch_norm
+from jitr.models.layers import BatchNormVars, LinearParams, masked_batch_norm
 
 xavier = nn.initializers.xavier_uniform()
 

@@ -30,8 +30,8 @@ import jax.numpy as jnp
 
 from jitr.models.common import lengths_to_mask
 from jitr.models.gru import GRU, gru_scan
-from jitr.models.sgraf import LinearParams, xavier
-from jitr.models.sgraf_ops import masked_softmax
+from jitr.models.layers import LinearParams, xavier
+from jitr.models.masked_ops import masked_softmax
 
 xavier_normal = nn.initializers.xavier_normal()  # the official init of vid2hid and out
 

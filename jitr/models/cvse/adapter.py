@@ -23,32 +23,41 @@ dot product of two representations is the official ``w·(f_i·f_t) + (1 − w)·
 (``i2t_sep_sim``, ``w = 0.95``). ``encode_captions`` takes the captions' concept labels
 (``None``: none): the official evaluation encodes each caption with the concepts it
 mentions, completes its labels from its neighbours' (``complete_caption_labels``,
-:mod:`!jitr.models.cvse_completion`) and encodes the captions again.
+:mod:`!jitr.models.cvse.completion`) and encodes the captions again.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jitr.losses.triplet import triplet_per_query
-from jitr.models.cvse import CVSE, CVSEEmbeddings
-from jitr.models.cvse_completion import DATASETS, complete_labels, completion_neighbours
-from jitr.models.cvse_graph import THRESHOLD, concept_adjacency, normalized_adjacency
+from jitr.models.cvse.completion import DATASETS, complete_labels, completion_neighbours
+from jitr.models.cvse.graph import THRESHOLD, concept_adjacency, normalized_adjacency
+from jitr.models.cvse.model import CVSE, CVSEEmbeddings
 from jitr.models.retrieval_model import (
+  INPUTS,
   ModelOutput,
+  Network,
   RetrievalModel,
-  _apply,
-  _dot_score,
-  _image_mask,
+  apply_collections,
+  dot_score,
+  image_mask_of,
+  require_constants,
 )
 
 CONCEPT_LABELS = "concept_labels"
 """The batch key of each row's concept labels ``[B, C]`` (its image's)."""
+
+CONCEPTS = "concepts"
+"""The name of the dataset constant CVSE's builder needs: a :class:`ConceptInputs`."""
+CONCEPTS_NEEDED = "word vectors and co-occurrence statistics: ConceptInputs(...)"
 
 AUX_TERMS = ("instance", "consensus", "concept_kl")
 
@@ -65,7 +74,7 @@ class ConceptInputs(NamedTuple):
 
 def concept_graph(concepts: ConceptInputs, threshold: float = THRESHOLD) -> np.ndarray:
   """The normalised adjacency ``Â`` [C, C] the GCN uses: ``gen_adj`` of ``gen_A_concept``'s
-  ``adj_all`` (mode ``Complex``, threshold ``t``; :mod:`jitr.models.cvse_graph`)."""
+  ``adj_all`` (mode ``Complex``, threshold ``t``; :mod:`jitr.models.cvse.graph`)."""
   adjacency = concept_adjacency(concepts.co_occurrence, concepts.counts, threshold=threshold)
   return normalized_adjacency(adjacency)
 
@@ -131,10 +140,10 @@ def cvse_model(
 ) -> RetrievalModel:
   """A :class:`jitr.models.CVSE` as a dual encoder (module docstring). ``concept_vectors``
   ``[C, D]`` and the normalised ``adjacency`` ``[C, C]`` are the dataset's constants
-  (:func:`!jitr.models.cvse_graph.normalized_adjacency`). The batch carries
+  (:func:`!jitr.models.cvse.graph.normalized_adjacency`). The batch carries
   ``concept_labels [B, C]``. BatchNorms over the batch are synchronised over
   ``axis_name`` in training. ``label_completion``: the neighbour merge of the official
-  evaluation (``"f30k"`` or ``"coco"``, :mod:`!jitr.models.cvse_completion`), ``None``:
+  evaluation (``"f30k"`` or ``"coco"``, :mod:`!jitr.models.cvse.completion`), ``None``:
   captions keep their labels."""
   weights = {"instance": instance_weight, "consensus": consensus_weight, "concept_kl": kl_weight}
   for name, w in weights.items():
@@ -166,13 +175,13 @@ def cvse_model(
     return jnp.asarray(labels)
 
   def init(rng, batch):
-    args = (batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"])
+    args = (batch["images"], image_mask_of(batch), batch["tokens"], batch["lengths"])
     return dict(module.init(rng, *args, labels_of(batch), vectors, adj, False))
 
   def forward(variables, batch, *, train=True, rngs=None, axis_name=None):
     m = module.clone(axis_name=axis_name)
-    args = (batch["images"], _image_mask(batch), batch["tokens"], batch["lengths"])
-    (img, txt), state = _apply(
+    args = (batch["images"], image_mask_of(batch), batch["tokens"], batch["lengths"])
+    (img, txt), state = apply_collections(
       m,
       variables,
       *args,
@@ -216,10 +225,45 @@ def cvse_model(
     pairwise=False,
     init=init,
     forward=forward,
-    score=_dot_score,
+    score=dot_score,
     encode_images=encode_images,
     encode_captions=encode_captions,
     aux_weights={name: float(w) for name, w in weights.items() if w > 0},
     module=module,
     complete_caption_labels=complete_caption_labels if label_completion else None,
+    inputs=(*INPUTS, CONCEPT_LABELS),
   )
+
+
+#: ``{keyword: default}`` of :func:`cvse_model`: the CVSE settings a model config gives
+#: the builder rather than the module.
+BUILDER_DEFAULTS: dict[str, Any] = {
+  p.name: p.default
+  for p in inspect.signature(cvse_model).parameters.values()
+  if p.kind == p.KEYWORD_ONLY
+}
+
+
+def build(config: dict[str, Any], vocab_size: int, constants: Mapping[str, Any]) -> RetrievalModel:
+  """The registry's builder: :class:`CVSE`'s fields, plus the keywords of
+  :func:`cvse_model` (``label_completion``: ``""`` for none) and ``concept_threshold``
+  (the graph's ``t``, default 0.3); ``constants["concepts"]``: the dataset's
+  :class:`ConceptInputs`."""
+  require_constants("cvse", "CVSE", {CONCEPTS: CONCEPTS_NEEDED}, constants)
+  concepts = constants[CONCEPTS]
+  builder = {k: config.pop(k) for k in BUILDER_DEFAULTS if k in config}
+  if builder.get("label_completion") == "":  # a config's way to say none
+    builder["label_completion"] = None
+  graph = concept_graph(concepts, config.pop("concept_threshold", THRESHOLD))
+  module = CVSE(vocab_size=vocab_size, **config)
+  return cvse_model(module, concepts.vectors, graph, **builder)
+
+
+#: The registry's entry for ``"cvse"``.
+NETWORK = Network(
+  build,
+  inputs=(*INPUTS, CONCEPT_LABELS),
+  constants=(CONCEPTS,),
+  settings_of=CVSE,
+  extra_settings={**BUILDER_DEFAULTS, "concept_threshold": THRESHOLD},
+)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr.losses.normalize import l2_normalize
-from jitr.models.region_encoder import SetPool
+from jitr.models.vse.region_encoder import SetPool
 
 
 class ConvEncoder(nn.Module):

@@ -1,7 +1,7 @@
 """The SGR / SAF similarity head on one block of (image, caption) pairs, as pure math.
 
 For image ``i`` (regions ``v``, global ``g_i``) and caption ``c`` (words ``q``,
-global ``h_c``), with ``a_t`` from :func:`jitr.models.sgraf_ops.scan_attention`::
+global ``h_c``), with ``a_t`` from :func:`jitr.models.masked_ops.scan_attention`::
 
     n_t = l2norm(W_loc (a_t − q_t)² + b_loc)      (local nodes, t = 1..L_c)
     n_0 = l2norm(W_glo (g_i − h_c)² + b_glo)      (global node, node 0)
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr.models.branch_remat import switch_rematerialised
-from jitr.models.sgraf_ops import l1norm, l2norm, masked_moments, masked_softmax, scan_attention
+from jitr.models.masked_ops import l1norm, l2norm, masked_moments, masked_softmax, scan_attention
 
 Linear = tuple[jax.Array, jax.Array]  # (kernel [in, out], bias [out])
 Params = dict[str, Any]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr.models.cvse_graph import normalized_adjacency
+from jitr.models.cvse.graph import normalized_adjacency
 from jitr.models.torch_state import StateDictReader, load_flat_state_dict, shape_reader
 
 PREFIXES = (

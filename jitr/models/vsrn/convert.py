@@ -1,4 +1,4 @@
-"""Official VSRN (PyTorch) weights -> :class:`jitr.models.vsrn.VSRN` variables.
+"""Official VSRN (PyTorch) weights -> :class:`jitr.models.VSRN` variables.
 
 The official ``train.py`` saves ``{'epoch', 'model': [img_enc, txt_enc] state_dicts,
 'best_rsum', 'opt', 'Eiters'}``: the captioning branch (``caption_model``) is *not* in

@@ -11,7 +11,7 @@ Following the official ``model.py`` (``EncoderImagePrecompAttn``, ``EncoderText`
   ``R = θ(V) φ(V)ᵀ / R_count`` (no softmax), ``V* = BN(W (R g(V))) + V``, with the
   BatchNorm's γ = β = 0 at init, so each layer starts as the identity;
 - text: ``Embed 300 -> GRU D``, output at the last valid word, ``l2norm``;
-- captioning (training only): :mod:`jitr.models.vsrn_captioner`, fed the GCN regions.
+- captioning (training only): :mod:`jitr.models.vsrn.captioner`, fed the GCN regions.
 
 **Which axis the region ``l2norm`` normalises.** The official ``l2norm`` sums over
 ``dim=1``; on the ``[B, N, D]`` region tensors that is the *region* axis (each
@@ -60,8 +60,8 @@ import jax.numpy as jnp
 from jitr.losses.normalize import l2_normalize
 from jitr.models.common import official_embedding_init
 from jitr.models.gru import GRU
-from jitr.models.sgraf import BatchNormVars, masked_batch_norm, xavier
-from jitr.models.vsrn_captioner import (
+from jitr.models.layers import BatchNormVars, masked_batch_norm, xavier
+from jitr.models.vsrn.captioner import (
   VSRNCaptioner,
   caption_log_likelihood_from_log_probs,
   caption_loss_from_log_likelihood,

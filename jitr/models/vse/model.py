@@ -14,9 +14,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jitr.models.cnn import ConvEncoder
-from jitr.models.region_encoder import RegionEncoder
-from jitr.models.text_gru import GRUTextEncoder
+from jitr.models.vse.cnn import ConvEncoder
+from jitr.models.vse.region_encoder import RegionEncoder
+from jitr.models.vse.text_gru import GRUTextEncoder
 
 
 class DualEncoder(nn.Module):
@@ -45,11 +45,6 @@ class DualEncoder(nn.Module):
     image_mask: jax.Array | None = None,
   ) -> tuple[jax.Array, jax.Array]:
     return self.encode_image(images, image_mask), self.encode_text(tokens, lengths)
-
-
-def similarity(img: jax.Array, txt: jax.Array) -> jax.Array:
-  """Cosine similarity matrix ``img @ txt.T`` ``[B_img, B_txt]`` (inputs L2-normalised)."""
-  return jnp.einsum("ie,te->it", img.astype(jnp.float32), txt.astype(jnp.float32))
 
 
 def create_dual_encoder(
