@@ -6,7 +6,7 @@ rows, its query rows of the global similarity matrix, the objective's share and 
 auxiliary losses' shares), ``jax.value_and_grad`` of it, the reduction across devices and
 the optimizer update. The helpers below it compute one device's share of the objective
 (:func:`split_loss`, :func:`aux_shares`) and the step's metrics (:func:`global_loss`,
-:func:`ndcg_metrics`). What crosses devices is in :mod:`jitr.training.row_exchange`.
+:func:`ndcg_metrics`). What crosses devices is in :mod:`!jitr.training.row_exchange`.
 
 Data parallelism splits the loss by **query rows**: device d holds ``b = N/D`` of the
 global batch's ``N`` pairs and computes only its own queries' per-query terms, against
@@ -64,7 +64,7 @@ def make_train_step(
   Each device runs ``model.forward`` on its rows (train mode, dropout keyed per
   device), all-gathers the representations it needs and the non-model fields of the
   batch (ids, validity, stored relevance data) over ``axis_name``, scores its query
-  rows (:func:`jitr.training.row_exchange.query_rows`) and computes the objective's
+  rows (:func:`!jitr.training.row_exchange.query_rows`) and computes the objective's
   per-query terms of **its own** queries against the global batch (see the module
   docstring):
   ``L = Σ_t w_t Σ_dir (Σ_d Σ_{q∈d} w_q·l_q) / (Σ_d Σ_{q∈d} w_q) + Σ_a w_a·mean(aux_a)``
@@ -166,8 +166,8 @@ def split_loss(
   """This device's share of the objective: ``(share, sums)``.
 
   ``i2t_sim, t2i_sim [b, N]``: this device's image and caption query rows (see
-  :func:`jitr.training.row_exchange.query_rows`); ``queries``: its queries' indices,
-  targets and graded rows (:func:`jitr.training.row_exchange.device_queries`), each
+  :func:`!jitr.training.row_exchange.query_rows`); ``queries``: its queries' indices,
+  targets and graded rows (:func:`!jitr.training.row_exchange.device_queries`), each
   term reading its graded input (``objective.graded_inputs``). ``share`` has this
   device's numerators over the global counts (psum-ed, no gradient), so
   ``Σ_devices share`` is the objective; ``sums`` are the term sums with those global
