@@ -1,7 +1,8 @@
 """Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
 TFRecord readers, CVSE's concepts (official files and :class:`ConceptData` built from
-captions). The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow
-Datasets: import it directly where it is needed.
+captions), BERT's WordPiece tokenization of captions. The jitr_shapes TFDS builder
+(:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
+needed.
 """
 
 from jitr.data.concept_data import (
@@ -35,6 +36,7 @@ from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, l
 from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
 from jitr.data.vocab import Vocab, build_vocab
+from jitr.data.wordpiece import WordPiece
 
 __all__ = [
   "ConceptData",
@@ -49,6 +51,7 @@ __all__ = [
   "RetrievalSplit",
   "SplitCheck",
   "Vocab",
+  "WordPiece",
   "build_concept_data",
   "build_precomp_vocab",
   "build_vocab",
