@@ -1,10 +1,12 @@
 """Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
 TFRecord readers, CVSE's concepts (official files and :class:`ConceptData` built from
-captions), BERT's WordPiece tokenization of captions. The jitr_shapes TFDS builder
+captions), BERT's WordPiece tokenization of captions and the official VSE∞ training
+augmentation of captions and regions. The jitr_shapes TFDS builder
 (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
 needed.
 """
 
+from jitr.data.caption_augment import augment_caption, drop_regions
 from jitr.data.concept_data import (
   ConceptData,
   ConceptDataError,
@@ -52,6 +54,7 @@ __all__ = [
   "SplitCheck",
   "Vocab",
   "WordPiece",
+  "augment_caption",
   "build_concept_data",
   "build_precomp_vocab",
   "build_vocab",
@@ -59,6 +62,7 @@ __all__ = [
   "check_precomp_folder",
   "concept_data_from_official",
   "dataset_info",
+  "drop_regions",
   "epoch_batches",
   "format_check_report",
   "load_concept_data",
