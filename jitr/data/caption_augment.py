@@ -53,9 +53,9 @@ def augment_caption(
   probability: float = 0.2,
   train: bool = True,
 ) -> np.ndarray:
-  """The int32 ids ``[CLS] ... [SEP]`` of a caption given as the piece ids of each basic
-  word (:meth:`WordPiece.word_ids`), augmented as the official ``process_caption`` does
-  (module docstring); with ``train=False``, the pieces unchanged."""
+  """The int32 ids of a caption, given as the piece ids of each basic word
+  (:meth:`WordPiece.word_ids`), augmented as the official ``process_caption`` does (module
+  docstring), between ``[CLS]`` and ``[SEP]``; with ``train=False``, the pieces unchanged."""
   _check_probability(probability)
   out: list[int] = [tokenizer.cls_id]
   for pieces in word_ids:
