@@ -1,9 +1,12 @@
 """Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
 TFRecord readers, CVSE's concepts (official files and :class:`ConceptData` built from
-captions). The jitr_shapes TFDS builder (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow
-Datasets: import it directly where it is needed.
+captions), BERT's WordPiece tokenization of captions and the official VSE∞ training
+augmentation of captions and regions. The jitr_shapes TFDS builder
+(:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
+needed.
 """
 
+from jitr.data.caption_augment import augment_caption, drop_regions
 from jitr.data.concept_data import (
   ConceptData,
   ConceptDataError,
@@ -35,6 +38,7 @@ from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, l
 from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
 from jitr.data.vocab import Vocab, build_vocab
+from jitr.data.wordpiece import WordPiece
 
 __all__ = [
   "ConceptData",
@@ -49,6 +53,8 @@ __all__ = [
   "RetrievalSplit",
   "SplitCheck",
   "Vocab",
+  "WordPiece",
+  "augment_caption",
   "build_concept_data",
   "build_precomp_vocab",
   "build_vocab",
@@ -56,6 +62,7 @@ __all__ = [
   "check_precomp_folder",
   "concept_data_from_official",
   "dataset_info",
+  "drop_regions",
   "epoch_batches",
   "format_check_report",
   "load_concept_data",
