@@ -71,6 +71,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     choices=("highest", "tf32"),
     help="float32 matrix products in both frameworks (highest: true float32)",
   )
+  p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax starts)")
   args = p.parse_args(argv)
   if args.tiny:
     args.batch, args.regions, args.feature_dim, args.tokens, args.embed_dim = 8, 5, 16, 6, 16
@@ -310,6 +311,8 @@ def setup_paths() -> None:
 
 def main(argv=None) -> None:
   args = parse_args(argv)
+  if args.xla_flags:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + args.xla_flags).strip()
   setup_paths()
   import jax
   import torch
