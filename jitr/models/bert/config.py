@@ -40,8 +40,15 @@ class BertConfig:
   pad_token_id: int = 0
 
 
-_REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads")
-_POSITIVE_INTS = (*_REQUIRED, "intermediate_size", "max_position_embeddings", "type_vocab_size")
+_POSITIVE_INTS = (
+  "vocab_size",
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "intermediate_size",
+  "max_position_embeddings",
+  "type_vocab_size",
+)
 _PROBABILITIES = ("hidden_dropout_prob", "attention_probs_dropout_prob")
 
 

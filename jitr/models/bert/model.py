@@ -89,7 +89,7 @@ class BertAttention(nn.Module):
     dense = lambda n, name: nn.Dense(n, dtype=self.dtype, kernel_init=_INIT, name=name)
     split = lambda y: y.reshape(*y.shape[:2], heads, width)  # [B, L, N, d]
     q, k, v = (split(dense(c.hidden_size, name)(h)) for name in ("query", "key", "value"))
-    scores = jnp.einsum("bqnd,bknd->bnqk", q, k).astype(wide) / jnp.sqrt(width).astype(wide)
+    scores = jnp.einsum("bqnd,bknd->bnqk", q, k).astype(wide) * width**-0.5
     probs = jax.nn.softmax(scores + bias.astype(wide), axis=-1)
     probs = nn.Dropout(c.attention_probs_dropout_prob)(probs, deterministic=not train)
     context = jnp.einsum("bnqk,bknd->bqnd", probs.astype(self.dtype), v)
