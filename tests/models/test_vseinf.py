@@ -207,3 +207,9 @@ def test_pretrained_folder_fills_the_bert_subtree(tmp_path):
   bound = np.sqrt(6.0 / (IMG_DIM + EMBED))  # init_weights: Xavier-uniform, zero bias
   assert np.abs(fc).max() <= bound and np.abs(fc).max() > 0.5 * bound
   assert not np.any(variables["params"]["image_encoder"]["fc"]["bias"])
+  for tower in ("image_encoder", "text_encoder"):  # nn.GRU's and nn.Linear's U(±1/sqrt(32))
+    gru = np.concatenate(
+      [np.ravel(x) for x in jax.tree.leaves(variables["params"][tower]["gpool"])]
+    )
+    assert np.abs(gru).max() <= 32**-0.5 and np.abs(gru).max() > 0.9 * 32**-0.5
+    assert abs(gru.mean()) < 0.01

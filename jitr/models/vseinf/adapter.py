@@ -24,15 +24,17 @@ from jitr.models.retrieval_model import (
   apply_collections,
   dot_score,
 )
+from jitr.models.vseinf.init import torch_gpo_params
 from jitr.models.vseinf.model import VSEInfinity
 
 
 def vseinf_model(module: VSEInfinity, bert_params: Any | None = None) -> RetrievalModel:
   """The :class:`RetrievalModel` of ``module``; ``bert_params`` (``None``: random) replace
-  the BERT subtree of ``init``'s parameters."""
+  the BERT subtree of ``init``'s parameters, whose GPOs start as PyTorch's ``nn.GRU`` and
+  ``nn.Linear`` (:func:`~jitr.models.vseinf.init.torch_gpo_params`)."""
 
   def init(rng, batch):
-    params_key, dropout_key = jax.random.split(rng)
+    params_key, dropout_key, gpo_key = jax.random.split(rng, 3)
     variables = dict(
       module.init(
         {"params": params_key, "dropout": dropout_key},
@@ -42,8 +44,13 @@ def vseinf_model(module: VSEInfinity, bert_params: Any | None = None) -> Retriev
         batch.get("image_mask"),
       )
     )
+    params = dict(variables["params"])
+    for tower, key in zip(("image_encoder", "text_encoder"), jax.random.split(gpo_key)):
+      gpool = torch_gpo_params(key, params[tower]["gpool"])
+      params[tower] = {**params[tower], "gpool": gpool}
     if bert_params is not None:
-      variables["params"] = {**variables["params"], "bert": _same_tree(variables, bert_params)}
+      params["bert"] = _same_tree(variables, bert_params)
+    variables["params"] = params
     return variables
 
   def forward(variables, batch, *, train=True, rngs=None, axis_name=None):

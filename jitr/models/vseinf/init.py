@@ -39,3 +39,14 @@ def torch_dense(features: int, fan_in: int, name: str, dtype=jnp.float32) -> nn.
     bias_init=torch_bias_init(fan_in),
     name=name,
   )
+
+
+def torch_gpo_params(key: jax.Array, params: dict, d_hidden: int = 32) -> dict:
+  """``params`` (a :class:`~jitr.models.GPO` subtree) redrawn as the official GPO starts:
+  PyTorch's ``nn.GRU`` draws every weight and bias from ``U(−k, k)``, ``k = 1/sqrt(d_hidden)``,
+  and its score ``nn.Linear(d_hidden, 1, bias=False)`` the same bound (fan-in ``d_hidden``)."""
+  bound = 1.0 / math.sqrt(d_hidden)
+  leaves, tree = jax.tree.flatten(params)
+  keys = jax.random.split(key, len(leaves))
+  drawn = [jax.random.uniform(k, x.shape, x.dtype, -bound, bound) for k, x in zip(keys, leaves)]
+  return jax.tree.unflatten(tree, drawn)
