@@ -116,6 +116,8 @@ def get_config() -> ml_collections.ConfigDict:
       decay_factor=0.1,
       # {top-level module: its own decay factor} at the same epochs (CVSE: {"gcn": 0.2})
       module_decay_factors={},
+      # {top-level module: learning-rate factor} on the same schedule (VSE∞'s BERT: 0.1)
+      module_lr_factors={},
       weight_decay=1e-4,  # AdamW's decoupled weight decay (unused by "adam")
     )
   )

@@ -69,6 +69,7 @@ def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections
       decay_epochs=decay_epochs,
       decay_factor=0.1,
       module_decay_factors={},
+      module_lr_factors={},
     )
   )
 
@@ -109,6 +110,7 @@ def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
       decay_epochs=(15,),
       decay_factor=0.1,
       module_decay_factors={},
+      module_lr_factors={},
     )
   )
   c.num_epochs = 30

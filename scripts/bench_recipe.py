@@ -17,6 +17,7 @@ OPTIMIZER = {
   "decay_epochs": (),
   "decay_factor": 0.1,
   "module_decay_factors": {},
+  "module_lr_factors": {},
 }
 OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
 

@@ -40,6 +40,10 @@ Usage::
     python scripts/bench_train.py --model=sgr --torch_device=cuda   # both on a GPU
     python scripts/bench_train.py --model=sgr --memory_only --variants=full:8:8,none:8:8
     python scripts/bench_train.py --model=cvse
+    python scripts/bench_train.py --model=vseinf --torch_device=cuda   # scripts/bench_vseinf.py
+
+``--model=vseinf`` (VSE∞ with BERT) runs scripts/bench_vseinf.py with the other arguments
+(its own options: ``--bert_layers``, ``--tokens``, ...), before anything below is imported.
 
 On a GPU, ``--torch_device=cuda`` puts PyTorch there too (JAX takes the GPU by itself
 when its CUDA plugin is installed) and ``--precision`` sets one float32 matmul
@@ -65,9 +69,9 @@ def _parse_args(argv=None):
   p.add_argument(
     "--model",
     default="vsepp",
-    choices=("vsepp", "sgr", "saf", "vsrn", "cvse"),
+    choices=("vsepp", "sgr", "saf", "vsrn", "cvse", "vseinf"),
     help="vsepp: the three-way VSE++† bench below; sgr / saf / vsrn / cvse: jitr vs PyTorch "
-    "(scripts/bench_models.py)",
+    "(scripts/bench_models.py); vseinf: VSE∞ with BERT (scripts/bench_vseinf.py)",
   )
   p.add_argument(
     "--tiny", action="store_true", help="tiny sizes (a smoke run: batch 8, 5 regions x 16)"
@@ -166,6 +170,21 @@ def _parse_args(argv=None):
     args.concepts = 7
   return args
 
+
+def _delegated_model(argv: list[str]) -> str:
+  """``--model``'s value when it names a bench with its own script (``vseinf``), else ""."""
+  p = argparse.ArgumentParser(add_help=False)
+  p.add_argument("--model", default="")
+  model = p.parse_known_args(argv)[0].model
+  return model if model == "vseinf" else ""
+
+
+if __name__ == "__main__" and _delegated_model(sys.argv[1:]):
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  import bench_vseinf  # no TensorFlow, no ml_collections
+
+  bench_vseinf.main(sys.argv[1:])
+  sys.exit(0)
 
 ARGS = _parse_args()
 _threads = ARGS.threads or os.cpu_count() or 1

@@ -147,3 +147,44 @@ def test_bench_train_memory_only_compiles_each_variant_and_prints_its_memory():
   assert all("(XLA memory_analysis: temp " in row for row in rows)
   _check_memory_rows(_table(out.stdout, "| implementation | peak memory of the step |"))
   assert "PyTorch" not in out.stdout and "ms/step" not in out.stdout  # nothing timed
+
+
+# Runs scripts/bench_train.py --model=vseinf as __main__, then names the TensorFlow and
+# ml_collections modules it imported (a GPU machine without them must run it).
+_VSEINF_RUN = """
+import runpy, sys
+sys.argv = ["bench_train.py", *sys.argv[1:]]
+try:
+  runpy.run_path({script!r}, run_name="__main__")
+except SystemExit as e:
+  assert not e.code, e.code
+print("imported:", sorted(m for m in sys.modules if m.startswith(("tensorflow", "ml_collections"))))
+"""
+
+
+@pytest.mark.slow
+def test_bench_train_vseinf_runs_one_tiny_step_without_tensorflow():
+  """``--model=vseinf --tiny``: one step of jitr and of the official PyTorch modules from
+  the same weights (their eval-mode embeddings agree), both rows of the time table, the
+  peak memory of jitr with and without remat and of PyTorch, and neither TensorFlow nor
+  ml_collections imported."""
+  script = os.path.join(ROOT, "scripts", "bench_train.py")
+  args = ["--model=vseinf", "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
+  out = subprocess.run(
+    [sys.executable, "-c", _VSEINF_RUN.format(script=script), *args],
+    capture_output=True,
+    text=True,
+    env={"OMP_WAIT_POLICY": "passive", **os.environ, "PYTHONPATH": ROOT},
+    timeout=600,
+  )
+  assert out.returncode == 0, out.stderr[-3000:]
+  text = out.stdout
+  assert "VSE∞ train step: batch 8, 5×16 regions, 6 tokens, BERT 1 layers × 32 " in text
+  (diff,) = re.findall(r"embeddings \(same weights\): (\S+)\n", text)
+  assert float(diff) < 1e-5, diff
+  rates = _check_time_table(text, timed=1)
+  assert sorted(rates) == ["PyTorch VSE∞", "jitr VSE∞"]
+  rows = _table(text, "| implementation | peak memory of the step |")
+  assert [label for label, _ in rows] == ["jitr VSE∞", "jitr VSE∞, remat", "PyTorch VSE∞"]
+  _check_memory_rows(rows)
+  assert text.rstrip().endswith("imported: []"), text[-500:]

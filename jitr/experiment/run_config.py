@@ -103,6 +103,7 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "decay_epochs",
     "decay_factor",
     "module_decay_factors",
+    "module_lr_factors",
   ),
   "concepts": ("source", "num_concepts", "vectors"),
   "distributed": (
@@ -216,14 +217,14 @@ def _check_optimizer(config: Any) -> None:
   for name, (minimum, inclusive) in OPTIMIZER_NUMBERS.items():
     if name in optimizer:
       check_number(f"optimizer.{name}", optimizer[name], minimum, inclusive)
-  modules = optimizer.module_decay_factors
-  if not hasattr(modules, "keys"):
-    raise ValueError(
-      f"config.optimizer.module_decay_factors: expected an object {{module: factor}}, "
-      f"got {modules!r}"
-    )
-  for module, factor in dict(modules).items():
-    check_number(f"optimizer.module_decay_factors.{module}", factor, 0.0, False)
+  for field in ("module_decay_factors", "module_lr_factors"):
+    modules = optimizer[field]
+    if not hasattr(modules, "keys"):
+      raise ValueError(
+        f"config.optimizer.{field}: expected an object {{module: factor}}, got {modules!r}"
+      )
+    for module, factor in dict(modules).items():
+      check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
 
 
 def _check_concepts(config: Any) -> None:

@@ -2,9 +2,10 @@
 
 Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
 :class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
-Pooling: :class:`GPO`. Joint model: :class:`DualEncoder`. Similarity models
-(cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN (region GCN
-reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. CVSE (instance-level
+Pooling: :class:`GPO`. Pretrained text encoder: :class:`BertEncoder` (BERT, weights from a
+Hugging Face folder through :func:`load_pretrained`). Joint model: :class:`DualEncoder`.
+Similarity models (cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN
+(region GCN reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. CVSE (instance-level
 self-attention fused with a consensus level over a concept graph; its triplet and KL
 terms as auxiliary losses): :class:`CVSE`, :func:`cvse_model`. Training and evaluation see
 every network through one interface, :class:`RetrievalModel` (built by name from a config:
@@ -16,6 +17,7 @@ Each network is a package: :mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
 :class:`RetrievalModel`, its registry entry and its converter of official weights).
 """
 
+from jitr.models.bert import BertConfig, BertEncoder, bert_params, load_pretrained, read_config
 from jitr.models.common import lengths_to_mask, masked_max, masked_mean
 from jitr.models.cvse import CVSE, ConceptInputs, CVSEEmbeddings, cvse_model
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
@@ -48,6 +50,8 @@ __all__ = [
   "Network",
   "OfficialCheckpointError",
   "RetrievalModel",
+  "BertConfig",
+  "BertEncoder",
   "BiGRU",
   "CVSE",
   "CVSEEmbeddings",
@@ -65,9 +69,11 @@ __all__ = [
   "VSRNCaptioner",
   "VSRNImageEncoder",
   "VSRNTextEncoder",
+  "bert_params",
   "create_dual_encoder",
   "cvse_model",
   "dual_encoder_model",
+  "load_pretrained",
   "make_model",
   "sgraf_model",
   "vsrn_model",
@@ -78,6 +84,7 @@ __all__ = [
   "masked_max",
   "masked_mean",
   "positional_encoding",
+  "read_config",
   "reverse_padded",
   "sgraf_similarity",
   "similarity",

@@ -65,11 +65,17 @@ def gpo_pool(features: jax.Array, mask: jax.Array | None, weights: jax.Array) ->
 
 
 class GPO(nn.Module):
-  """Learned GPO pooling: ``(features [B,K,D], mask [B,K]) -> (pooled [B,D], θ [B,K])``."""
+  """Learned GPO pooling: ``(features [B,K,D], mask [B,K]) -> (pooled [B,D], θ [B,K])``.
+
+  ``bias``: whether the score ``Linear`` has a bias. The official one has none
+  (``nn.Linear(d_hidden, 1, bias=False)``); a bias shifts every valid score alike, so θ
+  is the same with or without it (its gradient is 0).
+  """
 
   d_pe: int = 32
   d_hidden: int = 32
   temperature: float = 0.1
+  bias: bool = True
 
   @nn.compact
   def __call__(
@@ -83,7 +89,7 @@ class GPO(nn.Module):
     pe = jnp.broadcast_to(positional_encoding(k, self.d_pe), (b, k, self.d_pe))
     pe = jnp.where(sorted_mask[..., None], pe, 0.0)
     out, _ = BiGRU(self.d_hidden, merge="mean", name="bigru")(pe, n_valid)
-    scores = nn.Dense(1, name="linear")(out)[..., 0]
+    scores = nn.Dense(1, use_bias=self.bias, name="linear")(out)[..., 0]
     scores = jnp.where(sorted_mask, scores, -10000.0)
     weights = jax.nn.softmax(scores / self.temperature, axis=-1)
     return gpo_pool(features, mask, weights), weights

@@ -15,7 +15,10 @@ keyword arguments; ``constants`` holds the dataset constants a network declares 
   ``eval_fused_weight``, ``label_completion``: ``""`` for none) and ``concept_threshold``
   (the graph's ``t``, default 0.3). It needs the dataset's concepts,
   ``constants={"concepts": ConceptInputs(...)}``, and its batches carry
-  ``concept_labels`` (its :attr:`!Network.inputs`).
+  ``concept_labels`` (its :attr:`!Network.inputs`);
+- ``"vseinf"``: VSE∞ as its official code builds it (BUTD regions, BERT captions of
+  WordPiece ids): :func:`jitr.models.vseinf.create_vseinf` (``pretrained``: a Hugging
+  Face BERT folder, ``""`` for a random BERT of the ``bert_*`` sizes).
 
 Each :class:`Network` declares, before anything is built, the batch keys its model reads
 (``inputs``) and the dataset constants its builder needs (``constants``).
@@ -26,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jitr.models import cvse, sgraf, vse, vsrn
+from jitr.models import cvse, sgraf, vse, vseinf, vsrn
 from jitr.models.retrieval_model import Network, RetrievalModel
 
 DEFAULT_MODEL = "vse"
@@ -39,6 +42,7 @@ MODELS: dict[str, Network] = {
   "saf": sgraf.network("SAF"),
   "vsrn": vsrn.NETWORK,
   "cvse": cvse.NETWORK,
+  "vseinf": vseinf.NETWORK,
 }
 
 

@@ -62,8 +62,12 @@ def make_optimizer(
   ``weight_decay`` (AdamW only), ``grad_clip`` (≤ 0 disables), ``decay_epochs``,
   ``decay_factor``, ``module_decay_factors`` (``{top-level params key: factor}``, ``{}``
   for none: those modules decay by their own factor at the same epochs, CVSE's GCN by 0.2
-  while the rest decays by 0.1; one optimizer per group, which for the elementwise Adam is
-  the official single optimizer with two parameter groups).
+  while the rest decays by 0.1), ``module_lr_factors`` (``{top-level params key: f}``,
+  ``{}`` for none: those modules learn at ``f · learning_rate`` on the same schedule,
+  VSE∞'s BERT at 0.1×; AdamW's decoupled decay ``lr · wd · p`` uses the module's rate,
+  as PyTorch's per-group ``lr``). A module named in either gets its own optimizer on
+  ``f · learning_rate · its_factor^{#decays}``; for the elementwise Adam / AdamW that is
+  the official single optimizer with one parameter group per module.
 
   One update per parameter per step, for every network. The official VSRN Adam lists the
   captioning encoder / decoder parameters twice (two Adam steps per iteration for them,
@@ -74,19 +78,22 @@ def make_optimizer(
   if name not in OPTIMIZERS:
     raise ValueError(f"optimizer.name: expected one of {sorted(OPTIMIZERS)}, got {name!r}")
 
-  def decaying_by(factor: float) -> optax.GradientTransformation:
+  def group(decay_factor: float, lr_factor: float) -> optax.GradientTransformation:
     schedule = make_schedule(
-      learning_rate=float(config["learning_rate"]),
+      learning_rate=float(config["learning_rate"]) * float(lr_factor),
       steps_per_epoch=steps_per_epoch,
       decay_epochs=tuple(config["decay_epochs"]),
-      decay_factor=float(factor),
+      decay_factor=float(decay_factor),
     )
     return OPTIMIZERS[name](schedule, config)
 
-  opt = decaying_by(config["decay_factor"])
-  modules = dict(config["module_decay_factors"])
+  decays = dict(config["module_decay_factors"])
+  rates = dict(config["module_lr_factors"])
+  opt = group(config["decay_factor"], 1.0)
+  modules = dict.fromkeys(sorted({*decays, *rates}))
   if modules:
-    groups = {DEFAULT_GROUP: opt, **{m: decaying_by(f) for m, f in modules.items()}}
+    own = {m: group(decays.get(m, config["decay_factor"]), rates.get(m, 1.0)) for m in modules}
+    groups = {DEFAULT_GROUP: opt, **own}
     opt = optax.multi_transform(groups, lambda params: module_labels(params, modules))
   clip = float(config["grad_clip"])
   return optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt

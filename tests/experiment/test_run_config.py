@@ -77,6 +77,16 @@ REFUSED = [
     "config.optimizer.grad_clip: expected a finite number >= 0, got inf",
   ),
   (
+    "optimizer.module_lr_factors",
+    {"bert": 0.0},
+    "config.optimizer.module_lr_factors.bert: expected a finite number > 0, got 0.0",
+  ),
+  (
+    "optimizer.module_lr_factors",
+    0.1,
+    "config.optimizer.module_lr_factors: expected an object {module: factor}, got 0.1",
+  ),
+  (
     "loss.smooth_ndcg.weight",
     -1.0,
     "config.loss.smooth_ndcg.weight: expected a finite number >= 0, got -1.0",

@@ -45,6 +45,16 @@ CONFIGS = {
     num_region=REGIONS,
     dropout=0.0,
   ),
+  "vseinf": dict(
+    name="vseinf",
+    img_dim=FEATURES,
+    embed_dim=16,
+    bert_hidden=8,
+    bert_layers=1,
+    bert_heads=2,
+    bert_intermediate=8,
+    bert_dropout=0.0,
+  ),
 }
 CONCEPTS = 5
 

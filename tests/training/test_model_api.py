@@ -58,7 +58,7 @@ def test_eight_devices_equal_one_device_for_every_network(name):
   make = lambda **kw: training.make_train_step(TRIPLET, model=model, **kw)  # noqa: E731
   ref_state, ref_metrics = jax.jit(make(axis_name=None))(state, batch)
   assert np.isfinite(float(ref_metrics["loss"]))  # numpy: no op-by-op compile
-  if name in ("sgr", "saf", "vsrn", "cvse"):  # the step moved the running statistics
+  if name in ("sgr", "saf", "vsrn", "cvse", "vseinf"):  # the step moved the running statistics
     moved = jax.tree.map(
       lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))),
       ref_state.model_state,
@@ -67,7 +67,7 @@ def test_eight_devices_equal_one_device_for_every_network(name):
     assert max(jax.tree.leaves(moved)) > 1e-4
   if name == "vsrn":
     _check_caption_term(model, state, batch, ref_metrics)
-  synced = ("saf", "vsrn", "cvse")
+  synced = ("saf", "vsrn", "cvse", "vseinf")
   for backend in ("shard_map", "pmap") if name in synced else ("shard_map",):
     dp = training.DataParallel(make(), backend=backend, donate=False)
     new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
@@ -188,7 +188,7 @@ def test_objective_term_named_like_an_aux_loss_is_refused():
 
 
 def test_registry_names_and_errors():
-  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse"}
+  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse", "vseinf"}
   assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
   assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
   with pytest.raises(ValueError, match=r"config.model.name: expected one of \['cvse', 'saf'"):

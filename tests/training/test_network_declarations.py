@@ -40,6 +40,7 @@ def test_each_network_declares_its_inputs_and_constants():
     "saf": (INPUTS, ()),
     "vsrn": (INPUTS, ()),
     "cvse": (("images", "image_mask", "tokens", "lengths", "concept_labels"), ("concepts",)),
+    "vseinf": (INPUTS, ()),
   }
 
 

@@ -16,6 +16,7 @@ GROUP = dict(
   decay_epochs=(),
   decay_factor=0.1,
   module_decay_factors={},
+  module_lr_factors={},
   weight_decay=1e-4,
 )
 
@@ -75,3 +76,28 @@ def test_module_decay_factors_give_those_modules_their_own_decay():
     updates, state = tx.update(grads, state, params)
     rates.append((float(-updates["gcn"]["w"][0]), float(-updates["img_enc"]["w"][0])))
   np.testing.assert_allclose(rates, [(1.0, 1.0), (0.2, 0.1), (0.04, 0.01)], rtol=1e-4)
+
+
+def test_module_lr_factors_compose_with_module_decay_factors():
+  """A module's learning rate is ``lr · its lr factor · its decay factor^{#decays}``: the
+  BERT at 0.1× decaying by 0.1, the GCN at 1× decaying by 0.2, one module at 0.5×
+  decaying by 0.2, the rest at 1× decaying by 0.1 (constant gradients: each Adam update
+  is ``-lr``)."""
+  config = _group(
+    learning_rate=1.0,
+    decay_epochs=(1,),
+    decay_factor=0.1,
+    module_decay_factors={"gcn": 0.2, "both": 0.2},
+    module_lr_factors={"bert": 0.1, "both": 0.5},
+  )
+  tx = training.make_optimizer(config, steps_per_epoch=1)
+  names = ("bert", "gcn", "both", "rest")
+  params = {name: {"w": jnp.zeros(2)} for name in names}
+  grads = {name: {"w": jnp.ones(2)} for name in names}
+  state = tx.init(params)
+  rates = []
+  for _ in range(2):
+    updates, state = tx.update(grads, state, params)
+    rates.append([float(-updates[name]["w"][0]) for name in names])
+  want = [[0.1, 1.0, 0.5, 1.0], [0.01, 0.2, 0.1, 0.1]]
+  np.testing.assert_allclose(rates, want, rtol=1e-4)
