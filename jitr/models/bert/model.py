@@ -118,10 +118,9 @@ class BertLayer(nn.Module):
 class BertEncoder(nn.Module):
   """BERT's last hidden states ``[B, L, hidden]`` (float32; float64 for ``dtype`` float64).
 
-  Attributes:
-    config: the shape (:func:`~jitr.models.read_config` reads a ``config.json``).
-    dtype: compute dtype of the matmuls (float32 or bfloat16).
-    remat: recompute each layer's activations in the backward pass (``nn.remat``).
+  ``config``: the shape (:func:`~jitr.models.read_config` reads a ``config.json``);
+  ``dtype``: the compute dtype of the matmuls (float32 or bfloat16); ``remat``: recompute
+  each layer's activations in the backward pass (``nn.remat``).
 
   ``__call__(input_ids [B, L] int, attention_mask [B, L] (1 / True = token), *,
   train=False, token_type_ids=None)``: ``train`` turns dropout on (rng ``"dropout"``);
