@@ -218,7 +218,7 @@ def test_bad_teachers_are_one_line_errors(shapes, tmp_path):
   sgr_config.model = ml_collections.ConfigDict({"name": "sgr", "embed_dim": 16})
   write_text_atomic(str(sgr / "config.json"), sgr_config.to_json_best_effort())
   assert _error(student_config(root, f"teacher:{sgr}"), root) == (
-    f"teacher needs a dual encoder (vse, vsrn), {sgr} trains sgr"
+    f"teacher needs a dual encoder (vse, vsrn, vseinf), {sgr} trains sgr"
   )
   other_data = tmp_path / "other_data"
   other_data.mkdir()

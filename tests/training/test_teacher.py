@@ -58,7 +58,7 @@ def test_only_dual_encoders_teach(name, ok):
   else:
     with pytest.raises(TeacherError) as err:
       check_teacher_config("w", DATA, {"name": name}, DATA, 20)
-    assert str(err.value) == f"teacher needs a dual encoder (vse, vsrn), w trains {name}"
+    assert str(err.value) == f"teacher needs a dual encoder (vse, vsrn, vseinf), w trains {name}"
 
 
 def test_teacher_of_other_data_or_model_name_is_refused():

@@ -14,7 +14,7 @@ import dataclasses
 import os
 from typing import Any
 
-from jitr import fileio
+from jitr import fileio, paths
 
 ACTIVATIONS = ("gelu", "gelu_new", "relu")
 """``hidden_act`` values :class:`~jitr.models.BertEncoder` computes: ``gelu`` is the exact
@@ -105,7 +105,7 @@ def config_from_dict(values: dict[str, Any], path: str = "config.json") -> BertC
 def read_config(path: str | os.PathLike) -> BertConfig:
   """The :class:`BertConfig` in a Hugging Face ``config.json`` file."""
   path = os.fspath(path)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     raise FileNotFoundError(f"{path}: no such file (expected a BERT config.json)")
   values = fileio.read_json(path)
   if not isinstance(values, dict):

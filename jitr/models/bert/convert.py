@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from safetensors.numpy import load_file
 
+from jitr import paths
 from jitr.models.bert.config import BertConfig, read_config
 from jitr.models.official_checkpoint import load_checkpoint
 
@@ -162,14 +162,18 @@ def bert_params(
 def _read_weights(folder: str) -> tuple[str, Mapping[str, Any]]:
   """``(path, state dict)`` of ``model.safetensors``, else ``pytorch_model.bin``."""
   safetensors = os.path.join(folder, "model.safetensors")
-  if os.path.isfile(safetensors):
+  if paths.isfile(safetensors):
+    from safetensors.numpy import load
+
+    with paths.open(safetensors, "rb") as f:
+      data = f.read()
     try:
-      return safetensors, load_file(safetensors)
+      return safetensors, load(data)
     except Exception as err:  # safetensors raises its own error types
       reason = " ".join(str(err).split())
       raise ValueError(f"{safetensors}: not a readable safetensors file ({reason})") from None
   torch_file = os.path.join(folder, "pytorch_model.bin")
-  if os.path.isfile(torch_file):
+  if paths.isfile(torch_file):
     state = load_checkpoint(torch_file)
     if not isinstance(state, Mapping):
       raise ValueError(f"{torch_file}: holds a {type(state).__name__}, expected a state dict")
@@ -183,10 +187,10 @@ def load_pretrained(folder: str | os.PathLike) -> tuple[BertConfig, dict[str, An
   """``(config, params)`` of the BERT saved in ``folder`` (``config.json``, ``vocab.txt``
   and ``model.safetensors`` or ``pytorch_model.bin``); params are float32 numpy arrays."""
   folder = os.fspath(folder)
-  if not os.path.isdir(folder):
+  if not paths.isdir(folder):
     raise FileNotFoundError(f"{folder}: no such folder (expected a Hugging Face BERT folder)")
   for name in ("config.json", "vocab.txt"):
-    if not os.path.isfile(os.path.join(folder, name)):
+    if not paths.isfile(os.path.join(folder, name)):
       raise FileNotFoundError(
         f"{folder}: no {name} (expected a Hugging Face BERT folder: config.json, vocab.txt, "
         "model.safetensors or pytorch_model.bin)"
