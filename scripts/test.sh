@@ -13,4 +13,4 @@ jitr_step "Checking the style (ruff format --check, ruff check)"
 ruff format --check --quiet . || { echo "ruff format would change the files above: run 'ruff format .'" >&2; exit 1; }
 ruff check --quiet .
 jitr_step "Running the tests"
-exec python -m pytest -n "${JITR_TEST_WORKERS:-2}" "$@"
+exec python -m pytest -n "${JITR_TEST_WORKERS:-2}" --dist worksteal "$@"

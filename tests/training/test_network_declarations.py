@@ -68,10 +68,14 @@ def test_the_step_gathers_every_batch_key_but_the_models_inputs(name):
     seen.append((set(images), set(captions)))
     return {}
 
-  variables = jax.jit(model.init)(jax.random.key(0), batch)
-  state = training.create_train_state(variables, optax.sgd(0.1), jax.random.key(1))
   step = training.make_train_step(TRIPLET, model=model, graded_fn=graded_fn, axis_name=None)
-  step(state, batch)
+
+  def init_and_step(batch):
+    variables = model.init(jax.random.key(0), batch)
+    state = training.create_train_state(variables, optax.sgd(0.1), jax.random.key(1))
+    return step(state, batch)
+
+  jax.eval_shape(init_and_step, batch)  # traced, not compiled: the step's inputs are seen
   fields = (set(batch) - set(model.inputs)) | {"pair_index"}
   assert seen and all(s == (fields, fields) for s in seen)
   assert ("concept_labels" in fields) == (name != "cvse")
