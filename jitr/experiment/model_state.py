@@ -44,9 +44,9 @@ def initial_state(
   shapes_only: bool = False,
 ) -> tuple[RetrievalModel, training.TrainState]:
   """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
-  (:func:`model_settings`, ``jitr.models.MODELS``; ``name`` defaults to ``"vse"``;
-  ``constants``: the dataset constants, ``{"concepts": ...}`` for CVSE), initialised
-  from ``config.seed``; its non-param collections (BatchNorm statistics) go to
+  (:func:`!jitr.experiment.model_state.model_settings`, ``jitr.models.MODELS``; ``name``
+  defaults to ``"vse"``; ``constants``: the dataset constants, ``{"concepts": ...}`` for
+  CVSE), initialised from ``config.seed``; its non-param collections (BatchNorm statistics) go to
   ``state.model_state``. ``shapes_only``: the state traced, not computed (its arrays
   ``jax.ShapeDtypeStruct`` s on JAX's default device, its ``rng`` the concrete key: the
   template a checkpoint is restored into; no program is compiled or run)."""
