@@ -13,7 +13,9 @@ pieces of each basic word, ``[SEP]``. Rules:
   ``[CLS]`` and ``[SEP]``.
 - A workdir's ``vocab.json`` holds ``{"words": [...], "wordpiece": {"vocab_file": PATH,
   "sha256": HEX}}``: the tokens by id and the file they came from, so an evaluation can
-  tell whether the folder still holds the same vocabulary.
+  tell whether the folder still holds the same vocabulary; the tokens alone tokenise as
+  the file does (:func:`load_workdir_vocab`: what a teacher or ``init_from`` workdir is
+  read with).
 
 :class:`CaptionWords` keeps every caption's words as piece ids, flat (what the training
 augmentation, :func:`jitr.data.caption_augment.augment_caption`, rewrites per batch).
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr import fileio, paths
+from jitr.data.vocab import Vocab
 from jitr.data.wordpiece import WordPiece, read_vocab_lines
 
 VOCAB_TXT = "vocab.txt"
@@ -119,6 +122,21 @@ def pad(
     ids[i, : len(seq)] = seq
     lengths[i] = len(seq)
   return ids, lengths
+
+
+def load_workdir_vocab(path: str) -> Vocab | WordPieceVocab:
+  """A workdir's ``vocab.json``: the :class:`WordPieceVocab` of its tokens when it has a
+  ``wordpiece`` record, else :meth:`Vocab.load`'s word vocabulary (its errors, one line)."""
+  record = saved_wordpiece(path)
+  if record is None:
+    return Vocab.load(path)
+  words = fileio.read_json(path).get("words")
+  if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+    raise ValueError(f'{path}: expected {{"words": [str, ...], "wordpiece": {{...}}}}')
+  tokenizer = WordPiece.from_tokens(words, source=path)
+  return WordPieceVocab(
+    tokenizer, tuple(words), str(record.get("vocab_file")), str(record.get("sha256"))
+  )
 
 
 def saved_wordpiece(path: str) -> dict | None:

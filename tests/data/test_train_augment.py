@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from jitr.data.train_augment import TrainAugment, drop_region_mask
-from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab, check_same_wordpiece
+from jitr.data.vocab import build_vocab
+from jitr.data.wordpiece_vocab import (
+  CaptionWords,
+  WordPieceVocab,
+  check_same_wordpiece,
+  load_workdir_vocab,
+)
 from tests.bert_folder import write_bert_folder
 
 
@@ -34,6 +40,12 @@ def test_saved_vocabulary_records_its_file(vocab, tmp_path):
   saved = json.loads((tmp_path / "vocab.json").read_text())
   assert saved["words"] == list(vocab.words) and saved["wordpiece"]["sha256"] == vocab.sha256
   check_same_wordpiece(vocab, str(tmp_path / "vocab.json"))
+  again = load_workdir_vocab(str(tmp_path / "vocab.json"))  # a teacher's or init_from's
+  assert again == vocab and again.sha256 == vocab.sha256
+  assert np.array_equal(again.encode_batch(["red dogs"])[0], vocab.encode_batch(["red dogs"])[0])
+  words = build_vocab(["a red dog"])
+  words.save(tmp_path / "words.json")
+  assert load_workdir_vocab(str(tmp_path / "words.json")) == words
   saved["wordpiece"]["sha256"] = "0" * 64
   (tmp_path / "vocab.json").write_text(json.dumps(saved))
   with pytest.raises(ValueError, match=r"vocab.txt: not the vocabulary the run was trained with"):
