@@ -16,6 +16,7 @@ from jitr.data.wordpiece import WordPiece, basic_words
 from jitr.experiment.run_config import check_train_config
 from jitr.experiment.train import train_augment
 from tests.bert_folder import write_bert_folder
+from tests.file_fixtures import write_precomp
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +165,30 @@ def test_word_augment_needs_a_bert_folder():
   config.text.word_augment = 0.2
   with pytest.raises(ValueError, match=r"^config.text.word_augment: needs config.text.pretrained"):
     check_train_config(config)
+
+
+def test_precomp_captions_are_wordpiece_with_text_pretrained(tmp_path):
+  """A ``*_precomp`` folder's captions: ``[CLS]`` pieces ``[SEP]``, cut to
+  ``max_caption_len`` with ``[SEP]`` last; the training captions' words kept for the
+  augmentation."""
+  write_precomp(tmp_path / "precomp", 4, n_eval=2)
+  config = default.get_config()
+  config.dataset = "f30k_precomp"
+  config.precomp_root = str(tmp_path / "precomp")
+  config.graded = ml_collections.ConfigDict({})
+  config.model = ml_collections.ConfigDict({"name": "vseinf"})
+  config.text.pretrained = str(write_bert_folder(tmp_path / "bert", ["man", "dog"]))
+  config.text.word_augment = 0.2
+  config.max_caption_len = 6
+  data = experiment.load_data(config, str(tmp_path / "data"))
+  tokenizer = data.vocab.tokenizer
+  captions = (tmp_path / "precomp" / "f30k_precomp" / "train_caps.txt").read_text().splitlines()
+  train = data.splits["train"]
+  for i, caption in enumerate(captions):
+    ids = tokenizer.encode(caption)
+    want = ids if len(ids) <= 6 else [*ids[:5], tokenizer.sep_id]
+    assert train.tokens[i, : train.lengths[i]].tolist() == list(want)
+  assert len(data.train_words) == len(captions) == 20
+  assert [w.tolist() for w in data.train_words.of(0)] == [
+    w.tolist() for w in tokenizer.word_ids(captions[0])
+  ]
