@@ -49,6 +49,25 @@ def get_config() -> ml_collections.ConfigDict:
   # vocab.json or an official file (SGRAF's JSON, VSRN / VSE++'s vocab.pkl), e.g. the
   # vocab.json of a workdir made by jitr-import.
   c.vocab_file = ""
+  # Captions as the official VSE∞ reads them (jitr.data.wordpiece_vocab), for the "vseinf"
+  # network, which needs it: pretrained, a Hugging Face BERT folder (config.json,
+  # vocab.txt, the weights) whose vocab.txt tokenises every caption with WordPiece
+  # ([CLS] ... [SEP], cut to max_caption_len with [SEP] kept last) instead of the word
+  # vocabulary and whose weights start the network's BERT ("" = the word vocabulary);
+  # word_augment, the probability per word of the official training augmentation
+  # (jitr.data.caption_augment: masked, replaced or deleted; 0.2 in VSE∞; needs
+  # pretrained). Validation and test captions are never augmented.
+  c.text = ml_collections.ConfigDict(
+    dict(
+      pretrained="",  # a Hugging Face BERT folder, e.g. bert-base-uncased ("" = none)
+      word_augment=0.0,  # probability per training caption word (VSE∞: 0.2)
+    )
+  )
+  # Image regions in training batches: region_drop, the probability that a row drops each
+  # of its regions (VSE∞: 0.2; jitr.data.train_augment); 0 = none. Never in evaluation.
+  c.image = ml_collections.ConfigDict(
+    dict(region_drop=0.0)  # probability per training region (VSE∞: 0.2)
+  )
 
   # Graded inputs of the losses (objective term "input", default "relevance") and
   # where they come from (jitr.training.graded): "vectors:sentence" (RSC from

@@ -8,8 +8,16 @@ first step unless said):
 
 - ``vsepp`` (VSE++†: region Dense 1024 + max-pool, GRU 1024; Adam 5e-4, 20 epochs,
   batch 128, grad clip 2);
-- ``vseinf`` (VSE∞: GPO pooling on both towers, BiGRU; AdamW 5e-4, 30 epochs, ×0.1 at
-  epoch 15; one epoch of sum-of-hinges warm-up);
+- ``vseinf`` (the official VSE∞, woodfrog/vse_infty ``train_region.sh`` + README: BUTD
+  regions through Linear + MLP and GPO, BERT-base captions through Linear and GPO, the
+  ``"vseinf"`` network; embed 1024; captions tokenised by the BERT folder's WordPiece
+  ``vocab.txt``, which ``--config.text.pretrained=FOLDER`` must name (e.g. a copy of
+  bert-base-uncased); training drops each word with the official augmentation at 0.2 and
+  each region at 0.2; AdamW 5e-4, weight decay 1e-4, the BERT's learning rate × 0.1,
+  batch 128, clip 2, 25 epochs, ×0.1 at epoch 15; one epoch of sum-of-hinges warm-up);
+- ``vseinf_bigru`` (not the official network: jitr's dual encoder with GPO pooling on both
+  towers and a BiGRU over word embeddings of jitr's vocabulary; AdamW 5e-4, 30 epochs,
+  ×0.1 at epoch 15; one epoch of sum-of-hinges warm-up);
 - ``sgr`` / ``saf`` (SGRAF, Paranioar/SGRAF ``opts.py`` + README: embed 1024, sim 256,
   3 SGR steps, BiGRU; Adam 2e-4, batch 128, clip 2; F30K SGR 40 epochs ×0.1 at 30, SAF
   30 epochs ×0.1 at 20, COCO 20 epochs ×0.1 at 10). With LOSS ``lseh`` the LSEH
@@ -91,6 +99,33 @@ def _vsepp(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
 
 
 def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  """The official VSE∞ (the module docstring); the loss keeps its warm-up epoch."""
+  c.model = ml_collections.ConfigDict(dict(name="vseinf", embed_dim=1024, img_dim=2048))
+  c.text.word_augment = 0.2  # process_caption's 20 %
+  c.image.region_drop = 0.2  # PrecompRegionDataset: rand_list > 0.20 kept
+  c.optimizer = _adamw(decay_epochs=(15,))
+  c.optimizer.module_lr_factors = {"bert": 0.1}  # VSEModel: the BERT at lr × 0.1
+  c.num_epochs = 25
+
+
+def _adamw(decay_epochs: tuple[int, ...]) -> ml_collections.ConfigDict:
+  """VSE∞'s AdamW: 5e-4, weight decay 1e-4, clip 2, ×0.1 at ``decay_epochs``."""
+  return ml_collections.ConfigDict(
+    dict(
+      name="adamw",
+      learning_rate=5e-4,
+      weight_decay=1e-4,
+      grad_clip=2.0,
+      decay_epochs=decay_epochs,
+      decay_factor=0.1,
+      module_decay_factors={},
+      module_lr_factors={},
+    )
+  )
+
+
+def _vseinf_bigru(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  """GPO on both towers of jitr's dual encoder, BiGRU captions: not the official network."""
   c.model = ml_collections.ConfigDict(
     dict(
       image="regions",
@@ -101,18 +136,7 @@ def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
       text_pooling="gpo",
     )
   )
-  c.optimizer = ml_collections.ConfigDict(
-    dict(
-      name="adamw",
-      learning_rate=5e-4,
-      weight_decay=1e-4,
-      grad_clip=2.0,
-      decay_epochs=(15,),
-      decay_factor=0.1,
-      module_decay_factors={},
-      module_lr_factors={},
-    )
-  )
+  c.optimizer = _adamw(decay_epochs=(15,))
   c.num_epochs = 30
 
 
@@ -195,6 +219,7 @@ def _cvse(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
 MODELS = {
   "vsepp": _vsepp,
   "vseinf": _vseinf,
+  "vseinf_bigru": _vseinf_bigru,
   "sgr": _sgraf("sgr"),
   "saf": _sgraf("saf"),
   "vsrn": _vsrn,

@@ -37,10 +37,13 @@ from jitr.data.pairs import RetrievalSplit, epoch_batches, make_batch, steps_per
 from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
 from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
+from jitr.data.train_augment import TrainAugment
 from jitr.data.vocab import Vocab, build_vocab
 from jitr.data.wordpiece import WordPiece
+from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
 
 __all__ = [
+  "CaptionWords",
   "ConceptData",
   "ConceptDataError",
   "ConceptStatistics",
@@ -53,7 +56,9 @@ __all__ = [
   "RetrievalSplit",
   "SplitCheck",
   "Vocab",
+  "TrainAugment",
   "WordPiece",
+  "WordPieceVocab",
   "augment_caption",
   "build_concept_data",
   "build_precomp_vocab",

@@ -20,6 +20,8 @@ from jitr.data.batch_keys import teacher_keys, topk_keys, vectors_keys
 
 # (image indices [B], caption indices [B]) -> relevance rows [B, B]
 OracleFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# (a training batch, its Generator) -> the augmented batch
+BatchAugment = Callable[[dict, np.random.Generator], dict]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,14 +189,20 @@ def epoch_batches(
   epoch: int,
   rows: slice = slice(None),
   buckets: Sequence[int] = TOKEN_BUCKETS,
+  augment: BatchAugment | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
   """The batches of one epoch, identical for the same ``(seed, epoch)``.
 
   ``rows`` selects this process's rows of each global batch (multi-host input
   sharding); the oracle relevance keeps all global columns. ``buckets``: the token
-  widths of :func:`make_batch`.
+  widths of :func:`make_batch`. ``augment(batch, rng)`` (training's augmentation,
+  :class:`!jitr.data.train_augment.TrainAugment`) rewrites each global batch before its
+  rows are taken, with ``rng = numpy.random.default_rng([seed, epoch, b])`` for batch
+  ``b`` of the epoch.
   """
   order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
   for b in range(steps_per_epoch(split, batch_size)):
     batch = make_batch(split, order[b * batch_size : (b + 1) * batch_size], buckets=buckets)
+    if augment is not None:
+      batch = augment(batch, np.random.default_rng([seed, epoch, b]))
     yield {k: v[rows] for k, v in batch.items()}

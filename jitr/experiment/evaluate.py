@@ -37,6 +37,7 @@ from absl import logging
 
 from jitr import fileio, paths
 from jitr.data import pairs
+from jitr.data.wordpiece_vocab import check_same_wordpiece
 from jitr.evaluation import mean_similarity, official, report
 from jitr.evaluation.plots import QueryExample, plot_query_panel
 from jitr.experiment import workdir as workdir_lib
@@ -106,7 +107,9 @@ def require_checkpoint(workdir: str, checkpoint: str) -> None:
 
 def load_member(workdir: str) -> Member:
   """``workdir``'s ``config.json`` (checked as a training config) and its data (as
-  ``jitr-train`` loaded them); writes nothing into ``workdir``."""
+  ``jitr-train`` loaded them: a WordPiece vocabulary from ``config.text.pretrained``, refused
+  in one line when its ``vocab.txt`` is no longer the one ``vocab.json`` records); writes
+  nothing into ``workdir``."""
   workdir = paths.absolute(workdir)
   # names the file and the line or field of a damaged config.json
   config = workdir_lib.read_trained_config(workdir)
@@ -117,7 +120,9 @@ def load_member(workdir: str) -> Member:
     )
   data_dir = workdir_lib.data_dir(config, workdir)
   say_first(f"loading the data of {workdir}")
-  return Member(workdir, config, data_dir, load_data(config, data_dir, teachers=False))
+  data = load_data(config, data_dir, teachers=False)
+  check_same_wordpiece(data.vocab, os.path.join(workdir, "vocab.json"))
+  return Member(workdir, config, data_dir, data)
 
 
 def say_first(text: str) -> None:

@@ -21,6 +21,7 @@ from absl import logging
 from jitr import paths
 from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
+from jitr.data.wordpiece_vocab import load_workdir_vocab
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.experiment.workdir_variables import restore_variables
 from jitr.training import TrainState
@@ -93,7 +94,7 @@ def start_from(
       f"config.init_from: {os.path.join(workdir, CONFIG_NAME)}: no config.json; "
       "expected a jitr-train workdir"
     )
-  difference = vocab_difference(Vocab.load(os.path.join(workdir, "vocab.json")), vocab)
+  difference = vocab_difference(load_workdir_vocab(os.path.join(workdir, "vocab.json")), vocab)
   if difference is not None:
     raise ValueError(
       f"config.init_from: {workdir} was trained with another vocabulary {difference}"

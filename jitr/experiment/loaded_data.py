@@ -21,6 +21,7 @@ from jitr.data.concept_data import ConceptData
 from jitr.data.datasets import dataset_info
 from jitr.data.official_vocab import read_vocab_file
 from jitr.data.shapes import split as shapes_split
+from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
 from jitr.experiment.run_concepts import (
   needs_concepts,
   per_image,
@@ -40,7 +41,9 @@ class LoadedData:
 
   Attributes:
     splits: ``{"train" | "val" | "test": RetrievalSplit}``.
-    vocab: the vocabulary built from the training captions (``config.vocab_file``'s when set).
+    vocab: the vocabulary built from the training captions (``config.vocab_file``'s when
+      set), or the WordPiece vocabulary of ``config.text.pretrained``
+      (:class:`!jitr.data.wordpiece_vocab.WordPieceVocab`) when set.
     exact: ``{"val" | "test": [N_img, N_cap]}`` exact relevance, or ``None`` where the
       dataset has none.
     aggregates: ``{estimator: "max" | "mean"}`` of the stored caption vectors (for
@@ -48,6 +51,8 @@ class LoadedData:
     folds: the number of test folds (COCO 1K five-fold), or ``None``.
     concepts: the concepts of a network that reads them (CVSE), else ``None``; the
       splits then carry each image's ``concept_labels``.
+    train_words: the training captions' words as WordPiece ids (what the training
+      augmentation rewrites) when ``config.text.word_augment`` > 0, else ``None``.
   """
 
   splits: dict[str, pairs.RetrievalSplit]
@@ -56,6 +61,7 @@ class LoadedData:
   aggregates: dict[str, str]
   folds: int | None
   concepts: ConceptData | None = None
+  train_words: CaptionWords | None = None
 
 
 def with_concepts(config, data: LoadedData, captions: dict[str, list], data_dir: str):
@@ -74,12 +80,18 @@ def with_concepts(config, data: LoadedData, captions: dict[str, list], data_dir:
 
 def run_vocab(
   config, build: Callable[[], vocab_lib.Vocab], given: vocab_lib.Vocab | None = None
-) -> vocab_lib.Vocab:
-  """The run's vocabulary: ``given``, else ``config.vocab_file`` when set (jitr's
-  ``vocab.json`` or an official file, e.g. an imported checkpoint's), else ``build()``
-  from the training captions."""
+) -> vocab_lib.Vocab | WordPieceVocab:
+  """The run's vocabulary: ``given``, else the WordPiece vocabulary of
+  ``config.text.pretrained``'s ``vocab.txt`` when set, else ``config.vocab_file`` when set
+  (jitr's ``vocab.json`` or an official file, e.g. an imported checkpoint's), else
+  ``build()`` from the training captions."""
   if given is not None:
     return given
+  if config.text.pretrained:
+    try:
+      return WordPieceVocab.from_folder(config.text.pretrained)
+    except (OSError, ValueError) as err:
+      raise ValueError(f"config.text.pretrained: {err}") from None
   path = config.vocab_file
   if not path:
     return build()
@@ -92,6 +104,15 @@ def run_vocab(
 def say_nothing(text: str) -> None:
   """The default ``say`` of the loaders: writes nothing."""
   del text
+
+
+def train_words(config, vocab, captions: list[str]) -> CaptionWords | None:
+  """The words of the training ``captions`` when ``config.text.word_augment`` > 0 (the
+  vocabulary is then WordPiece: :func:`!jitr.experiment.run_config.check_train_config`),
+  else ``None``."""
+  if not config.text.word_augment:
+    return None
+  return CaptionWords.build(vocab.tokenizer, captions)
 
 
 def shown(say: Callable[[str], None]) -> Callable[[str], None] | None:
@@ -112,7 +133,7 @@ def load_shapes(
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
     for s in SPLITS
   }
-  if vocab is None and not config.vocab_file:
+  if vocab is None and not config.vocab_file and not config.text.pretrained:
     say("building the vocabulary")
   vocab = run_vocab(config, lambda: vocab_lib.build_vocab(arrays["train"]["captions"]), vocab)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
@@ -135,8 +156,9 @@ def load_shapes(
     for s in ("val", "test")
   }
   captions = {s: a["captions"] for s, a in arrays.items()}
+  words = train_words(config, vocab, list(captions["train"]))
   return with_concepts(
-    config, LoadedData(splits, vocab, exact, aggregates, None), captions, data_dir
+    config, LoadedData(splits, vocab, exact, aggregates, None, None, words), captions, data_dir
   )
 
 
@@ -150,7 +172,7 @@ def load_precomp(
     name: precomp.load_precomp_split(folder, split)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
-  if vocab is None and not config.vocab_file:
+  if vocab is None and not config.vocab_file and not config.text.pretrained:
     say("building the vocabulary")
   vocab = run_vocab(
     config, lambda: precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count), vocab
@@ -172,7 +194,8 @@ def load_precomp(
     )
   if teachers:
     splits = with_teachers(config, splits, vocab, captions, data_dir)
-  data = LoadedData(splits, vocab, None, aggregates, config.eval_folds or None)
+  words = train_words(config, vocab, list(train.captions))
+  data = LoadedData(splits, vocab, None, aggregates, config.eval_folds or None, None, words)
   return with_concepts(config, data, {n: s.captions for n, s in raw.items()}, data_dir)
 
 

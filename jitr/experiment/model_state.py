@@ -21,6 +21,19 @@ def example_inputs(split: pairs.RetrievalSplit, model: RetrievalModel) -> dict:
   return {k: first[k] for k in model.inputs if k in first}
 
 
+def model_settings(config) -> dict[str, Any]:
+  """The settings ``make_model`` gets: ``config.model``'s, and for the ``"vseinf"`` network
+  ``pretrained = config.text.pretrained`` (the BERT folder whose ``vocab.txt`` tokenised
+  the captions gives the network's BERT; ``config.model`` has no ``pretrained`` of its
+  own: :func:`!jitr.experiment.run_config.check_train_config`). ``config``: a run config
+  or its JSON (a workdir's ``config.json``)."""
+  model = config["model"]
+  settings = dict(model.to_dict() if hasattr(model, "to_dict") else model)
+  if settings.get("name") == "vseinf":
+    settings["pretrained"] = config["text"]["pretrained"]
+  return settings
+
+
 def initial_state(
   config,
   vocab_size: int,
@@ -31,13 +44,13 @@ def initial_state(
   shapes_only: bool = False,
 ) -> tuple[RetrievalModel, training.TrainState]:
   """``(model, TrainState)``: the :class:`jitr.models.RetrievalModel` ``config.model`` names
-  (``jitr.models.MODELS``; ``name`` defaults to ``"vse"``; ``constants``: the dataset
-  constants, ``{"concepts": ...}`` for CVSE),
-  initialised from ``config.seed``; its non-param collections (BatchNorm statistics) go
-  to ``state.model_state``. ``shapes_only``: the state traced, not computed (its arrays
+  (:func:`!jitr.experiment.model_state.model_settings`, ``jitr.models.MODELS``; ``name``
+  defaults to ``"vse"``; ``constants``: the dataset constants, ``{"concepts": ...}`` for
+  CVSE), initialised from ``config.seed``; its non-param collections (BatchNorm statistics) go to
+  ``state.model_state``. ``shapes_only``: the state traced, not computed (its arrays
   ``jax.ShapeDtypeStruct`` s on JAX's default device, its ``rng`` the concrete key: the
   template a checkpoint is restored into; no program is compiled or run)."""
-  model = make_model(config.model.to_dict(), vocab_size, constants)
+  model = make_model(model_settings(config), vocab_size, constants)
   tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
   inputs = example_inputs(train_split, model)
   if shapes_only:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,7 @@ from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DATASETS, dataset_info
 from jitr.data.precomp import DATASET_SPLITS
 from jitr.losses import objective
-from jitr.models.model_settings import check_model_settings
+from jitr.models.model_settings import DEFAULT_MODEL, check_model_settings
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
@@ -91,6 +92,8 @@ REQUIRED_FIELDS: dict[str, str] = {
   "estimators": "an object",
   "concepts": "an object",
   "distributed": "an object",
+  "text": "an object",
+  "image": "an object",
 }
 # Fields of the groups above that the run reads (configs/default.py sets each). The
 # optimizer "adamw" also reads optimizer.weight_decay (:data:`ADAMW_FIELDS`; a config
@@ -106,6 +109,8 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "module_lr_factors",
   ),
   "concepts": ("source", "num_concepts", "vectors"),
+  "text": ("pretrained", "word_augment"),
+  "image": ("region_drop",),
   "distributed": (
     "coordinator_address",
     "num_processes",
@@ -227,6 +232,71 @@ def _check_optimizer(config: Any) -> None:
       check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
 
 
+# Probabilities of the training augmentation: each in [0, 1).
+PROBABILITIES: tuple[str, ...] = ("text.word_augment", "image.region_drop")
+# What a Hugging Face BERT folder must hold to tokenise the captions and build the BERT.
+BERT_FOLDER_FILES: tuple[str, ...] = ("vocab.txt", "config.json")
+# The network that reads WordPiece captions and a pretrained BERT.
+WORDPIECE_NETWORK = "vseinf"
+
+
+def check_probability(field: str, value: Any) -> None:
+  """Raises ``ValueError`` ``config.FIELD: expected a probability in [0, 1), got V`` unless
+  ``value`` is a number (not a bool) in [0, 1)."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+    raise ValueError(f"config.{field}: expected a probability in [0, 1), got {value!r}")
+
+
+def _check_text(config: Any) -> None:
+  """``config.text`` and ``config.image`` (configs/default.py): the probabilities in
+  [0, 1); ``text.pretrained`` a string naming a folder with ``vocab.txt`` and
+  ``config.json``. The ``"vseinf"`` network and ``text.pretrained`` go together: the
+  network reads WordPiece captions (``[CLS]`` ... ``[SEP]``) and its BERT is the folder's,
+  so either without the other is refused, and so is a ``config.model.pretrained`` (the
+  folder is ``text.pretrained``). ``text.word_augment`` > 0 needs ``text.pretrained``
+  (it rewrites WordPiece captions); ``vocab_file`` must then be empty."""
+  for field in PROBABILITIES:
+    group, name = field.split(".")
+    check_probability(field, config[group][name])
+  folder = config.text.pretrained
+  if not isinstance(folder, str):
+    raise ValueError(
+      f"config.text.pretrained: expected a string (a BERT folder or ''), got {folder!r}"
+    )
+  model = config.model
+  network = model["name"] if "name" in model else DEFAULT_MODEL
+  if "pretrained" in config.model:
+    raise ValueError(
+      "config.model.pretrained: not a run setting; give the BERT folder as "
+      "--config.text.pretrained=FOLDER (its vocab.txt also tokenises the captions)"
+    )
+  if network == WORDPIECE_NETWORK and not folder:
+    raise ValueError(
+      f"config.text.pretrained: the {WORDPIECE_NETWORK!r} network needs a Hugging Face BERT "
+      "folder; give --config.text.pretrained=FOLDER"
+    )
+  if folder and network != WORDPIECE_NETWORK:
+    raise ValueError(
+      f"config.text.pretrained: only the {WORDPIECE_NETWORK!r} network reads WordPiece "
+      f"captions and a BERT; config.model.name is {network!r}"
+    )
+  if config.text.word_augment and not folder:
+    raise ValueError(
+      "config.text.word_augment: needs config.text.pretrained (the augmentation rewrites "
+      "WordPiece captions)"
+    )
+  if folder and config.vocab_file:
+    raise ValueError(
+      "config.vocab_file: expected '' with config.text.pretrained (its vocab.txt is the vocabulary)"
+    )
+  for name in BERT_FOLDER_FILES if folder else ():
+    if not paths.isfile(os.path.join(folder, name)):
+      raise ValueError(
+        f"config.text.pretrained: {folder} holds no {name}; expected a Hugging Face BERT "
+        "folder (config.json, vocab.txt, the weights)"
+      )
+
+
 def _check_concepts(config: Any) -> None:
   """``config.concepts``: ``source`` a string, ``num_concepts`` a whole
   number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`."""
@@ -284,7 +354,8 @@ def check_train_config(config: Any) -> None:
   a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
   switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
   :data:`OPTIONAL_STRINGS` field that is not a string, a loss term that
-  starts at or after ``num_epochs``, a bad ``calibration`` chain; first, a missing field
+  starts at or after ``num_epochs``, a bad ``text`` / ``image`` group
+  (:func:`!_check_text`), a bad ``calibration`` chain; first, a missing field
   or one of the wrong kind (:func:`check_required_fields`) and a ``model`` the network
   it names does not take (:func:`jitr.models.model_settings.check_model_settings`)."""
   check_required_fields(config)
@@ -299,6 +370,7 @@ def check_train_config(config: Any) -> None:
   check_token_buckets(config)
   _check_optimizer(config)
   _check_concepts(config)
+  _check_text(config)
   for name in BOOLEANS:
     if name in config:
       check_bool(name, config[name])
@@ -344,9 +416,9 @@ def with_absolute_teachers(graded: Mapping[str, str]) -> dict[str, str]:
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """A copy of ``config`` with its references resolved and every teacher workdir,
-  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir`` and ``concepts.source`` made
-  absolute, so ``config.json`` names them from any directory (``jitr-eval`` run elsewhere
-  finds them). ``config`` has passed :func:`check_train_config`."""
+  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir``, ``concepts.source`` and
+  ``text.pretrained`` made absolute, so ``config.json`` names them from any directory
+  (``jitr-eval`` run elsewhere finds them). ``config`` has passed :func:`check_train_config`."""
   config = config.copy_and_resolve_references()
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
   for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
@@ -354,6 +426,8 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
       config[field] = paths.absolute(config[field])
   if config.concepts.source:
     config.concepts.source = paths.absolute(config.concepts.source)
+  if config.text.pretrained:
+    config.text.pretrained = paths.absolute(config.text.pretrained)
   return config
 
 

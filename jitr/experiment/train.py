@@ -22,6 +22,7 @@ from absl import logging
 
 from jitr import fileio, losses, paths, training
 from jitr.data import pairs
+from jitr.data.train_augment import TrainAugment
 from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
@@ -68,6 +69,18 @@ def validation_metrics(evaluate: Evaluator, state, say=say_nothing) -> dict:
     evaluate("val", state.variables),
     f"validation of step {int(state.step)} on the val split (this state was not saved)",
   )
+
+
+def train_augment(config, data) -> TrainAugment | None:
+  """The augmentation of every training batch (:class:`!jitr.data.train_augment.TrainAugment`):
+  ``config.text.word_augment`` per word of the captions, ``config.image.region_drop`` per
+  region; ``None`` when both are 0. ``data``: the run's
+  :class:`~jitr.experiment.loaded_data.LoadedData`."""
+  words, regions = config.text.word_augment, config.image.region_drop
+  if not words and not regions:
+    return None
+  tokenizer = data.vocab.tokenizer if words else None
+  return TrainAugment(words, regions, tokenizer, data.train_words, config.max_caption_len)
 
 
 def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
@@ -147,6 +160,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
     work_clock=lines.working_seconds,  # the steps/s of the log leaves out validation too
   )
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
+  augment = train_augment(config, data)
   with Checkpoints(workdir) as checkpoints:  # closed on every path, an error's included
     with StopRequested() as signalled:
       # every process stops at the same step, whichever got the signal
@@ -162,6 +176,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
             epoch=e,
             rows=rows,
             buckets=tuple(config.token_buckets),
+            augment=augment,
           ),
           steps_per_epoch=steps_per_epoch,
           num_epochs=config.num_epochs,

@@ -9,7 +9,7 @@ from typing import Any
 
 from jitr import paths, training
 from jitr.data import pairs
-from jitr.experiment.model_state import abstract_train_state, example_inputs
+from jitr.experiment.model_state import abstract_train_state, example_inputs, model_settings
 from jitr.models import RetrievalModel, make_model
 from jitr.training.checkpoints import Checkpoints
 
@@ -33,7 +33,7 @@ def restore_variables(
       or no ``which`` checkpoint could be restored.
   """
   try:
-    model = make_model(dict(saved_config["model"]), vocab_size, constants)
+    model = make_model(model_settings(saved_config), vocab_size, constants)
     tx = training.make_optimizer(dict(saved_config["optimizer"]), steps_per_epoch=1)
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None

@@ -50,7 +50,7 @@ def test_shapes_unknown_variant_or_model_names_the_valid_ones(spec):
 
 
 def test_paper_settings():
-  c = paper.get_config("coco,vseinf,sam")
+  c = paper.get_config("coco,vseinf_bigru,sam")
   assert (c.dataset, c.test_split, c.eval_folds) == ("coco_precomp", "testall", 5)
   assert (
     c.optimizer.name,
@@ -59,6 +59,7 @@ def test_paper_settings():
     c.num_epochs,
   ) == ("adamw", 5e-4, (15,), 30)
   assert c.model.image_pooling == "gpo" and c.model.text == "bigru"
+  assert "warmup" in paper.get_config("f30k,vseinf_bigru,triplet").loss
   c = paper.get_config("f30k,vsepp,lseh")
   assert (
     c.optimizer.name,
@@ -80,6 +81,33 @@ def test_default_is_triplet_plus_smooth_ndcg_on_sentence_relevance():
   c = default.get_config()
   assert (
     set(c.loss) == {"warmup", "triplet", "smooth_ndcg"} and c.graded.relevance == "vectors:sentence"
+  )
+
+
+def test_paper_vseinf_is_the_official_network_and_needs_a_bert_folder():
+  """woodfrog/vse_infty train_region.sh + README: 25 epochs, ×0.1 at 15, AdamW 5e-4 (decay
+  1e-4), the BERT at × 0.1, batch 128, clip 2, embed 1024, 0.2 word and region
+  augmentation, one warm-up epoch of sum-of-hinges."""
+  from jitr.experiment.run_config import check_train_config
+
+  c = paper.get_config("f30k,vseinf,triplet")
+  assert c.model.to_dict() == {"name": "vseinf", "embed_dim": 1024, "img_dim": 2048}
+  o = c.optimizer
+  assert (o.name, o.learning_rate, o.weight_decay, o.grad_clip) == ("adamw", 5e-4, 1e-4, 2.0)
+  assert (tuple(o.decay_epochs), o.decay_factor, o.module_lr_factors.to_dict()) == (
+    (15,),
+    0.1,
+    {"bert": 0.1},
+  )
+  assert (c.num_epochs, c.batch_size) == (25, 128)
+  assert (c.text.word_augment, c.image.region_drop, c.text.pretrained) == (0.2, 0.2, "")
+  assert c.loss.warmup.mining == "sum" and c.loss.triplet.from_epoch == 1
+  c.precomp_root = "/data/precomp"
+  with pytest.raises(ValueError) as err:
+    check_train_config(c)
+  assert str(err.value) == (
+    "config.text.pretrained: the 'vseinf' network needs a Hugging Face BERT folder; give "
+    "--config.text.pretrained=FOLDER"
   )
 
 

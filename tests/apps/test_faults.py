@@ -199,9 +199,9 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
       "--config.modle.embed_dim=8",
       "--config.modle.embed_dim=8: unknown field 'modle' of config (valid fields: backend, "
       "batch_size, calibration, compilation_cache, concepts, data_dir, dataset, distributed, "
-      "estimators, eval_batch_size, eval_folds, graded, init_from, log_every_steps, loss, "
-      "max_caption_len, model, num_epochs, optimizer, precomp_root, prefetch, seed, "
-      "shapes_config, test_split, token_buckets, top_k, vocab_file, vocab_min_count)",
+      "estimators, eval_batch_size, eval_folds, graded, image, init_from, log_every_steps, "
+      "loss, max_caption_len, model, num_epochs, optimizer, precomp_root, prefetch, seed, "
+      "shapes_config, test_split, text, token_buckets, top_k, vocab_file, vocab_min_count)",
     ),
   ],
   ids=["wrong type", "unknown field"],

@@ -1,0 +1,194 @@
+"""jitr-train of the official VSE∞ network (``"vseinf"``) on tiny jitr_shapes with a tiny
+random BERT folder: WordPiece captions, the training augmentation (never in evaluation),
+jitr-eval tokenising alike, and the one-line refusals of the ``text`` / ``image`` groups."""
+
+import json
+
+import ml_collections
+import numpy as np
+import pytest
+
+from configs import default
+from jitr import experiment
+from jitr.data import pairs
+from jitr.data.shapes import tfds as shapes_tfds
+from jitr.data.wordpiece import WordPiece, basic_words
+from jitr.experiment.run_config import check_train_config
+from jitr.experiment.train import train_augment
+from tests.bert_folder import write_bert_folder
+from tests.file_fixtures import write_precomp
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+  """``(data_dir, bert)``: tiny jitr_shapes built, and a BERT whose vocabulary holds the
+  words of its captions."""
+  root = tmp_path_factory.mktemp("vseinf")
+  data_dir = root / "tfds"
+  shapes_tfds.build(str(data_dir), "tiny", progress=False)
+  words = set()
+  for split in ("train", "val", "test"):
+    arrays = shapes_tfds.load_split(split, data_dir=str(data_dir), config="tiny", images=False)
+    words.update(w for caption in arrays["captions"] for w in basic_words(caption))
+  return data_dir, write_bert_folder(root / "bert", words)
+
+
+def vseinf_config(data_dir, bert) -> ml_collections.ConfigDict:
+  """One epoch of 5 steps of 40 pairs, VSE∞'s augmentation and BERT learning-rate factor."""
+  config = default.get_config()
+  config.shapes_config = "tiny"
+  config.data_dir = str(data_dir)
+  config.graded.relevance = "oracle"
+  config.loss = ml_collections.ConfigDict(
+    {"triplet": {"weight": 1.0, "margin": 0.2, "mining": "sum"}}
+  )
+  config.model = ml_collections.ConfigDict(
+    dict(name="vseinf", embed_dim=16, img_dim=128, bert_dropout=0.0)
+  )
+  config.text.pretrained = str(bert)
+  config.text.word_augment = 0.2
+  config.image.region_drop = 0.2
+  config.optimizer.name = "adamw"
+  config.optimizer.module_lr_factors = {"bert": 0.1}
+  config.num_epochs = 1
+  config.batch_size = BATCH
+  config.token_buckets = ()  # one caption width: the train step compiles once
+  config.log_every_steps = 1
+  return config
+
+
+BATCH = 40
+
+
+def batches(split, augment, epoch=0):
+  return list(
+    pairs.epoch_batches(split, batch_size=BATCH, seed=0, epoch=epoch, buckets=(), augment=augment)
+  )
+
+
+@pytest.mark.slow
+def test_vseinf_trains_on_wordpiece_captions_and_evaluates_alike(folders, tmp_path):
+  data_dir, bert = folders
+  config = vseinf_config(data_dir, bert)
+  workdir = tmp_path / "run"
+  metrics = experiment.train_and_evaluate(config, str(workdir)).metrics
+  assert 0.0 <= metrics["full/rsum"] <= 600.0
+  tokenizer = WordPiece.from_vocab_file(bert / "vocab.txt")
+  saved = json.loads((workdir / "vocab.json").read_text())
+  assert saved["words"] == (bert / "vocab.txt").read_text().splitlines()
+  assert len(saved["wordpiece"]["sha256"]) == 64
+  # the splits' tokens: [CLS] pieces [SEP], the WordPiece ids of each caption
+  data = experiment.load_data(config, str(data_dir))
+  captions = shapes_tfds.load_split("test", data_dir=str(data_dir), config="tiny", images=False)
+  test = data.splits["test"]
+  first = tokenizer.encode(captions["captions"][0])
+  assert test.tokens[0, : test.lengths[0]].tolist() == first.tolist()
+  assert first[0] == tokenizer.cls_id and first[-1] == tokenizer.sep_id
+  train = data.splits["train"]
+  assert (train.tokens[:, 0] == tokenizer.cls_id).all()
+  assert (train.tokens[np.arange(train.num_captions), train.lengths - 1] == tokenizer.sep_id).all()
+  # training batches: augmented, the same for the same (seed, epoch); the split untouched
+  augment = train_augment(config, data)
+  plain, augmented = batches(train, None), batches(train, augment)
+  assert all(
+    np.array_equal(a[k], b[k]) for a, b in zip(augmented, batches(train, augment)) for k in a
+  )
+  assert not np.array_equal(augmented[0]["tokens"], batches(train, augment, epoch=1)[0]["tokens"])
+  changed = [
+    not np.array_equal(p["tokens"][i], a["tokens"][i])
+    for p, a in zip(plain, augmented)
+    for i in range(BATCH)
+  ]
+  assert 10 <= sum(changed) <= 190, sum(changed)
+  for p, a in zip(plain, augmented):
+    assert (a["lengths"] <= p["lengths"]).all() and (a["tokens"][:, 0] == tokenizer.cls_id).all()
+    assert (a["tokens"][np.arange(BATCH), a["lengths"] - 1] == tokenizer.sep_id).all()
+    assert (a["image_mask"] <= p["image_mask"]).all()  # regions only dropped
+    assert a["image_mask"].sum() < p["image_mask"].sum()
+    assert a["image_mask"].any(axis=1).all()
+  assert np.array_equal(plain[0]["tokens"], batches(train, None)[0]["tokens"])
+  # jitr-eval reads the workdir's config.json and tokenises the same way: the same numbers
+  again = experiment.evaluate_workdir(str(workdir), split="test")
+  assert again["full/rsum"] == pytest.approx(metrics["full/rsum"], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+  ("change", "message"),
+  [
+    (
+      lambda c, b: setattr(c.text, "word_augment", 1.0),
+      "config.text.word_augment: expected a probability in [0, 1), got 1.0",
+    ),
+    (
+      lambda c, b: setattr(c.image, "region_drop", -0.1),
+      "config.image.region_drop: expected a probability in [0, 1), got -0.1",
+    ),
+    (
+      lambda c, b: setattr(c.text, "pretrained", ""),
+      "config.text.pretrained: the 'vseinf' network needs a Hugging Face BERT folder; give "
+      "--config.text.pretrained=FOLDER",
+    ),
+    (
+      lambda c, b: setattr(c, "model", ml_collections.ConfigDict({"name": "vse"})),
+      "config.text.pretrained: only the 'vseinf' network reads WordPiece captions and a "
+      "BERT; config.model.name is 'vse'",
+    ),
+    (
+      lambda c, b: (b / "vocab.txt").unlink(),
+      "config.text.pretrained: {bert} holds no vocab.txt; expected a Hugging Face BERT "
+      "folder (config.json, vocab.txt, the weights)",
+    ),
+    (
+      lambda c, b: (b / "config.json").unlink(),
+      "config.text.pretrained: {bert} holds no config.json; expected a Hugging Face BERT "
+      "folder (config.json, vocab.txt, the weights)",
+    ),
+    (
+      lambda c, b: setattr(c.model, "pretrained", str(b)),
+      "config.model.pretrained: not a run setting; give the BERT folder as "
+      "--config.text.pretrained=FOLDER (its vocab.txt also tokenises the captions)",
+    ),
+  ],
+)
+def test_text_and_image_groups_are_checked_in_one_line(tmp_path, change, message):
+  bert = write_bert_folder(tmp_path / "bert", ["red"])
+  config = vseinf_config(tmp_path / "tfds", bert)
+  check_train_config(config)
+  change(config, bert)
+  with pytest.raises(ValueError) as err:
+    check_train_config(config)
+  assert str(err.value) == message.format(bert=bert)
+
+
+def test_word_augment_needs_a_bert_folder():
+  config = default.get_config()
+  config.text.word_augment = 0.2
+  with pytest.raises(ValueError, match=r"^config.text.word_augment: needs config.text.pretrained"):
+    check_train_config(config)
+
+
+def test_precomp_captions_are_wordpiece_with_text_pretrained(tmp_path):
+  """A ``*_precomp`` folder's captions: ``[CLS]`` pieces ``[SEP]``, cut to
+  ``max_caption_len`` with ``[SEP]`` last; the training captions' words kept for the
+  augmentation."""
+  write_precomp(tmp_path / "precomp", 4, n_eval=2)
+  config = default.get_config()
+  config.dataset = "f30k_precomp"
+  config.precomp_root = str(tmp_path / "precomp")
+  config.graded = ml_collections.ConfigDict({})
+  config.model = ml_collections.ConfigDict({"name": "vseinf"})
+  config.text.pretrained = str(write_bert_folder(tmp_path / "bert", ["man", "dog"]))
+  config.text.word_augment = 0.2
+  config.max_caption_len = 6
+  data = experiment.load_data(config, str(tmp_path / "data"))
+  tokenizer = data.vocab.tokenizer
+  captions = (tmp_path / "precomp" / "f30k_precomp" / "train_caps.txt").read_text().splitlines()
+  train = data.splits["train"]
+  for i, caption in enumerate(captions):
+    ids = tokenizer.encode(caption)
+    want = ids if len(ids) <= 6 else [*ids[:5], tokenizer.sep_id]
+    assert train.tokens[i, : train.lengths[i]].tolist() == list(want)
+  assert len(data.train_words) == len(captions) == 20
+  assert [w.tolist() for w in data.train_words.of(0)] == [
+    w.tolist() for w in tokenizer.word_ids(captions[0])
+  ]
