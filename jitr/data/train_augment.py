@@ -11,10 +11,13 @@ the per-item augmentation of woodfrog/vse_infty's ``PrecompRegionDataset``:
 - Regions (``region_drop`` > 0): each row draws one uniform number per region, and a
   region whose draw is at most ``region_drop`` is dropped by clearing its
   ``image_mask`` entry (a batch without a mask gets one, every region valid first). GPO
-  pools over the valid regions alike, so this is the official's removal of the rows;
-  the image tower's BatchNorm, which the official runs over the zero-padded batch, sees
-  the dropped rows as it sees padding. A row whose every region would be dropped keeps
-  them all (the official's ``pack_padded_sequence`` refuses an empty region set).
+  pools over the valid regions alike, so for the pooled embedding this is the official's
+  removal of the rows. The image tower's BatchNorm, which runs over every row of the
+  batch, still sees a dropped region's features, where the official (which removes the
+  region and pads the batch with zeros to its longest kept set) counts zero rows instead:
+  the two differ in the BatchNorm's batch statistics only. A row whose every region would
+  be dropped keeps them all (the official's ``pack_padded_sequence`` refuses an empty
+  region set).
 
 The draws come from one ``numpy.random.Generator`` per batch, taken row by row, words
 first: :func:`jitr.data.pairs.epoch_batches` seeds it from ``(seed, epoch, batch)``, so a
