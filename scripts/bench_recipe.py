@@ -4,6 +4,10 @@ max-violation triplet (LMH, margin 0.2, both directions), in jitr and in PyTorch
 
 from __future__ import annotations
 
+import sys
+import time
+
+import numpy as np
 import torch
 
 MARGIN = 0.2
@@ -66,3 +70,26 @@ def torch_peak_memory(device: torch.device, run_twice) -> str:
   run_twice()
   grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024  # KiB on Linux
   return f"{gib(grown)} (ru_maxrss growth over 2 steps)"
+
+
+def time_interleaved(runners, *, warmup: int, rounds: int, steps: int, log: bool = False) -> dict:
+  """``{kind: [(wall s, cpu s), ...]}`` over ``rounds`` × ``steps`` steps of each runner
+  (``r.run()`` one step, ``r.sync(out)`` waits for it and returns the loss), interleaved
+  so that a change of the machine's load hits every runner alike, after ``warmup`` steps
+  each (at least one: the compile) whose loss must be finite. ``log``: each step's time on
+  stderr."""
+  for r in runners:
+    for _ in range(max(warmup, 1)):
+      loss = r.sync(r.run())
+      if not np.isfinite(loss):
+        raise RuntimeError(f"{r.kind}: non-finite loss {loss}")
+  times = {r.kind: [] for r in runners}
+  for _ in range(rounds):
+    for r in runners:
+      for _ in range(steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        r.sync(r.run())
+        times[r.kind].append((time.perf_counter() - t0, time.process_time() - c0))
+        if log:
+          print(f"  {r.kind}: {times[r.kind][-1][0]:.2f}s", file=sys.stderr, flush=True)
+  return times

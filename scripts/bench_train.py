@@ -204,6 +204,7 @@ from bench_recipe import (  # noqa: E402
   OBJECTIVE,
   OPTIMIZER,
   set_matmul_precision,
+  time_interleaved,
   torch_triplet,
 )
 
@@ -388,23 +389,6 @@ LABELS = {
 }
 
 
-def time_interleaved(runners, *, warmup: int, rounds: int, steps: int) -> dict[str, list[float]]:
-  for r in runners:
-    for _ in range(max(warmup, 1)):
-      loss = r.sync(r.run())
-      if not np.isfinite(loss):
-        raise RuntimeError(f"{r.kind}: non-finite loss {loss}")
-  times = {r.kind: [] for r in runners}
-  for _ in range(rounds):
-    for r in runners:
-      for _ in range(steps):
-        t0, c0 = time.perf_counter(), time.process_time()
-        r.sync(r.run())
-        times[r.kind].append((time.perf_counter() - t0, time.process_time() - c0))
-        print(f"  {r.kind}: {times[r.kind][-1][0]:.2f}s", file=sys.stderr, flush=True)
-  return times
-
-
 def print_table(title: str, times: dict[str, list[tuple[float, float]]]) -> None:
   """Wall time is what a user waits; CPU time (all threads) is less sensitive to
   other processes on a shared machine, but counts busy-waiting threads."""
@@ -587,7 +571,9 @@ def main_models() -> None:
   LABELS.update(bench_models.LABELS)  # the --variants' labels
   if ARGS.memory_only:
     return print_memory(runners)
-  times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
+  times = time_interleaved(
+    runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps, log=True
+  )
   print_table(f"{ARGS.model.upper()} train step (T = {batch['tokens'].shape[1]})", times)
   print_memory(runners)
   if ARGS.profile:
@@ -626,7 +612,9 @@ def main() -> None:
   rng = np.random.default_rng(0)
   fixed = make_batch(rng, min_length=ARGS.length, max_length=ARGS.length)
   runners = build_runners(fixed, kinds)
-  times = time_interleaved(runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps)
+  times = time_interleaved(
+    runners, warmup=ARGS.warmup, rounds=ARGS.rounds, steps=ARGS.steps, log=True
+  )
   print_table(f"Fixed-length captions (T = {ARGS.length})", times)
   if ARGS.profile:
     profile(
@@ -638,7 +626,7 @@ def main() -> None:
     var = make_batch(rng, min_length=ARGS.min_length, max_length=ARGS.length)
     set_batch(runners, var)
     t = trim(var)["tokens"].shape[1]
-    times = time_interleaved(runners, warmup=1, rounds=ARGS.rounds, steps=ARGS.steps)
+    times = time_interleaved(runners, warmup=1, rounds=ARGS.rounds, steps=ARGS.steps, log=True)
     print_table(
       f"Variable-length captions ({ARGS.min_length}–{ARGS.length} tokens, mean "
       f"{var['lengths'].mean():.1f}; JAX batch trimmed to T = {t}, torch packed)",

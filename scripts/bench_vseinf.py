@@ -248,23 +248,6 @@ def eval_difference(args, batch, img_enc, txt_enc, variables) -> float:
   )
 
 
-def time_interleaved(runners, *, warmup: int, rounds: int, steps: int) -> dict:
-  """``{kind: [(wall s, cpu s), ...]}`` over ``rounds`` × ``steps`` steps, interleaved."""
-  for r in runners:
-    for _ in range(max(warmup, 1)):
-      loss = r.sync(r.run())
-      if not np.isfinite(loss):
-        raise RuntimeError(f"{r.kind}: non-finite loss {loss}")
-  times = {r.kind: [] for r in runners}
-  for _ in range(rounds):
-    for r in runners:
-      for _ in range(steps):
-        t0, c0 = time.perf_counter(), time.process_time()
-        r.sync(r.run())
-        times[r.kind].append((time.perf_counter() - t0, time.process_time() - c0))
-  return times
-
-
 LABELS = {"jitr": "jitr VSE∞", "jitr, remat": "jitr VSE∞, remat", "torch": "PyTorch VSE∞"}
 
 
@@ -316,7 +299,7 @@ def main(argv=None) -> None:
   setup_paths()
   import jax
   import torch
-  from bench_recipe import MARGIN, set_matmul_precision
+  from bench_recipe import MARGIN, set_matmul_precision, time_interleaved
 
   from jitr.models.bert import BertConfig
   from jitr.models.vseinf.convert import official_variables
