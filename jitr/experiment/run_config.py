@@ -217,6 +217,24 @@ def check_token_buckets(config: Any) -> None:
     )
 
 
+def check_learnable(config: Any) -> None:
+  """Refuses, in one line, settings that run but cannot learn: ``batch_size`` 1 (a batch
+  of one pair holds no negative, so every ranking loss is 0) and a ``decay_epochs`` entry
+  that is not a whole number >= 1 (an epoch <= 0 decays the learning rate from the first
+  step). ``config`` has passed :func:`check_counts`."""
+  if config.batch_size < 2:
+    raise ValueError(
+      f"config.batch_size: expected at least 2 pairs, got {config.batch_size} (a batch of "
+      "one pair holds no negative: every ranking loss would be 0)"
+    )
+  for epoch in tuple(config.optimizer.decay_epochs):
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+      raise ValueError(
+        "config.optimizer.decay_epochs: expected whole numbers >= 1 (the epochs after "
+        f"which the learning rate decays), got {epoch!r}"
+      )
+
+
 def _check_optimizer(config: Any) -> None:
   optimizer = config.optimizer
   for name, (minimum, inclusive) in OPTIMIZER_NUMBERS.items():
@@ -369,6 +387,7 @@ def check_train_config(config: Any) -> None:
   _check_test_split(config, dataset.kind)
   check_token_buckets(config)
   _check_optimizer(config)
+  check_learnable(config)
   _check_concepts(config)
   _check_text(config)
   for name in BOOLEANS:

@@ -189,6 +189,67 @@ def test_counts_are_validated_before_anything_is_written(tmp_path, field, value,
 
 
 @pytest.mark.parametrize(
+  ("field", "value", "message"),
+  [
+    (
+      "batch_size",
+      1,
+      "config.batch_size: expected at least 2 pairs, got 1 (a batch of one pair holds no "
+      "negative: every ranking loss would be 0)",
+    ),
+    (
+      "optimizer.decay_epochs",
+      (-1,),
+      "config.optimizer.decay_epochs: expected whole numbers >= 1 (the epochs after which "
+      "the learning rate decays), got -1",
+    ),
+    (
+      "optimizer.decay_epochs",
+      (3, 0),
+      "config.optimizer.decay_epochs: expected whole numbers >= 1 (the epochs after which "
+      "the learning rate decays), got 0",
+    ),
+    (
+      "optimizer.decay_epochs",
+      (2.5,),
+      "config.optimizer.decay_epochs: expected whole numbers >= 1 (the epochs after which "
+      "the learning rate decays), got 2.5",
+    ),
+  ],
+  ids=["batch of one", "negative decay epoch", "decay at epoch 0", "fractional decay epoch"],
+)
+def test_settings_that_cannot_learn_are_refused_before_anything_is_written(
+  tmp_path, field, value, message
+):
+  """Settings that run but cannot learn (a batch without a negative, a decay from the first
+  step) are one line, before the workdir is made."""
+  config = default.get_config()
+  group, _, name = field.rpartition(".")
+  with config.ignore_type():
+    (config[group] if group else config)[name] = value
+  with pytest.raises(ValueError) as err:
+    experiment.train_and_evaluate(config, str(tmp_path / "run"))
+  assert str(err.value) == message
+  assert os.listdir(tmp_path) == []
+
+
+def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
+  proc = _jitr_train(
+    f"--config={REPO / 'configs' / 'default.py'}",
+    f"--workdir={tmp_path / 'run'}",
+    "--config.batch_size=1",
+    cwd=tmp_path,
+  )
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 1, err[-2000:]
+  assert err.strip().splitlines() == [
+    "jitr-train: error: config.batch_size: expected at least 2 pairs, got 1 (a batch of one "
+    "pair holds no negative: every ranking loss would be 0)"
+  ]
+  assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
   ("override", "problem"),
   [
     (
