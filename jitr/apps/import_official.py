@@ -1,6 +1,8 @@
-"""``jitr-import``: an official SGR, SAF, VSRN or CVSE checkpoint and its vocabulary become a
-jitr workdir that ``jitr-eval``, ``--ensemble`` and ``jitr-train --config.init_from`` take
-(CVSE also needs its concept files: ``--config.concepts.source=DIR``).
+"""``jitr-import``: an official SGR, SAF, VSRN, CVSE or VSE∞ checkpoint and its vocabulary
+become a jitr workdir that ``jitr-eval``, ``--ensemble`` and ``jitr-train
+--config.init_from`` take (CVSE also needs its concept files: ``--config.concepts.source=DIR``;
+VSE∞ the BERT folder it was trained from, ``--config.text.pretrained=DIR``, whose
+``vocab.txt`` is its vocabulary: no ``--vocab``).
 
   jitr-import --config=configs/paper.py:f30k,sgr,triplet \\
       --checkpoint=runs/f30k_SGR/model_best.pth.tar --vocab=vocab/f30k_precomp_vocab.json \\
@@ -24,7 +26,7 @@ from jitr.apps._cli import App, flag_inputs, loaded_config, workdir_flag
 APP = App(
   "jitr-import",
   __name__,
-  requires=("config", "checkpoint", "vocab", "workdir"),
+  requires=("config", "checkpoint", "workdir"),
   inputs=flag_inputs("checkpoint", "vocab"),  # before the config fields that depend on them
 )
 
@@ -35,7 +37,10 @@ _CHECKPOINT = flags.DEFINE_string(
   "checkpoint", None, "The official checkpoint (model_best.pth.tar, a torch.save file)."
 )
 _VOCAB = flags.DEFINE_string(
-  "vocab", None, "Its official vocabulary: SGRAF's JSON or VSRN / VSE++'s vocab.pkl."
+  "vocab",
+  None,
+  "Its official vocabulary: SGRAF's JSON or VSRN / VSE++'s vocab.pkl (VSE∞: none, the "
+  "vocab.txt of --config.text.pretrained).",
 )
 _WORKDIR = workdir_flag("The new workdir (absent or empty): a folder or a gs:// URL.")
 

@@ -1,18 +1,21 @@
-"""``import_official``: an official SGR, SAF, VSRN or CVSE checkpoint and its vocabulary
-become a jitr workdir, as ``jitr-import`` runs it.
+"""``import_official``: an official SGR, SAF, VSRN, CVSE or VSE∞ checkpoint and its
+vocabulary become a jitr workdir, as ``jitr-import`` runs it.
 
 The checkpoint is the dict the official ``train.py`` saves (``{'epoch', 'model': [state
 dicts], 'best_rsum', 'opt', 'Eiters'}``), read without unpickling anything but tensors,
 containers and the ``argparse.Namespace`` of ``opt``
 (:func:`jitr.models.official_checkpoint.load_checkpoint`). The network is read from the
-weights (SGRAF's ``sim_enc`` with its SGR or SAF module, VSRN's GCN image encoder, or
-CVSE's 8 state dicts, whose concept graph must be that of ``config.concepts``);
+weights (SGRAF's ``sim_enc`` with its SGR or SAF module, VSRN's GCN image encoder,
+CVSE's 8 state dicts, whose concept graph must be that of ``config.concepts``, or VSE∞'s
+two towers with a BERT inside the text one, whose sizes must be those of the BERT folder
+``config.text.pretrained`` names: its ``vocab.txt`` is the vocabulary);
 the model fields the weights fix (embedding and word sizes, SGR steps, GCN layers, VSRN's
 feature BatchNorm) replace the config's, and every one that the saved ``opt`` also states
-must agree with it, as must ``opt.data_name`` with ``config.dataset`` and the vocabulary
-file's size with the word embedding. Official VSRN checkpoints hold no caption decoder:
-the workdir's model has ``caption_weight = 0``, and fine-tuning it with the captioning
-loss starts the decoder fresh (:func:`jitr.experiment.init_from.start_from`).
+must agree with it, as must ``opt.data_name`` with ``config.dataset`` (VSE∞'s ``f30k``
+names ``f30k_precomp``) and the vocabulary file's size with the word embedding. Official
+VSRN checkpoints hold no caption decoder: the workdir's model has ``caption_weight = 0``,
+and fine-tuning it with the captioning loss starts the decoder fresh
+(:func:`jitr.experiment.init_from.start_from`).
 
 The workdir gets ``config.json`` (``vocab_file`` naming its ``vocab.json``), the
 vocabulary in jitr's format with the official ids, the converted parameters as its
@@ -36,18 +39,24 @@ import numpy as np
 from jitr import fileio, paths, training
 from jitr.data import pairs
 from jitr.data.official_vocab import read_official_vocab
+from jitr.data.vocab import Vocab
+from jitr.data.wordpiece import read_vocab_lines
+from jitr.data.wordpiece_vocab import WordPieceVocab
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
+from jitr.models.bert import BertConfig, read_config
 from jitr.models.cvse import convert as cvse_convert
 from jitr.models.cvse.adapter import concept_graph
 from jitr.models.cvse.graph import THRESHOLD
+from jitr.models.model_settings import network_name
 from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkpoint
 from jitr.models.sgraf import convert as sgraf_convert
 from jitr.models.torch_state import flatten_state_dicts
+from jitr.models.vseinf import convert as vseinf_convert
 from jitr.models.vsrn import convert as vsrn_convert
 from jitr.progress import Steps
 from jitr.training.checkpoints import Checkpoints
@@ -69,7 +78,8 @@ class OfficialWeights:
   """An official checkpoint's network, weights and record.
 
   Attributes:
-    network: ``"sgr"``, ``"saf"``, ``"vsrn"`` or ``"cvse"`` (jitr's ``config.model.name``).
+    network: ``"sgr"``, ``"saf"``, ``"vsrn"``, ``"cvse"`` or ``"vseinf"`` (jitr's
+      ``config.model.name``).
     fields: the model fields the weights fix (``vocab_size`` included).
     img_dim: the region feature size the image encoder takes.
     params, batch_stats: the converted Flax variables.
@@ -77,6 +87,7 @@ class OfficialWeights:
     record: ``epoch``, ``Eiters`` and ``best_rsum`` where the checkpoint has them.
     graph: CVSE's normalised concept graph ``gen_adj(C_GCN.adj_all)`` and the width of
       the concept vectors its GCN takes (``{}`` for the other networks).
+    bert: VSE∞'s BERT sizes, read from its tensors (``None`` for the other networks).
   """
 
   network: str
@@ -87,21 +98,29 @@ class OfficialWeights:
   opt: dict[str, Any]
   record: dict[str, Any]
   graph: dict[str, Any] = dataclasses.field(default_factory=dict)
+  bert: BertConfig | None = None
 
 
-CONVERTERS = {"sgraf": sgraf_convert, "vsrn": vsrn_convert, "cvse": cvse_convert}
+# In the order they are tried: VSE∞ before VSRN, whose two state dicts have its prefixes
+CONVERTERS = {
+  "sgraf": sgraf_convert,
+  "vseinf": vseinf_convert,
+  "vsrn": vsrn_convert,
+  "cvse": cvse_convert,
+}
 
 
 def _flat_state_dict(path: str, parts: Any) -> tuple[str, dict[str, Any]]:
-  """``(family, flat state dict)``: SGRAF's three state dicts, VSRN's two or CVSE's eight."""
+  """``(family, flat state dict)``: SGRAF's three state dicts, VSE∞'s or VSRN's two or
+  CVSE's eight."""
   for family, convert in CONVERTERS.items():
     flat = flatten_state_dicts(path, parts, convert.PREFIXES)
-    if flat is not None:
+    if flat is not None and (family != "vseinf" or vseinf_convert.holds_vseinf(flat)):
       return family, flat
   raise OfficialCheckpointError(
-    f"{path}: expected an official SGRAF, VSRN or CVSE checkpoint, a dict whose 'model' is "
-    "the list [img_enc, txt_enc, sim_enc] (SGRAF), [img_enc, txt_enc] (VSRN) or the 8 "
-    "state dicts of CVSE"
+    f"{path}: expected an official SGRAF, VSRN, CVSE or VSE∞ checkpoint, a dict whose "
+    "'model' is the list [img_enc, txt_enc, sim_enc] (SGRAF), [img_enc, txt_enc] (VSRN, "
+    "VSE∞) or the 8 state dicts of CVSE"
   )
 
 
@@ -118,10 +137,12 @@ def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
     raise OfficialCheckpointError(f"{path}: expected the dict an official train.py saves")
   family, state = _flat_state_dict(path, checkpoint.get("model"))
   convert = CONVERTERS[family]
-  graph = {}
+  graph, bert = {}, None
   try:
     fields = convert.config_from_state_dict(state)
     params, batch_stats = convert.params_from_state_dict(state)
+    if family == "vseinf":
+      bert = vseinf_convert.bert_config_from_state_dict(state)
     if family == "cvse":
       graph = {
         "adjacency": cvse_convert.adjacency_from_state_dict(state),
@@ -131,8 +152,8 @@ def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
     raise ValueError(f"{path}: {err.args[0]}") from None
   if family == "sgraf":
     network = fields.pop("module").lower()
-  elif family == "cvse":
-    network = "cvse"
+  elif family in ("cvse", "vseinf"):
+    network = family
   else:
     network = "vsrn"
     if not vsrn_convert.has_caption_model(state):
@@ -141,7 +162,7 @@ def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
   opt = dict(vars(opt)) if isinstance(opt, argparse.Namespace) else dict(opt or {})
   record = {k: _plain(checkpoint[k]) for k in ("epoch", "Eiters", "best_rsum") if k in checkpoint}
   img_dim = int(state["img_enc.fc.weight"].shape[1])
-  return OfficialWeights(network, fields, img_dim, params, batch_stats, opt, record, graph)
+  return OfficialWeights(network, fields, img_dim, params, batch_stats, opt, record, graph, bert)
 
 
 def _plain(value: Any) -> Any:
@@ -165,8 +186,26 @@ def opt_disagreement(weights: OfficialWeights, config: ml_collections.ConfigDict
   if module is not None and weights.network in ("sgr", "saf") and module.lower() != weights.network:
     return f"opt.module_name={module!r}, but the weights hold {weights.network.upper()}"
   data = opt.get("data_name")
-  if data is not None and data != config.dataset:
+  if data is not None and data not in (config.dataset, config.dataset.removesuffix("_precomp")):
     return f"opt.data_name={data!r}, but config.dataset={config.dataset!r}"
+  if weights.network == "vseinf":
+    return vseinf_opt_disagreement(opt)
+  return None
+
+
+def vseinf_opt_disagreement(opt: Mapping[str, Any]) -> str | None:
+  """Why a VSE∞ ``opt`` describes another network than jitr's ``vseinf``, or ``None``: the
+  image tower of precomputed region features (``precomp_enc_type='basic'``; the others
+  are CNN backbones over pixels), both embeddings l2-normalised."""
+  kind = opt.get("precomp_enc_type", "basic")
+  if kind != "basic":
+    return (
+      f"opt.precomp_enc_type={kind!r}, but jitr's vseinf takes precomputed region features "
+      "(the official 'basic' image encoder)"
+    )
+  for name in ("no_imgnorm", "no_txtnorm"):
+    if opt.get(name):
+      return f"opt.{name}=True, but jitr's vseinf l2-normalises both embeddings"
   return None
 
 
@@ -175,7 +214,7 @@ def imported_config(
 ) -> ml_collections.ConfigDict:
   """``config`` with the model fields the weights fix and ``vocab_file`` naming the
   workdir's ``vocab.json``; refuses a config of another network or dataset."""
-  name = config.model.get("name")
+  name = network_name(config.model)
   if name != weights.network:
     raise ValueError(
       f"config.model.name={name!r}, but the checkpoint holds {weights.network.upper()}: use a "
@@ -189,7 +228,8 @@ def imported_config(
     for field, value in weights.fields.items():
       if field != "vocab_size":
         config.model[field] = value
-    config.vocab_file = os.path.join(workdir, "vocab.json")
+    if not config.text.pretrained:  # a WordPiece run's vocabulary is its BERT folder's
+      config.vocab_file = os.path.join(workdir, "vocab.json")
   return config
 
 
@@ -217,6 +257,63 @@ def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
     )
 
 
+def imported_vocab(
+  config: ml_collections.ConfigDict, weights: OfficialWeights, vocab_file
+) -> Vocab | WordPieceVocab:
+  """The vocabulary the checkpoint was trained with, of as many words as its word
+  embedding has rows: ``vocab_file`` (an official vocabulary file), or for VSE∞ the
+  ``vocab.txt`` of ``config.text.pretrained``, whose BERT must have the checkpoint's sizes
+  (``vocab_file``, when given, must then hold the same tokens)."""
+  if weights.bert is not None:
+    vocab = bert_vocab(config.text.pretrained, weights.bert, vocab_file)
+  elif not vocab_file:
+    raise ValueError(
+      f"--vocab: the official {weights.network.upper()} checkpoint needs the vocabulary file "
+      "it was trained with (SGRAF's JSON or VSE++ / VSRN's vocab.pkl)"
+    )
+  else:
+    vocab = read_official_vocab(vocab_file)
+  if len(vocab) != weights.fields["vocab_size"]:
+    raise ValueError(
+      f"{vocab.vocab_file if weights.bert else os.fspath(vocab_file)}: {len(vocab)} words, "
+      f"but the checkpoint's word embedding has {weights.fields['vocab_size']} rows: not the "
+      "vocabulary it was trained with"
+    )
+  return vocab
+
+
+# The BERT sizes a VSE∞ checkpoint's tensors show, each compared with the folder's config.json
+BERT_SIZES = (
+  "vocab_size",
+  "hidden_size",
+  "num_hidden_layers",
+  "intermediate_size",
+  "max_position_embeddings",
+  "type_vocab_size",
+)
+
+
+def bert_vocab(folder: str, sizes: BertConfig, vocab_file) -> WordPieceVocab:
+  """The WordPiece vocabulary of the BERT ``folder`` after checking that its
+  ``config.json`` has the ``sizes`` of the checkpoint's BERT and that ``vocab_file`` (when
+  given) holds its ``vocab.txt``'s tokens."""
+  ours = read_config(os.path.join(folder, "config.json"))
+  for name in BERT_SIZES:
+    if getattr(ours, name) != getattr(sizes, name):
+      raise ValueError(
+        f"config.text.pretrained: the BERT of {folder} has {name} {getattr(ours, name)}, the "
+        f"checkpoint's {getattr(sizes, name)}: use the BERT folder it was trained from "
+        "(bert-base-uncased for the official VSE∞ models)"
+      )
+  vocab = WordPieceVocab.from_folder(folder)
+  if vocab_file and tuple(read_vocab_lines(os.fspath(vocab_file))) != vocab.words:
+    raise ValueError(
+      f"--vocab: {os.fspath(vocab_file)} is not the vocab.txt of config.text.pretrained "
+      f"({folder}), which VSE∞ tokenises with (omit --vocab)"
+    )
+  return vocab
+
+
 # What jitr-import does, in order: one line each on stderr and one step of its progress line.
 IMPORT_STEPS = (
   "reading the checkpoint",
@@ -231,14 +328,15 @@ IMPORT_STEPS = (
 def import_official(
   config: ml_collections.ConfigDict,
   checkpoint: str | os.PathLike,
-  vocab_file: str | os.PathLike,
+  vocab_file: str | os.PathLike | None,
   workdir: str | os.PathLike,
   *,
   progress: bool = True,
 ) -> dict[str, Any]:
   """Writes ``workdir`` from the official ``checkpoint`` and its ``vocab_file``, for the
   run ``config`` describes (its data, loss and optimizer; the model fields come from the
-  weights). Returns what ``import.json`` records.
+  weights). Returns what ``import.json`` records. A VSE∞ checkpoint's vocabulary is the
+  ``vocab.txt`` of ``config.text.pretrained`` (``vocab_file`` ``None`` or that file).
 
   Every check runs before anything is written; ``workdir`` must not exist or be empty.
   ``progress``: one line on stderr per step of :data:`IMPORT_STEPS` and one progress line
@@ -265,15 +363,10 @@ def _import_steps(
   """The body of :func:`import_official`; ``begin(name)`` before each of :data:`IMPORT_STEPS`."""
   begin("reading the checkpoint")
   weights = read_official_weights(checkpoint)
-  begin("reading the vocabulary")
-  vocab = read_official_vocab(vocab_file)
-  if len(vocab) != weights.fields["vocab_size"]:
-    raise ValueError(
-      f"{os.fspath(vocab_file)}: {len(vocab)} words, but the checkpoint's word embedding "
-      f"has {weights.fields['vocab_size']} rows: not the vocabulary it was trained with"
-    )
   config = resolved_config(imported_config(config, weights, workdir))
   check_train_config(config)
+  begin("reading the vocabulary")
+  vocab = imported_vocab(config, weights, vocab_file)
   begin("loading data")
   data = load_data(config, workdir_lib.data_dir(config, workdir), teachers=False, vocab=vocab)
   train = data.splits["train"]
@@ -299,7 +392,7 @@ def _import_steps(
   record = {
     "checkpoint": checkpoint,
     "sha256": fileio.file_digest(checkpoint)[1],
-    "vocab_file": paths.absolute(vocab_file),
+    "vocab_file": paths.absolute(vocab.vocab_file if weights.bert else vocab_file),
     "network": weights.network,
     **weights.record,
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
@@ -308,7 +401,7 @@ def _import_steps(
   begin("writing the workdir")
   paths.makedirs(workdir)
   workdir_lib.record_config(config, workdir)
-  vocab.save(config.vocab_file)
+  vocab.save(os.path.join(workdir, "vocab.json"))
   with Checkpoints(workdir) as checkpoints:
     checkpoints.save_latest(state)
     best = weights.record.get("best_rsum")

@@ -47,7 +47,7 @@ from jitr.data.concept_data import (
 from jitr.data.datasets import dataset_info
 from jitr.models import MODELS, ConceptInputs
 from jitr.models.cvse import CONCEPTS
-from jitr.models.registry import DEFAULT_MODEL
+from jitr.models.model_settings import network_name
 
 SPLIT_ORDER = ("train", "val", "test")
 """The order of the images in a run's concept labels."""
@@ -55,7 +55,7 @@ SPLIT_ORDER = ("train", "val", "test")
 
 def needs_concepts(config) -> bool:
   """Whether ``config.model`` names a network that reads concepts."""
-  network = MODELS.get(dict(config.model).get("name", DEFAULT_MODEL))
+  network = MODELS.get(network_name(dict(config.model)))
   return network is not None and CONCEPTS in network.constants
 
 

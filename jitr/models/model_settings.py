@@ -74,6 +74,12 @@ def has_kind(value: Any, kind: str) -> bool:
   return isinstance(value, (list, tuple))
 
 
+def network_name(model: Any) -> str:
+  """The network a model group names: its ``name``, :data:`DEFAULT_MODEL` when unset (the
+  registry's dual encoder)."""
+  return model.get("name", DEFAULT_MODEL)
+
+
 def check_model_settings(model: Any, field: str = "config.model") -> None:
   """Raises ``ValueError`` naming the first bad part of ``model`` (``config.model``): not
   an object, a ``name`` that is not a network (:data:`SETTINGS_OF`), a setting the
@@ -83,7 +89,7 @@ def check_model_settings(model: Any, field: str = "config.model") -> None:
     raise ValueError(
       f"{field}: expected an object of model settings, got {model!r} ({type(model).__name__})"
     )
-  name = model.get("name", DEFAULT_MODEL)
+  name = network_name(model)
   if name not in SETTINGS_OF:
     raise ValueError(f"{field}.name: expected one of {sorted(SETTINGS_OF)}, got {name!r}")
   settings = model_settings(name)

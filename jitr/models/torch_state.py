@@ -103,17 +103,32 @@ def flatten_state_dicts(
   path: str | os.PathLike, parts: Any, prefixes: Sequence[str]
 ) -> dict[str, Any] | None:
   """``{f"{prefix}.{key}": value}`` of ``parts`` (``checkpoint['model']``: one state dict per
-  prefix), or ``None`` when ``parts`` is not a list of that many state dicts. A NaN / inf
-  weight raises :class:`OfficialCheckpointError` naming ``path``."""
+  prefix), or ``None`` when ``parts`` is not a list of that many state dicts. A state dict
+  saved from an ``nn.DataParallel`` (every key ``module.``-prefixed, as VSE∞'s ``train.py``
+  saves its towers) loses that prefix. A NaN / inf weight raises
+  :class:`OfficialCheckpointError` naming ``path``."""
   if (
     not isinstance(parts, (list, tuple))
     or len(parts) != len(prefixes)
     or not all(isinstance(sd, Mapping) for sd in parts)
   ):
     return None
-  flat = {f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in sd.items()}
+  flat = {
+    f"{p}.{k}": v for p, sd in zip(prefixes, parts) for k, v in without_data_parallel(sd).items()
+  }
   refuse_non_finite(path, flat)
   return flat
+
+
+_DATA_PARALLEL = "module."
+
+
+def without_data_parallel(state_dict: Mapping[str, Any]) -> Mapping[str, Any]:
+  """``state_dict`` without the ``module.`` prefix ``nn.DataParallel`` gives every key, when
+  every key has it; else unchanged."""
+  if not state_dict or not all(k.startswith(_DATA_PARALLEL) for k in state_dict):
+    return state_dict
+  return {k[len(_DATA_PARALLEL) :]: v for k, v in state_dict.items()}
 
 
 def load_flat_state_dict(

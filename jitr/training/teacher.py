@@ -30,7 +30,7 @@ from jitr import paths
 from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.models import MODELS, make_model
-from jitr.models.registry import DEFAULT_MODEL
+from jitr.models.model_settings import network_name
 from jitr.models.retrieval_model import INPUTS
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
@@ -66,7 +66,7 @@ def check_teacher_config(
       f"teacher:{workdir} was trained on {trained_on}, this run trains on "
       f"{data}; a teacher must be trained on the same data"
     )
-  name = dict(model).get("name", DEFAULT_MODEL)  # the registry's network when unset
+  name = network_name(dict(model))
   if name not in MODELS:
     raise TeacherError(
       f"teacher:{workdir}: config.model.name is {name!r}, expected one of {sorted(MODELS)}"
