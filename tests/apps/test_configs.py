@@ -1,3 +1,5 @@
+import pathlib
+
 import pytest
 
 from configs import default, paper, shapes
@@ -176,3 +178,23 @@ def test_pod_check_is_a_tiny_listwise_run_on_the_exact_relevance():
   assert set(c.loss) == {"warmup", "triplet", "smooth_ndcg"} and c.num_epochs == 3
   # the global batch splits over 1 x 8, 2 x 4, 4 x 8 and 8 x 8 (processes x devices)
   assert all(c.batch_size % (p * d) == 0 for p, d in [(1, 8), (2, 4), (4, 8), (8, 8)])
+
+
+def test_the_vseinf_minilm_row_fine_tunes_the_installed_minilm_as_vseinf_is_trained():
+  from jitr.experiment.run_config import check_train_config
+  from jitr.models.bert import read_config
+
+  c = shapes.get_config("triplet,vseinf_minilm")
+  check_train_config(c)  # raises on any bad field
+  folder = pathlib.Path(c.text.pretrained)
+  bert = read_config(folder / "config.json")
+  assert (bert.num_hidden_layers, bert.hidden_size, bert.vocab_size) == (6, 384, 30522)
+  assert len((folder / "vocab.txt").read_text(encoding="utf-8").splitlines()) == 30522
+  assert (c.model.name, c.model.img_dim, c.text.word_augment, c.image.region_drop) == (
+    "vseinf",
+    128,
+    0.2,
+    0.2,
+  )
+  assert (c.optimizer.name, dict(c.optimizer.module_lr_factors)) == ("adamw", {"bert": 0.1})
+  assert set(shapes.get_config("sndcg,vseinf_minilm").loss) == set(shapes.get_config("sndcg").loss)
