@@ -31,7 +31,12 @@ def without_warmup(loss: ml_collections.ConfigDict) -> ml_collections.ConfigDict
 def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.seed = 0  # parameters' initialisation, batch order and every random draw of the run
-  c.dataset = "jitr_shapes"  # "jitr_shapes" (built in), "f30k_precomp" or "coco_precomp"
+  # "jitr_shapes" (built in), "f30k_precomp", "coco_precomp", "iaprtc12_precomp" or the
+  # name of any other precomp folder under precomp_root, NAME_precomp
+  c.dataset = "jitr_shapes"
+  # Each image's captions in its caption file (caption j belongs to image j // this):
+  # 0 = the dataset's own (5; IAPR TC-12: 1); a precomp folder of another name needs it
+  c.captions_per_image = 0
   c.data_dir = ""  # TFDS data dir; default: <workdir>/../tfds (shared between runs)
   c.shapes_config = "default"  # "default" (10k/1k/1k) or "tiny" (40/10/10)
   # The folder holding <dataset>/{split}_ims.npy and {split}_caps.txt, for the *_precomp

@@ -1,8 +1,11 @@
-"""The papers' settings on Flickr30K / COCO precomp features.
+"""The papers' settings on Flickr30K / COCO / IAPR TC-12 precomp features.
 
 Use as ``--config=configs/paper.py:DATA,MODEL,LOSS``.
 
-DATA: ``f30k`` or ``coco`` (COCO tests on ``testall``: 5K, plus the 1K five folds).
+DATA: ``f30k`` or ``coco`` (COCO tests on ``testall``: 5K, plus the 1K five folds), or
+``iaprtc12`` (LSEH's IAPR TC-12 release, ``iaprtc12_precomp``: one caption per image;
+the networks LSEH trains on it, ``vsepp``, ``vsrn``, ``sgr`` / ``saf`` and ``vseinf``,
+with the settings of its ``IAPRTC12/`` scripts: :data:`IAPRTC12_SETTINGS`).
 MODEL (each with its official training settings; every hardest-negative loss from the
 first step unless said):
 
@@ -65,7 +68,7 @@ default = _sibling("default")
 shapes = _sibling("shapes")
 common = _sibling("common")
 
-DATASETS = ("f30k", "coco")
+DATASETS = ("f30k", "coco", "iaprtc12")
 
 
 def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections.ConfigDict:
@@ -216,6 +219,48 @@ def _cvse(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
   c.loss = default.without_warmup(c.loss)  # --max_violation from the start
 
 
+def _iaprtc12(model: str):
+  """The settings of yangong23/VSEnetworksLSEH's ``<NETWORK>_LSEH/IAPRTC12/`` scripts
+  (their argparse defaults and the README commands) on top of the network's own."""
+
+  def vsepp(c: ml_collections.ConfigDict) -> None:
+    # VSEpp_LSEH/IAPRTC12/trainIAPRTC12.py: Adam 8e-4, ×0.1 every 8 epochs, 30 epochs,
+    # batch 128, --max_violation (README)
+    c.optimizer = _adam(8e-4, (8, 16, 24))
+    c.num_epochs = 30
+
+  def vsrn(c: ml_collections.ConfigDict) -> None:
+    # VSRN_LSEH/IAPRTC12: Adam 5e-4, ×0.1 every 20 epochs, 30 epochs, --max_len 60; its
+    # image encoder takes the non-F30K branch (l2norm, no BatchNorm): IAPRTC12_precomp
+    c.model.dataset = "coco"
+    c.optimizer = _adam(5e-4, (20,))
+    c.num_epochs = 30
+    c.max_caption_len = 60
+
+  def sgraf(c: ml_collections.ConfigDict) -> None:
+    # SGRAF_LSEH/IAPRTC12/opts.py: Adam 4e-4, 40 epochs ×0.1 at 20, batch 128
+    c.optimizer = _adam(4e-4, (20,))
+    c.num_epochs, c.batch_size = 40, 128
+
+  def vseinf(c: ml_collections.ConfigDict) -> None:
+    # VSEinfty_LSEH/IAPRTC12/arguments.py + trainIAPRTC12.py: AdamW 8e-4 (BERT × 0.1),
+    # ×0.1 at epochs 10 and 20 (lr_update, lr_update2), 30 epochs, batch 84, max-violation
+    # from the first epoch (vse_mean_warmup_epochs 0)
+    c.optimizer = _adamw(decay_epochs=(10, 20))
+    c.optimizer.learning_rate = 8e-4
+    c.optimizer.module_lr_factors = {"bert": 0.1}
+    c.num_epochs, c.batch_size = 30, 84
+    c.loss = default.without_warmup(c.loss)
+
+  settings = {"vsepp": vsepp, "vsrn": vsrn, "sgr": sgraf, "saf": sgraf, "vseinf": vseinf}
+  if model not in settings:
+    raise ValueError(
+      f"configs/paper.py: iaprtc12 runs the networks LSEH trains on it "
+      f"({', '.join(settings)}), not {model!r}"
+    )
+  return settings[model]
+
+
 MODELS = {
   "vsepp": _vsepp,
   "vseinf": _vseinf,
@@ -252,4 +297,6 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
   c.estimators = base.estimators
   c.estimators.lsa.k = 400
   MODELS[model](c, data, loss)
+  if data == "iaprtc12":
+    _iaprtc12(model)(c)
   return c

@@ -16,15 +16,24 @@ from jitr.experiment import workdir as workdir_lib
 WORDS = ("a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat")
 
 
-def write_precomp(root, n_images: int = 20, n_eval: int = 4) -> pathlib.Path:
-  """``root/f30k_precomp`` with random ``{split}_ims.npy`` ``[n, 36, 2048]`` and 5 random
-  captions of 3-7 words per image: ``n_images`` train images, ``n_eval`` dev and test."""
-  folder = pathlib.Path(root) / "f30k_precomp"
+def write_precomp(
+  root,
+  n_images: int = 20,
+  n_eval: int = 4,
+  *,
+  dataset: str = "f30k_precomp",
+  captions_per_image: int = 5,
+) -> pathlib.Path:
+  """``root/<dataset>`` with random ``{split}_ims.npy`` ``[n, 36, 2048]`` and
+  ``captions_per_image`` random captions of 3-7 words per image: ``n_images`` train
+  images, ``n_eval`` dev and test."""
+  folder = pathlib.Path(root) / dataset
   folder.mkdir(parents=True)
   rng = np.random.default_rng(0)
   for split, n in (("train", n_images), ("dev", n_eval), ("test", n_eval)):
     np.save(folder / f"{split}_ims.npy", rng.normal(size=(n, 36, 2048)).astype(np.float32))
-    caps = [" ".join(rng.choice(WORDS, size=rng.integers(3, 8))) for _ in range(5 * n)]
+    count = captions_per_image * n
+    caps = [" ".join(rng.choice(WORDS, size=rng.integers(3, 8))) for _ in range(count)]
     (folder / f"{split}_caps.txt").write_text("\n".join(caps) + "\n")
   return folder
 

@@ -1,15 +1,16 @@
 """Reader for the ``*_precomp`` folders of VSE++ / SCAN / VSE∞ (numpy only).
 
-Layout (``{root}/f30k_precomp``, ``{root}/coco_precomp``)::
+Layout (``{root}/f30k_precomp``, ``{root}/coco_precomp``, ``{root}/iaprtc12_precomp``,
+any ``{root}/NAME_precomp``), with ``K`` captions per image (5; IAPR TC-12: 1)::
 
     {split}_ims.npy    float [N, 36, 2048] BUTD region features (memory-mapped)
-    {split}_caps.txt   5·N lines, captions of image i on lines 5i .. 5i+4
+    {split}_caps.txt   K·N lines, captions of image i on lines K·i .. K·i + K - 1
 
-Splits: f30k ``train`` / ``dev`` / ``test``; coco ``train`` / ``dev`` / ``test``
-(1K) / ``testall`` (5K). Some releases store one feature row per caption
-(``5·N`` rows, each image repeated 5 times: the official loaders' ``im_div = 1``,
+Splits (:func:`jitr.data.datasets.dataset_info`): ``train`` / ``dev`` / ``test``; coco
+also ``testall`` (5K; its ``test`` is 1K). Some releases store one feature row per
+caption (``K·N`` rows, each image repeated K times: the official loaders' ``im_div = 1``,
 caption ``j`` -> row ``j``; one row per image is their ``im_div = 5``); the reader
-accepts that and keeps every 5th row (a strided memmap view, nothing copied).
+accepts that and keeps every K-th row (a strided memmap view, nothing copied).
 
 Every problem raises one error naming the file and what was expected.
 """
@@ -24,11 +25,8 @@ import numpy as np
 
 from jitr import fileio, paths
 from jitr.data import vocab as vocab_lib
+from jitr.data.datasets import DATASETS, PRECOMP_SUFFIX
 
-DATASET_SPLITS: dict[str, tuple[str, ...]] = {
-  "f30k": ("train", "dev", "test"),
-  "coco": ("train", "dev", "test", "testall"),
-}
 NUM_REGIONS = 36
 FEATURE_DIM = 2048
 CAPTIONS_PER_IMAGE = 5
@@ -60,12 +58,18 @@ class PrecompSplit:
 
 
 def precomp_dir(root: str | os.PathLike, dataset: str) -> str:
-  """``{root}/{dataset}_precomp``, checking the dataset name."""
-  if dataset not in DATASET_SPLITS:
-    raise PrecompError(
-      f"unknown precomp dataset {dataset!r}; expected one of {tuple(DATASET_SPLITS)}"
-    )
-  return os.path.join(os.fspath(root), f"{dataset}_precomp")
+  """``{root}/{dataset}_precomp`` (``dataset``: ``f30k``, ``coco``, ``iaprtc12``, any folder
+  name without a path separator)."""
+  if not dataset or "/" in dataset or os.sep in dataset or dataset in (".", ".."):
+    raise PrecompError(f"precomp dataset {dataset!r}: expected a folder name, e.g. 'f30k'")
+  return os.path.join(os.fspath(root), f"{dataset}{PRECOMP_SUFFIX}")
+
+
+def known_splits(dataset: str) -> tuple[str, ...] | None:
+  """The splits of the registered precomp dataset ``dataset`` (``f30k``, ``coco``,
+  ``iaprtc12``), or ``None`` for another name."""
+  info = DATASETS.get(f"{dataset}{PRECOMP_SUFFIX}")
+  return info.splits if info is not None else None
 
 
 def read_captions(path: str) -> tuple[str, ...]:
@@ -176,8 +180,8 @@ def load_precomp_split(
 ) -> PrecompSplit:
   """Reads ``{folder}/{split}_ims.npy`` and ``{folder}/{split}_caps.txt``.
 
-  ``dataset`` (``'f30k'``/``'coco'``; inferred from a folder named
-  ``{dataset}_precomp``) restricts ``split`` to that dataset's splits. The
+  ``dataset`` (``'f30k'``/``'coco'``/``'iaprtc12'``; inferred from a folder named
+  ``{dataset}_precomp``) restricts ``split`` to that registered dataset's splits. The
   caption count must be ``captions_per_image ·`` the number of feature rows, or
   equal to it (one row per caption, then every ``captions_per_image``-th row is
   kept).
@@ -187,18 +191,12 @@ def load_precomp_split(
     raise FileNotFoundError(f"precomp: no folder {folder!r}")
   if dataset is None:
     base = os.path.basename(os.path.normpath(folder))
-    dataset = base[: -len("_precomp")] if base.endswith("_precomp") else None
-    dataset = dataset if dataset in DATASET_SPLITS else None
-  if dataset is not None:
-    if dataset not in DATASET_SPLITS:
-      raise PrecompError(
-        f"unknown precomp dataset {dataset!r}; expected one of {tuple(DATASET_SPLITS)}"
-      )
-    if split not in DATASET_SPLITS[dataset]:
-      raise PrecompError(
-        f"{folder}: split {split!r} is not a {dataset} split; "
-        f"expected one of {DATASET_SPLITS[dataset]}"
-      )
+    dataset = base.removesuffix(PRECOMP_SUFFIX) if base.endswith(PRECOMP_SUFFIX) else None
+  splits = known_splits(dataset) if dataset is not None else None
+  if splits is not None and split not in splits:
+    raise PrecompError(
+      f"{folder}: split {split!r} is not a {dataset} split; expected one of {splits}"
+    )
   ims_path = os.path.join(folder, f"{split}_ims.npy")
   caps_path = os.path.join(folder, f"{split}_caps.txt")
   for path in (ims_path, caps_path):

@@ -1,7 +1,7 @@
 """What a ``*_precomp`` folder holds, split by split, checked before training on it.
 
-:func:`check_precomp_folder` reads every split of a dataset (``DATASET_SPLITS``) the way
-training reads it -- features memory-mapped and checked in blocks of rows, captions
+:func:`check_precomp_folder` reads every split of a dataset (its registry entry's
+``splits``) the way training reads it -- features memory-mapped and checked in blocks of rows, captions
 counted -- and returns one :class:`SplitCheck` per split; the first unusable file raises
 :class:`~jitr.data.precomp.PrecompError` naming it and what was expected.
 :func:`format_check_table` writes the rows as one Markdown table and
@@ -10,7 +10,12 @@ counted -- and returns one :class:`SplitCheck` per split; the first unusable fil
 The official precomp loaders (VSE++, SCAN, SGRAF, VSRN, VSE∞ ``PrecompDataset``) read
 ``{split}_ims.npy`` whole, take ``im_div = 5`` (caption ``j`` -> row ``j // 5``) when the
 feature rows and the captions differ in number and ``im_div = 1`` (caption ``j`` -> row
-``j``) when they are equal, and set the ``dev`` split's length to 5,000 captions.
+``j``) when they are equal, and set the ``dev`` split's length to 5,000 captions (the
+notes say so for Flickr30K and COCO, whose loaders these are).
+
+Any precomp folder can be checked: its splits and captions per image come from
+:func:`jitr.data.datasets.dataset_info` (IAPR TC-12: one caption per image) or, for a
+folder of another name, from the ``captions_per_image`` the caller gives.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 
 from jitr import paths
 from jitr.data import precomp
+from jitr.data.datasets import PRECOMP_SUFFIX, dataset_info
 
 # Captions the official loaders read of the dev split (``if data_split == 'dev':
 # self.length = 5000``).
@@ -42,7 +48,7 @@ STANDARD_IMAGES: dict[str, dict[str, int | None]] = {
     "testall": 5000,
   },
 }
-_DATASET_LABELS = {"f30k": "F30K", "coco": "COCO"}
+_DATASET_LABELS = {"f30k": "F30K", "coco": "COCO", "iaprtc12": "IAPR TC-12"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,13 +79,25 @@ class SplitCheck:
 
 
 def dataset_name(dataset: str) -> str:
-  """``'f30k'`` / ``'coco'`` of ``'f30k_precomp'`` / ``'coco_precomp'`` (or of the short
-  name itself); anything else is a :class:`~jitr.data.precomp.PrecompError`."""
-  short = dataset[: -len("_precomp")] if dataset.endswith("_precomp") else dataset
-  if short not in precomp.DATASET_SPLITS:
-    expected = ", ".join(f"{name}_precomp" for name in precomp.DATASET_SPLITS)
-    raise precomp.PrecompError(f"unknown dataset {dataset!r}; expected one of {expected}")
+  """``'f30k'`` of ``'f30k_precomp'`` (or of ``'f30k'`` itself), and so for any folder
+  name; an empty name is a :class:`~jitr.data.precomp.PrecompError`."""
+  short = dataset.removesuffix(PRECOMP_SUFFIX)
+  if not short:
+    raise precomp.PrecompError(f"dataset {dataset!r}: expected a precomp folder name")
   return short
+
+
+def split_layout(dataset: str, captions_per_image: int = 0) -> tuple[tuple[str, ...], int]:
+  """``(splits, captions per image)`` of the precomp dataset ``dataset`` (short name):
+  the registry's, ``captions_per_image`` when given; a folder of another name needs it."""
+  info = dataset_info(f"{dataset}{PRECOMP_SUFFIX}")
+  per_image = captions_per_image or info.captions_per_image
+  if per_image < 1:
+    raise precomp.PrecompError(
+      f"{dataset}{PRECOMP_SUFFIX}: not a dataset jitr knows; give its captions per image "
+      "(5 for Flickr30K / COCO-style folders, 1 for IAPR TC-12-style)"
+    )
+  return info.splits, per_image
 
 
 def rows_per_image(
@@ -99,33 +117,40 @@ def rows_per_image(
   )
 
 
-def check_split(folder: str | os.PathLike, split: str, *, dataset: str) -> SplitCheck:
+def check_split(
+  folder: str | os.PathLike, split: str, *, dataset: str, per_image: int = 5
+) -> SplitCheck:
   """The :class:`SplitCheck` of ``{folder}/{split}_ims.npy`` and ``{split}_caps.txt``:
   features float ``[rows, 36, 2048]``, opened memory-mapped and checked for NaN/Inf in
-  blocks of rows (:func:`~jitr.data.precomp.read_features`); 5 captions per image."""
+  blocks of rows (:func:`~jitr.data.precomp.read_features`); ``per_image`` captions per
+  image."""
   folder = os.fspath(folder)
   ims_path = os.path.join(folder, f"{split}_ims.npy")
   caps_path = os.path.join(folder, f"{split}_caps.txt")
   needs = {
     ims_path: f"float [N, {precomp.NUM_REGIONS}, {precomp.FEATURE_DIM}] region features",
-    caps_path: f"{precomp.CAPTIONS_PER_IMAGE} captions per image, one per line",
+    caps_path: f"{per_image} caption{'s' if per_image > 1 else ''} per image, one per line",
   }
   for path, what in needs.items():
     if not paths.isfile(path):
       raise precomp.PrecompError(f"{path}: no such file; expected the {split!r} split's {what}")
   feats = precomp.read_features(ims_path, mmap=True)
-  return _split_check(feats, split, dataset, ims_path, caps_path)
+  return _split_check(feats, split, dataset, (ims_path, caps_path), per_image)
 
 
-def _split_check(feats, split: str, dataset: str, ims_path: str, caps_path: str) -> SplitCheck:
-  """The :class:`SplitCheck` of checked features ``feats`` and the captions of ``caps_path``."""
+def _split_check(
+  feats, split: str, dataset: str, files: tuple[str, str], per_image: int
+) -> SplitCheck:
+  """The :class:`SplitCheck` of checked features ``feats`` and the captions of ``files``'
+  caption file."""
+  ims_path, caps_path = files
   num_rows, _, _ = feats.shape
   if num_rows == 0:
     raise precomp.PrecompError(
       f"{ims_path}: features have shape {feats.shape}; expected at least one image"
     )
   captions = precomp.read_captions(caps_path)
-  per_row = rows_per_image(num_rows, len(captions), ims_path, caps_path)
+  per_row = rows_per_image(num_rows, len(captions), ims_path, caps_path, per_image=per_image)
   return SplitCheck(
     dataset=dataset,
     split=split,
@@ -136,22 +161,26 @@ def _split_check(feats, split: str, dataset: str, ims_path: str, caps_path: str)
     feature_dim=int(feats.shape[2]),
     dtype=str(feats.dtype),
     captions=len(captions),
-    standard_images=STANDARD_IMAGES[dataset].get(split),
+    standard_images=STANDARD_IMAGES.get(dataset, {}).get(split),
   )
 
 
-def check_precomp_folder(root: str | os.PathLike, dataset: str) -> list[SplitCheck]:
+def check_precomp_folder(
+  root: str | os.PathLike, dataset: str, *, captions_per_image: int = 0
+) -> list[SplitCheck]:
   """One :class:`SplitCheck` per split of ``{root}/{dataset}`` (``dataset``
-  ``'f30k_precomp'`` or ``'coco_precomp'``), in ``DATASET_SPLITS`` order; the first
-  unusable file raises :class:`~jitr.data.precomp.PrecompError`."""
+  ``'f30k_precomp'``, ``'coco_precomp'``, ``'iaprtc12_precomp'`` or any ``NAME_precomp``
+  with its ``captions_per_image``), in the dataset's split order; the first unusable file
+  raises :class:`~jitr.data.precomp.PrecompError`."""
   short = dataset_name(dataset)
+  splits, per_image = split_layout(short, captions_per_image)
   folder = precomp.precomp_dir(root, short)
   if not paths.isdir(folder):
     raise precomp.PrecompError(
       f"{folder}: no such folder; expected the {short}_precomp folder with "
-      f"{{split}}_ims.npy and {{split}}_caps.txt for {', '.join(precomp.DATASET_SPLITS[short])}"
+      f"{{split}}_ims.npy and {{split}}_caps.txt for {', '.join(splits)}"
     )
-  return [check_split(folder, split, dataset=short) for split in precomp.DATASET_SPLITS[short]]
+  return [check_split(folder, s, dataset=short, per_image=per_image) for s in splits]
 
 
 _COLUMNS = (
@@ -171,7 +200,7 @@ _COLUMNS = (
 
 def _table_row(check: SplitCheck) -> tuple[str, ...]:
   """The cells of one split's row of :func:`format_check_table`."""
-  label = _DATASET_LABELS[check.dataset]
+  label = _DATASET_LABELS.get(check.dataset, check.dataset)
   standard = "unknown" if check.standard_images is None else f"{check.standard_images:,} ({label})"
   matches = {None: "unknown", True: "yes", False: "no"}[check.matches_standard]
   return (
@@ -204,7 +233,9 @@ def official_loader_notes(checks: list[SplitCheck]) -> list[str]:
   features stored one row per caption (``im_div = 1``: caption ``j`` -> row ``j``)."""
   notes = []
   for check in checks:
-    if check.split == "dev" and check.captions > OFFICIAL_DEV_CAPTIONS:
+    if check.split == "dev" and check.dataset not in STANDARD_IMAGES:
+      pass  # the dev cut is that of the Flickr30K / COCO loaders
+    elif check.split == "dev" and check.captions > OFFICIAL_DEV_CAPTIONS:
       kept = OFFICIAL_DEV_CAPTIONS // check.captions_per_image
       notes.append(
         f"dev: the official loaders validate on its first {OFFICIAL_DEV_CAPTIONS:,} captions "

@@ -1,5 +1,6 @@
 """The official protocol: Recall@K exactly as the official ``evaluation.py`` of VSE++, VSRN,
-SGRAF and CVSE computes it, ties included.
+SGRAF, CVSE and VSE∞ computes it, ties included, and as LSEH's ``evaluationIAPRTC12.py``
+does with one caption per image.
 
 jitr's own ranks (:func:`jitr.evaluation.best_positive_ranks`) break a tie between equal
 scores by the lower index. The official ``i2t`` / ``t2i`` sort each query's scores with
@@ -9,9 +10,10 @@ matrix with exact ties (duplicate captions or images, a saturated sigmoid) the t
 give other Recall@K; everywhere else they agree. This module calls that same numpy sort,
 query by query, so its numbers are the official code's for the same matrix:
 
-- ``i2t``: image ``i`` owns captions ``5i .. 5i+4``; its rank is the smallest position of
-  one of them in ``argsort(sim[i])[::-1]``.
-- ``t2i``: caption ``j``'s rank is the position of image ``j // 5`` in
+- ``i2t``: image ``i`` owns captions ``Ki .. Ki+K-1`` (``K`` captions per image: 5, or 1
+  for IAPR TC-12, whose ``i2t`` loops over ``range(index, index + 1)``); its rank is the
+  smallest position of one of them in ``argsort(sim[i])[::-1]``.
+- ``t2i``: caption ``j``'s rank is the position of image ``j // K`` in
   ``argsort(sim[:, j])[::-1]``.
 - ``R@K = 100 · #{rank < K} / #queries``, ``medr = floor(median(rank)) + 1``,
   ``meanr = mean(rank) + 1``, ``rsum`` = the six R@1/5/10.
@@ -29,36 +31,36 @@ CAPTIONS_PER_IMAGE = 5
 FOLDS = 5
 
 
-def _check(sim: np.ndarray) -> np.ndarray:
+def _check(sim: np.ndarray, per_image: int) -> np.ndarray:
   sim = np.asarray(sim, np.float64)  # the official code scores into np.zeros (float64)
-  if sim.ndim != 2 or sim.shape[1] != CAPTIONS_PER_IMAGE * sim.shape[0]:
+  if sim.ndim != 2 or sim.shape[1] != per_image * sim.shape[0]:
     raise ValueError(
-      f"sim: expected [N images, {CAPTIONS_PER_IMAGE}N captions] with image i owning captions "
-      f"{CAPTIONS_PER_IMAGE}i..{CAPTIONS_PER_IMAGE}i+4, got shape {np.shape(sim)}"
+      f"sim: expected [N images, {per_image}N captions] with image i owning captions "
+      f"{per_image}i..{per_image}i+{per_image - 1}, got shape {np.shape(sim)}"
     )
   return sim
 
 
-def official_i2t_ranks(sim: np.ndarray) -> np.ndarray:
-  """``[N]`` 0-based ranks: for image ``i``, the best position of its own captions in
-  ``np.argsort(sim[i])[::-1]``."""
-  sim = _check(sim)
+def official_i2t_ranks(sim: np.ndarray, per_image: int = CAPTIONS_PER_IMAGE) -> np.ndarray:
+  """``[N]`` 0-based ranks: for image ``i``, the best position of its own ``per_image``
+  captions in ``np.argsort(sim[i])[::-1]``."""
+  sim = _check(sim, per_image)
   ranks = np.zeros(sim.shape[0])
   for index in range(sim.shape[0]):
     order = np.argsort(sim[index])[::-1]
-    own = np.arange(CAPTIONS_PER_IMAGE * index, CAPTIONS_PER_IMAGE * (index + 1))
+    own = np.arange(per_image * index, per_image * (index + 1))
     ranks[index] = np.flatnonzero(np.isin(order, own))[0]
   return ranks
 
 
-def official_t2i_ranks(sim: np.ndarray) -> np.ndarray:
-  """``[5N]`` 0-based ranks: for caption ``j``, the position of image ``j // 5`` in
-  ``np.argsort(sim[:, j])[::-1]``."""
-  sim = _check(sim).T
+def official_t2i_ranks(sim: np.ndarray, per_image: int = CAPTIONS_PER_IMAGE) -> np.ndarray:
+  """``[KN]`` 0-based ranks: for caption ``j``, the position of image ``j // K`` (``K =
+  per_image``) in ``np.argsort(sim[:, j])[::-1]``."""
+  sim = _check(sim, per_image).T
   ranks = np.zeros(sim.shape[0])
   for caption in range(sim.shape[0]):
     order = np.argsort(sim[caption])[::-1]
-    ranks[caption] = np.flatnonzero(order == caption // CAPTIONS_PER_IMAGE)[0]
+    ranks[caption] = np.flatnonzero(order == caption // per_image)[0]
   return ranks
 
 
@@ -69,11 +71,13 @@ def _summary(ranks: np.ndarray) -> dict[str, float]:
   return out
 
 
-def official_recall(sim: np.ndarray) -> dict[str, float]:
+def official_recall(sim: np.ndarray, per_image: int = CAPTIONS_PER_IMAGE) -> dict[str, float]:
   """``{i2t,t2i}/{R@1,R@5,R@10,medr,meanr}`` and ``rsum`` of the official ``i2t`` / ``t2i``
-  on the whole matrix (F30K 1K test, COCO 5K ``testall``)."""
+  on the whole matrix (F30K 1K test, COCO 5K ``testall``, IAPR TC-12 with ``per_image``
+  1)."""
   out = {}
-  for name, ranks in (("i2t", official_i2t_ranks(sim)), ("t2i", official_t2i_ranks(sim))):
+  ranks_of = (official_i2t_ranks(sim, per_image), official_t2i_ranks(sim, per_image))
+  for name, ranks in zip(("i2t", "t2i"), ranks_of, strict=True):
     out.update({f"{name}/{k}": v for k, v in _summary(ranks).items()})
   out["rsum"] = sum(out[f"{d}/R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10))
   return out
@@ -83,7 +87,7 @@ def official_fold5_recall(sim: np.ndarray) -> dict[str, float]:
   """COCO 1K as the official ``evalrank(..., fold5=True)``: :func:`official_recall` of each
   of the five 1,000-image folds (``fold{f}/...``) and their means (the keys without a
   prefix)."""
-  sim = _check(sim)
+  sim = _check(sim, CAPTIONS_PER_IMAGE)
   if sim.shape[0] % FOLDS:
     raise ValueError(f"sim: {sim.shape[0]} images do not split into {FOLDS} folds")
   n = sim.shape[0] // FOLDS

@@ -183,12 +183,13 @@ PROTOCOLS = ("jitr", "official")
 def official_metrics(sim: np.ndarray, caption_image: np.ndarray, folds: int | None) -> dict:
   """The official protocol's metrics of ``sim``: ``full/...`` on the whole split and, for
   COCO's five folds, ``folds/...`` (their means) and ``fold{f}/...``."""
-  if not np.array_equal(caption_image, np.arange(len(caption_image)) // 5):
+  per_image = len(caption_image) // max(sim.shape[0], 1)
+  if per_image < 1 or not np.array_equal(caption_image, np.arange(len(caption_image)) // per_image):
     raise ValueError(
-      "protocol official: expected 5 captions per image in image order (caption j of image "
-      "j // 5), as the official evaluation.py assumes"
+      "protocol official: expected the same number of captions per image, in image order "
+      "(caption j of image j // K), as the official evaluation.py assumes"
     )
-  metrics = {f"full/{k}": v for k, v in official.official_recall(sim).items()}
+  metrics = {f"full/{k}": v for k, v in official.official_recall(sim, per_image).items()}
   if folds == 5:
     for key, value in official.official_fold5_recall(sim).items():
       metrics[key if key.startswith("fold") else f"folds/{key}"] = value

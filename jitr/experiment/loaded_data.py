@@ -18,7 +18,7 @@ import numpy as np
 from jitr.data import pairs, precomp
 from jitr.data import vocab as vocab_lib
 from jitr.data.concept_data import ConceptData
-from jitr.data.datasets import dataset_info
+from jitr.data.datasets import captions_per_image, dataset_info
 from jitr.data.official_vocab import read_vocab_file
 from jitr.data.shapes import split as shapes_split
 from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
@@ -167,9 +167,10 @@ def load_precomp(
 ) -> LoadedData:
   """A ``<precomp_root>/<dataset>/`` folder: train, dev (validation), ``config.test_split``."""
   folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
+  per_image = captions_per_image(dataset_info(config.dataset), config.captions_per_image)
   say(f"loading {folder}")
   raw = {
-    name: precomp.load_precomp_split(folder, split)
+    name: precomp.load_precomp_split(folder, split, captions_per_image=per_image)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
   if vocab is None and not config.vocab_file and not config.text.pretrained:

@@ -25,8 +25,7 @@ import ml_collections
 
 from jitr import paths
 from jitr.data.concept_data import VECTOR_CHOICES
-from jitr.data.datasets import DATASETS, dataset_info
-from jitr.data.precomp import DATASET_SPLITS
+from jitr.data.datasets import DATASETS, DatasetInfo, captions_per_image, dataset_info
 from jitr.losses import objective
 from jitr.models.model_settings import DEFAULT_MODEL, check_model_settings
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
@@ -65,6 +64,7 @@ def check_counts(config: Any) -> None:
 # Fields every training config has (configs/default.py sets each) and what they hold.
 REQUIRED_FIELDS: dict[str, str] = {
   "dataset": "a string",
+  "captions_per_image": "a whole number",
   "data_dir": "a string",
   "precomp_root": "a string",
   "test_split": "a string",
@@ -188,14 +188,22 @@ def check_bool(field: str, value: Any) -> None:
     )
 
 
+def _check_captions_per_image(config: Any, dataset: DatasetInfo) -> None:
+  """``config.captions_per_image``: a non-negative integer, required (positive) for a
+  precomp folder jitr does not know; jitr_shapes' own 5 or 0."""
+  count = captions_per_image(dataset, config.captions_per_image)
+  if dataset.kind == "shapes" and count != dataset.captions_per_image:
+    raise ValueError(
+      f"config.captions_per_image: {dataset.name} has {dataset.captions_per_image} captions "
+      f"per image; expected 0 or {dataset.captions_per_image}, got {count}"
+    )
+
+
 def _check_test_split(config: Any, kind: str) -> None:
   """``config.test_split`` must be a split of the dataset (jitr_shapes: ``test``)."""
   if "test_split" not in config:
     return
-  if kind == "precomp":
-    splits = DATASET_SPLITS.get(config.dataset.removesuffix("_precomp"), ())
-  else:
-    splits = ("test",)
+  splits = dataset_info(config.dataset).splits if kind == "precomp" else ("test",)
   if config.test_split not in splits:
     raise ValueError(
       f"config.test_split: expected one of {', '.join(map(repr, splits))} "
@@ -385,6 +393,7 @@ def check_train_config(config: Any) -> None:
       f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
     )
   _check_test_split(config, dataset.kind)
+  _check_captions_per_image(config, dataset)
   check_token_buckets(config)
   _check_optimizer(config)
   check_learnable(config)

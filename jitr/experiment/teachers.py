@@ -30,7 +30,7 @@ from typing import Any
 from absl import logging
 
 from jitr import paths
-from jitr.data.datasets import DATASETS, SHAPES
+from jitr.data.datasets import DATASETS, SHAPES, dataset_info
 from jitr.data.shapes import split as shapes_split
 from jitr.data.wordpiece_vocab import load_workdir_vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
@@ -91,7 +91,7 @@ def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
 def data_name(config: Mapping[str, Any]) -> str:
   """A run config's data, e.g. ``jitr_shapes/tiny`` (:data:`jitr.data.datasets.DATASETS`:
   the dataset and its data fields)."""
-  return DATASETS[config["dataset"]].data_name(config)
+  return dataset_info(config["dataset"]).data_name(config)
 
 
 def _teacher_config(workdir: str) -> dict[str, Any]:

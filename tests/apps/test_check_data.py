@@ -203,3 +203,29 @@ def test_features_are_memory_mapped_and_checked_as_a_memmap(tmp_path, monkeypatc
   check_precomp_folder(tmp_path, "f30k_precomp")
   assert opened == [("train_ims.npy", "r"), ("dev_ims.npy", "r"), ("test_ims.npy", "r")]
   assert checked == [np.memmap] * 3
+
+
+def test_one_caption_per_image_and_folders_of_any_name(tmp_path):
+  write_precomp(tmp_path, 6, 3, dataset="iaprtc12_precomp", captions_per_image=1)
+  checks = check_precomp_folder(tmp_path, "iaprtc12_precomp")
+  assert format_check_table(checks).splitlines()[2:] == [
+    "| train | 6 | 6 | 1 | 36 × 2048 | float32 | 6 | 1 | unknown | unknown | 0 |",
+    "| dev | 3 | 3 | 1 | 36 × 2048 | float32 | 3 | 1 | unknown | unknown | 0 |",
+    "| test | 3 | 3 | 1 | 36 × 2048 | float32 | 3 | 1 | unknown | unknown | 0 |",
+  ]
+  assert official_loader_notes(checks) == []  # the dev cut is the F30K / COCO loaders'
+  write_precomp(tmp_path, 4, 2, dataset="mine_precomp", captions_per_image=2)
+  with pytest.raises(precomp.PrecompError) as err:
+    check_precomp_folder(tmp_path, "mine_precomp")
+  assert str(err.value) == (
+    "mine_precomp: not a dataset jitr knows; give its captions per image (5 for "
+    "Flickr30K / COCO-style folders, 1 for IAPR TC-12-style)"
+  )
+  checks = check_precomp_folder(tmp_path, "mine_precomp", captions_per_image=2)
+  assert [(c.split, c.images, c.captions_per_image) for c in checks] == [
+    ("train", 4, 2),
+    ("dev", 2, 2),
+    ("test", 2, 2),
+  ]
+  with pytest.raises(precomp.PrecompError, match="expected 5 captions per image"):
+    check_precomp_folder(tmp_path, "mine_precomp", captions_per_image=5)
