@@ -42,6 +42,12 @@ _VOCAB = flags.DEFINE_string(
   "Its official vocabulary: SGRAF's JSON or VSRN / VSE++'s vocab.pkl (VSE∞: none, the "
   "vocab.txt of --config.text.pretrained).",
 )
+_SHA256 = flags.DEFINE_string(
+  "sha256",
+  "",
+  "The checkpoint's published SHA-256 (64 hex digits), checked before it is read: the only "
+  "check a legacy (non-zip) torch.save file can have.",
+)
 _WORKDIR = workdir_flag("The new workdir (absent or empty): a folder or a gs:// URL.")
 
 
@@ -49,16 +55,24 @@ def main() -> None:
   """Imports ``--checkpoint`` and ``--vocab`` into ``--workdir`` and prints one line."""
   config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-import --help` answers without loading JAX.
-  from jitr.experiment.official_import import import_official
+  from jitr.experiment.official_import import UNVERIFIED, import_official
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
-  record = import_official(config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value)
+  record = import_official(
+    config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value, sha256=_SHA256.value
+  )
   epoch = f" (epoch {record['epoch']})" if "epoch" in record else ""
   print(
     f"imported {record['network'].upper()}{epoch} from {record['checkpoint']} into "
     f"{_WORKDIR.value}; evaluate it with: jitr-eval --workdir={_WORKDIR.value}"
   )
+  if record["verified"] == UNVERIFIED:
+    print(
+      f"note: {record['checkpoint']} is a legacy torch.save file, which carries no checksum: "
+      f"its bytes were not verified (SHA-256 {record['sha256']}; pass --sha256 with the "
+      "published one to check it)"
+    )
 
 
 def run() -> None:

@@ -1,9 +1,10 @@
 """What a ``*_precomp`` folder holds, split by split, checked before training on it.
 
 :func:`check_precomp_folder` reads every split of a dataset (its registry entry's
-``splits``) the way training reads it -- features memory-mapped and checked in blocks of rows, captions
-counted -- and returns one :class:`SplitCheck` per split; the first unusable file raises
-:class:`~jitr.data.precomp.PrecompError` naming it and what was expected.
+``splits``) the way training reads it -- features memory-mapped and checked in blocks of
+rows, captions counted -- and returns one :class:`SplitCheck` per split; the first
+unusable file raises :class:`~jitr.data.precomp.PrecompError` naming it and what was
+expected.
 :func:`format_check_table` writes the rows as one Markdown table and
 :func:`official_loader_notes` the official loaders' behaviours that apply to them.
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -48,12 +49,17 @@ from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
+from jitr.folder_swap import atomic_folder
 from jitr.models.bert import BertConfig, read_config
 from jitr.models.cvse import convert as cvse_convert
 from jitr.models.cvse.adapter import concept_graph
 from jitr.models.cvse.graph import THRESHOLD
 from jitr.models.model_settings import network_name
-from jitr.models.official_checkpoint import OfficialCheckpointError, load_checkpoint
+from jitr.models.official_checkpoint import (
+  OfficialCheckpointError,
+  checkpoint_format,
+  load_checkpoint,
+)
 from jitr.models.sgraf import convert as sgraf_convert
 from jitr.models.torch_state import flatten_state_dicts
 from jitr.models.vseinf import convert as vseinf_convert
@@ -316,13 +322,40 @@ def bert_vocab(folder: str, sizes: BertConfig, vocab_file) -> WordPieceVocab:
 
 # What jitr-import does, in order: one line each on stderr and one step of its progress line.
 IMPORT_STEPS = (
+  "computing the checkpoint's sha256",
   "reading the checkpoint",
   "reading the vocabulary",
   "loading data",
   "checking the weights against config.model",
-  "computing the checkpoint's sha256",
   "writing the workdir",
 )
+
+# What ``import.json``'s ``verified`` says when nothing could check a legacy file
+UNVERIFIED = (
+  "none: a legacy torch.save file carries no checksum; give its SHA-256 (--sha256) to check it"
+)
+
+
+def verified_checkpoint(checkpoint: str, sha256: str = "") -> tuple[str, str]:
+  """``(the file's SHA-256, the checks its bytes pass)``: a zip ``torch.save`` file's member
+  CRCs (checked again when it is read) and ``sha256`` when given, which must equal the
+  file's; a legacy file without ``sha256`` passes none (:data:`UNVERIFIED`).
+
+  Raises:
+    OfficialCheckpointError: the file's SHA-256 is not ``sha256``, or ``sha256`` is not 64
+      hexadecimal digits.
+  """
+  if sha256 and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+    raise OfficialCheckpointError(f"--sha256={sha256}: expected 64 hexadecimal digits")
+  digest = fileio.file_digest(checkpoint)[1]
+  if sha256 and digest != sha256.lower():
+    raise OfficialCheckpointError(
+      f"{checkpoint}: its SHA-256 is {digest}, not the {sha256.lower()} given: a damaged "
+      "copy or another file than the one published"
+    )
+  checks = ["zip member CRCs"] if checkpoint_format(checkpoint) == "zip" else []
+  checks += ["the given SHA-256"] if sha256 else []
+  return digest, " and ".join(checks) or UNVERIFIED
 
 
 def import_official(
@@ -331,6 +364,7 @@ def import_official(
   vocab_file: str | os.PathLike | None,
   workdir: str | os.PathLike,
   *,
+  sha256: str = "",
   progress: bool = True,
 ) -> dict[str, Any]:
   """Writes ``workdir`` from the official ``checkpoint`` and its ``vocab_file``, for the
@@ -338,9 +372,13 @@ def import_official(
   weights). Returns what ``import.json`` records. A VSE∞ checkpoint's vocabulary is the
   ``vocab.txt`` of ``config.text.pretrained`` (``vocab_file`` ``None`` or that file).
 
-  Every check runs before anything is written; ``workdir`` must not exist or be empty.
-  ``progress``: one line on stderr per step of :data:`IMPORT_STEPS` and one progress line
-  of the steps done (:class:`jitr.progress.Steps`).
+  ``sha256``: the checkpoint's published SHA-256, checked before anything is read (a
+  legacy file has no other checksum; ``import.json``'s ``verified`` names the checks the
+  file passed). Every check runs before anything is written; ``workdir`` must not exist or
+  be empty, and is built in a temporary folder beside it that takes its name at the end
+  (:func:`jitr.folder_swap.atomic_folder`): an interrupted or failed import leaves no
+  workdir behind. ``progress``: one line on stderr per step of :data:`IMPORT_STEPS` and
+  one progress line of the steps done (:class:`jitr.progress.Steps`).
 
   Raises:
     OfficialCheckpointError / ValueError: a damaged or foreign checkpoint or vocabulary,
@@ -354,13 +392,19 @@ def import_official(
     raise ValueError(f"{workdir}: not a directory")
   check_train_config(config)
   with Steps(IMPORT_STEPS, label="import", enabled=progress) as steps:
-    return _import_steps(config, checkpoint, vocab_file, workdir, steps.begin)
+    begin = steps.begin
+    begin("computing the checkpoint's sha256")
+    digest, verified = verified_checkpoint(checkpoint, sha256)
+    source = {"checkpoint": checkpoint, "sha256": digest, "verified": verified}
+    return _import_steps(config, source, vocab_file, workdir, begin)
 
 
 def _import_steps(
-  config, checkpoint: str, vocab_file, workdir: str, begin: Callable[[str], None]
+  config, source: dict[str, str], vocab_file, workdir: str, begin: Callable[[str], None]
 ) -> dict[str, Any]:
-  """The body of :func:`import_official`; ``begin(name)`` before each of :data:`IMPORT_STEPS`."""
+  """The body of :func:`import_official` after the checkpoint's hash (``source``: its path,
+  ``sha256`` and ``verified``); ``begin(name)`` before each of :data:`IMPORT_STEPS`."""
+  checkpoint = source["checkpoint"]
   begin("reading the checkpoint")
   weights = read_official_weights(checkpoint)
   config = resolved_config(imported_config(config, weights, workdir))
@@ -388,24 +432,22 @@ def _import_steps(
   if mismatch is not None:
     raise ValueError(f"{checkpoint}: its weights do not fit config.model: {mismatch}")
   state = training.create_train_state(converted, like.tx, like.rng)
-  begin("computing the checkpoint's sha256")
   record = {
-    "checkpoint": checkpoint,
-    "sha256": fileio.file_digest(checkpoint)[1],
+    **source,
     "vocab_file": paths.absolute(vocab.vocab_file if weights.bert else vocab_file),
     "network": weights.network,
     **weights.record,
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
   }
-  # every check passed: only now is the workdir written
+  # every check passed: only now is the workdir written, all of it or nothing
   begin("writing the workdir")
-  paths.makedirs(workdir)
-  workdir_lib.record_config(config, workdir)
-  vocab.save(os.path.join(workdir, "vocab.json"))
-  with Checkpoints(workdir) as checkpoints:
-    checkpoints.save_latest(state)
-    best = weights.record.get("best_rsum")
-    if isinstance(best, (int, float)):
-      checkpoints.save_best(state, {checkpoints.best_metric: float(best)})
-  fileio.write_json_atomic(os.path.join(workdir, IMPORT_RECORD), record, indent=2, sort_keys=True)
+  with atomic_folder(workdir) as out:
+    workdir_lib.record_config(config, out)
+    vocab.save(os.path.join(out, "vocab.json"))
+    with Checkpoints(out) as checkpoints:
+      checkpoints.save_latest(state)
+      best = weights.record.get("best_rsum")
+      if isinstance(best, (int, float)):
+        checkpoints.save_best(state, {checkpoints.best_metric: float(best)})
+    fileio.write_json_atomic(os.path.join(out, IMPORT_RECORD), record, indent=2, sort_keys=True)
   return record

@@ -374,3 +374,70 @@ def test_a_workdir_that_is_not_empty_is_refused(official, tmp_path):
     f"jitr-import: error: {tmp_path / 'w'}: not empty; jitr-import writes a new workdir"
   )
   assert os.listdir(tmp_path / "w") == ["notes.txt"]
+
+
+def _import(root: pathlib.Path, workdir, **kwargs) -> dict:
+  """The record of importing the official SGR (from ``root``, in this process)."""
+  from configs import paper
+  from jitr.experiment.official_import import import_official
+
+  config = paper.get_config("f30k,sgr,triplet")
+  config.precomp_root = "data"
+  config.batch_size = 16
+  with contextlib.chdir(root):
+    return import_official(
+      config,
+      "official/SGR/model_best.pth.tar",
+      "official/f30k_precomp_vocab.json",
+      workdir,
+      progress=False,
+      **kwargs,
+    )
+
+
+def test_a_given_sha256_is_checked_before_reading_and_recorded(official, tmp_path):
+  from jitr.experiment.official_import import UNVERIFIED
+  from jitr.models.official_checkpoint import OfficialCheckpointError
+
+  root, _ = official
+  path = root / "official" / "SGR" / "model_best.pth.tar"
+  digest = hashlib.sha256(path.read_bytes()).hexdigest()
+  wrong = "0" * 64
+  with pytest.raises(OfficialCheckpointError) as err:
+    _import(root, tmp_path / "refused", sha256=wrong)
+  assert str(err.value) == (
+    f"{path}: its SHA-256 is {digest}, not the {wrong} given: a damaged copy or another file "
+    "than the one published"
+  )
+  assert not (tmp_path / "refused").exists()
+  with pytest.raises(OfficialCheckpointError, match="expected 64 hexadecimal digits"):
+    _import(root, tmp_path / "refused", sha256="abc")
+  record = _import(root, tmp_path / "plain")
+  assert (record["sha256"], record["verified"]) == (digest, UNVERIFIED)  # a legacy file
+  record = _import(root, tmp_path / "given", sha256=digest.upper())
+  assert record["verified"] == "the given SHA-256"
+  saved = json.loads((tmp_path / "given" / "import.json").read_text())
+  assert saved["verified"] == "the given SHA-256"
+
+
+def test_an_interrupted_import_leaves_no_workdir(official, tmp_path, monkeypatch):
+  from jitr.training.checkpoints import Checkpoints
+
+  root, _ = official
+
+  def interrupted(self, *args):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(Checkpoints, "save_best", interrupted)  # after the latest was saved
+  (tmp_path / "w").mkdir()  # an empty workdir is allowed; it is left as it was
+  with pytest.raises(KeyboardInterrupt):
+    _import(root, tmp_path / "w")
+  assert os.listdir(tmp_path) == ["w"] and os.listdir(tmp_path / "w") == []
+  monkeypatch.undo()
+  _import(root, tmp_path / "w")  # the rerun is not blocked by anything the first left
+  assert sorted(os.listdir(tmp_path / "w")) == [
+    "checkpoints",
+    "config.json",
+    "import.json",
+    "vocab.json",
+  ]
