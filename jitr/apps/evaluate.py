@@ -51,6 +51,13 @@ _ENSEMBLE = flags.DEFINE_list(
   "(SGRAF = SGR + SAF; VSRN's two models) into <workdir>/eval_<split>_ensemble/.",
 )
 
+_ALLOW_CHANGED_INPUTS = flags.DEFINE_bool(
+  "allow_changed_inputs",
+  False,
+  "Evaluate although a file a workdir pinned in inputs.json changed (features, captions, "
+  "vocabulary, concept files, BERT folder); metrics.json lists the changes.",
+)
+
 APP = App("jitr-eval", __name__, requires=("workdir",), inputs=flag_inputs("workdir"))
 
 
@@ -68,6 +75,7 @@ def main() -> None:
       num_queries=_NUM_QUERIES.value,
       ensemble=_ENSEMBLE.value,
       protocol=_PROTOCOL.value,
+      allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from absl import flags
 from ml_collections import config_flags
 
 from jitr.apps._cli import (
@@ -40,6 +41,13 @@ INTERRUPTED_LINE = (
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/*.py).")
 _WORKDIR = workdir_flag("Directory for checkpoints, logs and results: a folder or a gs:// URL.")
+_ALLOW_CHANGED_INPUTS = flags.DEFINE_bool(
+  "allow_changed_inputs",
+  False,
+  "Resume (or fine-tune from --config.init_from) although a file the run pinned in "
+  "inputs.json changed (features, captions, vocabulary, concept files, BERT folder); "
+  "inputs.json records the change.",
+)
 APP = App("jitr-train", __name__, requires=("config", "workdir"), interrupted=INTERRUPTED_LINE)
 
 
@@ -56,7 +64,9 @@ def main() -> None:
   check_train_config(config)  # a missing field is one line, before the job is joined
   job = join_configured_job(config.distributed)
   with ending_on_a_lost_process(APP.name, job.process_count):
-    result = train_and_evaluate(config, _WORKDIR.value)
+    result = train_and_evaluate(
+      config, _WORKDIR.value, allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value
+    )
   if not result.finished:
     status, line = stopped_exit(result.stop_signal, result.step)
     sys.stderr.write(f"{APP.name}: {line}\n")

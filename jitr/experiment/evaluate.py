@@ -45,6 +45,11 @@ from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.pinned_inputs import (
+  changes_json,
+  pinned_split_difference,
+  verify_inputs,
+)
 from jitr.experiment.run_concepts import dataset_constants
 from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
@@ -87,12 +92,15 @@ def query_panel(
 
 @dataclasses.dataclass
 class Member:
-  """One workdir: its absolute path, saved config, data folder and data."""
+  """One workdir: its absolute path, saved config, data folder and data, and the changes
+  of its pinned inputs that the evaluation was allowed to take
+  (:mod:`jitr.experiment.pinned_inputs`)."""
 
   workdir: str
   config: Any
   data_dir: str
   data: LoadedData
+  changes: list = dataclasses.field(default_factory=list)
 
 
 def require_checkpoint(workdir: str, checkpoint: str) -> None:
@@ -105,11 +113,12 @@ def require_checkpoint(workdir: str, checkpoint: str) -> None:
     )
 
 
-def load_member(workdir: str) -> Member:
+def load_member(workdir: str, *, allow_changed_inputs: bool = False) -> Member:
   """``workdir``'s ``config.json`` (checked as a training config) and its data (as
   ``jitr-train`` loaded them: a WordPiece vocabulary from ``config.text.pretrained``, refused
-  in one line when its ``vocab.txt`` is no longer the one ``vocab.json`` records); writes
-  nothing into ``workdir``."""
+  in one line when its ``vocab.txt`` is no longer the one ``vocab.json`` records), after
+  its pinned inputs are verified (a change refused unless ``allow_changed_inputs``);
+  writes nothing into ``workdir``."""
   workdir = paths.absolute(workdir)
   # names the file and the line or field of a damaged config.json
   config = workdir_lib.read_trained_config(workdir)
@@ -118,11 +127,13 @@ def load_member(workdir: str) -> Member:
       f"{os.path.join(workdir, workdir_lib.CONFIG_NAME)}: no config.json; "
       f"is {workdir!r} a jitr-train workdir?"
     )
+  say_first(f"checking the inputs of {workdir}")
+  _, changes = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
   data_dir = workdir_lib.data_dir(config, workdir)
   say_first(f"loading the data of {workdir}")
   data = load_data(config, data_dir, teachers=False)
   check_same_wordpiece(data.vocab, os.path.join(workdir, "vocab.json"))
-  return Member(workdir, config, data_dir, data)
+  return Member(workdir, config, data_dir, data, changes)
 
 
 def say_first(text: str) -> None:
@@ -135,6 +146,9 @@ def split_mismatch(first: Member, other: Member, split: str) -> str | None:
   order: the owner image of every caption), or ``None`` when they are the same."""
   if first.config.dataset != other.config.dataset:
     return f"dataset {other.config.dataset!r} != {first.config.dataset!r}"
+  differs = pinned_split_difference(first.workdir, other.workdir, first.config, split)
+  if differs is not None:
+    return differs
   a, b = first.data.splits[split], other.data.splits[split]
   for what in ("num_images", "num_captions"):
     if getattr(a, what) != getattr(b, what):
@@ -217,9 +231,21 @@ def write_official(members, split: str, checkpoint: str, steps, sims, ensemble) 
     else (f"{checkpoint} checkpoint (step {steps[0]})")
   )
   title = f"{first.config.dataset} {split}, {what}, official protocol"
-  report.write_report(out, metrics, title=title, plots=False)
+  report_files = report.write_report(out, metrics, title=title, plots=False)
+  record_changed_inputs(report_files["json"], members)
   logging.info("wrote %s", out)
   return metrics
+
+
+def record_changed_inputs(metrics_json: str, members) -> None:
+  """Adds the members' allowed input changes to the report's ``metrics.json``
+  (``changed_inputs``); nothing when there are none."""
+  changes = [c for m in members for c in changes_json(m.workdir, m.changes)]
+  if not changes:
+    return
+  written = fileio.read_json(metrics_json)
+  written["changed_inputs"] = changes
+  fileio.write_json_atomic(metrics_json, written, indent=2, sort_keys=True, allow_nan=False)
 
 
 def evaluate_workdir(
@@ -230,8 +256,13 @@ def evaluate_workdir(
   num_queries: int = 4,
   ensemble: Sequence[str] = (),
   protocol: str = "jitr",
+  allow_changed_inputs: bool = False,
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
+
+  Every member's pinned inputs are verified first (:mod:`jitr.experiment.pinned_inputs`);
+  ``allow_changed_inputs`` takes changed ones, and the report's ``metrics.json`` lists
+  them (``changed_inputs``).
 
   With ``ensemble`` workdirs, scores the mean of every member's similarity matrix (each
   restored from its own config, vocabulary and checkpoint) and writes the report to
@@ -247,7 +278,9 @@ def evaluate_workdir(
     raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
   if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 0:
     raise ValueError(f"num_queries: expected a whole number >= 0, got {num_queries!r}")
-  members = [load_member(w) for w in (workdir, *ensemble)]
+  members = [
+    load_member(w, allow_changed_inputs=allow_changed_inputs) for w in (workdir, *ensemble)
+  ]
   first = members[0]
   for other in members[1:]:
     reason = split_mismatch(first, other, split)
@@ -296,6 +329,7 @@ def evaluate_workdir(
     fileio.write_json_atomic(
       report_files["json"], written, indent=2, sort_keys=True, allow_nan=False
     )
+  record_changed_inputs(report_files["json"], members)
   panel = os.path.join(out, "queries.png")
   if first.data.exact is None or num_queries == 0:
     with contextlib.suppress(FileNotFoundError):  # never left beside other metrics

@@ -47,6 +47,7 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.pinned_inputs import VOCAB_ROLE, check_inputs, fingerprint, write_pins
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.folder_swap import atomic_folder
@@ -439,6 +440,7 @@ def _import_steps(
     **weights.record,
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
   }
+  pins, _ = check_inputs(config, workdir)  # what the import read, pinned with the workdir
   # every check passed: only now is the workdir written, all of it or nothing
   begin("writing the workdir")
   with atomic_folder(workdir) as out:
@@ -450,4 +452,7 @@ def _import_steps(
       if isinstance(best, (int, float)):
         checkpoints.save_best(state, {checkpoints.best_metric: float(best)})
     fileio.write_json_atomic(os.path.join(out, IMPORT_RECORD), record, indent=2, sort_keys=True)
+    vocab_pin = fingerprint(os.path.join(out, "vocab.json"))  # renamed with the folder
+    pins[VOCAB_ROLE] = dataclasses.replace(vocab_pin, path=os.path.join(workdir, "vocab.json"))
+    write_pins(out, pins)
   return record

@@ -33,6 +33,7 @@ from jitr import paths
 from jitr.data.datasets import DATASETS, SHAPES, dataset_info
 from jitr.data.shapes import split as shapes_split
 from jitr.data.wordpiece_vocab import load_workdir_vocab
+from jitr.experiment.pinned_inputs import check_source_vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.experiment.workdir_variables import restore_variables
@@ -112,6 +113,7 @@ def _teacher_config(workdir: str) -> dict[str, Any]:
 def _teacher_vocab(workdir: str):
   path = os.path.join(paths.absolute(workdir), "vocab.json")
   try:
+    check_source_vocab(workdir)
     return load_workdir_vocab(path)
   except (OSError, ValueError) as err:
     raise TeacherError(f"teacher:{workdir}: {err}") from None

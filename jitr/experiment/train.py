@@ -30,6 +30,13 @@ from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.init_from import start_from
 from jitr.experiment.loaded_data import load_data, say_nothing
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.pinned_inputs import (
+  VOCAB_ROLE,
+  check_source_vocab,
+  fingerprint,
+  verify_inputs,
+  write_pins,
+)
 from jitr.experiment.run_concepts import dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.training import distributed, reporting
@@ -97,22 +104,32 @@ def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
   )
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunResult:
+def train_and_evaluate(
+  config: ml_collections.ConfigDict, workdir: str, *, allow_changed_inputs: bool = False
+) -> RunResult:
   """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
 
   A workdir with a ``config.json`` is resumed: ``config`` may differ from it only in how
   the run is executed (:data:`!jitr.experiment.run_config.EXECUTION_FIELDS`) and in
   ``num_epochs``, which may extend the schedule or end it no earlier than the epochs
-  already trained; ``config.json`` then records the new ``num_epochs``.
+  already trained; ``config.json`` then records the new ``num_epochs``. The files the run
+  reads outside its checkpoints are pinned in ``inputs.json``
+  (:mod:`jitr.experiment.pinned_inputs`): a resume, and the ``config.init_from`` source's
+  vocabulary, must still be what was pinned, unless ``allow_changed_inputs`` (the change
+  is then recorded in ``inputs.json``).
 
   Raises:
-    ValueError: a bad config, a workdir trained with another run's config, or a
-      ``num_epochs`` below the epochs it already trained (before anything is written).
+    ValueError: a bad config, a workdir trained with another run's config, a changed
+      input, or a ``num_epochs`` below the epochs it already trained (before anything is
+      written).
   """
   check_train_config(config)
   config = resolved_config(config)
   workdir = paths.absolute(workdir)
   workdir_lib.check_workdir(config, workdir)  # before anything is written
+  pins, changed = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
+  if config.init_from and not workdir_lib.saved_steps(workdir):
+    check_source_vocab(config.init_from, allow_changed_inputs)
   data_dir = workdir_lib.data_dir(config, workdir)
   if config.compilation_cache:
     logging.info("compilation cache: %s", enable_run_compilation_cache(data_dir))
@@ -141,7 +158,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> RunRe
   if jax.process_index() == 0:
     paths.makedirs(workdir)
     workdir_lib.record_config(config, workdir)
-    data.vocab.save(os.path.join(workdir, "vocab.json"))
+    vocab_path = os.path.join(workdir, "vocab.json")
+    data.vocab.save(vocab_path)
+    write_pins(workdir, {**pins, VOCAB_ROLE: fingerprint(vocab_path)}, changed)
   distributed.all_processes_reach("jitr_workdir_recorded")
 
   evaluate = Evaluator(

@@ -166,6 +166,23 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(o
   i2t, t2i = official_recalls(ref, workdir)
   got = [report[f"full/{d}/R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10)]
   assert got == pytest.approx([*i2t, *t2i], abs=1e-6)
+  # the concept files are pinned: changed after the import, jitr-eval refuses them
+  from jitr.experiment import evaluate_workdir
+  from jitr.experiment.pinned_inputs import ChangedInputError
+
+  vectors = root / "official" / "f30k_annotations" / "f30k_concepts_glove_word2vec.pkl"
+  kept = vectors.read_bytes()
+  try:
+    changed = pickle.loads(kept)
+    vectors.write_bytes(pickle.dumps(changed * 2))  # the same shape, other vectors
+    with pytest.raises(ChangedInputError) as err:
+      evaluate_workdir(str(workdir), split="test")
+    assert str(err.value).startswith(
+      f"{vectors}: changed since {workdir / 'inputs.json'} pinned it as "
+      "config.concepts.source/f30k_concepts_glove_word2vec.pkl"
+    )
+  finally:
+    vectors.write_bytes(kept)
 
 
 def test_concepts_of_another_graph_or_width_are_refused(official, tmp_path):

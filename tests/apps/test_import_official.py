@@ -439,5 +439,6 @@ def test_an_interrupted_import_leaves_no_workdir(official, tmp_path, monkeypatch
     "checkpoints",
     "config.json",
     "import.json",
+    "inputs.json",
     "vocab.json",
   ]
