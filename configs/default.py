@@ -45,6 +45,9 @@ def get_config() -> ml_collections.ConfigDict:
   c.test_split = "test"  # coco: "testall" (5K; eval_folds = 5 adds the 1K five-fold numbers)
   c.eval_folds = 0  # test metrics also averaged over this many contiguous folds (COCO 1K: 5)
   c.vocab_min_count = 1  # words seen fewer times in the training captions become <unk>
+  # The least share of the training captions' words the vocabulary must know (a run under
+  # it is refused before anything is written: it would learn from <unk>); 0: no floor
+  c.vocab_min_coverage = 0.5
   c.max_caption_len = 48  # tokens a caption is cut to
   # Fine-tuning: a jitr-train workdir whose best checkpoint (its latest without one) gives
   # this run's first parameters and model state (same network shapes, same vocabulary);

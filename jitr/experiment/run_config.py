@@ -75,6 +75,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "seed": "a whole number",
   "max_caption_len": "a whole number",
   "vocab_min_count": "a whole number",
+  "vocab_min_coverage": "a number",
   "log_every_steps": "a whole number",
   "prefetch": "a whole number",
   "eval_folds": "a whole number",
@@ -397,6 +398,12 @@ def check_train_config(config: Any) -> None:
   check_token_buckets(config)
   _check_optimizer(config)
   check_learnable(config)
+  check_number("vocab_min_coverage", config.vocab_min_coverage, 0.0, True)
+  if config.vocab_min_coverage > 1:
+    raise ValueError(
+      f"config.vocab_min_coverage: expected a share of the words in [0, 1], got "
+      f"{config.vocab_min_coverage!r}"
+    )
   _check_concepts(config)
   _check_text(config)
   for name in BOOLEANS:

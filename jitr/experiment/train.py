@@ -39,6 +39,7 @@ from jitr.experiment.pinned_inputs import (
 )
 from jitr.experiment.run_concepts import dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
+from jitr.experiment.vocab_check import check_vocab_coverage
 from jitr.training import distributed, reporting
 from jitr.training.agreed_stop import AgreedStop
 from jitr.training.checkpoints import Checkpoints
@@ -136,6 +137,7 @@ def train_and_evaluate(
   lines = TrainProgress(total_steps=0)  # what the run does now, on process 0's stderr
   data = load_data(config, data_dir, say=lines.phase if lines.enabled else say_nothing)
   train = data.splits["train"]
+  check_vocab_coverage(config, data.vocab, train)
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
   lines.total_steps = steps_per_epoch * config.num_epochs
