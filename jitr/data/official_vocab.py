@@ -12,7 +12,10 @@ and ``idx`` (the number of words).
 
 A reader returns :class:`jitr.data.vocab.Vocab` with ``vocab.words[i] == idx2word[i]`` and
 ``vocab.id(w) == word2idx[w]`` for every id ``i`` and word ``w``: the ids a checkpoint's
-word-embedding rows were trained with are kept exactly, never renumbered. The official
+word-embedding rows were trained with are kept exactly, never renumbered. Its tokenizer is
+``"nltk"``, the official code's ``nltk.word_tokenize(caption.lower())``
+(:mod:`jitr.data.nltk_tokens`), so captions reach the words with the ids the official
+code gives them. The official
 files start with ``<pad>, <start>, <end>, <unk>`` at ids 0..3, which :class:`Vocab`
 requires; a file with other words there is refused rather than remapped.
 
@@ -39,7 +42,7 @@ import re
 from typing import Any
 
 from jitr import fileio, paths
-from jitr.data.vocab import SPECIAL_TOKENS, Vocab
+from jitr.data.vocab import NLTK, SPECIAL_TOKENS, Vocab
 
 _SGRAF = "a SGRAF vocabulary JSON object with word2idx, idx2word and idx"
 _PICKLED = "a pickled VSE++/VSRN/CVSE Vocabulary with word2idx, idx2word and idx"
@@ -156,7 +159,8 @@ def _dict(path: str, field: str, value: Any, expected: str) -> dict:
 def _vocab_from_tables(
   path: str, word2idx: dict[str, int], idx2word: dict[int, str], idx: int
 ) -> Vocab:
-  """The :class:`Vocab` with ``words[i] = idx2word[i]`` after checking, in this order, that
+  """The :class:`Vocab` with ``words[i] = idx2word[i]`` (tokenised as the official code:
+  ``"nltk"``) after checking, in this order, that
   the ids of ``idx2word`` are ``0..n-1``, that ``word2idx[idx2word[i]] == i`` for every ``i``
   and ``word2idx`` holds no other word, that ``idx == n``, and that ids 0..3 are
   ``<pad>, <start>, <end>, <unk>``; the first failed check raises one ``ValueError``
@@ -193,7 +197,7 @@ def _vocab_from_tables(
       f"{path}: ids 0..{len(SPECIAL_TOKENS) - 1} are {first}; expected {SPECIAL_TOKENS} "
       "(the official ids are kept, never remapped)"
     )
-  return Vocab(words)
+  return Vocab(words, NLTK)
 
 
 def read_sgraf_vocab(path: str | os.PathLike) -> Vocab:
@@ -313,8 +317,8 @@ def read_official_vocab(path: str | os.PathLike) -> Vocab:
 
 def read_vocab_file(path: str | os.PathLike) -> Vocab:
   """A run's fixed vocabulary (``config.vocab_file``): jitr's ``vocab.json``
-  (``{"words": [...]}``, :meth:`Vocab.load`) or any official file
-  (:func:`read_official_vocab`), chosen by content."""
+  (``{"words": [...]}``, :meth:`Vocab.load`, with the tokenizer it records) or any official
+  file (:func:`read_official_vocab`, tokenised as ``"nltk"``), chosen by content."""
   path = os.fspath(path)
   _require_file(path, f'jitr\'s {{"words": [...]}}, {_SGRAF}, or {_PICKLED}')
   if _first_byte(path) == ord("{"):

@@ -223,9 +223,16 @@ def load_precomp_split(
 
 
 def build_precomp_vocab(
-  folder: str | os.PathLike, *, min_count: int = 1, split: str = "train"
+  folder: str | os.PathLike,
+  *,
+  min_count: int = 1,
+  split: str = "train",
+  tokenizer: str = vocab_lib.JITR,
 ) -> vocab_lib.Vocab:
-  """Vocabulary from ``{folder}/{split}_caps.txt`` (the training captions)."""
+  """Vocabulary from ``{folder}/{split}_caps.txt`` (the training captions) by the
+  tokenizer named ``tokenizer`` (:data:`!jitr.data.vocab.TOKENIZERS`)."""
   return vocab_lib.build_vocab(
-    read_captions(os.path.join(os.fspath(folder), f"{split}_caps.txt")), min_count=min_count
+    read_captions(os.path.join(os.fspath(folder), f"{split}_caps.txt")),
+    min_count=min_count,
+    tokenizer=tokenizer,
   )

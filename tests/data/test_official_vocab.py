@@ -131,6 +131,7 @@ def test_sgraf_json_keeps_the_ids(tmp_path):
     vocab = read(path)
     assert vocab.words == WORDS
     assert vocab.id("café") == 5 and vocab.id("t-shirt") == 6
+    assert vocab.tokenizer == "nltk"  # the official code's nltk.word_tokenize
 
 
 @pytest.mark.parametrize("module", ["vocab", "__main__"])
@@ -161,7 +162,19 @@ def test_python2_protocol_2_pickle_like_the_official_files(tmp_path):
   ops = {op.name for op, _, _ in pickletools.genops(data)}
   assert {"SHORT_BINSTRING", "BINUNICODE", "NEWOBJ", "BUILD"} <= ops
   vocab = official_vocab.read_official_vocab(write(tmp_path / "f30k_precomp_vocab.pkl", data))
-  assert vocab.words == WORDS
+  assert vocab.words == WORDS and vocab.tokenizer == "nltk"
+
+
+def test_a_run_vocabulary_file_keeps_its_tokenizer(tmp_path):
+  official = write_json(tmp_path / "f30k_precomp_vocab.json", sgraf_json())
+  assert official_vocab.read_vocab_file(official).tokenizer == "nltk"
+  for tokenizer in ("jitr", "nltk"):
+    vocab_lib.Vocab(WORDS, tokenizer).save(tmp_path / "vocab.json")
+    assert official_vocab.read_vocab_file(tmp_path / "vocab.json") == vocab_lib.Vocab(
+      WORDS, tokenizer
+    )
+  old = write_json(tmp_path / "old.json", {"words": list(WORDS)})  # before the field
+  assert official_vocab.read_vocab_file(old).tokenizer == "jitr"
 
 
 def test_python2_protocol_0_pickle_with_utf8_str_words(tmp_path):
