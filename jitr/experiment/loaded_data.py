@@ -11,7 +11,7 @@ folder. The training split carries the relevance records of every graded source
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from jitr.experiment.run_concepts import (
   run_concepts,
   with_concept_labels,
 )
+from jitr.experiment.run_tokenizer import built_tokenizer, check_vocab_tokenizer
 from jitr.experiment.stored_relevance import caption_set, stored_relevance
 from jitr.experiment.teachers import with_teachers
 
@@ -78,32 +79,61 @@ def with_concepts(config, data: LoadedData, captions: dict[str, list], data_dir:
   return dataclasses.replace(data, splits=splits, concepts=concepts)
 
 
+def say_nothing(text: str) -> None:
+  """The default ``say`` of the loaders: writes nothing."""
+  del text
+
+
 def run_vocab(
-  config, build: Callable[[], vocab_lib.Vocab], given: vocab_lib.Vocab | None = None
-) -> vocab_lib.Vocab | WordPieceVocab:
-  """The run's vocabulary: ``given``, else the WordPiece vocabulary of
-  ``config.text.pretrained``'s ``vocab.txt`` when set, else ``config.vocab_file`` when set
-  (jitr's ``vocab.json`` or an official file, e.g. an imported checkpoint's), else
-  ``build()`` from the training captions."""
+  config,
+  train_captions: Sequence[str],
+  given: vocab_lib.Vocab | None = None,
+  *,
+  min_count: int = 1,
+  say: Callable[[str], None] = say_nothing,
+) -> tuple[vocab_lib.Vocab | WordPieceVocab, list[list[str]] | None]:
+  """``(vocabulary, words)``: the run's vocabulary and, when it was built here, the words
+  of ``train_captions`` it was built from (the training split is encoded from them, not
+  tokenised again), else ``None``. The vocabulary is ``given``, else the WordPiece
+  vocabulary of ``config.text.pretrained``'s ``vocab.txt`` when set, else
+  ``config.vocab_file`` when set (jitr's ``vocab.json`` or an official file, e.g. an
+  imported checkpoint's; refused in one line when ``config.text.tokenizer`` names another
+  tokenizer than its own), else built from ``train_captions`` by the run's tokenizer
+  (:func:`jitr.experiment.run_tokenizer.built_tokenizer`), keeping the words seen at least
+  ``min_count`` times (``say``: the line saying so)."""
   if given is not None:
-    return given
+    return given, None
   if config.text.pretrained:
     try:
-      return WordPieceVocab.from_folder(config.text.pretrained)
+      return WordPieceVocab.from_folder(config.text.pretrained), None
     except (OSError, ValueError) as err:
       raise ValueError(f"config.text.pretrained: {err}") from None
   path = config.vocab_file
   if not path:
-    return build()
+    say("building the vocabulary")
+    tokenizer = built_tokenizer(config)
+    words = vocab_lib.tokenize_all(train_captions, tokenizer)
+    return vocab_lib.vocab_from_tokens(words, min_count=min_count, tokenizer=tokenizer), words
   try:
-    return read_vocab_file(path)
+    vocab = read_vocab_file(path)
   except (OSError, ValueError) as err:
     raise ValueError(f"config.vocab_file: {err}") from None
+  check_vocab_tokenizer(config, vocab, f"config.vocab_file {path}")
+  return vocab, None
 
 
-def say_nothing(text: str) -> None:
-  """The default ``say`` of the loaders: writes nothing."""
-  del text
+def encode_captions(
+  vocab, captions: Sequence[str], max_caption_len: int, words: list[list[str]] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+  """``(tokens [N, L], lengths [N])`` of ``captions``: a word vocabulary encodes ``words``
+  (the captions' words by its tokenizer, from building it) or tokenises the captions once
+  here; each caption is cut to :func:`jitr.data.vocab.caption_limit` (``max_caption_len``;
+  uncut for the ``"nltk"`` tokenizer). A WordPiece vocabulary encodes the captions itself."""
+  if not isinstance(vocab, vocab_lib.Vocab):
+    return vocab.encode_batch(captions, max_len=max_caption_len)
+  if words is None:
+    words = vocab_lib.tokenize_all(captions, vocab.tokenizer)
+  return vocab.encode_tokenized(words, max_len=vocab_lib.caption_limit(vocab, max_caption_len))
 
 
 def train_words(config, vocab, captions: list[str]) -> CaptionWords | None:
@@ -133,9 +163,7 @@ def load_shapes(
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
     for s in SPLITS
   }
-  if vocab is None and not config.vocab_file and not config.text.pretrained:
-    say("building the vocabulary")
-  vocab = run_vocab(config, lambda: vocab_lib.build_vocab(arrays["train"]["captions"]), vocab)
+  vocab, train_tokens = run_vocab(config, arrays["train"]["captions"], vocab, say=say)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
   vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
   say("encoding the captions")
@@ -143,7 +171,9 @@ def load_shapes(
     s: shapes_split.retrieval_split(
       a,
       vocab,
-      max_len=config.max_caption_len,
+      encoded=encode_captions(
+        vocab, a["captions"], config.max_caption_len, train_tokens if s == "train" else None
+      ),
       vectors=vectors if s == "train" else None,
       topk=topk if s == "train" else None,
     )
@@ -173,10 +203,8 @@ def load_precomp(
     name: precomp.load_precomp_split(folder, split, captions_per_image=per_image)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
-  if vocab is None and not config.vocab_file and not config.text.pretrained:
-    say("building the vocabulary")
-  vocab = run_vocab(
-    config, lambda: precomp.build_precomp_vocab(folder, min_count=config.vocab_min_count), vocab
+  vocab, train_tokens = run_vocab(
+    config, raw["train"].captions, vocab, min_count=config.vocab_min_count, say=say
   )
   train = raw["train"]
   captions = caption_set(train.captions, train.captions_per_image, _train_source(config))
@@ -184,7 +212,9 @@ def load_precomp(
   say("encoding the captions")
   splits = {}
   for name, split in raw.items():
-    tokens, lengths = vocab.encode_batch(split.captions, max_len=config.max_caption_len)
+    tokens, lengths = encode_captions(
+      vocab, split.captions, config.max_caption_len, train_tokens if name == "train" else None
+    )
     splits[name] = pairs.RetrievalSplit(
       images=split.images,
       tokens=tokens,

@@ -26,6 +26,7 @@ import ml_collections
 from jitr import paths
 from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DATASETS, DatasetInfo, captions_per_image, dataset_info
+from jitr.experiment.run_tokenizer import check_tokenizer_setting, resolved_tokenizer
 from jitr.losses import objective
 from jitr.models.model_settings import DEFAULT_MODEL, check_model_settings
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
@@ -110,7 +111,7 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "module_lr_factors",
   ),
   "concepts": ("source", "num_concepts", "vectors"),
-  "text": ("pretrained", "word_augment"),
+  "text": ("pretrained", "word_augment", "tokenizer"),
   "image": ("region_drop",),
   "distributed": (
     "coordinator_address",
@@ -281,7 +282,8 @@ def _check_text(config: Any) -> None:
   network reads WordPiece captions (``[CLS]`` ... ``[SEP]``) and its BERT is the folder's,
   so either without the other is refused, and so is a ``config.model.pretrained`` (the
   folder is ``text.pretrained``). ``text.word_augment`` > 0 needs ``text.pretrained``
-  (it rewrites WordPiece captions); ``vocab_file`` must then be empty."""
+  (it rewrites WordPiece captions); ``vocab_file`` must then be empty, and
+  ``text.tokenizer`` too (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`)."""
   for field in PROBABILITIES:
     group, name = field.split(".")
     check_probability(field, config[group][name])
@@ -316,6 +318,7 @@ def _check_text(config: Any) -> None:
     raise ValueError(
       "config.vocab_file: expected '' with config.text.pretrained (its vocab.txt is the vocabulary)"
     )
+  check_tokenizer_setting(config)
   for name in BERT_FOLDER_FILES if folder else ():
     if not paths.isfile(os.path.join(folder, name)):
       raise ValueError(
@@ -450,10 +453,13 @@ def with_absolute_teachers(graded: Mapping[str, str]) -> dict[str, str]:
 
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """A copy of ``config`` with its references resolved and every teacher workdir,
+  """A copy of ``config`` with its references resolved, every teacher workdir,
   ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir``, ``concepts.source`` and
   ``text.pretrained`` made absolute, so ``config.json`` names them from any directory
-  (``jitr-eval`` run elsewhere finds them). ``config`` has passed :func:`check_train_config`."""
+  (``jitr-eval`` run elsewhere finds them), and ``text.tokenizer`` resolved
+  (:func:`jitr.experiment.run_tokenizer.resolved_tokenizer`: ``""`` becomes
+  ``config.vocab_file``'s tokenizer or ``"jitr"``). ``config`` has passed
+  :func:`check_train_config`."""
   config = config.copy_and_resolve_references()
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
   for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
@@ -463,6 +469,7 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
     config.concepts.source = paths.absolute(config.concepts.source)
   if config.text.pretrained:
     config.text.pretrained = paths.absolute(config.text.pretrained)
+  config.text.tokenizer = resolved_tokenizer(config)
   return config
 
 

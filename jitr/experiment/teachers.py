@@ -32,6 +32,7 @@ from absl import logging
 from jitr import paths
 from jitr.data.datasets import DATASETS, SHAPES, dataset_info
 from jitr.data.shapes import split as shapes_split
+from jitr.data.vocab import caption_limit
 from jitr.data.wordpiece_vocab import load_workdir_vocab
 from jitr.experiment.pinned_inputs import check_source_vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
@@ -184,7 +185,8 @@ def shapes_split_embeddings(
   vocab = _teacher_vocab(workdir)
   shapes = DATASETS[SHAPES].data_name({"shapes_config": shapes_config})
   check_teacher_config(workdir, data_name(teacher), teacher["model"], shapes, len(vocab))
-  split = shapes_split.retrieval_split(arrays, vocab, max_len=int(teacher["max_caption_len"]))
+  max_len = caption_limit(vocab, int(teacher["max_caption_len"]))
+  split = shapes_split.retrieval_split(arrays, vocab, max_len=max_len)
   which, _ = saved_checkpoint(workdir)
   check_finished(workdir)
   model, variables, _ = _restore(workdir, teacher, vocab, split, which)

@@ -14,15 +14,19 @@ def retrieval_split(
   arrays: dict,
   vocab: vocab_lib.Vocab,
   *,
-  max_len: int = 48,
+  max_len: int | None = 48,
   vectors: dict | None = None,
   topk: dict | None = None,
+  encoded: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pairs.RetrievalSplit:
   """From :func:`jitr.data.shapes.tfds.load_split` arrays: region features as
-  images, captions tokenised with ``vocab``, caption ``5·i + k`` owned by image i,
-  and the exact relevance as the oracle."""
+  images, captions tokenised with ``vocab`` (cut to ``max_len``; ``None``: uncut) unless
+  ``encoded`` gives their ``(tokens, lengths)`` already, caption ``5·i + k`` owned by
+  image i, and the exact relevance as the oracle."""
   n_img = len(arrays["regions"])
-  tokens, lengths = vocab.encode_batch(arrays["captions"], max_len=max_len)
+  if encoded is None:
+    encoded = vocab.encode_batch(arrays["captions"], max_len=max_len)
+  tokens, lengths = encoded
   scenes = arrays["scene"]
   facts = arrays["caption_facts"].reshape(-1, shapes_captions.FACT_FIELDS)
 

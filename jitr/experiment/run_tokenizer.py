@@ -1,0 +1,90 @@
+"""Which tokenizer splits a run's captions into the words of its vocabulary.
+
+``config.text.tokenizer`` (configs/default.py) names it:
+
+- ``""`` (the default) follows the vocabulary: ``config.vocab_file``'s tokenizer when that
+  is set (an official vocabulary is ``"nltk"``; jitr's ``vocab.json`` says which), else
+  ``"jitr"``;
+- ``"jitr"`` (:func:`jitr.data.vocab.tokenize`) or ``"nltk"`` (the official
+  ``nltk.word_tokenize(caption.lower())``, :mod:`jitr.data.nltk_tokens`) is the tokenizer
+  of the vocabulary jitr builds from the training captions; a ``config.vocab_file`` of the
+  other tokenizer is refused in one line.
+
+With ``config.text.pretrained`` WordPiece tokenises the captions and the field must be
+``""``. ``config.json`` records the resolved name (:func:`resolved_tokenizer`), so a
+workdir's evaluation, resume, teacher or fine-tuning reads its captions as its run did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_collections
+
+from jitr.data import vocab as vocab_lib
+from jitr.data.official_vocab import read_vocab_file
+
+# config.text.tokenizer's values: "" (the vocabulary's) and the tokenizers' names
+TOKENIZER_CHOICES: tuple[str, ...] = ("", *vocab_lib.TOKENIZERS)
+
+
+def check_tokenizer_setting(config: Any) -> None:
+  """Raises ``ValueError`` (one line) unless ``config.text.tokenizer`` is one of
+  :data:`TOKENIZER_CHOICES`, and ``""`` with ``config.text.pretrained``."""
+  name = config.text.tokenizer
+  if not isinstance(name, str) or name not in TOKENIZER_CHOICES:
+    raise ValueError(
+      f"config.text.tokenizer: expected one of {', '.join(map(repr, TOKENIZER_CHOICES))} "
+      f"('' follows the vocabulary), got {name!r}"
+    )
+  if name and config.text.pretrained:
+    raise ValueError(
+      f"config.text.tokenizer: expected '' with config.text.pretrained (WordPiece tokenises "
+      f"the captions), got {name!r}"
+    )
+
+
+def built_tokenizer(config: Any) -> str:
+  """The tokenizer of the vocabulary a run builds from its training captions:
+  ``config.text.tokenizer``, ``"jitr"`` when that is ``""``."""
+  return config.text.tokenizer or vocab_lib.JITR
+
+
+def check_vocab_tokenizer(config: Any, vocab: Any, source: str) -> None:
+  """Raises ``ValueError`` (one line naming ``source``, where ``vocab`` came from) when
+  ``config.text.tokenizer`` names another tokenizer than the word vocabulary ``vocab``'s;
+  ``""`` and a WordPiece vocabulary pass."""
+  asked = config.text.tokenizer
+  theirs = vocab.tokenizer if isinstance(vocab, vocab_lib.Vocab) else None
+  if asked and theirs is not None and asked != theirs:
+    raise ValueError(
+      f"config.text.tokenizer: {asked!r}, but {source} is a vocabulary of the {theirs!r} "
+      f"tokenizer; expected {theirs!r} or '' (the vocabulary's)"
+    )
+
+
+def resolved_tokenizer(config: Any) -> str:
+  """What ``config.json`` records as ``text.tokenizer``: ``""`` with
+  ``config.text.pretrained``, else ``config.text.tokenizer`` when set, else the tokenizer
+  of ``config.vocab_file`` (read here; its errors are one line starting with
+  ``config.vocab_file``) when set, else ``"jitr"``."""
+  if config.text.pretrained or config.text.tokenizer:
+    return config.text.tokenizer
+  if not config.vocab_file:
+    return vocab_lib.JITR
+  try:
+    return read_vocab_file(config.vocab_file).tokenizer
+  except (OSError, ValueError) as err:
+    raise ValueError(f"config.vocab_file: {err}") from None
+
+
+def with_vocab_tokenizer(
+  config: ml_collections.ConfigDict, vocab: vocab_lib.Vocab, source: str
+) -> ml_collections.ConfigDict:
+  """A copy of ``config`` whose ``text.tokenizer`` is ``vocab``'s (:func:`check_vocab_tokenizer`
+  first: a config asking for the other is refused): the setting of a run given its
+  vocabulary before its ``config.vocab_file`` is written."""
+  check_vocab_tokenizer(config, vocab, source)
+  config = config.copy_and_resolve_references()
+  config.text.tokenizer = vocab.tokenizer
+  return config
