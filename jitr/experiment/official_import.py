@@ -50,6 +50,7 @@ from jitr.experiment.model_state import initial_state
 from jitr.experiment.pinned_inputs import VOCAB_ROLE, check_inputs, fingerprint, write_pins
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
+from jitr.experiment.run_tokenizer import with_official_tokenizer
 from jitr.folder_swap import atomic_folder
 from jitr.models.bert import BertConfig, read_config
 from jitr.models.cvse import convert as cvse_convert
@@ -408,7 +409,7 @@ def _import_steps(
   checkpoint = source["checkpoint"]
   begin("reading the checkpoint")
   weights = read_official_weights(checkpoint)
-  config = resolved_config(imported_config(config, weights, workdir))
+  config = resolved_config(with_official_tokenizer(imported_config(config, weights, workdir)))
   check_train_config(config)
   begin("reading the vocabulary")
   vocab = imported_vocab(config, weights, vocab_file)

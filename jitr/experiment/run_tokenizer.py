@@ -78,13 +78,20 @@ def resolved_tokenizer(config: Any) -> str:
     raise ValueError(f"config.vocab_file: {err}") from None
 
 
-def with_vocab_tokenizer(
-  config: ml_collections.ConfigDict, vocab: vocab_lib.Vocab, source: str
-) -> ml_collections.ConfigDict:
-  """A copy of ``config`` whose ``text.tokenizer`` is ``vocab``'s (:func:`check_vocab_tokenizer`
-  first: a config asking for the other is refused): the setting of a run given its
-  vocabulary before its ``config.vocab_file`` is written."""
-  check_vocab_tokenizer(config, vocab, source)
+def with_official_tokenizer(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """A copy of ``config`` whose ``text.tokenizer`` is ``"nltk"``, the tokenizer of every
+  official word vocabulary (:func:`jitr.data.official_vocab.read_official_vocab`): the
+  setting of a run that ``jitr-import`` gives such a vocabulary before its
+  ``config.vocab_file`` is written. A config asking for ``"jitr"`` is refused in one line; a
+  WordPiece run (``config.text.pretrained``) is returned as it is."""
+  if config.text.pretrained:
+    return config
+  asked = config.text.tokenizer
+  if asked and asked != vocab_lib.NLTK:
+    raise ValueError(
+      f"config.text.tokenizer: {asked!r}, but an official vocabulary is a vocabulary of the "
+      f"{vocab_lib.NLTK!r} tokenizer (the official code's); expected {vocab_lib.NLTK!r} or ''"
+    )
   config = config.copy_and_resolve_references()
-  config.text.tokenizer = vocab.tokenizer
+  config.text.tokenizer = vocab_lib.NLTK
   return config

@@ -256,6 +256,7 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
   assert {k: got[k] for k in names} == want
   tuned = json.loads((root / "workdirs" / "sgr_sndcg" / "config.json").read_text())
   assert tuned["init_from"] == str(imported)
+  assert tuned["text"]["tokenizer"] == "nltk"  # the official vocabulary's, as its import
   assert (root / "workdirs" / "sgr_sndcg" / "metrics.json").is_file()
 
 
@@ -270,6 +271,9 @@ def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(of
   assert done.returncode == 0, done.stderr[-3000:]
   saved = json.loads((workdir / "config.json").read_text())
   assert saved["model"]["caption_weight"] == 0.0 and saved["model"]["feature_batch_norm"]
+  # the official vocabulary tokenises captions as the official code: nltk.word_tokenize
+  assert saved["text"]["tokenizer"] == "nltk"
+  assert json.loads((workdir / "vocab.json").read_text())["tokenizer"] == "nltk"
   done = console("jitr-eval", f"--workdir={workdir}", cwd=root)
   assert done.returncode == 0, done.stderr[-3000:]
   report = json.loads((workdir / "eval_test" / "metrics.json").read_text())
@@ -303,7 +307,7 @@ def test_a_bad_import_through_the_console_script_is_one_line_and_writes_nothing(
   assert not (root / "workdirs" / "refused").exists()
 
 
-def _refusal(root: pathlib.Path, workdir, *, spec="f30k,sgr,triplet", **paths) -> str:
+def _refusal(root: pathlib.Path, workdir, *, spec="f30k,sgr,triplet", tokenizer="", **paths) -> str:
   """The ``jitr-import: error: ...`` line of an import (in this process, from ``root``, as
   the console script above) that must be refused without writing ``workdir``."""
   from configs import paper
@@ -311,6 +315,7 @@ def _refusal(root: pathlib.Path, workdir, *, spec="f30k,sgr,triplet", **paths) -
 
   config = paper.get_config(spec)
   config.precomp_root = "data"
+  config.text.tokenizer = tokenizer
   paths = {
     "checkpoint": "official/SGR/model_best.pth.tar",
     "vocab_file": "official/f30k_precomp_vocab.json",
@@ -442,3 +447,12 @@ def test_an_interrupted_import_leaves_no_workdir(official, tmp_path, monkeypatch
     "inputs.json",
     "vocab.json",
   ]
+
+
+def test_a_config_asking_for_jitrs_tokenizer_is_refused(official, tmp_path):
+  root, _ = official
+  assert _refusal(root, tmp_path / "w", tokenizer="jitr") == (
+    "jitr-import: error: config.text.tokenizer: 'jitr', but an official vocabulary is a "
+    "vocabulary of the 'nltk' tokenizer (the official code's); expected 'nltk' or ''"
+  )
+  assert not (tmp_path / "w").exists()

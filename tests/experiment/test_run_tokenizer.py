@@ -17,7 +17,7 @@ from jitr.data import vocab as vocab_lib
 from jitr.experiment import loaded_data
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.run_config import check_train_config, resolved_config
-from jitr.experiment.run_tokenizer import with_vocab_tokenizer
+from jitr.experiment.run_tokenizer import with_official_tokenizer
 from tests.bert_folder import write_bert_folder
 from tests.file_fixtures import precomp_config, write_precomp
 
@@ -131,14 +131,13 @@ def test_a_vocabulary_file_of_the_other_tokenizer_is_refused(tmp_path):
   )
   vocab, words_built = loaded_data.run_vocab(with_text(config, tokenizer=""), ["a dog."])
   assert vocab.tokenizer == "nltk" and words_built is None
-  # a run given its vocabulary (jitr-import): the config takes its tokenizer, or is refused
-  official = vocab_lib.Vocab(words, "nltk")
-  assert with_vocab_tokenizer(default.get_config(), official, path).text.tokenizer == "nltk"
+  # jitr-import: the config takes the official vocabulary's tokenizer, or is refused
+  assert with_official_tokenizer(default.get_config()).text.tokenizer == "nltk"
   with pytest.raises(ValueError) as err:
-    with_vocab_tokenizer(config, official, path)
+    with_official_tokenizer(config)
   assert str(err.value) == (
-    f"config.text.tokenizer: 'jitr', but {path} is a vocabulary of the 'nltk' tokenizer; "
-    "expected 'nltk' or '' (the vocabulary's)"
+    "config.text.tokenizer: 'jitr', but an official vocabulary is a vocabulary of the 'nltk' "
+    "tokenizer (the official code's); expected 'nltk' or ''"
   )
 
 
