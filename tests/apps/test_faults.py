@@ -259,10 +259,11 @@ def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
     (
       "--config.modle.embed_dim=8",
       "--config.modle.embed_dim=8: unknown field 'modle' of config (valid fields: backend, "
-      "batch_size, calibration, compilation_cache, concepts, data_dir, dataset, distributed, "
-      "estimators, eval_batch_size, eval_folds, graded, image, init_from, log_every_steps, "
-      "loss, max_caption_len, model, num_epochs, optimizer, precomp_root, prefetch, seed, "
-      "shapes_config, test_split, text, token_buckets, top_k, vocab_file, vocab_min_count)",
+      "batch_size, calibration, captions_per_image, compilation_cache, concepts, data_dir, "
+      "dataset, distributed, estimators, eval_batch_size, eval_folds, graded, image, "
+      "init_from, log_every_steps, loss, max_caption_len, model, num_epochs, optimizer, "
+      "precomp_root, prefetch, seed, shapes_config, test_split, text, token_buckets, top_k, "
+      "vocab_file, vocab_min_count, vocab_min_coverage)",
     ),
   ],
   ids=["wrong type", "unknown field"],
@@ -328,9 +329,10 @@ def test_disk_full_while_writing_a_file_says_so_and_removes_the_temporary(tmp_pa
 # ---------------------------------------------------------------- SIGTERM: save, exit 75, resume
 def test_main_exits_with_the_preempted_status_when_stopped(monkeypatch):
   stopped = experiment.RunResult(finished=False, metrics={})
-  monkeypatch.setattr(experiment, "train_and_evaluate", lambda config, workdir: stopped)
+  monkeypatch.setattr(experiment, "train_and_evaluate", lambda config, workdir, **_: stopped)
   monkeypatch.setattr(train, "_CONFIG", type("C", (), {"value": default.get_config()})())
   monkeypatch.setattr(train, "_WORKDIR", type("W", (), {"value": "/nonexistent"})())
+  monkeypatch.setattr(train, "_ALLOW_CHANGED_INPUTS", type("A", (), {"value": False})())
   with pytest.raises(SystemExit) as err:
     train.main()
   assert err.value.code == train.PREEMPTED_EXIT_STATUS == 75
