@@ -4,6 +4,8 @@
     --out=rel/f30k_sentence
   jitr-precompute --captions=$FLICKR8K/Flickr8k.token.txt --estimator=lsa \\
     --out=rel/f8k_lsa --config.estimators.lsa.k=64
+  jitr-precompute --captions=data/f30k_precomp/test_caps.txt --scores=spice=spice_test.json \\
+    --out=rel/f30k_test_spice
 
 The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the one
 default (:func:`jitr.relevance.registry.default_estimator_settings`, the same fields as
@@ -15,8 +17,11 @@ takes each one's share from the job JAX detects; otherwise pass --num_workers=N 
 --worker_index=i (one process per i, e.g. a job array). The last one to finish completes
 the header, and the files are those of a single process. Progress goes to stderr as one
 line (each worker its own share: images written of the total, images per second, ETA;
-``--noprogress`` for none); stdout gets only the closing summary. Flag parsing, then
-:func:`jitr.relevance.precompute.precompute_relevance`.
+``--noprogress`` for none); stdout gets only the closing summary. With ``--scores=NAME=FILE``
+instead of ``--estimator``, scores computed elsewhere (SPICE) are stored as the top-K records
+of estimator NAME (``topk:NAME``), every caption kept unless ``--top_k`` says otherwise.
+Flag parsing, then :func:`jitr.relevance.precompute.precompute_relevance` or
+:func:`jitr.relevance.precompute.precompute_external_scores`.
 """
 
 from __future__ import annotations
@@ -24,14 +29,14 @@ from __future__ import annotations
 from absl import flags, logging
 
 from jitr.apps._cli import App, config_dict_flag, flag_inputs
-from jitr.relevance.precompute import precompute_relevance
+from jitr.relevance.precompute import precompute_external_scores, precompute_relevance
 from jitr.relevance.registry import ESTIMATORS, estimators_config
 
 APP = App(
   "jitr-precompute",
   __name__,
-  requires=("captions", "estimator", "out"),
-  inputs=flag_inputs("captions"),
+  requires=("captions", "out"),
+  inputs=flag_inputs("captions", "image_ids"),
 )
 
 _CAPTIONS = flags.DEFINE_string(
@@ -43,7 +48,30 @@ _FORMAT = flags.DEFINE_enum(
 _CAPS_PER_IMAGE = flags.DEFINE_integer(
   "captions_per_image", 5, "Lines per image of a precomp caption file.", lower_bound=1
 )
-_ESTIMATOR = flags.DEFINE_enum("estimator", None, sorted(ESTIMATORS), "Relevance estimator.")
+_ESTIMATOR = flags.DEFINE_enum(
+  "estimator", None, sorted(ESTIMATORS), "Relevance estimator (or --scores)."
+)
+_SCORES = flags.DEFINE_string(
+  "scores",
+  None,
+  "Scores computed elsewhere, NAME=FILE (e.g. spice=spice_test.json), instead of --estimator: "
+  "stored as the top-K records of estimator NAME (graded source topk:NAME). FILE: a .csv or "
+  ".tsv with the columns image, caption, score, or a .json {image: {caption: score}} (a "
+  "score may be SPICE's per-candidate dict); image: its id in --captions (precomp: its "
+  "index) or --image_ids; caption: its index in --captions; pairs not in FILE score 0.",
+)
+_SCALE = flags.DEFINE_float(
+  "scale",
+  1.0,
+  "With --scores: the largest possible score (1 for SPICE's F-score); relevance = "
+  "score / scale, and a score outside [0, scale] is refused.",
+)
+_IMAGE_IDS = flags.DEFINE_string(
+  "image_ids",
+  None,
+  "With --scores: a file of the images' ids, one per line (line i + 1: the id of image i of "
+  "--captions), when FILE names images by such ids (e.g. COCO image ids).",
+)
 _OUT = flags.DEFINE_string(
   "out",
   None,
@@ -52,7 +80,8 @@ _OUT = flags.DEFINE_string(
 _TOP_K = flags.DEFINE_integer(
   "top_k",
   None,
-  "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa/tokens).",
+  "Keep the K best captions per image (default: 100 for cider, none for sentence/lsa/tokens, "
+  "every caption for --scores).",
   lower_bound=1,
 )
 _VECTORS = flags.DEFINE_bool(
@@ -89,24 +118,50 @@ _CONFIG = config_dict_flag(
 )
 
 
+def check_source() -> None:
+  """One of ``--estimator`` and ``--scores``, else one line saying so."""
+  if _ESTIMATOR.value is not None and _SCORES.value is not None:
+    raise ValueError("give --estimator or --scores, not both")
+  if _SCORES.value is not None and _VECTORS.value:
+    raise ValueError("--vectors: scores computed elsewhere have no per-caption vectors")
+  if _ESTIMATOR.value is None and _SCORES.value is None:
+    raise ValueError(
+      f"--estimator (one of: {', '.join(sorted(ESTIMATORS))}) or --scores=NAME=FILE is required"
+    )
+
+
 def main() -> None:
   """Writes this worker's shards of ``--out`` and prints the closing summary."""
+  check_source()
   num_workers, worker_index = workers()
-  line = precompute_relevance(
-    _CAPTIONS.value,
-    _ESTIMATOR.value,
-    _OUT.value,
-    settings=_CONFIG.value.estimators,
-    caption_format=_FORMAT.value,
-    captions_per_image=_CAPS_PER_IMAGE.value,
-    vectors=_VECTORS.value,
-    top_k=_TOP_K.value,
-    images_per_shard=_IMAGES_PER_SHARD.value,
-    num_workers=num_workers,
-    worker_index=worker_index,
-    log=logging.info,
-    progress=_PROGRESS.value,
-  )
+  shared = {
+    "caption_format": _FORMAT.value,
+    "captions_per_image": _CAPS_PER_IMAGE.value,
+    "top_k": _TOP_K.value,
+    "images_per_shard": _IMAGES_PER_SHARD.value,
+    "num_workers": num_workers,
+    "worker_index": worker_index,
+    "log": logging.info,
+    "progress": _PROGRESS.value,
+  }
+  if _SCORES.value is not None:
+    line = precompute_external_scores(
+      _CAPTIONS.value,
+      _SCORES.value,
+      _OUT.value,
+      scale=_SCALE.value,
+      image_ids=_IMAGE_IDS.value,
+      **shared,
+    )
+  else:
+    line = precompute_relevance(
+      _CAPTIONS.value,
+      _ESTIMATOR.value,
+      _OUT.value,
+      settings=_CONFIG.value.estimators,
+      vectors=_VECTORS.value,
+      **shared,
+    )
   print(line)
 
 
