@@ -2,13 +2,17 @@
 
   jitr-eval --workdir=workdirs/default --split=test [--checkpoint=best|latest]
   jitr-eval --workdir=workdirs/sgr --ensemble=workdirs/saf[,more] --split=test
+  jitr-eval --workdir=workdirs/f30k --split=test --semantic=topk:cider
+  jitr-eval --workdir=workdirs/f30k --split=test --semantic=topk:spice \\
+    --semantic_records=rel/f30k_test_spice
 
 Writes ``<workdir>/eval_<split>/`` (``metrics.json``, ``metrics.md``, curves and, for
 jitr_shapes, ``queries.png``); with ``--ensemble``, the mean of every workdir's
-similarity matrix into ``<workdir>/eval_<split>_ensemble/``. Started by a cluster (a Cloud
-TPU pod slice, SLURM, Open MPI, Kubernetes), the same command on every host joins the job
-JAX detects: each process scores its share and process 0 writes the report. Flag parsing, then
-:func:`jitr.experiment.evaluate_workdir`.
+similarity matrix into ``<workdir>/eval_<split>_ensemble/``; with ``--semantic``, also SAM's
+NCS@K and Semantic Recall@K (K = 1, 5, 10) against relevance records of the split. Started
+by a cluster (a Cloud TPU pod slice, SLURM, Open MPI, Kubernetes), the same command on every
+host joins the job JAX detects: each process scores its share and process 0 writes the
+report. Flag parsing, then :func:`jitr.experiment.evaluate_workdir`.
 """
 
 from __future__ import annotations
@@ -58,7 +62,24 @@ _ALLOW_CHANGED_INPUTS = flags.DEFINE_bool(
   "vocabulary, concept files, BERT folder); metrics.json lists the changes.",
 )
 
-APP = App("jitr-eval", __name__, requires=("workdir",), inputs=flag_inputs("workdir"))
+_SEMANTIC = flags.DEFINE_string(
+  "semantic",
+  "",
+  "Also report SAM's NCS@K and Semantic Recall@K (K = 1, 5, 10; semantic/{i2t,t2i}/...) "
+  "against the top-K scores of relevance records of the split: topk:cider (CIDEr-D of the "
+  "split's captions, computed under the data folder on first use) or topk:NAME with "
+  "--semantic_records.",
+)
+_SEMANTIC_RECORDS = flags.DEFINE_string(
+  "semantic_records",
+  "",
+  "With --semantic=topk:NAME: the relevance records of the split's caption file that "
+  "jitr-precompute wrote (e.g. --scores=spice=FILE for SPICE scores computed elsewhere).",
+)
+
+APP = App(
+  "jitr-eval", __name__, requires=("workdir",), inputs=flag_inputs("workdir", "semantic_records")
+)
 
 
 def main() -> None:
@@ -76,6 +97,8 @@ def main() -> None:
       ensemble=_ENSEMBLE.value,
       protocol=_PROTOCOL.value,
       allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value,
+      semantic=_SEMANTIC.value,
+      semantic_records=_SEMANTIC_RECORDS.value,
     )
 
 

@@ -51,6 +51,7 @@ from jitr.experiment.pinned_inputs import (
   verify_inputs,
 )
 from jitr.experiment.run_concepts import dataset_constants
+from jitr.experiment.semantic_scores import semantic_scores
 from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
 
@@ -257,6 +258,8 @@ def evaluate_workdir(
   ensemble: Sequence[str] = (),
   protocol: str = "jitr",
   allow_changed_inputs: bool = False,
+  semantic: str = "",
+  semantic_records: str = "",
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
 
@@ -272,10 +275,15 @@ def evaluate_workdir(
   0 writes no panel (and removes the one the last evaluation left). ``protocol="official"``
   scores Recall@K as the official ``evaluation.py`` does, ties included
   (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
-  ensemble), into ``eval_<split>[_ensemble]_official/``.
+  ensemble), into ``eval_<split>[_ensemble]_official/``. ``semantic="topk:NAME"`` adds SAM's
+  NCS@K and Semantic Recall@K against the top-K scores of relevance records of ``split``
+  (:mod:`jitr.experiment.semantic_scores`; ``semantic_records``: the records' folder, else
+  computed under the data folder).
   """
   if protocol not in PROTOCOLS:
     raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
+  if (semantic or semantic_records) and protocol != "jitr":
+    raise ValueError("semantic scores: the official protocol reports Recall@K only")
   if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 0:
     raise ValueError(f"num_queries: expected a whole number >= 0, got {num_queries!r}")
   members = [
@@ -288,6 +296,12 @@ def evaluate_workdir(
       raise ValueError(f"--ensemble: {other.workdir} does not match {first.workdir}: {reason}")
   for member in members:
     require_checkpoint(member.workdir, checkpoint)
+  phi = None
+  if semantic or semantic_records:
+    say_first(f"reading the {semantic} scores of the {split} split")
+    phi = semantic_scores(
+      semantic, first.config, first.data_dir, split, records=semantic_records, progress=True
+    )
   sims, steps = [], []
   for member in members:
     say_first(f"restoring the {checkpoint} checkpoint of {member.workdir}")
@@ -310,7 +324,7 @@ def evaluate_workdir(
     return write_official(members, split, checkpoint, steps, sims, ensemble)
   sim = mean_similarity(sims)
   say_first("computing the metrics")
-  metrics = first_evaluator(split, None, sim=sim)
+  metrics = first_evaluator(split, None, sim=sim, semantic=phi)
   scored = scored_checkpoints(members, steps, sims, checkpoint)
   refuse_nonfinite_scores(metrics, f"checkpoint {scored} on the {split} split")
   if jax.process_index() > 0:  # every process of a job computed the same; process 0 writes
@@ -322,6 +336,7 @@ def evaluate_workdir(
   else:
     out = os.path.join(first.workdir, f"eval_{split}")
     title = f"{config.dataset} {split}, {checkpoint} checkpoint (step {steps[0]})"
+  title += f", semantic scores {semantic}" if semantic else ""
   report_files = report.write_report(out, metrics, title=title)
   if ensemble:
     written = fileio.read_json(report_files["json"])

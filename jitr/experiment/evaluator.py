@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ from jitr.training.score_split import SplitScorer
 
 # The K of the recall and NDCG curves every evaluation reports.
 CURVE_KS = (1, 5, 10, 20, 50, 100)
+# The K of NCS@K and Semantic Recall@K (SAM's tables), reported when semantic scores are given.
+SEMANTIC_KS = (1, 5, 10)
 
 
 def evaluation_options(folds: int | None) -> EvalOptions:
@@ -77,14 +80,24 @@ class Evaluator:
       self._graded[split] = exact_graded_inputs(self.exact[split])
     return self._graded[split]
 
-  def __call__(self, split: str, variables: Any, sim: np.ndarray | None = None) -> dict:
-    """The metrics of ``split`` (``rsum``: ``full/rsum``); ``sim`` given: scored as is."""
+  def __call__(
+    self,
+    split: str,
+    variables: Any,
+    sim: np.ndarray | None = None,
+    semantic: np.ndarray | None = None,
+  ) -> dict:
+    """The metrics of ``split`` (``rsum``: ``full/rsum``); ``sim`` given: scored as is.
+    ``semantic``: ``phi [N_img, N_cap]`` semantic scores, adding ``semantic/{d}/NCS@K`` and
+    ``SR@K`` at :data:`SEMANTIC_KS` (SAM's NCS and Semantic Recall, N = 1)."""
     sim = self.similarity(split, variables) if sim is None else sim
+    options = self.test_options if split == "test" else self.options
+    inputs = self._graded_inputs(split)
+    if semantic is not None:
+      options = dataclasses.replace(options, semantic_ks=SEMANTIC_KS)
+      inputs = {**inputs, "semantic": semantic}
     metrics = evaluate_retrieval(
-      sim,
-      caption_to_image=self.splits[split].caption_image,
-      options=self.test_options if split == "test" else self.options,
-      **self._graded_inputs(split),
+      sim, caption_to_image=self.splits[split].caption_image, options=options, **inputs
     )
     metrics["rsum"] = metrics["full/rsum"]
     return metrics

@@ -1,0 +1,176 @@
+"""The semantic scores ``phi`` of an evaluated split, for SAM's NCS@K and Semantic Recall@K.
+
+``jitr-eval --semantic=topk:NAME`` scores the split's ranking against ``phi[i, j]``, the
+score of caption ``j`` for image ``i`` in the top-K lists of relevance records of *that*
+split (0 for a caption outside image ``i``'s list; keep every caption, as both ways below
+do, and nothing is cut):
+
+* ``topk:cider`` (any estimator jitr computes) -- fitted on the split's own captions and
+  written under ``<data_dir>/relevance/<dataset>-<split>/`` on first use (reused after):
+  CIDEr-D of every caption against each image's reference captions, idf over the split's
+  images, as SAM computes NCS on the test split;
+* ``topk:NAME`` with ``records`` -- records that ``jitr-precompute`` wrote for the split's
+  caption file, e.g. SPICE scores computed elsewhere (``--scores=spice=FILE``).
+
+The split's captions are read as ``jitr-precompute --captions`` reads its caption file
+(:func:`split_captions`: a precomp split's ``*_caps.txt`` itself; jitr_shapes' captions
+with the same ids), so the records' fingerprint must be theirs; records of another caption
+list, another estimator or without top-K lists are refused with one line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from absl import logging
+
+from jitr.data import precomp
+from jitr.data.datasets import captions_per_image, dataset_info
+from jitr.data.relevance_reader import load_header, load_relevance_table
+from jitr.experiment.stored_relevance import relevance_records_dir
+from jitr.relevance.captions_io import CaptionSet, read_precomp_captions
+from jitr.relevance.records import write_relevance_records
+from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
+from jitr.training.graded import GradedSource, parse_source
+
+
+def parse_semantic(source: str) -> GradedSource:
+  """``topk:NAME`` parsed as a graded source (the language of ``config.graded``); another
+  source is refused in one line.
+
+  >>> parse_semantic("topk:spice")
+  GradedSource(kind='topk', estimator='spice')
+  >>> parse_semantic("vectors:sentence")
+  Traceback (most recent call last):
+  ...
+  ValueError: semantic scores 'vectors:sentence': expected topk:NAME, the top-K scores of ...
+  """
+  expected = (
+    "expected topk:NAME, the top-K scores of relevance records (e.g. topk:cider, topk:spice)"
+  )
+  try:
+    parsed = parse_source(source)
+  except ValueError:
+    parsed = None
+  if not isinstance(parsed, GradedSource) or parsed.kind != "topk":
+    raise ValueError(f"semantic scores {source!r}: {expected}")
+  return parsed
+
+
+def numbered_captions(texts, per_image: int, source: str) -> CaptionSet:
+  """The captions ``texts`` (``per_image`` per image, in image order) with the ids a precomp
+  caption file gets: image ``i`` ``str(i)``, caption ``j`` ``str(j)``."""
+  n_img = len(texts) // per_image
+  return CaptionSet(
+    source=source,
+    image_ids=tuple(str(i) for i in range(n_img)),
+    caption_ids=tuple(str(j) for j in range(len(texts))),
+    captions=tuple(str(t).strip() for t in texts),
+    image_offsets=np.arange(n_img + 1, dtype=np.int64) * per_image,
+  )
+
+
+def _precomp_file_split(config, split: str) -> str:
+  """The precomp file name of a run's split: ``val`` is ``dev``, ``test`` is
+  ``config.test_split``."""
+  return {"train": "train", "val": "dev", "test": config.test_split}[split]
+
+
+def _precomp_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
+  folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
+  file_split = _precomp_file_split(config, split)
+  per_image = captions_per_image(dataset_info(config.dataset), config.captions_per_image)
+  path = os.path.join(folder, f"{file_split}_caps.txt")
+  return file_split, read_precomp_captions(path, per_image)
+
+
+def _shapes_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
+  from jitr.data.shapes import tfds as shapes_tfds
+
+  texts = shapes_tfds.load_split(
+    split, data_dir=data_dir, config=config.shapes_config, images=False
+  )["captions"]
+  return split, numbered_captions(texts, 5, f"jitr_shapes/{config.shapes_config}/{split}")
+
+
+# DatasetInfo.kind -> (config, data_dir, split) -> (the split's file name, its captions)
+SPLIT_CAPTIONS: Mapping[str, Callable[[Any, str, str], tuple[str, CaptionSet]]] = {
+  "precomp": _precomp_captions,
+  "shapes": _shapes_captions,
+}
+
+
+def split_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
+  """``(key, captions)``: the evaluated split's captions as ``jitr-precompute`` reads its
+  caption file, and the key of its records under ``data_dir`` (``f30k_precomp/test``,
+  ``jitr_shapes/tiny/test``)."""
+  info = dataset_info(config.dataset)
+  file_split, captions = SPLIT_CAPTIONS[info.kind](config, data_dir, split)
+  return f"{info.data_name(config)}/{file_split}", captions
+
+
+def records_folder(
+  source: GradedSource,
+  key: str,
+  captions: CaptionSet,
+  *,
+  data_dir: str,
+  settings: Mapping[str, Any],
+  progress: bool = False,
+) -> str:
+  """The records of ``source``'s estimator for ``captions``, computed under ``data_dir`` on
+  first use (every caption kept); a name jitr does not compute is refused in one line."""
+  name = source.estimator
+  if name not in ESTIMATORS:
+    raise ValueError(
+      f"semantic scores 'topk:{name}': {name} is not an estimator jitr computes (one of "
+      f"{', '.join(sorted(ESTIMATORS))}); give the folder of the records that "
+      f"jitr-precompute --captions={captions.source} --scores={name}=FILE wrote"
+    )
+  estimator = make_estimator_from_settings(name, settings)
+  top_k = captions.num_captions
+  out = relevance_records_dir(data_dir, key, estimator, top_k=top_k)
+  write_relevance_records(
+    out, captions, estimator, vectors=False, top_k=top_k, log=logging.info, progress=progress
+  )
+  return out
+
+
+def read_semantic_scores(folder: str, name: str, captions: CaptionSet) -> np.ndarray:
+  """``phi [N_img, N_cap]`` float32: the raw top-K scores of the records in ``folder`` (0 for
+  a caption outside an image's list); refused in one line unless they are records of the
+  estimator ``name`` with top-K lists, written for ``captions``."""
+  header = load_header(folder, expected_fingerprint=captions.fingerprint(), verify_checksums=False)
+  if header.get("estimator") != name:
+    raise ValueError(
+      f"{folder}: records of the estimator {header.get('estimator')!r}, expected {name!r} "
+      f"(topk:{name})"
+    )
+  if not header["contents"].get("top_k"):
+    raise ValueError(f"{folder}: no top-K lists (contents.top_k is null); expected topk records")
+  table = load_relevance_table(folder, expected_fingerprint=captions.fingerprint())
+  phi = np.zeros((captions.num_images, captions.num_captions), np.float32)
+  np.put_along_axis(phi, table.topk_indices, table.topk_scores, axis=1)
+  return phi
+
+
+def semantic_scores(
+  semantic: str,
+  config,
+  data_dir: str,
+  split: str,
+  *,
+  records: str | None = None,
+  progress: bool = False,
+) -> np.ndarray:
+  """``phi [N_img, N_cap]`` of ``split`` for ``semantic`` (``topk:NAME``; see the module
+  docstring): read from ``records`` when given, else computed under ``data_dir``."""
+  source = parse_semantic(semantic)
+  key, captions = split_captions(config, data_dir, split)
+  folder = records or records_folder(
+    source, key, captions, data_dir=data_dir, settings=config.estimators, progress=progress
+  )
+  return read_semantic_scores(folder, source.estimator, captions)
