@@ -18,7 +18,8 @@
   :mod:`!records.manifests` (completed shards, the header they determine),
   with :mod:`!temp_files` and :mod:`!checksums`;
 * :mod:`!precompute` -- a caption file's relevance into records
-  (``jitr-precompute``);
+  (``jitr-precompute``), also scores computed elsewhere (:mod:`!external_scores`: a scores
+  file, :mod:`!scores_file`, checked against the captions by :mod:`!pair_scores`);
 * :mod:`!agreement` -- agreement with human judgments (Kendall tau), and
   :mod:`!agreement_report` (``jitr-relevance-agreement``'s table);
 * :mod:`!calibration_fit` -- the isotonic maps from estimator relevance to
@@ -32,7 +33,8 @@ from jitr.relevance.calibration_fit import fit_calibration_tables
 from jitr.relevance.captions_io import CaptionFileError, CaptionSet, read_captions
 from jitr.relevance.cider import CiderD, cider_d
 from jitr.relevance.estimator import RelevanceEstimator, TopK, select_top_k
-from jitr.relevance.precompute import precompute_relevance
+from jitr.relevance.external_scores import ExternalScores
+from jitr.relevance.precompute import precompute_external_scores, precompute_relevance
 from jitr.relevance.registry import (
   ESTIMATORS,
   default_estimator_settings,
@@ -46,11 +48,13 @@ __all__ = [
   "default_estimator_settings",
   "fit_calibration_tables",
   "make_estimator_from_settings",
+  "precompute_external_scores",
   "precompute_relevance",
   "ESTIMATORS",
   "CaptionFileError",
   "CaptionSet",
   "CiderD",
+  "ExternalScores",
   "RelevanceEstimator",
   "TopK",
   "cider_d",
