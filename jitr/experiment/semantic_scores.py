@@ -10,7 +10,10 @@ do, and nothing is cut):
   CIDEr-D of every caption against each image's reference captions, idf over the split's
   images, as SAM computes NCS on the test split;
 * ``topk:NAME`` with ``records`` -- records that ``jitr-precompute`` wrote for the split's
-  caption file, e.g. SPICE scores computed elsewhere (``--scores=spice=FILE``).
+  caption file, e.g. SPICE scores computed elsewhere (``--scores=spice=FILE``); without
+  ``records``, those it wrote into ``<data_dir>/relevance/<dataset>-<split>/NAME/``
+  (:func:`~jitr.experiment.stored_relevance.external_records_dir`), where training reads the
+  training split's.
 
 The split's captions are read as ``jitr-precompute --captions`` reads its caption file
 (:func:`split_captions`: a precomp split's ``*_caps.txt`` itself; jitr_shapes' captions
@@ -27,11 +30,12 @@ from typing import Any
 import numpy as np
 from absl import logging
 
+from jitr import paths
 from jitr.data import precomp
 from jitr.data.datasets import captions_per_image, dataset_info
 from jitr.data.relevance_reader import load_header, load_relevance_table
-from jitr.experiment.stored_relevance import relevance_records_dir
-from jitr.relevance.captions_io import CaptionSet, read_precomp_captions
+from jitr.experiment.stored_relevance import external_records_dir, relevance_records_dir
+from jitr.relevance.captions_io import CaptionSet, precomp_caption_set, read_precomp_captions
 from jitr.relevance.records import write_relevance_records
 from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 from jitr.training.graded import GradedSource, parse_source
@@ -60,19 +64,6 @@ def parse_semantic(source: str) -> GradedSource:
   return parsed
 
 
-def numbered_captions(texts, per_image: int, source: str) -> CaptionSet:
-  """The captions ``texts`` (``per_image`` per image, in image order) with the ids a precomp
-  caption file gets: image ``i`` ``str(i)``, caption ``j`` ``str(j)``."""
-  n_img = len(texts) // per_image
-  return CaptionSet(
-    source=source,
-    image_ids=tuple(str(i) for i in range(n_img)),
-    caption_ids=tuple(str(j) for j in range(len(texts))),
-    captions=tuple(str(t).strip() for t in texts),
-    image_offsets=np.arange(n_img + 1, dtype=np.int64) * per_image,
-  )
-
-
 def _precomp_file_split(config, split: str) -> str:
   """The precomp file name of a run's split: ``val`` is ``dev``, ``test`` is
   ``config.test_split``."""
@@ -93,7 +84,7 @@ def _shapes_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet
   texts = shapes_tfds.load_split(
     split, data_dir=data_dir, config=config.shapes_config, images=False
   )["captions"]
-  return split, numbered_captions(texts, 5, f"jitr_shapes/{config.shapes_config}/{split}")
+  return split, precomp_caption_set(texts, 5, f"jitr_shapes/{config.shapes_config}/{split}")
 
 
 # DatasetInfo.kind -> (config, data_dir, split) -> (the split's file name, its captions)
@@ -122,13 +113,18 @@ def records_folder(
   progress: bool = False,
 ) -> str:
   """The records of ``source``'s estimator for ``captions``, computed under ``data_dir`` on
-  first use (every caption kept); a name jitr does not compute is refused in one line."""
+  first use (every caption kept); for a name jitr does not compute, the records of scores
+  computed elsewhere in ``external_records_dir(data_dir, key, NAME)``, else one line."""
   name = source.estimator
   if name not in ESTIMATORS:
+    folder = external_records_dir(data_dir, key, name)
+    if paths.isdir(folder):
+      return folder
     raise ValueError(
       f"semantic scores 'topk:{name}': {name} is not an estimator jitr computes (one of "
-      f"{', '.join(sorted(ESTIMATORS))}); give the folder of the records that "
-      f"jitr-precompute --captions={captions.source} --scores={name}=FILE wrote"
+      f"{', '.join(sorted(ESTIMATORS))}) and {folder} holds no records of it: give the folder "
+      f"of the records that jitr-precompute --captions={captions.source} --scores={name}=FILE "
+      "wrote"
     )
   estimator = make_estimator_from_settings(name, settings)
   top_k = captions.num_captions

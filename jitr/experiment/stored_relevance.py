@@ -2,7 +2,10 @@
 
 :func:`stored_relevance` fits every estimator that ``config.graded`` names on the
 training captions, writes its TFRecords under :func:`relevance_records_dir` (or reuses
-complete ones) and reads them back as the training split's ``vectors`` / ``topk``.
+complete ones) and reads them back as the training split's ``vectors`` / ``topk``. A
+``topk:NAME`` source whose NAME is no estimator jitr computes reads the records of scores
+computed elsewhere from :func:`external_records_dir` instead, which
+``jitr-precompute --captions=<the training caption file> --scores=NAME=FILE`` writes.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from collections.abc import Callable
 import numpy as np
 from absl import logging
 
-from jitr.data.relevance_reader import load_relevance_table
+from jitr import paths
+from jitr.data.relevance_reader import load_header, load_relevance_table
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.records import write_relevance_records
-from jitr.relevance.registry import make_estimator_from_settings
+from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 from jitr.training.graded import check_vectors_kind, parse_source
 
 
@@ -49,6 +53,35 @@ def relevance_records_dir(
     dataset_slug(dataset),
     f"{estimator.name}-{contents}-{settings_digest(settings)}",
   )
+
+
+def external_records_dir(data_dir: str, dataset: str, name: str) -> str:
+  """``<data_dir>/relevance/<dataset slug>/<name>``: the records of the scores ``name``
+  computed elsewhere for the captions of ``dataset`` (e.g. ``f30k_precomp/train``)."""
+  return os.path.join(data_dir, "relevance", dataset_slug(dataset), name)
+
+
+def read_external_topk(folder: str, name: str, captions: CaptionSet) -> tuple:
+  """``(indices, scores)`` ``[N_img, K]`` of the records in ``folder`` of the scores ``name``,
+  written by ``jitr-precompute --scores`` for the caption file of ``captions`` (their
+  fingerprint is that file's: :meth:`~jitr.relevance.captions_io.CaptionSet.numbered`);
+  records of another estimator, caption list or without top-K lists are refused."""
+  if not paths.isdir(folder):
+    raise ValueError(
+      f"graded source 'topk:{name}': {name} is not an estimator jitr computes (one of "
+      f"{', '.join(sorted(ESTIMATORS))}) and {folder} holds no records of it: write them there "
+      f"with jitr-precompute --captions=<the {captions.source} caption file> "
+      f"--scores={name}=FILE --out={folder}"
+    )
+  fingerprint = captions.numbered().fingerprint()
+  header = load_header(folder, expected_fingerprint=fingerprint, verify_checksums=False)
+  if header.get("estimator") != name or not header["contents"].get("top_k"):
+    raise ValueError(
+      f"{folder}: records of estimator {header.get('estimator')!r} with top_k "
+      f"{header['contents'].get('top_k')!r}; expected the top-K records of {name!r}"
+    )
+  table = load_relevance_table(folder, expected_fingerprint=fingerprint)
+  return table.topk_indices, table.topk_scores
 
 
 def caption_set(caption_list, per_image: int, dataset: str) -> CaptionSet:
@@ -81,6 +114,10 @@ def stored_relevance(
   for source in leaves:
     stored = {"vectors": vectors, "topk": topk}.get(source.stored)
     if stored is None or source.estimator in stored:
+      continue
+    if source.stored == "topk" and source.estimator not in ESTIMATORS:
+      folder = external_records_dir(data_dir, captions.source, source.estimator)
+      topk[source.estimator] = read_external_topk(folder, source.estimator, captions)
       continue
     estimator = make_estimator_from_settings(source.estimator, config.estimators)
     check_vectors_kind(source, estimator.relevance_kind)

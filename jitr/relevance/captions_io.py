@@ -100,6 +100,15 @@ class CaptionSet:
     """The reference captions of every image."""
     return [self.references(i) for i in range(self.num_images)]
 
+  def numbered(self) -> CaptionSet:
+    """The same captions with the ids a precomp caption file gives them (image ``i``:
+    ``str(i)``, caption ``j``: ``str(j)``), whose fingerprint is that of the file's records."""
+    return dataclasses.replace(
+      self,
+      image_ids=tuple(str(i) for i in range(self.num_images)),
+      caption_ids=tuple(str(j) for j in range(self.num_captions)),
+    )
+
   def fingerprint(self) -> str:
     """``sha256`` of the caption list: ``image_id TAB caption_id TAB caption NEWLINE``
     per caption."""
@@ -153,13 +162,20 @@ def read_precomp_captions(path: str, captions_per_image: int = 5) -> CaptionSet:
       raise CaptionFileError(
         f"{path}:{j + 1}: empty caption (expected a non-empty caption on every line)"
       )
-  n_img = len(lines) // captions_per_image
+  return precomp_caption_set(lines, captions_per_image, path)
+
+
+def precomp_caption_set(texts: Sequence[str], captions_per_image: int, source: str) -> CaptionSet:
+  """The :class:`CaptionSet` a precomp caption file of the lines ``texts`` reads as
+  (:func:`read_precomp_captions`): ``captions_per_image`` consecutive captions per image,
+  image ``i`` with id ``str(i)``, caption ``j`` with id ``str(j)``, each caption stripped."""
+  n_img = len(texts) // captions_per_image
   return CaptionSet(
-    source=path,
+    source=source,
     image_ids=tuple(str(i) for i in range(n_img)),
-    caption_ids=tuple(str(j) for j in range(len(lines))),
-    captions=tuple(line.strip() for line in lines),
-    image_offsets=np.arange(0, len(lines) + 1, captions_per_image, dtype=np.int64),
+    caption_ids=tuple(str(j) for j in range(len(texts))),
+    captions=tuple(str(text).strip() for text in texts),
+    image_offsets=np.arange(0, n_img * captions_per_image + 1, captions_per_image, dtype=np.int64),
   )
 
 

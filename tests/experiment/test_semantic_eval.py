@@ -22,6 +22,8 @@ import pytest
 from jitr.data.relevance_reader import RelevanceRecordsError
 from jitr.experiment import evaluate
 from jitr.experiment.evaluator import Evaluator
+from jitr.experiment.semantic_scores import semantic_scores
+from jitr.experiment.stored_relevance import external_records_dir
 from jitr.relevance.precompute import precompute_external_scores
 from tests.experiment.test_evaluate_workdir import make_workdir
 from tests.file_fixtures import precomp_config, snapshot, write_precomp
@@ -164,6 +166,15 @@ def cider_matrix(captions: list[str], per_image: int = 5) -> np.ndarray:
   return np.asarray(scores).reshape(len(refs), len(captions))
 
 
+def spice_matrix(root: Path, shape: tuple[int, int]) -> np.ndarray:
+  """The scores of ``spice_test.json`` as ``[N_img, N_cap]``, 0 where it has none."""
+  spice = np.zeros(shape)
+  for i, row in json.loads((root / "spice_test.json").read_text()).items():
+    for j, score in row.items():
+      spice[int(i), int(j)] = score
+  return spice
+
+
 def test_documented_commands_report_sams_ncs_with_spice_and_cider(documented_run):
   root, reports = documented_run
   member = evaluate.load_member(str(root / "workdirs" / "f30k"))
@@ -172,10 +183,7 @@ def test_documented_commands_report_sams_ncs_with_spice_and_cider(documented_run
   evaluator = Evaluator(model, splits, None, None, batch_size=member.config.eval_batch_size)
   sim = evaluator.similarity("test", state.variables)  # as jitr-eval scores the split
   owner = np.asarray(splits["test"].caption_image)
-  spice = np.zeros(sim.shape)
-  for i, row in json.loads((root / "spice_test.json").read_text()).items():
-    for j, score in row.items():
-      spice[int(i), int(j)] = score
+  spice = spice_matrix(root, sim.shape)
   captions = (root / "data" / "f30k_precomp" / "test_caps.txt").read_text().splitlines()
   for semantic, phi in (("topk:spice", spice), ("topk:cider", cider_matrix(captions))):
     want = sam_semantic_metrics(sim, phi, owner)
@@ -185,8 +193,8 @@ def test_documented_commands_report_sams_ncs_with_spice_and_cider(documented_run
       assert got[key] == pytest.approx(value, abs=1e-3), (semantic, key)
     assert reports[semantic]["full/rsum"] == reports["topk:spice"]["full/rsum"]
   assert 0 < want["semantic/i2t/NCS@10"] < 100  # a real ranking: neither nothing nor ideal
-  (cider_records,) = (root / "data" / "cache" / "relevance" / "f30k_precomp-test").iterdir()
-  assert cider_records.name.startswith("cider-top60-")  # every caption of the split kept
+  kept = (root / "data" / "cache" / "relevance" / "f30k_precomp-test").glob("cider-*")
+  assert [p.name[:12] for p in kept] == ["cider-top60-"]  # every caption of the split kept
 
 
 def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
@@ -207,7 +215,8 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
       {"semantic": "topk:spice"},
       ValueError,
       "semantic scores 'topk:spice': spice is not an estimator jitr computes (one of cider, "
-      "lsa, sentence, tokens); give the folder of the records that jitr-precompute "
+      f"lsa, sentence, tokens) and {root / 'data' / 'cache' / 'relevance' / 'f30k_precomp-test'}"
+      "/spice holds no records of it: give the folder of the records that jitr-precompute "
       f"--captions={root / 'data' / 'f30k_precomp' / 'test_caps.txt'} --scores=spice=FILE wrote",
     ),
     (
@@ -237,3 +246,9 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
       evaluate.evaluate_workdir(workdir, **{"split": "test", **options})
     assert str(err.value).startswith(message), str(err.value)
   assert snapshot(root / "workdirs") == before
+  # without --semantic_records: the records in the data folder's place for them, if any
+  data_dir = str(tmp_path / "cache")
+  shutil.copytree(records, external_records_dir(data_dir, "f30k_precomp/test", "spice"))
+  config = evaluate.load_member(workdir).config
+  phi = semantic_scores("topk:spice", config, data_dir, "test")
+  np.testing.assert_allclose(phi, spice_matrix(root, phi.shape), rtol=1e-6)

@@ -6,12 +6,14 @@ import os
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import pytest
 
 from jitr.data import pairs
-from jitr.experiment.stored_relevance import caption_set, stored_relevance
+from jitr.experiment.stored_relevance import caption_set, external_records_dir, stored_relevance
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
+from jitr.relevance.precompute import precompute_external_scores
 from jitr.training.graded import make_graded_fn
 from tests.relevance.conftest import SMALL_CAPTIONS
 
@@ -128,3 +130,37 @@ def test_the_records_aggregate_reaches_the_training_matrices(tmp_path):
   want = [[dict(zip(idx[i], scores[i])).get(j, 0.0) for j in rows] for i in images]
   np.testing.assert_allclose(out["metric"], want, rtol=1e-6)
   assert np.asarray(out["metric"]).max() > 0
+
+
+def test_topk_of_scores_computed_elsewhere_reads_the_records_jitr_precompute_wrote(tmp_path):
+  """A ``topk:NAME`` source of no estimator jitr computes reads the records that
+  ``jitr-precompute --scores=NAME=FILE`` wrote for the training caption file into
+  ``<data_dir>/relevance/<dataset>-train/NAME``, as they are; without them, one line naming
+  the folder and the command that writes it."""
+  caps = tmp_path / "train_caps.txt"
+  caps.write_text("\n".join(SMALL_CAPTIONS) + "\n")
+  rng = np.random.default_rng(3)
+  scores = np.round(rng.random((5, 25)), 3)
+  rows = [f"{i},{j},{scores[i, j]}" for i in range(5) for j in range(25) if (i + j) % 3]
+  (tmp_path / "spice.csv").write_text("image,caption,score\n" + "\n".join(rows) + "\n")
+  config = ml_collections.ConfigDict({"graded": {"margin": "topk:spice"}, "top_k": 6})
+  captions = caption_set(SMALL_CAPTIONS, 5, "f30k_precomp/train")
+  data_dir = str(tmp_path / "tfds")
+  folder = external_records_dir(data_dir, "f30k_precomp/train", "spice")
+  assert folder == os.path.join(data_dir, "relevance", "f30k_precomp-train", "spice")
+  with pytest.raises(ValueError) as err:
+    stored_relevance(captions, config, data_dir)
+  assert str(err.value) == (
+    "graded source 'topk:spice': spice is not an estimator jitr computes (one of cider, lsa, "
+    f"sentence, tokens) and {folder} holds no records of it: write them there with "
+    "jitr-precompute --captions=<the f30k_precomp/train caption file> --scores=spice=FILE "
+    f"--out={folder}"
+  )
+  precompute_external_scores(str(caps), f"spice={tmp_path / 'spice.csv'}", folder, top_k=4)
+  _, topk, _ = stored_relevance(captions, config, data_dir)
+  indices, got = topk["spice"]
+  given = np.where((np.arange(5)[:, None] + np.arange(25)) % 3 > 0, scores, 0.0)
+  for i in range(5):
+    best = sorted(range(25), key=lambda j: (-given[i, j], j))[:4]
+    np.testing.assert_array_equal(indices[i], best)
+    np.testing.assert_allclose(got[i], given[i, best], rtol=1e-6)
