@@ -11,6 +11,7 @@ punctuation, hyphens, ``'s``, accents and characters outside the vocabulary)."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import pathlib
 import re
@@ -188,9 +189,21 @@ def test_the_documented_commands_import_evaluate_and_fine_tune(official):
   assert 0 < want["full/i2t/R@1"] < 100 and want["full/t2i/meanr"] > 1
   sims = official_sims(towers["f30k_butd_region_bert"], root)
   np.testing.assert_allclose(jitr_similarity(imported), sims, atol=2e-6)
-  tuned = json.loads((root / "workdirs" / "vseinf_sndcg" / "config.json").read_text())
+  # the fine-tuned VSE∞ run: its vocabulary is the BERT folder's, and jitr-eval reads the
+  # workdir's config.json and tokenises the same way: the same numbers as the run's own
+  tuned_dir = root / "workdirs" / "vseinf_sndcg"
+  tuned = json.loads((tuned_dir / "config.json").read_text())
   assert tuned["init_from"] == str(imported)
-  assert (root / "workdirs" / "vseinf_sndcg" / "metrics.json").is_file()
+  assert (tuned["text"]["word_augment"], tuned["image"]["region_drop"]) == (0.2, 0.2)
+  vocab = json.loads((tuned_dir / "vocab.json").read_text())
+  bert = root / "bert-base-uncased" / "vocab.txt"
+  assert vocab["words"] == bert.read_text().splitlines()
+  assert vocab["wordpiece"]["sha256"] == hashlib.sha256(bert.read_bytes()).hexdigest()
+  from jitr.experiment import evaluate_workdir
+
+  metrics = json.loads((tuned_dir / "metrics.json").read_text())
+  again = evaluate_workdir(str(tuned_dir), split="test")
+  assert again["full/rsum"] == pytest.approx(metrics["full/rsum"], abs=1e-6)
 
 
 def test_a_legacy_checkpoint_imports_and_scores_as_evalrank(official, tmp_path):

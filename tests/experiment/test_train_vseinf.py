@@ -1,8 +1,7 @@
-"""jitr-train of the official VSE∞ network (``"vseinf"``) on tiny jitr_shapes with a tiny
-random BERT folder: WordPiece captions, the training augmentation (never in evaluation),
-jitr-eval tokenising alike, and the one-line refusals of the ``text`` / ``image`` groups."""
-
-import json
+"""The official VSE∞ network's (``"vseinf"``) data on tiny jitr_shapes with a tiny random
+BERT folder: WordPiece captions, the training augmentation (never in evaluation), and the
+one-line refusals of the ``text`` / ``image`` groups. A VSE∞ run trained and evaluated end
+to end through the console scripts is tests/apps/test_import_vseinf.py's fine-tuning."""
 
 import ml_collections
 import numpy as np
@@ -66,17 +65,12 @@ def batches(split, augment, epoch=0):
   )
 
 
-@pytest.mark.slow
-def test_vseinf_trains_on_wordpiece_captions_and_evaluates_alike(folders, tmp_path):
+def test_vseinf_reads_wordpiece_captions_and_augments_only_training_batches(folders):
+  """(Training and evaluating a VSE∞ workdir end to end: the fine-tuning run of
+  tests/apps/test_import_vseinf.py.)"""
   data_dir, bert = folders
   config = vseinf_config(data_dir, bert)
-  workdir = tmp_path / "run"
-  metrics = experiment.train_and_evaluate(config, str(workdir)).metrics
-  assert 0.0 <= metrics["full/rsum"] <= 600.0
   tokenizer = WordPiece.from_vocab_file(bert / "vocab.txt")
-  saved = json.loads((workdir / "vocab.json").read_text())
-  assert saved["words"] == (bert / "vocab.txt").read_text().splitlines()
-  assert len(saved["wordpiece"]["sha256"]) == 64
   # the splits' tokens: [CLS] pieces [SEP], the WordPiece ids of each caption
   data = experiment.load_data(config, str(data_dir))
   captions = shapes_tfds.load_split("test", data_dir=str(data_dir), config="tiny", images=False)
@@ -107,9 +101,6 @@ def test_vseinf_trains_on_wordpiece_captions_and_evaluates_alike(folders, tmp_pa
     assert a["image_mask"].sum() < p["image_mask"].sum()
     assert a["image_mask"].any(axis=1).all()
   assert np.array_equal(plain[0]["tokens"], batches(train, None)[0]["tokens"])
-  # jitr-eval reads the workdir's config.json and tokenises the same way: the same numbers
-  again = experiment.evaluate_workdir(str(workdir), split="test")
-  assert again["full/rsum"] == pytest.approx(metrics["full/rsum"], abs=1e-6)
 
 
 @pytest.mark.parametrize(
