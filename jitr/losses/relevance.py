@@ -12,7 +12,10 @@ Two kinds of stored data (see :mod:`jitr.relevance.records`) become an
 * a teacher dual encoder's image and caption embeddings:
   :func:`relevance_from_pair_embeddings` (``(1 + cos(e_i, t_j)) / 2``, positives 1);
 * token-coverage profiles (the ``tokens`` estimator): how much of each caption the
-  image's references cover, :func:`relevance_from_token_coverage`, positives 1.
+  image's references cover, :func:`relevance_from_token_coverage`, positives 1;
+* class labels of a labelled vector dataset: the overlap of two items' label sets,
+  :func:`relevance_from_labels` (Jaccard ``|A ∩ B| / |A ∪ B|``, positives 1), and whether
+  they share a class, :func:`shares_a_label` (the in-batch positives of such data).
 
 Several relevance matrices combine elementwise by :func:`harmonic_mean_relevance`
 (``2ab/(a+b)``, as RefCLIP-S combines its image and reference scores) or
@@ -245,6 +248,63 @@ def relevance_from_token_coverage(
   shares = caption_profiles[:, codes:].astype(jnp.float32)
   coverage = jnp.einsum("ic,jc->ij", image_cover, shares)
   return _with_positives(jnp.clip(coverage, 0.0, 1.0), positives)
+
+
+def _label_counts(image_labels: jax.Array, caption_labels: jax.Array):
+  """``(|A ∩ B| [N_img, N_txt], |A| [N_img, 1], |B| [1, N_txt])`` of 0/1 label rows."""
+  chex.assert_rank([image_labels, caption_labels], 2)
+  chex.assert_axis_dimension(caption_labels, 1, image_labels.shape[1])
+  a = (jnp.asarray(image_labels) > 0).astype(jnp.float32)
+  b = (jnp.asarray(caption_labels) > 0).astype(jnp.float32)
+  both = jnp.einsum("ic,jc->ij", a, b)
+  return both, jnp.sum(a, axis=1, keepdims=True), jnp.sum(b, axis=1)[None, :]
+
+
+def shares_a_label(image_labels: jax.Array, caption_labels: jax.Array) -> jax.Array:
+  """``|A_i ∩ B_j| > 0``: whether item ``i`` and item ``j`` share at least one class (the
+  relevance of class MAP, and the in-batch positives of a labelled vector dataset).
+
+  Args:
+    image_labels: ``[N_img, C]`` 0/1 (or bool) class memberships ``A_i``.
+    caption_labels: ``[N_txt, C]`` 0/1 (or bool) class memberships ``B_j``.
+
+  Returns:
+    bool ``[N_img, N_txt]``.
+
+  >>> import jax.numpy as jnp
+  >>> shares_a_label(jnp.array([[1, 1, 0]]), jnp.array([[0, 1, 0], [0, 0, 1]])).tolist()
+  [[True, False]]
+  """
+  both, _, _ = _label_counts(image_labels, caption_labels)
+  return both > 0
+
+
+def relevance_from_labels(
+  image_labels: jax.Array, caption_labels: jax.Array, *, positives: jax.Array | None = None
+) -> jax.Array:
+  """``r(i, j) = |A_i ∩ B_j| / |A_i ∪ B_j|`` (the Jaccard index of the two label sets; 0
+  when both are empty), positives set to 1: graded relevance from label overlap. With one
+  label per item it is 1 for the same class and 0 otherwise; with several it grades a
+  partial overlap (``{cat, sofa}`` against ``{cat}``: 1/2).
+
+  Args:
+    image_labels: ``[N_img, C]`` 0/1 (or bool) class memberships ``A_i``.
+    caption_labels: ``[N_txt, C]`` 0/1 (or bool) class memberships ``B_j``.
+    positives: optional bool ``[N_img, N_txt]``; those pairs get relevance 1.
+
+  Returns:
+    ``[N_img, N_txt]`` relevance in [0, 1].
+
+  >>> import jax.numpy as jnp
+  >>> a = jnp.array([[1, 1, 0]])
+  >>> b = jnp.array([[1, 1, 0], [0, 1, 0], [0, 1, 1], [0, 0, 1]])
+  >>> [round(float(r), 4) for r in relevance_from_labels(a, b)[0]]
+  [1.0, 0.5, 0.3333, 0.0]
+  """
+  both, size_a, size_b = _label_counts(image_labels, caption_labels)
+  union = size_a + size_b - both
+  jaccard = jnp.where(union > 0, both / jnp.maximum(union, 1.0), 0.0)
+  return _with_positives(jaccard, positives)
 
 
 def harmonic_mean_relevance(*relevances: jax.Array) -> jax.Array:
