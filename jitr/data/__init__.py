@@ -1,7 +1,8 @@
-"""Input pipelines: the dataset registry, precomp readers, batches, vocabularies, relevance
-TFRecord readers, CVSE's concepts (official files and :class:`ConceptData` built from
-captions), BERT's WordPiece tokenization of captions and the official VSE∞ training
-augmentation of captions and regions. The jitr_shapes TFDS builder
+"""Input pipelines: the dataset registry, precomp readers, labelled vector folders (image
+and text vectors with class labels: CMAL²R's Wikipedia and Pascal), batches,
+vocabularies, relevance TFRecord readers, CVSE's concepts (official files and
+:class:`ConceptData` built from captions), BERT's WordPiece tokenization of captions and
+the official VSE∞ training augmentation of captions and regions. The jitr_shapes TFDS builder
 (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
 needed.
 """
@@ -26,7 +27,14 @@ from jitr.data.cvse_concepts import (
   read_concept_vocabulary,
   read_official_concepts,
 )
-from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
+from jitr.data.datasets import DATASETS, DatasetInfo, LabelledLayout, dataset_info
+from jitr.data.labelled import (
+  LabelledDataError,
+  LabelledSettings,
+  LabelledSplit,
+  read_labelled_folder,
+)
+from jitr.data.labelled_splits import labelled_splits
 from jitr.data.official_vocab import (
   read_official_vocab,
   read_pickled_vocab,
@@ -49,6 +57,10 @@ __all__ = [
   "ConceptStatistics",
   "DATASETS",
   "DatasetInfo",
+  "LabelledDataError",
+  "LabelledLayout",
+  "LabelledSettings",
+  "LabelledSplit",
   "OfficialConcepts",
   "PrecompError",
   "PrecompSplit",
@@ -70,6 +82,7 @@ __all__ = [
   "drop_regions",
   "epoch_batches",
   "format_check_report",
+  "labelled_splits",
   "load_concept_data",
   "load_precomp_split",
   "load_relevance_table",
@@ -80,6 +93,7 @@ __all__ = [
   "read_concept_vectors",
   "read_concept_vocabulary",
   "read_official_concepts",
+  "read_labelled_folder",
   "read_official_vocab",
   "read_pickled_vocab",
   "read_sgraf_vocab",

@@ -1,7 +1,8 @@
-"""The batch keys of stored relevance data, defined once.
+"""The batch keys of stored relevance data and of class labels, defined once.
 
-:func:`jitr.data.pairs.make_batch` writes them and :mod:`jitr.training.graded` reads
-them; both name a key only through these functions. ``NAME`` is an estimator's
+:func:`jitr.data.pairs.make_batch` writes them and :mod:`jitr.training` reads them
+(the graded sources, the in-batch positives); both name a key only through these
+functions and constants. ``NAME`` is an estimator's
 registry name (``sentence``, ``lsa``, ``cider``, ``tokens``) or a teacher's workdir as
 written in the graded source (it may hold ``/`` and ``:``).
 
@@ -30,3 +31,16 @@ def teacher_keys(workdir: str) -> tuple[str, str]:
   """``(images, captions)`` keys of a teacher's embeddings: ``[B, D]`` the embedding of
   each row's image and ``[B, D]`` of each row's caption."""
   return f"teacher/{workdir}/images", f"teacher/{workdir}/captions"
+
+
+TEXT_VECTORS = "text_vectors"
+"""``[B, D_txt]`` each row's text as a vector (a labelled vector dataset's captions)."""
+
+CLASS_LABELS = "class_labels"
+"""bool ``[B, C]`` the classes of each row's image (and text): what the ``labels`` graded
+source reads."""
+
+POSITIVE_CLASSES = "positive_classes"
+"""bool ``[B, C]`` the classes that make two rows positives of each other: rows sharing one
+are positives (``config.labelled.positives = "class"``); without the key, only the rows of
+one image are."""

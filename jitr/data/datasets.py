@@ -2,12 +2,20 @@
 
 :data:`DATASETS` is the one registry of ``config.dataset`` values. Code that needs to
 know something of a dataset (is its relevance exact, does it read a ``*_precomp``
-folder, its splits, its captions per image, which config fields name its data) asks
-:func:`dataset_info` instead of comparing the name as a string.
+folder, its splits, its captions per image, which config fields name its data, what its
+captions are, which metric picks the best checkpoint) asks :func:`dataset_info` instead of
+comparing the name as a string.
 
 Besides the registered datasets, any ``NAME_precomp`` is a precomp dataset: the folder
 ``<precomp_root>/NAME_precomp/`` with ``train``, ``dev`` and ``test`` splits, whose
 captions per image ``config.captions_per_image`` must give (:func:`captions_per_image`).
+
+The labelled vector datasets (kind ``"labelled"``: a folder of image vectors, text
+vectors and class labels, :mod:`jitr.data.labelled`) are those CMAL²R reports on:
+``wiki`` (the Wikipedia dataset of Rasiwasia et al., 2010: 10 classes, one per pair) and
+``pascal`` (Pascal VOC 2007 with the tags of Hwang & Grauman: 20 classes, several per
+pair), each with its classes (:class:`LabelledLayout`), and ``labelled``, any such
+folder.
 """
 
 from __future__ import annotations
@@ -16,7 +24,22 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jitr.data.batch_keys import TEXT_VECTORS
+
 SHAPES = "jitr_shapes"
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelledLayout:
+  """The classes of a labelled vector dataset, checked when it is read (``None``: any).
+
+  Attributes:
+    classes: the number of classes.
+    multi_label: whether a pair may have several classes (``False``: exactly one each).
+  """
+
+  classes: int | None = None
+  multi_label: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,9 +48,10 @@ class DatasetInfo:
 
   Attributes:
     name: its ``config.dataset`` value.
-    kind: ``"shapes"`` (the built-in TFDS dataset, generated under ``config.data_dir``)
-      or ``"precomp"`` (a ``<precomp_root>/<name>/`` folder of region features and
-      caption files).
+    kind: ``"shapes"`` (the built-in TFDS dataset, generated under ``config.data_dir``),
+      ``"precomp"`` (a ``<precomp_root>/<name>/`` folder of region features and
+      caption files) or ``"labelled"`` (``config.labelled.folder``: image vectors, text
+      vectors and class labels).
     exact_relevance: whether the dataset knows the true relevance of every (image,
       caption) pair (``oracle`` graded sources and NDCG against the truth need it).
     data_fields: the config fields that name the data a run trains on, besides
@@ -36,6 +60,11 @@ class DatasetInfo:
       ``j // captions_per_image``); 0 when the name does not say (a precomp folder of
       another name: ``config.captions_per_image`` gives it).
     splits: the splits its files hold, the training split first.
+    text_input: the batch key that holds each caption: ``"tokens"`` (word ids) or
+      ``"text_vectors"``; a network must read it.
+    best_metric: the validation metric the best checkpoint maximises (``"rsum"``, or the
+      class MAP of both directions, ``"class/mAP"``).
+    labelled: what a labelled vector dataset holds (``None`` for the others).
   """
 
   name: str
@@ -44,11 +73,42 @@ class DatasetInfo:
   data_fields: tuple[str, ...] = ()
   captions_per_image: int = 5
   splits: tuple[str, ...] = ("train", "dev", "test")
+  text_input: str = "tokens"
+  best_metric: str = "rsum"
+  labelled: LabelledLayout | None = None
+
+  @property
+  def class_labels(self) -> bool:
+    """Whether the dataset labels its pairs with classes (the ``labels`` graded source)."""
+    return self.labelled is not None
 
   def data_name(self, config: Mapping[str, Any]) -> str:
     """The dataset with its data fields, e.g. ``jitr_shapes/tiny`` or ``f30k_precomp``."""
     return "/".join([self.name, *(str(config.get(f)) for f in self.data_fields)])
 
+
+def labelled_dataset(name: str, layout: LabelledLayout) -> DatasetInfo:
+  """A labelled vector dataset: one text (vector) per image, train and test files (the
+  validation pairs held out of the training ones, or val files), best checkpoint by class
+  MAP."""
+  return DatasetInfo(
+    name,
+    "labelled",
+    exact_relevance=False,
+    captions_per_image=1,
+    splits=("train", "test"),
+    text_input=TEXT_VECTORS,
+    best_metric="class/mAP",
+    labelled=layout,
+  )
+
+
+#: A labelled vector dataset of any classes.
+ANY_CLASSES = LabelledLayout()
+#: Wikipedia: 10 classes, one per pair.
+WIKI = LabelledLayout(classes=10, multi_label=False)
+#: Pascal VOC 2007 with tags: 20 classes, any number per pair.
+PASCAL = LabelledLayout(classes=20, multi_label=True)
 
 #: The datasets by name (``config.dataset``): how each one is read.
 DATASETS: dict[str, DatasetInfo] = {
@@ -68,6 +128,9 @@ DATASETS: dict[str, DatasetInfo] = {
     ),
     # IAPR TC-12 as LSEH releases it (yangong23/VSEnetworksLSEH): one caption per image
     DatasetInfo("iaprtc12_precomp", "precomp", exact_relevance=False, captions_per_image=1),
+    labelled_dataset("wiki", WIKI),
+    labelled_dataset("pascal", PASCAL),
+    labelled_dataset("labelled", ANY_CLASSES),
   )
 }
 PRECOMP_SUFFIX = "_precomp"

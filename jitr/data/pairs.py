@@ -1,7 +1,9 @@
 """In-memory retrieval splits and deterministic batches of (image, caption) pairs.
 
-A :class:`RetrievalSplit` holds a split's image features, tokenised captions and
-the caption -> image ownership (any dataset: ``jitr_shapes``, ``*_precomp``).
+A :class:`RetrievalSplit` holds a split's image features, its captions (tokenised, or
+text vectors for a labelled vector dataset) and the caption -> image ownership (any
+dataset: ``jitr_shapes``, ``*_precomp``, ``wiki`` ...), with the images' class labels
+where the dataset has them.
 :func:`epoch_batches` yields the training batches of one epoch: a permutation of
 the captions seeded by ``(seed, epoch)`` cut into ``batch_size`` pairs, so the
 same epoch always gives the same batches (what exact resumption needs).
@@ -16,7 +18,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from jitr.data import vocab as vocab_lib
-from jitr.data.batch_keys import teacher_keys, topk_keys, vectors_keys
+from jitr.data.batch_keys import (
+  CLASS_LABELS,
+  POSITIVE_CLASSES,
+  TEXT_VECTORS,
+  teacher_keys,
+  topk_keys,
+  vectors_keys,
+)
 
 # (image indices [B], caption indices [B]) -> relevance rows [B, B]
 OracleFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -27,8 +36,12 @@ BatchAugment = Callable[[dict, np.random.Generator], dict]
 @dataclasses.dataclass(frozen=True)
 class RetrievalSplit:
   """One split: ``images [N_img, ...]``, optional ``image_mask [N_img, K]``,
-  ``tokens [N_cap, L]``/``lengths [N_cap]``, ``caption_image [N_cap]`` (owner of
-  each caption; an image's captions are ``image_captions[i]``), the stored
+  ``tokens [N_cap, L]``/``lengths [N_cap]`` (both ``None`` for a split whose captions are
+  ``text_vectors [N_cap, D]``, a labelled vector dataset's texts), ``caption_image
+  [N_cap]`` (owner of each caption; an image's captions are ``image_captions[i]``),
+  optional ``class_labels [N_img, C]`` (bool class memberships of each image, its
+  captions' too; with ``class_positives`` the images sharing a class are each other's
+  positives in training batches, else only an image's own captions are), the stored
   relevance data of named estimators — ``vectors[name]`` ``[N_cap, D]``
   (unit-norm caption vectors of a cosine estimator) and ``topk[name]`` ``(indices
   [N_img, K], scores [N_img, K])`` (an image's K best captions) — the
@@ -39,8 +52,8 @@ class RetrievalSplit:
   mentions: what CVSE's evaluation encodes the captions with)."""
 
   images: np.ndarray
-  tokens: np.ndarray
-  lengths: np.ndarray
+  tokens: np.ndarray | None
+  lengths: np.ndarray | None
   caption_image: np.ndarray
   image_mask: np.ndarray | None = None
   vectors: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
@@ -49,9 +62,13 @@ class RetrievalSplit:
   teacher: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
   concept_labels: np.ndarray | None = None
   caption_concept_labels: np.ndarray | None = None
+  text_vectors: np.ndarray | None = None
+  class_labels: np.ndarray | None = None
+  class_positives: bool = False
 
   def __post_init__(self):
     n_cap = len(self.caption_image)
+    self._check_texts(n_cap)
     labels = self.concept_labels
     if labels is not None and (labels.ndim != 2 or len(labels) != len(self.images)):
       raise ValueError(
@@ -64,12 +81,14 @@ class RetrievalSplit:
         f"RetrievalSplit.caption_concept_labels: expected [{n_cap}, C] (one row per "
         f"caption), got {labels.shape}"
       )
-    for name in ("tokens", "lengths"):
-      if len(getattr(self, name)) != n_cap:
-        raise ValueError(
-          f"RetrievalSplit.{name}: {len(getattr(self, name))} rows, "
-          f"expected {n_cap} (one per caption)"
-        )
+    labels = self.class_labels
+    if labels is not None and (labels.ndim != 2 or len(labels) != len(self.images)):
+      raise ValueError(
+        f"RetrievalSplit.class_labels: expected [{len(self.images)}, C] (one row per "
+        f"image), got {labels.shape}"
+      )
+    if self.class_positives and labels is None:
+      raise ValueError("RetrievalSplit.class_positives: needs class_labels")
     for name, v in self.vectors.items():
       if len(v) != n_cap:
         raise ValueError(
@@ -95,6 +114,21 @@ class RetrievalSplit:
         "RetrievalSplit.caption_image: every image needs the same number of captions, "
         f"got between {counts.min()} and {counts.max()}"
       )
+
+  def _check_texts(self, n_cap: int) -> None:
+    """The captions are ``tokens`` and ``lengths`` or ``text_vectors``, one row per caption."""
+    if (self.tokens is None) != (self.lengths is None) or (
+      (self.tokens is None) == (self.text_vectors is None)
+    ):
+      raise ValueError(
+        "RetrievalSplit: expected the captions as tokens and lengths or as text_vectors"
+      )
+    for name in ("tokens", "lengths", "text_vectors"):
+      rows = getattr(self, name)
+      if rows is not None and len(rows) != n_cap:
+        raise ValueError(
+          f"RetrievalSplit.{name}: {len(rows)} rows, expected {n_cap} (one per caption)"
+        )
 
   @property
   def num_images(self) -> int:
@@ -138,18 +172,25 @@ def make_batch(
   vectors of each row's image's own captions), each top-K estimator's indices and
   scores ``[B, K]`` (with ``caption_indices`` ``[B]``), each teacher's image and caption
   embeddings ``[B, D]``; the exact relevance as ``oracle_relevance`` rows; each row's
-  image's ``concept_labels`` ``[B, C]``.
+  image's ``concept_labels`` ``[B, C]``. A split of text vectors gives each row's
+  ``text_vectors`` ``[B, D]`` instead of tokens; a split with class labels gives each
+  row's image's ``class_labels`` ``[B, C]``, and with ``class_positives`` the same rows
+  as ``positive_classes`` (:mod:`!jitr.data.batch_keys`).
   """
   images = split.caption_image[captions]
-  width = batch_width(split, captions, buckets)
-  batch = {
-    "images": split.images[images],
-    "tokens": split.tokens[captions, :width],
-    "lengths": split.lengths[captions].astype(np.int32),
-    "image_ids": images.astype(np.int32),
-    "caption_indices": captions.astype(np.int32),
-    "valid": np.ones(len(captions), bool),
-  }
+  batch = {"images": split.images[images]}
+  if split.tokens is not None:
+    batch["tokens"] = split.tokens[captions, : batch_width(split, captions, buckets)]
+    batch["lengths"] = split.lengths[captions].astype(np.int32)
+  if split.text_vectors is not None:
+    batch[TEXT_VECTORS] = split.text_vectors[captions].astype(np.float32)
+  batch["image_ids"] = images.astype(np.int32)
+  batch["caption_indices"] = captions.astype(np.int32)
+  batch["valid"] = np.ones(len(captions), bool)
+  if split.class_labels is not None:
+    batch[CLASS_LABELS] = split.class_labels[images].astype(bool)
+    if split.class_positives:
+      batch[POSITIVE_CLASSES] = batch[CLASS_LABELS]
   if split.image_mask is not None:
     batch["image_mask"] = split.image_mask[images]
   for name, vectors in split.vectors.items():
