@@ -7,7 +7,9 @@ Hugging Face folder through :func:`load_pretrained`). Joint model: :class:`DualE
 Similarity models (cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN
 (region GCN reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. CVSE (instance-level
 self-attention fused with a consensus level over a concept graph; its triplet and KL
-terms as auxiliary losses): :class:`CVSE`, :func:`cvse_model`. Training and evaluation see
+terms as auxiliary losses): :class:`CVSE`, :func:`cvse_model`. Two-branch MLPs over
+class-labelled image and text vectors (CMAL²R's experiments): :class:`TwoBranch`,
+:func:`two_branch_model`. Training and evaluation see
 every network through one interface, :class:`RetrievalModel` (built by name from a config:
 ``make_model(config.model, vocab_size, constants)``, registry :data:`MODELS` of
 :class:`Network` s, each declaring the batch keys and dataset constants it needs).
@@ -26,6 +28,7 @@ from jitr.models.official_checkpoint import OfficialCheckpointError
 from jitr.models.registry import MODELS, make_model
 from jitr.models.retrieval_model import ModelOutput, Network, RetrievalModel, similarity
 from jitr.models.sgraf import SGRAF, SGRAFSimilarity, sgraf_model, sgraf_similarity
+from jitr.models.twobranch import TwoBranch, two_branch_model
 from jitr.models.vse import (
   ConvEncoder,
   DualEncoder,
@@ -65,6 +68,7 @@ __all__ = [
   "SGRAF",
   "SGRAFSimilarity",
   "SetPool",
+  "TwoBranch",
   "VSRN",
   "VSRNCaptioner",
   "VSRNImageEncoder",
@@ -76,6 +80,7 @@ __all__ = [
   "load_pretrained",
   "make_model",
   "sgraf_model",
+  "two_branch_model",
   "vsrn_model",
   "vsrn_dataset_options",
   "gpo_pool",

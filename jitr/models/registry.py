@@ -18,7 +18,10 @@ keyword arguments; ``constants`` holds the dataset constants a network declares 
   ``concept_labels`` (its :attr:`!Network.inputs`);
 - ``"vseinf"``: VSE∞ as its official code builds it (BUTD regions, BERT captions of
   WordPiece ids): :func:`jitr.models.vseinf.create_vseinf` (``pretrained``: a Hugging
-  Face BERT folder, ``""`` for a random BERT of the ``bert_*`` sizes).
+  Face BERT folder, ``""`` for a random BERT of the ``bert_*`` sizes);
+- ``"twobranch"``: :class:`jitr.models.TwoBranch`, one MLP per modality over a labelled
+  vector dataset's image and text vectors (CMAL²R); it reads ``images`` and
+  ``text_vectors`` (its :attr:`!Network.inputs`).
 
 Each :class:`Network` declares, before anything is built, the batch keys its model reads
 (``inputs``) and the dataset constants its builder needs (``constants``).
@@ -29,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jitr.models import cvse, sgraf, vse, vseinf, vsrn
+from jitr.models import cvse, sgraf, twobranch, vse, vseinf, vsrn
 from jitr.models.retrieval_model import Network, RetrievalModel
 
 DEFAULT_MODEL = "vse"
@@ -43,6 +46,7 @@ MODELS: dict[str, Network] = {
   "vsrn": vsrn.NETWORK,
   "cvse": cvse.NETWORK,
   "vseinf": vseinf.NETWORK,
+  "twobranch": twobranch.NETWORK,
 }
 
 

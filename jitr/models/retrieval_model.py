@@ -9,6 +9,10 @@ A :class:`RetrievalModel` is a frozen bundle of pure functions over a Flax
     encode_images(variables, images, image_mask) -> representation     (eval mode)
     encode_captions(variables, tokens, lengths[, concept_labels]) -> representation
 
+(``encode_images`` takes the image-side inputs the model declares, :data:`IMAGE_INPUTS`,
+and ``encode_captions`` the others: the two-branch network's are ``images`` and
+``text_vectors``.)
+
 ``batch`` holds ``images [B, R, F]``, ``image_mask [B, R]`` (optional), ``tokens [B, L]``
 and ``lengths [B]``; row ``b`` is pair ``b`` (its image and its caption). A
 *representation* is any pytree with rows first: an embedding ``[B, E]`` (dual encoders,
@@ -47,6 +51,10 @@ Variables = Mapping[str, Any]
 
 INPUTS = ("images", "image_mask", "tokens", "lengths")
 """The batch keys every network reads: the default of :attr:`!RetrievalModel.inputs`."""
+
+IMAGE_INPUTS = ("images", "image_mask")
+"""The image-side batch keys (what ``encode_images`` takes, of those a model declares);
+every other declared key is an input of ``encode_captions``."""
 
 
 class ModelOutput(NamedTuple):

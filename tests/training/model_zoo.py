@@ -1,4 +1,5 @@
-"""Tiny members of every registered network and a region batch for the model-API tests."""
+"""Tiny members of every registered network and a batch for the model-API tests: region
+features and captions, or labelled vectors for the two-branch network."""
 
 import jax
 import numpy as np
@@ -55,7 +56,12 @@ CONFIGS = {
     bert_intermediate=8,
     bert_dropout=0.0,
   ),
+  "twobranch": dict(name="twobranch", image_hidden=(8,), text_hidden=(7,), embed_dim=16),
 }
+# The networks of labelled vectors: their batches are :func:`vector_batch`'s.
+VECTOR_NETWORKS = ("twobranch",)
+TEXT_DIM = 5
+CLASSES = 3
 CONCEPTS = 5
 
 
@@ -84,6 +90,30 @@ def region_batch(seed=3, n_images=4, captions_per_image=2):
   labels = rng.uniform(size=(n_images, CONCEPTS)) < 0.4
   batch["concept_labels"] = labels.astype(np.float32)[ids]
   return batch
+
+
+def vector_batch(seed=3, n_images=4, captions_per_image=2):
+  """:func:`region_batch`'s pairs as labelled vectors: each image the mean of its regions
+  ``[B, 6]``, each caption a text vector ``[B, 5]``, and each image's classes (one to
+  three of :data:`CLASSES`) as ``class_labels`` and ``positive_classes``."""
+  regions = region_batch(seed, n_images, captions_per_image)
+  rng = np.random.default_rng(seed + 200)
+  ids = regions["image_ids"]
+  labels = rng.uniform(size=(n_images, CLASSES)) < 0.4
+  labels[np.arange(n_images), rng.integers(0, CLASSES, n_images)] = True
+  return {
+    "images": regions["images"].mean(axis=1),
+    "text_vectors": rng.normal(size=(len(ids), TEXT_DIM)).astype(np.float32),
+    "image_ids": ids,
+    "valid": regions["valid"],
+    "class_labels": labels[ids],
+    "positive_classes": labels[ids],
+  }
+
+
+def batch(name, seed=3):
+  """The batch network ``name`` reads: :func:`vector_batch` or :func:`region_batch`."""
+  return vector_batch(seed) if name in VECTOR_NETWORKS else region_batch(seed)
 
 
 def perturbed(variables, seed=0, scale=0.1):

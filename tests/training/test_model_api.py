@@ -1,4 +1,5 @@
-"""The one model interface through the one train step: VSE, SGR, SAF, VSRN and CVSE.
+"""The one model interface through the one train step: VSE, SGR, SAF, VSRN, CVSE, VSE∞ and
+the two-branch network (whose batch's pairs sharing a class are positives).
 
 Every network trains on 8 devices exactly as on one (loss, metrics, gradients and
 the running BatchNorm statistics), the pairwise path scores the global batch once,
@@ -52,7 +53,7 @@ def test_eight_devices_equal_one_device_for_every_network(name):
   networks with cross-device statistics (SAF's gathered moments, VSRN's sync BatchNorm);
   pmap = shard_map for every loss is test_split.py's."""
   model = _model(name)
-  batch = model_zoo.region_batch()
+  batch = model_zoo.batch(name)
   batch["valid"][-2:] = False  # padded pairs (on the last two devices) count in no loss
   state = _state(model, batch)
   make = lambda **kw: training.make_train_step(TRIPLET, model=model, **kw)  # noqa: E731
@@ -188,7 +189,7 @@ def test_objective_term_named_like_an_aux_loss_is_refused():
 
 
 def test_registry_names_and_errors():
-  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse", "vseinf"}
+  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse", "vseinf", "twobranch"}
   assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
   assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
   with pytest.raises(ValueError, match=r"config.model.name: expected one of \['cvse', 'saf'"):

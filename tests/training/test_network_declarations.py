@@ -41,6 +41,7 @@ def test_each_network_declares_its_inputs_and_constants():
     "vsrn": (INPUTS, ()),
     "cvse": (("images", "image_mask", "tokens", "lengths", "concept_labels"), ("concepts",)),
     "vseinf": (INPUTS, ()),
+    "twobranch": (("images", "text_vectors"), ()),
   }
 
 
