@@ -24,6 +24,7 @@ import contextlib
 import errno
 import gc
 import logging as py_logging
+import math
 import os
 import re
 import sys
@@ -257,9 +258,12 @@ def _first_line(err: BaseException) -> str:
 
 class Checkpoints:
   """``workdir/checkpoints/latest`` keeps the newest ``keep`` saves;
-  ``workdir/checkpoints/best`` keeps the one with the highest ``best_metric``. Older steps
-  are deleted only once the new one is sealed (orbax keeps every step; :func:`rotate`), so
-  a save that fails leaves every step that was there.
+  ``workdir/checkpoints/best`` keeps the one with the highest ``best_metric`` (``rsum``, or
+  a labelled vector dataset's ``class/mAP``). Older steps are deleted only once the new one
+  is sealed (orbax keeps every step; :func:`rotate`), so a save that fails leaves every
+  step that was there. ``best/`` holds one step, so a reader that restores it (``jitr-eval``,
+  ``init_from``) finds it whatever metric ranked it: a step saved with another metric ranks
+  last.
 
   Orbax writes each save to a temporary folder and renames it when complete, so
   an interrupted save never damages the previous checkpoint; the step's manifest is
@@ -281,7 +285,7 @@ class Checkpoints:
       self.best = _open_manager(
         os.path.join(root, "best"),
         ocp.CheckpointManagerOptions(
-          best_fn=lambda m: m[best_metric],
+          best_fn=lambda m: m.get(best_metric, -math.inf),
           best_mode="max",
           enable_async_checkpointing=False,
         ),

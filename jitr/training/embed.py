@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jitr.data import pairs
-from jitr.models.retrieval_model import INPUTS
+from jitr.models.retrieval_model import IMAGE_INPUTS, INPUTS
 
 
 def encode_in_batches(
@@ -40,8 +40,14 @@ def encode_in_batches(
   return jax.tree.map(lambda *xs: jnp.concatenate(xs), *out)
 
 
-def image_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
-  """``(images, image_mask)``; an all-valid mask when the split has none."""
+def image_inputs(
+  split: pairs.RetrievalSplit, model_inputs: Collection[str] = INPUTS
+) -> tuple[np.ndarray, ...]:
+  """The image-side inputs the model declares (:data:`!IMAGE_INPUTS`, in order):
+  ``(images, image_mask)``, an all-valid mask when the split has none, or ``(images,)``
+  for a model that reads no mask (vectors: the two-branch network)."""
+  if "image_mask" not in model_inputs:
+    return (split.images,)
   mask = split.image_mask
   return split.images, mask if mask is not None else np.ones(split.images.shape[:2], bool)
 
@@ -49,22 +55,37 @@ def image_inputs(split: pairs.RetrievalSplit) -> tuple[np.ndarray, np.ndarray]:
 def caption_inputs(
   split: pairs.RetrievalSplit, model_inputs: Collection[str] = INPUTS
 ) -> tuple[np.ndarray, ...]:
-  """``(tokens [:, :max length], lengths, *extra)``: padding columns no caption uses are
-  cut; ``extra``: for each input the model declares beyond images and captions (its
-  :attr:`!RetrievalModel.inputs` less :data:`!jitr.models.retrieval_model.INPUTS`, in
-  order), float32 ``[N_cap, ...]``: the split's per-caption ``caption_<key>`` when it has
-  one, else its image's ``<key>``. The first that the split lacks ends ``extra`` (the
-  encoder's later arguments keep their defaults)."""
-  width = max(int(split.lengths.max()), 1)
-  extra = []
+  """The caption-side inputs the model declares (its :attr:`!RetrievalModel.inputs` less
+  :data:`!IMAGE_INPUTS`, in order), one row per caption: ``tokens`` cut to the longest
+  caption (padding columns no caption uses are cut), ``lengths``, ``text_vectors`` (a
+  labelled vector dataset's texts, float32), and any other key as float32 ``[N_cap, ...]``:
+  the split's per-caption ``caption_<key>`` when it has one, else its image's ``<key>``.
+  The first that the split lacks ends the tuple (the encoder's later arguments keep their
+  defaults)."""
+  out = []
   for key in model_inputs:
-    if key in INPUTS:
+    if key in IMAGE_INPUTS:
       continue
-    rows = getattr(split, f"caption_{key}", None)
+    rows = caption_rows(split, key)
     if rows is None:
-      per_image = getattr(split, key, None)
-      if per_image is None:
-        break
-      rows = per_image[split.caption_image]
-    extra.append(np.asarray(rows).astype(np.float32))
-  return split.tokens[:, :width], split.lengths, *extra
+      break
+    out.append(rows)
+  return tuple(out)
+
+
+def caption_rows(split: pairs.RetrievalSplit, key: str) -> np.ndarray | None:
+  """The split's per-caption rows of the model input ``key`` (:func:`caption_inputs`), or
+  ``None`` when it has none."""
+  if key == "tokens":
+    if split.tokens is None:
+      return None
+    return split.tokens[:, : max(int(split.lengths.max(initial=1)), 1)]
+  if key in ("lengths", "text_vectors"):
+    return getattr(split, key)
+  rows = getattr(split, f"caption_{key}", None)
+  if rows is None:
+    per_image = getattr(split, key, None)
+    if per_image is None:
+      return None
+    rows = per_image[split.caption_image]
+  return np.asarray(rows).astype(np.float32)

@@ -15,6 +15,10 @@ relevance, teachers, ``jitr-relevance-quality``'s in-split relevance):
 * ``"topk:NAME"`` -- raw scores of an estimator's top-K lists (CIDEr-D for SAM's
   phi), 0 for captions outside an image's list; positives keep their score;
 * ``"oracle"`` -- the exact relevance of ``jitr_shapes``, positives 1;
+* ``"labels"`` -- label overlap on a labelled vector dataset (``wiki``, ``pascal``): the
+  Jaccard index ``|A_i ∩ B_j| / |A_i ∪ B_j|`` of the two pairs' class sets, positives 1
+  (:func:`jitr.losses.relevance_from_labels`); it grades the pairs that share some
+  classes, so it goes with ``config.labelled.positives = "pair"``;
 * ``"constant"`` -- :data:`CONSTANT_RELEVANCE` (0.5) for every pair, positives 1: the
   uninformed baseline, which grades nothing beyond the annotated positives (what an
   estimator adds is measured against it, in training and in ``jitr-relevance-quality``);
@@ -56,7 +60,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jitr.data.batch_keys import teacher_keys, topk_keys, vectors_keys
+from jitr.data.batch_keys import CLASS_LABELS, teacher_keys, topk_keys, vectors_keys
 from jitr.losses import relevance as rel
 
 Batch = Mapping[str, jax.Array]
@@ -77,11 +81,14 @@ class SourceKind:
     vectors_kind: for ``stored == "vectors"``, the relevance kind the estimator's
       vectors must have (its records header's ``relevance.kind``): ``"cosine"`` or
       ``"coverage"``.
+    needs: what the dataset must have (a flag of :class:`jitr.data.DatasetInfo`):
+      ``"exact_relevance"`` (the oracle), ``"class_labels"`` (label overlap), or ``None``.
   """
 
   stored: str | None
   build: Builder
   vectors_kind: str | None = None
+  needs: str | None = None
 
 
 CONSTANT_RELEVANCE = 0.5  # the "constant" source's relevance of every non-positive pair
@@ -119,6 +126,12 @@ def _oracle(images, captions, positives, estimator, aggregate):
   return jnp.where(positives, 1.0, rows)
 
 
+def _labels(images, captions, positives, estimator, aggregate):
+  return rel.relevance_from_labels(
+    images[CLASS_LABELS], captions[CLASS_LABELS], positives=positives
+  )
+
+
 def _constant(images, captions, positives, estimator, aggregate):
   return jnp.where(positives, 1.0, CONSTANT_RELEVANCE)
 
@@ -135,7 +148,8 @@ SOURCES: Mapping[str, SourceKind] = {
   "cosine": SourceKind("vectors", _cosine, "cosine"),
   "coverage": SourceKind("vectors", _coverage, "coverage"),
   "topk": SourceKind("topk", _topk),
-  "oracle": SourceKind(None, _oracle),
+  "oracle": SourceKind(None, _oracle, needs="exact_relevance"),
+  "labels": SourceKind(None, _labels, needs="class_labels"),
   "constant": SourceKind(None, _constant),
   "teacher": SourceKind("teacher", _teacher),
 }

@@ -34,13 +34,22 @@ RESULT_KEYS: tuple[tuple[str, str], ...] = (
   ("exact/t2i/mAP@R", "t2i mAP@R"),
 )
 
+# (metric key, column title) of the class MAP columns the table adds for a dataset with
+# class labels (CMAL²R's protocol: a gallery item is relevant when it shares a class).
+CLASS_KEYS: tuple[tuple[str, str], ...] = (
+  ("class/i2t/mAP", "i2t class MAP"),
+  ("class/t2i/mAP", "t2i class MAP"),
+  ("class/mAP", "class MAP"),
+)
+
 
 MISSING_CELL = "–"
 """A results-table cell of a metric the evaluated data cannot give (a dash, not ``nan``)."""
 
 
 def results_table(metrics: Mapping[str, float], title: str) -> str:
-  """A one-row Markdown table of :data:`RESULT_KEYS`; a metric that is absent (or NaN) is a
+  """A one-row Markdown table of :data:`RESULT_KEYS` (and :data:`CLASS_KEYS` when
+  ``metrics`` has the class MAP); a metric that is absent (or NaN) is a
   :data:`MISSING_CELL`, and a footnote under the table names those columns and why: NDCG@10
   and mAP@R are measured against a dataset's exact relevance (jitr_shapes has it, a precomp
   folder does not), and ``metrics.json`` leaves their keys out.
@@ -52,9 +61,10 @@ def results_table(metrics: Mapping[str, float], title: str) -> str:
   >>> lines[6].split(" (")[0]
   '– not measured on this data: i2t NDCG@10, t2i NDCG@10, i2t mAP@R, t2i mAP@R'
   """
-  head = "| " + " | ".join(name for _, name in RESULT_KEYS) + " |"
-  rule = "|" + "---|" * len(RESULT_KEYS)
-  values = {key: float(metrics.get(key, float("nan"))) for key, _ in RESULT_KEYS}
+  columns = RESULT_KEYS + (CLASS_KEYS if CLASS_KEYS[-1][0] in metrics else ())
+  head = "| " + " | ".join(name for _, name in columns) + " |"
+  rule = "|" + "---|" * len(columns)
+  values = {key: float(metrics.get(key, float("nan"))) for key, _ in columns}
   cells = [MISSING_CELL if math.isnan(v) else f"{v:.2f}" for v in values.values()]
   table = f"{title}\n\n{head}\n{rule}\n| " + " | ".join(cells) + " |\n"
   missing = [name for key, name in RESULT_KEYS if math.isnan(values[key])]
@@ -67,8 +77,8 @@ def results_table(metrics: Mapping[str, float], title: str) -> str:
 
 
 def headline(metrics: Mapping[str, float]) -> dict[str, float]:
-  """The :data:`RESULT_KEYS` present in ``metrics``, as floats."""
-  return {key: float(metrics[key]) for key, _ in RESULT_KEYS if key in metrics}
+  """The :data:`RESULT_KEYS` and :data:`CLASS_KEYS` present in ``metrics``, as floats."""
+  return {key: float(metrics[key]) for key, _ in RESULT_KEYS + CLASS_KEYS if key in metrics}
 
 
 def format_scalars(scalars: Mapping[str, Any]) -> str:

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr import losses
+from jitr.data.batch_keys import POSITIVE_CLASSES
 from jitr.models.retrieval_model import RetrievalModel
 
 Batch = Mapping[str, jax.Array]
@@ -63,12 +64,18 @@ def query_targets(queries: Batch, candidates: Batch) -> tuple[jax.Array, jax.Arr
   """``positives [Q, C]`` and ``where [Q, C]`` of some pairs' queries against all candidates.
 
   The same for both directions: image i and caption j match when their pairs
-  share an image id, whichever side is the query.
+  share an image id, whichever side is the query, or, for a batch with
+  ``positive_classes`` (a labelled vector dataset, :mod:`!jitr.data.batch_keys`), when
+  their pairs share a class (:func:`jitr.losses.shares_a_label`).
   """
   ids_q, ids_c = queries["image_ids"], candidates["image_ids"]
   valid_q = queries.get("valid", jnp.ones(ids_q.shape, bool))
   valid_c = candidates.get("valid", jnp.ones(ids_c.shape, bool))
-  return ids_q[:, None] == ids_c[None, :], losses.pair_mask(valid_q, valid_c)
+  positives = ids_q[:, None] == ids_c[None, :]
+  if POSITIVE_CLASSES in queries:
+    shared = losses.shares_a_label(queries[POSITIVE_CLASSES], candidates[POSITIVE_CLASSES])
+    positives = positives | shared
+  return positives, losses.pair_mask(valid_q, valid_c)
 
 
 class DeviceQueries(NamedTuple):

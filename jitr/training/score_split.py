@@ -127,7 +127,7 @@ class SplitScorer:
 
   def _score(self, variables: Any, split: pairs.RetrievalSplit, progress: Progress) -> np.ndarray:
     images = encode_in_batches(
-      self.encode_images, variables, image_inputs(split), batch_size=self.image_batch
+      self.encode_images, variables, image_inputs(split, self.inputs), batch_size=self.image_batch
     )
     captions = self._captions(variables, split, images)
     n_img, n_cap = split.num_images, split.num_captions

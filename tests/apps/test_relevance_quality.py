@@ -104,10 +104,11 @@ def test_estimator_sources_are_the_fitted_estimators_relevance(tiny_val):
 
 
 def test_sources_are_those_of_training(tiny_val):
-  """Every graded source of training but LSEH's raw cosine has an in-split relevance; bad
-  sources get the training parser's message."""
+  """Every graded source of training but LSEH's raw cosine and the label overlap of
+  labelled vectors (no captions) has an in-split relevance; bad sources get the training
+  parser's message."""
   _, captions, exact = tiny_val
-  assert set(SOURCES) - set(IN_SPLIT) == {"cosine"} and set(IN_SPLIT) <= set(SOURCES)
+  assert set(SOURCES) - set(IN_SPLIT) == {"cosine", "labels"} and set(IN_SPLIT) <= set(SOURCES)
   with pytest.raises(ValueError, match="graded source 'cosine:lsa': cosine: has no in-split"):
     estimated_relevance("cosine:lsa", captions, exact)
   with pytest.raises(ValueError, match="graded source 'lsa': expected one of"):

@@ -118,8 +118,9 @@ def test_sources_parse_in_one_place():
   assert parse_source("oracle") == ("oracle", None) and parse_source("oracle").stored is None
   assert parse_source("constant") == ("constant", None) and parse_source("constant").stored is None
   assert sorted(SOURCES) == [
-    "constant", "cosine", "coverage", "oracle", "teacher", "topk", "vectors"
+    "constant", "cosine", "coverage", "labels", "oracle", "teacher", "topk", "vectors"
   ]  # fmt: skip
+  assert parse_source("labels") == ("labels", None) and parse_source("labels").stored is None
   assert parse_source("coverage:tokens").stored == "vectors"
   assert sorted(COMBINERS) == ["hmean", "mean"]
   assert parse_source("teacher:/a/b:c") == GradedSource("teacher", "/a/b:c")
