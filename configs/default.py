@@ -32,7 +32,8 @@ def get_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.seed = 0  # parameters' initialisation, batch order and every random draw of the run
   # "jitr_shapes" (built in), "f30k_precomp", "coco_precomp", "iaprtc12_precomp" or the
-  # name of any other precomp folder under precomp_root, NAME_precomp
+  # name of any other precomp folder under precomp_root, NAME_precomp; or labelled vectors
+  # (below): "wiki", "pascal" (CMAL²R's Wikipedia and Pascal VOC 2007), "labelled" (any)
   c.dataset = "jitr_shapes"
   # Each image's captions in its caption file (caption j belongs to image j // this):
   # 0 = the dataset's own (5; IAPR TC-12: 1); a precomp folder of another name needs it
@@ -83,6 +84,29 @@ def get_config() -> ml_collections.ConfigDict:
   c.image = ml_collections.ConfigDict(
     dict(region_drop=0.0)  # probability per training region (VSE∞: 0.2)
   )
+  # Labelled vector datasets ("wiki", "pascal", "labelled"; jitr.data.labelled): each
+  # split's image vectors [n, D_img], text vectors [n, D_txt] (pair i = image i, text i) and
+  # class labels (ids [n] or 0/1 memberships [n, C]) in .npy or MATLAB .mat files.
+  c.labelled = ml_collections.ConfigDict(
+    dict(
+      folder="",  # the folder holding the files (a folder or a gs:// URL)
+      images="{split}_images.npy",  # image vectors of a split ({split}: its name below)
+      texts="{split}_texts.npy",  # text vectors of a split
+      labels="{split}_labels.npy",  # class ids or memberships of a split
+      image_variable="",  # the variable holding them in a .mat file, e.g. "I_{split}"
+      text_variable="",  # the same for the text vectors, e.g. "T_{split}"
+      label_variable="",  # the same for the labels, e.g. "L_{split}"
+      train_name="train",  # the training split's name in file and variable names
+      val_name="val",  # the validation split's name (unused when val_pairs > 0)
+      test_name="test",  # the test split's name
+      first_class=0,  # the id of the first class in label ids (MATLAB's 1-based ids: 1)
+      # training pairs held out (evenly spread) as the validation split; 0: val_name's files
+      val_pairs=0,
+      # in-batch positives: "class" (pairs sharing a class, CMAL²R's relevance) or "pair"
+      # (only each pair; the "labels" graded source then grades the others by overlap)
+      positives="class",
+    )
+  )
 
   # Graded inputs of the losses (objective term "input", default "relevance") and
   # where they come from (jitr.training.graded): "vectors:sentence" (RSC from
@@ -94,7 +118,8 @@ def get_config() -> ml_collections.ConfigDict:
   # dual encoder, vse or vsrn, trained on the same data; WORKDIR is everything after
   # the first ':'). "hmean:A|B" / "mean:A|B" combine two or more of them elementwise
   # (harmonic mean 2ab/(a+b), RefCLIP-S style; arithmetic mean), positives 1, e.g.
-  # "hmean:vectors:sentence|teacher:workdirs/triplet" (quote it in a shell: '|').
+  # "hmean:vectors:sentence|teacher:workdirs/triplet" (quote it in a shell: '|'). On a
+  # labelled vector dataset: "labels" (the Jaccard overlap of two pairs' class sets).
   # Estimators' TFRecords and teachers' embeddings are precomputed under
   # <data_dir>/relevance on first use (a teacher's per checkpoint step).
   c.graded = ml_collections.ConfigDict({"relevance": "vectors:sentence"})
@@ -120,7 +145,7 @@ def get_config() -> ml_collections.ConfigDict:
   c.concepts = ml_collections.ConfigDict(dict(source="", num_concepts=300, vectors="onehot"))
 
   # The network: model.name of jitr.models.registry ("vse" when unset: this dual encoder;
-  # "sgr", "saf", "vsrn", "cvse") and its settings
+  # "sgr", "saf", "vsrn", "cvse", "vseinf"; "twobranch" for labelled vectors) and its settings
   c.model = ml_collections.ConfigDict(
     dict(
       image="regions",  # "regions" (precomp / jitr_shapes region features) or "pixels" (CNN)

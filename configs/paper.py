@@ -1,11 +1,14 @@
-"""The papers' settings on Flickr30K / COCO / IAPR TC-12 precomp features.
+"""The papers' settings on Flickr30K / COCO / IAPR TC-12 precomp features and CMAL²R's
+labelled vectors.
 
 Use as ``--config=configs/paper.py:DATA,MODEL,LOSS``.
 
 DATA: ``f30k`` or ``coco`` (COCO tests on ``testall``: 5K, plus the 1K five folds), or
 ``iaprtc12`` (LSEH's IAPR TC-12 release, ``iaprtc12_precomp``: one caption per image;
 the networks LSEH trains on it, ``vsepp``, ``vsrn``, ``sgr`` / ``saf`` and ``vseinf``,
-with the settings of its ``IAPRTC12/`` scripts: :data:`IAPRTC12_SETTINGS`).
+with the settings of its ``IAPRTC12/`` scripts: :data:`IAPRTC12_SETTINGS`), or
+CMAL²R's ``wiki`` / ``pascal`` (labelled vectors, MODEL ``twobranch``, LOSS ``cmal2r`` or
+``triplet``; ``--config.labelled.folder`` names the folder).
 MODEL (each with its official training settings; every hardest-negative loss from the
 first step unless said):
 
@@ -39,6 +42,18 @@ first step unless said):
   epochs ×0.1 at 15, the GCN ×0.2 at the same epochs). The concepts are built from the
   training captions with one-hot vectors unless ``--config.concepts.source`` names a
   folder (the official GloVe vectors need the official files).
+- ``twobranch`` (CMAL²R's experiments, ``wiki`` and ``pascal`` only: one MLP per modality
+  into a common space, ``jitr.models.TwoBranch``). What CMAL²R states and jitr follows:
+  the data (Wikipedia: 2,866 pairs, 10 classes, 4096-d fc7 image and 100-d word2vec text
+  vectors, 2,000 train / 866 test; Pascal: 5,000 train / 4,919 test pairs, 20 classes,
+  512-d GIST and 399-d tag-frequency vectors), the adaptive listwise loss with α = 0.4
+  and β = 0.5, and the evaluation (class MAP over the whole test set, both directions).
+  What it does not state and jitr chose (see ``_twobranch``): the widths (one hidden layer
+  of 2048 per branch, a 512-d common space: the two-branch network of Wang et al., 2016),
+  Adam at 1e-4 without decay, batch 100, 50 epochs, pairs sharing a class as each other's
+  positives in a batch, and a validation split (jitr keeps the best checkpoint by its
+  class MAP) of 200 (Wikipedia) / 500 (Pascal) training pairs held out, so the networks
+  train on 1,800 / 4,500 pairs.
 
 LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
 ``sam`` (CIDEr-D margins), ``lseh`` (TF-IDF+SVD, k = 400).
@@ -68,7 +83,13 @@ default = _sibling("default")
 shapes = _sibling("shapes")
 common = _sibling("common")
 
-DATASETS = ("f30k", "coco", "iaprtc12")
+DATASETS = ("f30k", "coco", "iaprtc12", "wiki", "pascal")
+# CMAL²R's labelled vector datasets, the network and the losses they take
+LABELLED_DATASETS = ("wiki", "pascal")
+LABELLED_MODELS = ("twobranch",)
+LABELLED_LOSSES = ("triplet", "cmal2r")
+# training pairs held out for validation (the datasets' splits have no validation part)
+VAL_PAIRS = {"wiki": 200, "pascal": 500}
 
 
 def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections.ConfigDict:
@@ -277,6 +298,24 @@ def _iaprtc12(model: str):
   return IAPRTC12_SETTINGS[model]
 
 
+def _twobranch(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
+  """CMAL²R's experiments: the two-branch network on ``wiki`` / ``pascal`` (the module
+  docstring says which settings are the paper's and which jitr chose)."""
+  c.dataset = data
+  c.test_split = "test"
+  c.eval_folds = 0
+  c.model = ml_collections.ConfigDict(
+    dict(name="twobranch", image_hidden=(2048,), text_hidden=(2048,), embed_dim=512)
+  )
+  c.labelled.val_pairs = VAL_PAIRS[data]
+  c.labelled.val_name = ""
+  c.labelled.positives = "class"  # CMAL²R's relevance: a shared class
+  c.optimizer = _adam(1e-4, ())
+  c.batch_size = 100
+  c.num_epochs = 50
+  c.loss = default.without_warmup(c.loss)  # the hardest-negative triplet from the start
+
+
 MODELS = {
   "vsepp": _vsepp,
   "vseinf": _vseinf,
@@ -285,12 +324,32 @@ MODELS = {
   "saf": _sgraf("saf"),
   "vsrn": _vsrn,
   "cvse": _cvse,
+  "twobranch": _twobranch,
 }
 
 
 # shapes' rows but the oracle (jitr_shapes only) and the teacher-taught ones (their
 # teacher is a shapes run; give a teacher with --config.graded.relevance='teacher:W')
 LOSSES = tuple(v for v in shapes.VARIANTS if v != "oracle" and v not in shapes.TEACHER_SOURCES)
+
+
+def labelled_fit(data: str, model: str, loss: str) -> bool:
+  """Whether DATA and MODEL agree on labelled vectors: CMAL²R's datasets take the
+  two-branch network and its losses, the precomp features every other network."""
+  if data in LABELLED_DATASETS:
+    return model in LABELLED_MODELS and loss in LABELLED_LOSSES
+  return model not in LABELLED_MODELS
+
+
+def specs() -> list[str]:
+  """Every ``DATA,MODEL,LOSS`` this file builds (IAPR TC-12 with LSEH's networks only)."""
+  return [
+    f"{data},{model},{loss}"
+    for data in DATASETS
+    for model in MODELS
+    for loss in LOSSES
+    if labelled_fit(data, model, loss) and (data != "iaprtc12" or model in IAPRTC12_SETTINGS)
+  ]
 
 
 def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
@@ -302,6 +361,12 @@ def get_config(spec: str = "f30k,vsepp,sndcg") -> ml_collections.ConfigDict:
     loss=common.choices(*LOSSES),
   )
   data, model, loss = arg.data, arg.model, arg.loss
+  if not labelled_fit(data, model, loss):
+    raise ValueError(
+      f"configs/paper.py: DATA {LABELLED_DATASETS} (labelled vectors) take MODEL "
+      f"{LABELLED_MODELS} and LOSS one of {LABELLED_LOSSES}, the other DATA the other MODELs; "
+      f"got {spec!r}"
+    )
   c = shapes.get_config(loss)  # the loss terms and graded inputs of that row
   base = default.get_config()
   c.dataset = f"{data}_precomp"

@@ -46,10 +46,11 @@ class Evaluator:
   once, pairs scored in ``batch_size`` x ``batch_size`` blocks; embedding models by a dot
   product, similarity models by their ``score``) and
   :func:`jitr.evaluation.evaluate_retrieval` (exact relevance and its relevance-1 items as
-  extended positives where the dataset has them; COCO folds on test). ``variables``: a
-  state's ``state.variables``. ``show_progress``: scoring a large split draws one progress
-  line on stderr (``scoring SPLIT: pairs done of the total, pairs/s, ETA``; see
-  :mod:`!jitr.training.score_split`)."""
+  extended positives where the dataset has them; the class MAP of both directions over the
+  whole split where its images have class labels, CMAL²R's protocol; COCO folds on
+  test). ``variables``: a state's ``state.variables``. ``show_progress``: scoring a large
+  split draws one progress line on stderr (``scoring SPLIT: pairs done of the total,
+  pairs/s, ETA``; see :mod:`!jitr.training.score_split`)."""
 
   def __init__(
     self,
@@ -97,7 +98,11 @@ class Evaluator:
       options = dataclasses.replace(options, semantic_ks=SEMANTIC_KS)
       inputs = {**inputs, "semantic": semantic}
     metrics = evaluate_retrieval(
-      sim, caption_to_image=self.splits[split].caption_image, options=options, **inputs
+      sim,
+      caption_to_image=self.splits[split].caption_image,
+      image_labels=self.splits[split].class_labels,  # captions: their image's
+      options=options,
+      **inputs,
     )
     metrics["rsum"] = metrics["full/rsum"]
     return metrics

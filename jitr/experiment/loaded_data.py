@@ -2,10 +2,10 @@
 
 :func:`load_data` reads ``config.dataset`` through the loader of its kind
 (:data:`LOADERS`, keyed by :attr:`jitr.data.datasets.DatasetInfo.kind`): the built-in
-jitr_shapes TFDS dataset (built under ``data_dir`` on first use) or a ``*_precomp``
-folder. The training split carries the relevance records of every graded source
-(:mod:`jitr.experiment.stored_relevance`) and, when asked, the teachers' embeddings
-(:mod:`jitr.experiment.teachers`).
+jitr_shapes TFDS dataset (built under ``data_dir`` on first use), a ``*_precomp``
+folder or a folder of labelled vectors. The training split carries the relevance records
+of every graded source (:mod:`jitr.experiment.stored_relevance`) and, when asked, the
+teachers' embeddings (:mod:`jitr.experiment.teachers`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from jitr.data import pairs, precomp
 from jitr.data import vocab as vocab_lib
 from jitr.data.concept_data import ConceptData
 from jitr.data.datasets import captions_per_image, dataset_info
+from jitr.data.labelled import LabelledSettings
+from jitr.data.labelled_splits import labelled_splits
 from jitr.data.official_vocab import read_vocab_file
 from jitr.data.shapes import split as shapes_split
 from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
@@ -230,8 +232,26 @@ def load_precomp(
   return with_concepts(config, data, {n: s.captions for n, s in raw.items()}, data_dir)
 
 
+def load_labelled(
+  config, data_dir: str, *, teachers: bool = True, vocab=None, say=say_nothing
+) -> LoadedData:
+  """A folder of image vectors, text vectors and class labels (``config.labelled``,
+  :mod:`jitr.data.labelled_splits`): no words (a vocabulary of the special tokens), no
+  stored relevance, no teacher."""
+  del data_dir, teachers
+  say(f"loading {config.labelled.folder}")
+  layout = dataset_info(config.dataset).labelled
+  splits = labelled_splits(LabelledSettings.of(config.labelled), layout)
+  vocab = vocab if vocab is not None else vocab_lib.Vocab(vocab_lib.SPECIAL_TOKENS)
+  return LoadedData(splits, vocab, None, {}, None)
+
+
 # DatasetInfo.kind -> its loader
-LOADERS: dict[str, Callable[..., LoadedData]] = {"shapes": load_shapes, "precomp": load_precomp}
+LOADERS: dict[str, Callable[..., LoadedData]] = {
+  "shapes": load_shapes,
+  "precomp": load_precomp,
+  "labelled": load_labelled,
+}
 
 
 def _train_source(config) -> str:

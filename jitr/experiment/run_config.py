@@ -26,10 +26,12 @@ import ml_collections
 from jitr import paths
 from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DATASETS, DatasetInfo, captions_per_image, dataset_info
+from jitr.data.labelled import POSITIVES
 from jitr.experiment.run_tokenizer import check_tokenizer_setting, resolved_tokenizer
 from jitr.losses import objective
 from jitr.models.model_settings import DEFAULT_MODEL, check_model_settings
-from jitr.training.graded import CombinedSource, GradedSource, parse_source
+from jitr.models.registry import MODELS, network_of
+from jitr.training.graded import SOURCES, CombinedSource, GradedSource, parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
 COUNTS: dict[str, int] = {
@@ -96,6 +98,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "distributed": "an object",
   "text": "an object",
   "image": "an object",
+  "labelled": "an object",
 }
 # Fields of the groups above that the run reads (configs/default.py sets each). The
 # optimizer "adamw" also reads optimizer.weight_decay (:data:`ADAMW_FIELDS`; a config
@@ -113,6 +116,21 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
   "concepts": ("source", "num_concepts", "vectors"),
   "text": ("pretrained", "word_augment", "tokenizer"),
   "image": ("region_drop",),
+  "labelled": (
+    "folder",
+    "images",
+    "texts",
+    "labels",
+    "image_variable",
+    "text_variable",
+    "label_variable",
+    "train_name",
+    "val_name",
+    "test_name",
+    "first_class",
+    "val_pairs",
+    "positives",
+  ),
   "distributed": (
     "coordinator_address",
     "num_processes",
@@ -327,6 +345,85 @@ def _check_text(config: Any) -> None:
       )
 
 
+# config.labelled's whole-number fields and their smallest value; the others are strings.
+LABELLED_COUNTS: dict[str, int] = {"first_class": 0, "val_pairs": 0}
+
+
+def _check_labelled(config: Any, dataset: DatasetInfo) -> None:
+  """``config.labelled`` (configs/default.py): strings, whole numbers, ``positives`` one of
+  :data:`!jitr.data.labelled.POSITIVES`; for a labelled vector dataset a ``folder``, and a
+  validation split (``val_name``, or ``val_pairs`` > 0 held out of the training pairs)."""
+  group = config.labelled
+  for name in REQUIRED_GROUP_FIELDS["labelled"]:
+    value = group[name]
+    if name in LABELLED_COUNTS:
+      minimum = LABELLED_COUNTS[name]
+      if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(
+          f"config.labelled.{name}: expected a whole number >= {minimum}, got {value!r}"
+        )
+    elif not isinstance(value, str):
+      raise ValueError(f"config.labelled.{name}: expected a string, got {value!r}")
+  if group.positives not in POSITIVES:
+    raise ValueError(
+      f"config.labelled.positives: expected one of {', '.join(map(repr, POSITIVES))} (pairs "
+      f"sharing a class are positives, or only a pair is), got {group.positives!r}"
+    )
+  if dataset.kind != "labelled":
+    return
+  if not group.folder:
+    raise ValueError(
+      f"config.labelled.folder: the folder of {config.dataset}'s image vectors, text vectors "
+      "and labels is required"
+    )
+  if not group.val_pairs and not group.val_name:
+    raise ValueError(
+      "config.labelled.val_name: expected the name of the validation files, or "
+      "config.labelled.val_pairs > 0 training pairs held out for validation"
+    )
+
+
+def _check_text_input(config: Any, dataset: DatasetInfo) -> None:
+  """The network reads the dataset's captions (:attr:`!DatasetInfo.text_input`: word ids or
+  text vectors), and a dataset of text vectors has no vocabulary file."""
+  name, network = network_of(config.model)
+  if dataset.text_input not in network.inputs:
+    readers = sorted(n for n, net in MODELS.items() if dataset.text_input in net.inputs)
+    raise ValueError(
+      f"config.model.name: {config.dataset}'s captions are {dataset.text_input!r}, which the "
+      f"{name!r} network does not read; expected one of {readers}"
+    )
+  if dataset.text_input != "tokens" and config.vocab_file:
+    raise ValueError(
+      f"config.vocab_file: expected '' for {config.dataset} (text vectors, no words)"
+    )
+
+
+def _check_graded_source(config: Any, name: str, leaves, dataset: DatasetInfo) -> None:
+  """What a graded source needs of the dataset (``SourceKind.needs``): exact relevance
+  (``oracle``), class labels (``labels``, which grades nothing beyond the positives when
+  pairs sharing a class are positives), captions' words (every stored source)."""
+  for leaf in leaves:
+    needs = SOURCES[leaf.kind].needs
+    if needs is not None and not getattr(dataset, needs):
+      have = ", ".join(d.name for d in DATASETS.values() if getattr(d, needs))
+      raise ValueError(
+        f"config.graded.{name}: {leaf.kind!r} relevance needs a dataset with "
+        f"{needs.replace('_', ' ')} ({have}), not {config.dataset}"
+      )
+    if needs == "class_labels" and config.labelled.positives == "class":
+      raise ValueError(
+        f"config.graded.{name}: {leaf.kind!r} grades the pairs sharing some classes, which "
+        "config.labelled.positives = 'class' makes positives (relevance 1); set it to 'pair'"
+      )
+    if leaf.stored is not None and dataset.text_input != "tokens":
+      raise ValueError(
+        f"config.graded.{name}: {leaf.spec()!r} reads relevance of captions' words; "
+        f"{config.dataset} has text vectors: use 'labels' (with config.labelled.positives = "
+        "'pair') or no graded input"
+      )
+
+
 def _check_concepts(config: Any) -> None:
   """``config.concepts``: ``source`` a string, ``num_concepts`` a whole
   number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`."""
@@ -385,7 +482,10 @@ def check_train_config(config: Any) -> None:
   switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
   :data:`OPTIONAL_STRINGS` field that is not a string, a loss term that
   starts at or after ``num_epochs``, a bad ``text`` / ``image`` group
-  (:func:`!_check_text`), a bad ``calibration`` chain; first, a missing field
+  (:func:`!_check_text`), a bad ``labelled`` group (:func:`!_check_labelled`), a network
+  that does not read the dataset's captions (:func:`!_check_text_input`), a graded source
+  the dataset cannot give (:func:`!_check_graded_source`), a bad ``calibration`` chain;
+  first, a missing field
   or one of the wrong kind (:func:`check_required_fields`) and a ``model`` the network
   it names does not take (:func:`jitr.models.model_settings.check_model_settings`)."""
   check_required_fields(config)
@@ -409,6 +509,8 @@ def check_train_config(config: Any) -> None:
     )
   _check_concepts(config)
   _check_text(config)
+  _check_labelled(config, dataset)
+  _check_text_input(config, dataset)
   for name in BOOLEANS:
     if name in config:
       check_bool(name, config[name])
@@ -422,12 +524,7 @@ def check_train_config(config: Any) -> None:
       leaves = parse_source(source).leaves()
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
-    if not dataset.exact_relevance and any(leaf.kind == "oracle" for leaf in leaves):
-      raise ValueError(
-        f"config.graded.{name}: 'oracle' relevance needs a dataset with exact relevance "
-        f"({', '.join(d.name for d in DATASETS.values() if d.exact_relevance)}), "
-        f"not {config.dataset}"
-      )
+    _check_graded_source(config, name, leaves, dataset)
   # a bad calibration chain or table fails here, before any data is built
   objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
 
@@ -454,10 +551,10 @@ def with_absolute_teachers(graded: Mapping[str, str]) -> dict[str, str]:
 
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """A copy of ``config`` with its references resolved, every teacher workdir,
-  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir``, ``concepts.source`` and
-  ``text.pretrained`` made absolute, so ``config.json`` names them from any directory
-  (``jitr-eval`` run elsewhere finds them), and ``text.tokenizer`` resolved
-  (:func:`jitr.experiment.run_tokenizer.resolved_tokenizer`: ``""`` becomes
+  ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir``, ``concepts.source``,
+  ``text.pretrained`` and ``labelled.folder`` made absolute, so ``config.json`` names them
+  from any directory (``jitr-eval`` run elsewhere finds them), and ``text.tokenizer``
+  resolved (:func:`jitr.experiment.run_tokenizer.resolved_tokenizer`: ``""`` becomes
   ``config.vocab_file``'s tokenizer or ``"jitr"``). ``config`` has passed
   :func:`check_train_config`."""
   config = config.copy_and_resolve_references()
@@ -470,6 +567,8 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   if config.text.pretrained:
     config.text.pretrained = paths.absolute(config.text.pretrained)
   config.text.tokenizer = resolved_tokenizer(config)
+  if config.labelled.folder:
+    config.labelled.folder = paths.absolute(config.labelled.folder)
   return config
 
 
@@ -489,6 +588,10 @@ EXECUTION_FIELDS: dict[str, str] = {
   ),
   "precomp_root": (
     "where the precomp folders are read from (config.json keeps the first run's absolute "
+    "path; the same files seen from another directory or host)"
+  ),
+  "labelled.folder": (
+    "where the labelled vectors are read from (config.json keeps the first run's absolute "
     "path; the same files seen from another directory or host)"
   ),
   "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",

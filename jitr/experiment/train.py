@@ -22,6 +22,7 @@ from absl import logging
 
 from jitr import fileio, losses, paths, training
 from jitr.data import pairs
+from jitr.data.datasets import dataset_info
 from jitr.data.train_augment import TrainAugment
 from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
@@ -182,7 +183,9 @@ def train_and_evaluate(
   )
   rows = distributed.process_batch_slice(config.batch_size)  # this host's rows of each batch
   augment = train_augment(config, data)
-  with Checkpoints(workdir) as checkpoints:  # closed on every path, an error's included
+  best_metric = dataset_info(config.dataset).best_metric  # RSUM, or class MAP
+  # closed on every path, an error's included
+  with Checkpoints(workdir, best_metric=best_metric) as checkpoints:
     with StopRequested() as signalled:
       # every process stops at the same step, whichever got the signal
       stop = AgreedStop(signalled, config.distributed.stop_check_every_steps)

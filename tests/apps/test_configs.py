@@ -198,3 +198,37 @@ def test_the_vseinf_minilm_row_fine_tunes_the_installed_minilm_as_vseinf_is_trai
   )
   assert (c.optimizer.name, dict(c.optimizer.module_lr_factors)) == ("adamw", {"bert": 0.1})
   assert set(shapes.get_config("sndcg,vseinf_minilm").loss) == set(shapes.get_config("sndcg").loss)
+
+
+def test_paper_labelled_vectors_settings():
+  """CMAL²R's experiments: its loss (α = 0.4, β = 0.5) or VSE++'s triplet on the two-branch
+  network; what CMAL²R does not state is jitr's choice (configs/paper.py's docstring)."""
+  c = paper.get_config("wiki,twobranch,cmal2r")
+  assert (c.dataset, c.model.name, c.model.embed_dim) == ("wiki", "twobranch", 512)
+  assert tuple(c.model.image_hidden) == tuple(c.model.text_hidden) == (2048,)
+  assert c.loss.to_dict() == {"adaptive_listwise": {"weight": 1.0, "sharpness": 0.5, "alpha": 0.4}}
+  assert c.graded.to_dict() == {}
+  assert (c.labelled.val_pairs, c.labelled.val_name, c.labelled.positives) == (200, "", "class")
+  assert (c.optimizer.name, c.optimizer.learning_rate, tuple(c.optimizer.decay_epochs)) == (
+    "adam",
+    1e-4,
+    (),
+  )
+  assert (c.batch_size, c.num_epochs, c.test_split, c.eval_folds) == (100, 50, "test", 0)
+  c = paper.get_config("pascal,twobranch,triplet")
+  assert c.dataset == "pascal" and c.labelled.val_pairs == 500
+  assert c.loss.to_dict() == {"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}}
+  assert "wiki,twobranch,cmal2r" in paper.specs() and "wiki,vsepp,cmal2r" not in paper.specs()
+
+
+@pytest.mark.parametrize(
+  "spec", ["wiki,vsepp,triplet", "f30k,twobranch,triplet", "pascal,twobranch,sndcg"]
+)
+def test_paper_labelled_vectors_take_the_two_branch_network_and_its_losses(spec):
+  with pytest.raises(ValueError) as err:
+    paper.get_config(spec)
+  assert str(err.value) == (
+    "configs/paper.py: DATA ('wiki', 'pascal') (labelled vectors) take MODEL ('twobranch',) "
+    "and LOSS one of ('triplet', 'cmal2r'), the other DATA the other MODELs; "
+    f"got {spec!r}"
+  )

@@ -16,14 +16,13 @@ def _shipped_configs(bert=""):
   yield "configs/default.py", default.get_config()
   for name, model in itertools.product(shapes.VARIANTS, shapes.MODELS):
     yield f"configs/shapes.py:{name},{model}", shapes.get_config(f"{name},{model}")
-  for data, model, loss in itertools.product(paper.DATASETS, paper.MODELS, paper.LOSSES):
-    if data == "iaprtc12" and model not in paper.IAPRTC12_SETTINGS:
-      continue  # LSEH's IAPR TC-12 rows: its networks only (refused in one line)
-    config = paper.get_config(f"{data},{model},{loss}")
+  for spec in paper.specs():
+    config = paper.get_config(spec)
     config.precomp_root = "/data/precomp"  # required for precomp data; never read here
-    if model == "vseinf":  # the official VSE∞ needs a BERT folder
+    config.labelled.folder = "/data/wiki"  # required for labelled vectors; never read here
+    if config.model.get("name") == "vseinf":  # the official VSE∞ needs a BERT folder
       config.text.pretrained = str(bert)
-    yield f"configs/paper.py:{data},{model},{loss}", config
+    yield f"configs/paper.py:{spec}", config
 
 
 def test_every_shipped_config_passes(tmp_path):
@@ -34,7 +33,9 @@ def test_every_shipped_config_passes(tmp_path):
     except ValueError as err:
       raise AssertionError(f"{name}: {err}") from None
     checked += 1
-  paper_rows = (2 * len(paper.MODELS) + len(paper.IAPRTC12_SETTINGS)) * len(paper.LOSSES)
+  paper_rows = (2 * 7 + len(paper.IAPRTC12_SETTINGS)) * len(paper.LOSSES)
+  paper_rows += 2 * len(paper.LABELLED_LOSSES)  # CMAL²R's wiki and pascal, twobranch
+  assert len(paper.specs()) == paper_rows
   assert checked == 1 + len(shapes.VARIANTS) * len(shapes.MODELS) + paper_rows
 
 
