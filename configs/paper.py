@@ -48,12 +48,12 @@ first step unless said):
   vectors, 2,000 train / 866 test; Pascal: 5,000 train / 4,919 test pairs, 20 classes,
   512-d GIST and 399-d tag-frequency vectors), the adaptive listwise loss with α = 0.4
   and β = 0.5, and the evaluation (class MAP over the whole test set, both directions).
-  What it does not state and jitr chose (see ``_twobranch``): the widths (one hidden layer
-  of 2048 per branch, a 512-d common space: the two-branch network of Wang et al., 2016),
-  Adam at 1e-4 without decay, batch 100, 50 epochs, pairs sharing a class as each other's
-  positives in a batch, and a validation split (jitr keeps the best checkpoint by its
-  class MAP) of 200 (Wikipedia) / 500 (Pascal) training pairs held out, so the networks
-  train on 1,800 / 4,500 pairs.
+  The other settings are jitr's choices, not taken from the paper (``_twobranch``): the
+  widths (one hidden layer of 2048 per branch, a 512-d common space: the two-branch
+  network of Wang et al., 2016), Adam at 1e-4 without decay, batch 100, 50 epochs, pairs
+  sharing a class as each other's positives in a batch, and a validation split (jitr
+  keeps the best checkpoint by its class MAP) of 200 (Wikipedia) / 500 (Pascal) training
+  pairs held out, so the networks train on 1,800 / 4,500 pairs.
 
 LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
 ``sam`` (CIDEr-D margins), ``lseh`` (TF-IDF+SVD, k = 400).
@@ -300,7 +300,7 @@ def _iaprtc12(model: str):
 
 def _twobranch(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
   """CMAL²R's experiments: the two-branch network on ``wiki`` / ``pascal`` (the module
-  docstring says which settings are the paper's and which jitr chose)."""
+  docstring says which settings come from the paper and which are jitr's choices)."""
   c.dataset = data
   c.test_split = "test"
   c.eval_folds = 0
