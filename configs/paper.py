@@ -1,5 +1,4 @@
-"""The papers' settings on Flickr30K / COCO / IAPR TC-12 precomp features and CMAL²R's
-labelled vectors.
+"""The papers' settings on Flickr30K / COCO / IAPR TC-12 features and CMAL²R's labelled vectors.
 
 Use as ``--config=configs/paper.py:DATA,MODEL,LOSS``.
 

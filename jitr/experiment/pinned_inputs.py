@@ -1,7 +1,8 @@
 """What a workdir's results depend on outside its checkpoints, pinned by content.
 
 A run reads files that live outside its checkpoints: the precomp features and captions of
-the splits it trains and tests on, the vocabulary file it was given, the workdir's own
+the splits it trains and tests on (or the image, text and label files of a labelled vector
+dataset's), the vocabulary file it was given, the workdir's own
 ``vocab.json`` (the only record of an imported checkpoint's word ids), CVSE's concept
 files, the BERT folder of a WordPiece run. ``inputs.json`` in the workdir (:data:`PINS`)
 records each one by role: its absolute path, size, modification time and SHA-256.
@@ -33,6 +34,7 @@ from typing import Any
 from jitr import fileio, paths
 from jitr.data import precomp
 from jitr.data.datasets import dataset_info
+from jitr.data.labelled import LabelledSettings, split_paths
 from jitr.experiment.workdir import read_workdir_config
 
 PINS = "inputs.json"
@@ -70,6 +72,7 @@ def run_inputs(config: Mapping[str, Any], workdir: str) -> dict[str, str]:
   if vocab_file and paths.absolute(vocab_file) != paths.absolute(found[VOCAB_ROLE]):
     found["config.vocab_file"] = vocab_file
   found.update(_precomp_files(config))
+  found.update(_labelled_files(config))
   folder = config["text"]["pretrained"]
   if folder:
     found.update({f"config.text.pretrained/{n}": os.path.join(folder, n) for n in BERT_FILES})
@@ -92,6 +95,19 @@ def _precomp_files(config: Mapping[str, Any]) -> dict[str, str]:
     for suffix in ("ims.npy", "caps.txt"):
       name = f"{split}_{suffix}"
       out[f"{config['dataset']}/{name}"] = os.path.join(folder, name)
+  return out
+
+
+def _labelled_files(config: Mapping[str, Any]) -> dict[str, str]:
+  """The image, text and label files of the splits a labelled vector run reads (a .mat
+  file that holds several of them once)."""
+  if dataset_info(config["dataset"]).kind != "labelled":
+    return {}
+  settings = LabelledSettings.of(config["labelled"])
+  out = {}
+  for name in settings.split_names().values():
+    for path, _ in split_paths(settings, name).values():
+      out[f"{config['dataset']}/{os.path.basename(path)}"] = path
   return out
 
 

@@ -27,7 +27,10 @@ def unknown_id(vocab) -> int:
 
 def check_vocab_coverage(config, vocab, train: pairs.RetrievalSplit) -> float:
   """The coverage of ``train``'s captions by ``vocab``; refused in one line under
-  ``config.vocab_min_coverage`` (module docstring)."""
+  ``config.vocab_min_coverage`` (module docstring). A split of text vectors (a labelled
+  vector dataset) has no words: 1."""
+  if train.tokens is None:
+    return 1.0
   coverage, words = word_coverage(train.tokens, train.lengths, unknown_id(vocab))
   floor = config.vocab_min_coverage
   what = (

@@ -115,7 +115,6 @@ def test_the_shipped_config_files_are_listed_with_their_argument_forms():
   usages = dict(_config_files.shipped_configs(str(REPO / "configs")))
   assert usages["default.py"].startswith("Default: region encoder + GRU on jitr_shapes")
   assert usages["paper.py:DATA,MODEL,LOSS"] == (
-    "The papers' settings on Flickr30K / COCO / IAPR TC-12 precomp features and CMAL²R's "
-    "labelled vectors."
+    "The papers' settings on Flickr30K / COCO / IAPR TC-12 features and CMAL²R's labelled vectors."
   )
   assert usages["shapes.py:NAME[,MODEL]"] == "One row per loss and network on jitr_shapes."

@@ -16,6 +16,7 @@ from tests.apps.test_import_official import REPO, console
 from tests.labelled_folders import PASCAL, WIKI, write_labelled
 
 PAGE = REPO / "docs" / "labelled.md"
+PARTS = ("images", "texts", "labels")
 
 
 def section(heading: str) -> str:
@@ -71,3 +72,6 @@ def test_the_documented_commands_train_and_evaluate_with_class_map(folders):
   assert "## class" in (workdir / "eval_test" / "metrics.md").read_text()
   config = json.loads((workdir / "config.json").read_text())
   assert config["labelled"]["folder"] == os.path.join(folders, "data", "wiki")
+  pinned = json.loads((workdir / "inputs.json").read_text())["inputs"]
+  files = {f"wiki/{split}_{part}.npy" for split in ("train", "test") for part in PARTS}
+  assert files <= set(pinned) and "wiki/val_images.npy" not in pinned  # held out of train
