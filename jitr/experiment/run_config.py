@@ -385,8 +385,13 @@ def _check_labelled(config: Any, dataset: DatasetInfo) -> None:
 
 def _check_text_input(config: Any, dataset: DatasetInfo) -> None:
   """The network reads the dataset's captions (:attr:`!DatasetInfo.text_input`: word ids or
-  text vectors), and a dataset of text vectors has no vocabulary file."""
+  text vectors), a dataset of text vectors has no vocabulary file, and regions are dropped
+  only for a network that reads them (``image_mask``)."""
   name, network = network_of(config.model)
+  if config.image.region_drop and "image_mask" not in network.inputs:
+    raise ValueError(
+      f"config.image.region_drop: the {name!r} network reads no image regions; expected 0"
+    )
   if dataset.text_input not in network.inputs:
     readers = sorted(n for n, net in MODELS.items() if dataset.text_input in net.inputs)
     raise ValueError(

@@ -9,7 +9,7 @@ import scipy.sparse
 
 from configs import default
 from jitr.data import LabelledSettings, labelled_splits, make_batch, read_labelled_folder
-from jitr.data.datasets import PASCAL, WIKI
+from jitr.data.datasets import ANY_CLASSES, PASCAL, WIKI
 from jitr.data.labelled_splits import held_out
 from tests.labelled_folders import PASCAL as PASCAL_SHAPE
 from tests.labelled_folders import WIKI as WIKI_SHAPE
@@ -63,6 +63,16 @@ def test_npy_memberships_and_a_val_split_read_equal(tmp_path):
     np.testing.assert_array_equal(read[split].texts, texts)
     np.testing.assert_array_equal(read[split].labels, labels)
   assert read["train"].labels.shape == (9, 20) and read["train"].labels.sum(axis=1).max() > 1
+
+
+def test_any_labelled_folder_takes_its_classes_from_every_split(tmp_path):
+  """The generic ``labelled`` dataset: ids up to the largest of any split, or the columns."""
+  write_labelled(tmp_path, WIKI_SHAPE, {"train": 6, "test": 3}, seed=4)
+  np.save(tmp_path / "train_labels.npy", np.array([0, 1, 2, 1, 0, 2]))
+  np.save(tmp_path / "test_labels.npy", np.array([4, 0, 1]))
+  read = read_labelled_folder(settings(tmp_path, val_pairs=2), ANY_CLASSES)
+  assert read["train"].labels.shape == (6, 5) and read["test"].labels.shape == (3, 5)
+  np.testing.assert_array_equal(read["test"].labels, np.eye(5, dtype=bool)[[4, 0, 1]])
 
 
 def test_held_out_pairs_are_spread_over_the_training_file():

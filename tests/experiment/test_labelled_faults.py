@@ -204,6 +204,10 @@ CONFIG_FAULTS = [
     {"vocab_file": "vocab.json"},
     "config.vocab_file: expected '' for wiki (text vectors, no words)",
   ),
+  (
+    {"image__region_drop": 0.2},
+    "config.image.region_drop: the 'twobranch' network reads no image regions; expected 0",
+  ),
 ]
 
 
