@@ -95,7 +95,7 @@ def query_panel(
 class Member:
   """One workdir: its absolute path, saved config, data folder and data, and the changes
   of its pinned inputs that the evaluation was allowed to take
-  (:mod:`jitr.experiment.pinned_inputs`)."""
+  (:mod:`!jitr.experiment.pinned_inputs`)."""
 
   workdir: str
   config: Any
@@ -263,7 +263,7 @@ def evaluate_workdir(
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
 
-  Every member's pinned inputs are verified first (:mod:`jitr.experiment.pinned_inputs`);
+  Every member's pinned inputs are verified first (:mod:`!jitr.experiment.pinned_inputs`);
   ``allow_changed_inputs`` takes changed ones, and the report's ``metrics.json`` lists
   them (``changed_inputs``).
 

@@ -378,7 +378,7 @@ def import_official(
   legacy file has no other checksum; ``import.json``'s ``verified`` names the checks the
   file passed). Every check runs before anything is written; ``workdir`` must not exist or
   be empty, and is built in a temporary folder beside it that takes its name at the end
-  (:func:`jitr.folder_swap.atomic_folder`): an interrupted or failed import leaves no
+  (:func:`!jitr.folder_swap.atomic_folder`): an interrupted or failed import leaves no
   workdir behind. ``progress``: one line on stderr per step of :data:`IMPORT_STEPS` and
   one progress line of the steps done (:class:`jitr.progress.Steps`).
 

@@ -116,7 +116,7 @@ def train_and_evaluate(
   ``num_epochs``, which may extend the schedule or end it no earlier than the epochs
   already trained; ``config.json`` then records the new ``num_epochs``. The files the run
   reads outside its checkpoints are pinned in ``inputs.json``
-  (:mod:`jitr.experiment.pinned_inputs`): a resume, and the ``config.init_from`` source's
+  (:mod:`!jitr.experiment.pinned_inputs`): a resume, and the ``config.init_from`` source's
   vocabulary, must still be what was pinned, unless ``allow_changed_inputs`` (the change
   is then recorded in ``inputs.json``).
 
