@@ -277,7 +277,7 @@ def evaluate_workdir(
   (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
   ensemble), into ``eval_<split>[_ensemble]_official/``. ``semantic="topk:NAME"`` adds SAM's
   NCS@K and Semantic Recall@K against the top-K scores of relevance records of ``split``
-  (:mod:`jitr.experiment.semantic_scores`; ``semantic_records``: the records' folder, else
+  (:mod:`!jitr.experiment.semantic_scores`; ``semantic_records``: the records' folder, else
   computed under the data folder).
   """
   if protocol not in PROTOCOLS:

@@ -55,10 +55,10 @@ class ExternalScores(RelevanceEstimator):
 
   Args:
     name: the name the scores are stored under (``spice``).
-    path: the scores file (:mod:`jitr.relevance.scores_file`).
+    path: the scores file (:mod:`!jitr.relevance.scores_file`).
     scale: the largest possible score (relevance = score / scale).
     image_ids: a file of the images' ids, when the scores file names images by ids other
-      than the caption file's (:func:`jitr.relevance.pair_scores.read_image_ids`).
+      than the caption file's (:func:`!jitr.relevance.pair_scores.read_image_ids`).
   """
 
   relevance_kind = "score"

@@ -115,14 +115,15 @@ def precompute_external_scores(
   written). Pairs it does not name score 0.
 
   Args:
-    scores: ``NAME=FILE`` (:func:`scores_spec`): the records' estimator name and the file
-      (:mod:`jitr.relevance.scores_file`).
+    scores: ``NAME=FILE`` (:func:`!scores_spec`): the records' estimator name and the file
+      (:mod:`!jitr.relevance.scores_file`).
     scale: the largest possible score (1 for SPICE); relevance = score / scale.
     image_ids: a file of the images' ids, one per line (the scores file names images by
       them), else the caption file's ids.
     top_k: the K best captions kept per image (default: every caption, the whole matrix).
-    caption_format, captions_per_image, images_per_shard, num_workers, worker_index, log,
-      progress: as :func:`precompute_relevance`.
+
+  ``caption_format``, ``captions_per_image``, ``images_per_shard``, ``num_workers``,
+  ``worker_index``, ``log`` and ``progress`` are :func:`precompute_relevance`'s.
   """
   name, path = scores_spec(scores)
   estimator = ExternalScores(name, path, scale=scale, image_ids=image_ids)
