@@ -46,11 +46,18 @@ COUNTS: dict[str, int] = {
   "prefetch": 0,
   "seed": 0,
 }
+# Whole-number fields with a largest valid value, and why. JAX seeds its random keys with
+# 32 bits (x64 off, as jitr runs): a larger seed would start from the key of its low 32
+# bits, and one of 2**63 or more does not convert at all.
+MAXIMA: dict[str, tuple[int, str]] = {
+  "seed": (2**32 - 1, "JAX seeds its random keys with 32 bits"),
+}
 
 
 def check_counts(config: Any) -> None:
   """Raises ``ValueError`` naming the first field of :data:`COUNTS` that is not a whole
-  number (``bool`` is not one) at least its minimum."""
+  number (``bool`` is not one) at least its minimum, or that is above its
+  :data:`MAXIMA` entry (``config.seed: expected a whole number in [0, 4294967295] ...``)."""
   for name, minimum in COUNTS.items():
     if name not in config:
       continue
@@ -59,6 +66,11 @@ def check_counts(config: Any) -> None:
       raise ValueError(
         f"config.{name}: expected a whole number >= {minimum}, got {value!r} "
         f"({type(value).__name__})"
+      )
+    if name in MAXIMA and not minimum <= value <= MAXIMA[name][0]:
+      maximum, why = MAXIMA[name]
+      raise ValueError(
+        f"config.{name}: expected a whole number in [{minimum}, {maximum}] ({why}), got {value}"
       )
     if value < minimum:
       raise ValueError(f"config.{name}: expected a whole number >= {minimum}, got {value}")
@@ -140,6 +152,21 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
   ),
 }
 ADAMW_FIELDS: tuple[str, ...] = ("weight_decay",)
+# Whole-number fields of config.distributed that are never unset, and their smallest value.
+DISTRIBUTED_COUNTS: dict[str, int] = {"stop_check_every_steps": 1, "heartbeat_timeout_s": 1}
+
+
+def check_distributed(config: Any) -> None:
+  """Raises ``ValueError`` naming the first field of :data:`DISTRIBUTED_COUNTS` in
+  ``config.distributed`` that is not a whole number at least its minimum (checked here,
+  before the job is joined or anything is written; the other fields are checked when the
+  job is joined)."""
+  for name, minimum in DISTRIBUTED_COUNTS.items():
+    value = config.distributed[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+      raise ValueError(
+        f"config.distributed.{name}: expected a whole number >= {minimum}, got {value!r}"
+      )
 
 
 def check_required_fields(config: Any) -> None:
@@ -485,7 +512,8 @@ def check_train_config(config: Any) -> None:
   ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
   a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
   switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
-  :data:`OPTIONAL_STRINGS` field that is not a string, a loss term that
+  :data:`OPTIONAL_STRINGS` field that is not a string, a ``distributed`` count out of
+  range (:func:`check_distributed`), a loss term that
   starts at or after ``num_epochs``, a bad ``text`` / ``image`` group
   (:func:`!_check_text`), a bad ``labelled`` group (:func:`!_check_labelled`), a network
   that does not read the dataset's captions (:func:`!_check_text_input`), a graded source
@@ -495,6 +523,7 @@ def check_train_config(config: Any) -> None:
   it names does not take (:func:`jitr.models.model_settings.check_model_settings`)."""
   check_required_fields(config)
   check_counts(config)
+  check_distributed(config)
   check_model_settings(config.model)
   dataset = dataset_info(config.dataset)
   if dataset.kind == "precomp" and not config.precomp_root:

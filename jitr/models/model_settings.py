@@ -7,6 +7,11 @@ Each network's settings are the keyword arguments of its builder (the signature 
 type is its default's: a bool takes ``True``/``False``, a whole number an ``int`` (not a
 bool), a real number any finite ``int`` or ``float``, a string a ``str``, a tuple a list or
 tuple. Settings whose default is ``None`` or an object (``dtype``) are not checked here.
+
+A whole-number setting is a size or a count of the network (``embed_dim``, ``word_dim``,
+``num_region``, ``block_size``, ``bert_heads``, ...) and must be at least 1; the counts of
+repeated layers or steps (:data:`MAY_BE_ZERO`: SGR's ``sgr_step``, VSRN's ``gcn_layers``,
+the BERT's ``bert_layers``) may be 0, which leaves them out.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ EXTRA_SETTINGS: dict[str, dict[str, Any]] = {
 }
 # Keyword arguments that are not settings of a config (given by the builder or by Flax).
 NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})
+# Whole-number settings that count repeated layers or steps: 0 builds the network without
+# them. Every other whole-number setting is a size and must be at least 1.
+MAY_BE_ZERO = frozenset({"sgr_step", "gcn_layers", "bert_layers"})
 
 
 def model_settings(name: str) -> dict[str, Any]:
@@ -80,11 +88,18 @@ def network_name(model: Any) -> str:
   return model.get("name", DEFAULT_MODEL)
 
 
+def smallest_value(key: str) -> int:
+  """The smallest valid value of the whole-number setting ``key``: 0 for the counts of
+  :data:`MAY_BE_ZERO`, 1 for every size."""
+  return 0 if key in MAY_BE_ZERO else 1
+
+
 def check_model_settings(model: Any, field: str = "config.model") -> None:
   """Raises ``ValueError`` naming the first bad part of ``model`` (``config.model``): not
   an object, a ``name`` that is not a network (:data:`SETTINGS_OF`), a setting the
-  network does not have (the known ones listed), or a value of the wrong type
-  (:func:`expected_kind`)."""
+  network does not have (the known ones listed), a value of the wrong type
+  (:func:`expected_kind`), or a whole number below :func:`smallest_value` (a size of 0
+  or below)."""
   if not isinstance(model, Mapping) and not hasattr(model, "keys"):
     raise ValueError(
       f"{field}: expected an object of model settings, got {model!r} ({type(model).__name__})"
@@ -105,3 +120,9 @@ def check_model_settings(model: Any, field: str = "config.model") -> None:
     value = model[key]
     if kind is not None and not has_kind(value, kind):
       raise ValueError(f"{field}.{key}: expected {kind}, got {value!r} ({type(value).__name__})")
+    if kind == "a whole number" and value < smallest_value(key):
+      what = "a count of layers or steps" if key in MAY_BE_ZERO else "a size or count"
+      raise ValueError(
+        f"{field}.{key}: expected a whole number >= {smallest_value(key)}, got {value} "
+        f"({what} of the {name!r} network)"
+      )
