@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import os
+from typing import Any
 
 import numpy as np
 
@@ -91,6 +92,19 @@ def read_captions(path: str) -> tuple[str, ...]:
   return tuple(lines)
 
 
+def npz_refusal(path: str, archive: Any, expected: str) -> str:
+  """The one line refusing ``path``, a ``.npz`` archive (``np.savez``'s output, read by
+  ``np.load`` as ``archive``, which is closed here) given where a ``.npy`` array was
+  expected: the arrays it holds and how to save the features instead."""
+  names = sorted(archive.files)
+  archive.close()
+  held = ", ".join(map(repr, names[:5])) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+  return (
+    f"{path}: a .npz archive (np.savez output, holding {held or 'no arrays'}), not a .npy "
+    f"array; expected float {expected} features saved with np.save"
+  )
+
+
 def read_features(
   path: str,
   *,
@@ -114,6 +128,8 @@ def read_features(
   except (ValueError, OSError) as e:
     raise PrecompError(f"{path}: not a readable .npy array ({e})") from None
   expected = f"[N, {num_regions or 'R'}, {feature_dim or 'D'}]"
+  if not isinstance(feats, np.ndarray):  # np.load read a .npz archive (np.savez's output)
+    raise PrecompError(npz_refusal(path, feats, expected))
   if feats.ndim != 3:
     raise PrecompError(f"{path}: features have shape {feats.shape}; expected {expected}")
   if not np.issubdtype(feats.dtype, np.floating):

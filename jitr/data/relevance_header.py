@@ -92,6 +92,7 @@ def _check_fields(header: Mapping[str, Any], path: str) -> None:
         "delete the folder and re-run jitr-precompute)"
       )
   _check_scale(header, path)
+  _check_contents(header["contents"], path)
   if len(header["shards"]) != header["num_shards"]:
     raise RelevanceRecordsError(
       f"{path}: field 'shards' has {len(header['shards'])} entries, 'num_shards' is "
@@ -107,6 +108,39 @@ def _check_fields(header: Mapping[str, Any], path: str) -> None:
           f"{path}: field 'shards[{s}].{key}' is {value!r}, expected {what} (a damaged "
           "header: delete the folder and re-run jitr-precompute)"
         )
+
+
+def _is_count(value: Any, minimum: int) -> bool:
+  """Whether ``value`` is a whole number (not a bool) at least ``minimum``."""
+  return _is(value, int) and value >= minimum
+
+
+def contents_problem(contents: Mapping[str, Any]) -> tuple[str, Any, str] | None:
+  """``(field, value, what was expected)`` of the first field of a header's ``contents``
+  that its readers cannot use (``vectors`` true or false; ``dim`` a whole number >= 1 when
+  vectors are stored; ``top_k`` null or a whole number >= 0, 0 and null storing no top-k
+  lists), else ``None``."""
+  vectors = contents.get("vectors")
+  if not isinstance(vectors, bool):
+    return "contents.vectors", vectors, "true or false"
+  if vectors and not _is_count(contents.get("dim"), 1):
+    return "contents.dim", contents.get("dim"), "a whole number >= 1 (the vectors' size)"
+  top_k = contents.get("top_k")
+  if top_k is not None and not _is_count(top_k, 0):
+    return "contents.top_k", top_k, "a whole number >= 0 or null (the length of the top-k lists)"
+  return None
+
+
+def _check_contents(contents: Mapping[str, Any], path: str) -> None:
+  """Refuses a ``contents`` field of the wrong type or range (:func:`contents_problem`)
+  with one line naming the file and the field."""
+  problem = contents_problem(contents)
+  if problem is not None:
+    field, value, what = problem
+    raise RelevanceRecordsError(
+      f"{path}: field {field!r} is {value!r}, expected {what} (a damaged header: delete the "
+      "folder and re-run jitr-precompute)"
+    )
 
 
 def _check_scale(header: Mapping[str, Any], path: str) -> None:
