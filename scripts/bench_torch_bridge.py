@@ -285,6 +285,23 @@ def _row(
   )
 
 
+def device_problem(device: str) -> str | None:
+  """Why PyTorch cannot run the step on ``device`` (a name torch does not know, a CUDA
+  device on a PyTorch built without CUDA or on a machine without that GPU), in one line;
+  ``None`` when an empty tensor can be made there."""
+  import torch
+
+  try:
+    torch.empty(0, device=device)
+  except (AssertionError, RuntimeError) as err:  # what torch raises for each of them
+    cause = " ".join(str(err).split()) or type(err).__name__
+    return (
+      f"--torch_device={device}: PyTorch {torch.__version__} cannot use it ({cause}); "
+      "expected cpu, or a GPU this PyTorch was built for (cuda, cuda:1, ...)"
+    )
+  return None
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--sizes", default="128,256,512")
@@ -309,6 +326,9 @@ def main() -> None:
     )
   sizes = [int(s) for s in args.sizes.split(",")] + ([1024] if args.with_1024 else [])
   device = args.torch_device
+  problem = device_problem(device)
+  if problem is not None:  # before anything is printed or a child is started
+    raise SystemExit(f"{os.path.basename(__file__)}: error: {problem}")
 
   import jax
   import torch
