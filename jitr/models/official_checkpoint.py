@@ -5,9 +5,11 @@ Before ``torch.load`` the file is checked for what a ``torch.save`` file is: a z
 legacy save (a pickled magic number, then four complete pickles: protocol, system
 info, the object, the storage keys). Loading is ``weights_only=True`` with only
 ``argparse.Namespace`` (the saved ``opt``) allowed beyond tensors and containers. A
-missing, empty, truncated, damaged or foreign file, a refused global and a non-finite
-weight all raise :class:`OfficialCheckpointError`: one line that names the path and what
-was expected; torch's advice to turn ``weights_only`` off never reaches the message.
+missing, empty, truncated, damaged or foreign file, an object the weights-only loader
+refuses (a class instance, a function: "holds objects jitr does not unpickle", never
+called damaged) and a non-finite weight all raise :class:`OfficialCheckpointError`: one
+line that names the path and what was expected; torch's advice to turn ``weights_only``
+off never reaches the message.
 """
 
 from __future__ import annotations
@@ -33,7 +35,18 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_HEADS = tuple(pickle.dumps(_LEGACY_MAGIC, protocol=p) for p in range(6))
 _LEGACY_PICKLES = 4  # protocol version, system info, the object, the storage keys
-_REFUSED_GLOBAL = re.compile(r"Unsupported global: GLOBAL (\S+) was not an allowed global")
+# What torch's weights-only unpickler says when it refuses an object it does not build
+# (a global not allowed, one of a blocked module such as os or subprocess, a class
+# instance, a call of a function), each with the object's name in its first group.
+_REFUSALS = (
+  re.compile(r"Unsupported global: GLOBAL (\S+) was not an allowed global"),
+  re.compile(r"unsupported GLOBAL (\S+) whose module \S+ is blocked"),
+  re.compile(r"Can only create new object for \S+ or classes allowlisted via \S+ but got (.+?)$"),
+  re.compile(
+    r"Can only build Tensor, Parameter, OrderedDict or types allowlisted via \S+, but got (.+?)$"
+  ),
+  re.compile(r"Trying to call reduce for unrecognized function (.+?)$"),
+)
 _MAX_NAMED_KEYS = 5
 
 
@@ -155,6 +168,18 @@ def check_legacy_pickles(path: str | os.PathLike) -> None:
         ) from None
 
 
+def refused_object(message: str) -> str | None:
+  """The name of the object whose unpickling torch's weights-only loader refused, read
+  from its error ``message`` (:data:`_REFUSALS`), or ``None`` for another error."""
+  for line in message.splitlines():
+    for pattern in _REFUSALS:
+      found = pattern.search(line.strip())
+      if found:
+        name = found.group(1).rstrip(".")
+        return re.sub(r"^<class '(.*)'>$", r"\1", name)  # a class as torch prints it
+  return None
+
+
 def _torch_reason(exc: BaseException) -> str:
   """The cause in torch's message, one short line, without its ``weights_only`` advice."""
   text = str(exc)
@@ -185,11 +210,12 @@ def _torch_load(path: str, fmt: str) -> Any:
           return torch.load(io.BytesIO(f.read()), map_location="cpu", weights_only=True)
       return torch.load(path, map_location="cpu", weights_only=True)
   except Exception as e:
-    refused = _REFUSED_GLOBAL.search(str(e)) if isinstance(e, pickle.UnpicklingError) else None
+    refused = refused_object(str(e)) if isinstance(e, pickle.UnpicklingError) else None
     if refused:
       raise RefusedGlobalError(
-        f"{path}: refused to unpickle {refused.group(1)!r}: an official checkpoint holds only "
-        "tensors, containers and argparse.Namespace (Unsupported global)"
+        f"{path}: holds objects jitr does not unpickle (refused to unpickle {refused!r}); an "
+        "official checkpoint holds only tensors, containers and argparse.Namespace; the file "
+        "is intact, but not such a checkpoint"
       ) from None
     raise OfficialCheckpointError(
       f"{path}: truncated or damaged PyTorch checkpoint ({fmt} torch.save file: {_torch_reason(e)})"
