@@ -23,8 +23,9 @@ from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.data.wordpiece_vocab import load_workdir_vocab
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
-from jitr.experiment.workdir_variables import restore_variables
+from jitr.experiment.workdir_variables import DamagedSourceError, restore_variables
 from jitr.training import TrainState
+from jitr.training.checkpoints import all_steps_damaged
 from jitr.training.teacher import newest_checkpoint
 
 
@@ -39,6 +40,42 @@ def source_checkpoint(workdir: str) -> str:
     root = os.path.join(workdir, "checkpoints")
     raise FileNotFoundError(f"config.init_from: {root}: no checkpoint (expected best/ or latest/)")
   return found[0]
+
+
+def damaged_source(workdir: str, damage: str) -> ValueError:
+  """The one line refusing the source ``workdir`` whose checkpoint is damaged (``damage``
+  names the checkpoint and files): the source is another run, so the advice is to point
+  ``config.init_from`` at an intact workdir, never to change or delete this one."""
+  return ValueError(
+    f"config.init_from: {workdir}: its checkpoint is damaged: {damage}; point "
+    "config.init_from at a jitr-train workdir with an intact checkpoint (this run only "
+    f"reads {workdir}: it is the other run's, left as it is)"
+  )
+
+
+def read_source_config(workdir: str):
+  """The ``config.json`` of the source ``workdir`` (absolute); ``FileNotFoundError`` when
+  there is none."""
+  saved = read_trained_config(workdir)
+  if saved is None:
+    raise FileNotFoundError(
+      f"config.init_from: {os.path.join(workdir, CONFIG_NAME)}: no config.json; "
+      "expected a jitr-train workdir"
+    )
+  return saved
+
+
+def check_source(source: str) -> None:
+  """Refuses, before the run loads its data or writes anything, a source workdir that
+  cannot start it: no ``config.json`` (``FileNotFoundError``), no checkpoint
+  (``FileNotFoundError``), or a checkpoint none of whose steps matches its manifest
+  (``ValueError``, :func:`damaged_source`). Reads the source only."""
+  workdir = paths.absolute(source)
+  read_source_config(workdir)
+  folder = os.path.join(workdir, "checkpoints", source_checkpoint(workdir))
+  damage = all_steps_damaged(folder)
+  if damage is not None:
+    raise damaged_source(workdir, damage)
 
 
 def shape_mismatch(theirs: Any, ours: Any) -> str | None:
@@ -84,16 +121,11 @@ def start_from(
   Raises:
     FileNotFoundError: ``source`` has no config.json or no checkpoint.
     ValueError: ``source`` was trained with another vocabulary or another network (a
-      parameter of another shape), or its config.json builds no model; each message
-      starts with ``config.init_from``.
+      parameter of another shape), its config.json builds no model, or its checkpoint
+      is damaged (:func:`damaged_source`); each message starts with ``config.init_from``.
   """
   workdir = paths.absolute(source)
-  saved = read_trained_config(workdir)
-  if saved is None:
-    raise FileNotFoundError(
-      f"config.init_from: {os.path.join(workdir, CONFIG_NAME)}: no config.json; "
-      "expected a jitr-train workdir"
-    )
+  saved = read_source_config(workdir)
   difference = vocab_difference(load_workdir_vocab(os.path.join(workdir, "vocab.json")), vocab)
   if difference is not None:
     raise ValueError(
@@ -104,6 +136,8 @@ def start_from(
     _, variables, _ = restore_variables(
       workdir, saved.to_dict(), len(vocab), train_split, which, constants
     )
+  except DamagedSourceError as err:
+    raise damaged_source(workdir, str(err)) from None
   except ValueError as err:
     raise ValueError(f"config.init_from: {workdir}: {err}") from None
   params = with_fresh_caption_decoder(variables.pop("params"), state.params, workdir)

@@ -37,7 +37,7 @@ from jitr.data.wordpiece_vocab import load_workdir_vocab
 from jitr.experiment.pinned_inputs import check_source_vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
-from jitr.experiment.workdir_variables import restore_variables
+from jitr.experiment.workdir_variables import DamagedSourceError, restore_variables
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.embedding_store import (
   EmbeddingsCorruptError,
@@ -124,6 +124,11 @@ def _restore(workdir: str, teacher: dict, vocab, train_split, which: str):
   """``(model, variables, step)`` of the teacher's ``which`` checkpoint."""
   try:
     return restore_variables(workdir, teacher, len(vocab), train_split, which)
+  except DamagedSourceError as err:  # the teacher is another run: never advise deleting it
+    raise TeacherError(
+      f"teacher:{workdir}: its checkpoint is damaged: {err}; give a teacher workdir with "
+      "an intact checkpoint (this run only reads it: it is the other run's, left as it is)"
+    ) from None
   except ValueError as err:
     raise TeacherError(f"teacher:{workdir}: {err}") from None
 

@@ -28,7 +28,7 @@ from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
-from jitr.experiment.init_from import start_from
+from jitr.experiment.init_from import check_source, start_from
 from jitr.experiment.loaded_data import load_data, say_nothing
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.pinned_inputs import (
@@ -130,7 +130,8 @@ def train_and_evaluate(
   workdir = paths.absolute(workdir)
   workdir_lib.check_workdir(config, workdir)  # before anything is written
   pins, changed = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
-  if config.init_from and not workdir_lib.saved_steps(workdir):
+  if config.init_from and not workdir_lib.saved_steps(workdir):  # a new run: its source
+    check_source(config.init_from)
     check_source_vocab(config.init_from, allow_changed_inputs)
   data_dir = workdir_lib.data_dir(config, workdir)
   if config.compilation_cache:

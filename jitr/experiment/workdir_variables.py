@@ -11,7 +11,13 @@ from jitr import paths, training
 from jitr.data import pairs
 from jitr.experiment.model_state import abstract_train_state, example_inputs, model_settings
 from jitr.models import RetrievalModel, make_model
-from jitr.training.checkpoints import Checkpoints
+from jitr.training.checkpoints import CheckpointCorruptError, Checkpoints
+
+
+class DamagedSourceError(ValueError):
+  """Another run's checkpoint (a teacher's, an ``init_from`` source's) that cannot be
+  restored: the message says which checkpoint and files are damaged, without advice (that
+  workdir is the other run's: the reader says what to give instead, never to delete it)."""
 
 
 def restore_variables(
@@ -29,6 +35,8 @@ def restore_variables(
   (CVSE's concepts).
 
   Raises:
+    DamagedSourceError: the ``which`` checkpoint and every one it may fall back to are
+      damaged.
     ValueError: ``saved_config`` builds no model or optimizer (``its config.json: ...``),
       or no ``which`` checkpoint could be restored.
   """
@@ -38,11 +46,11 @@ def restore_variables(
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None
   like = abstract_train_state(model, tx, example_inputs(train_split, model))
-  checkpoints = Checkpoints(paths.absolute(workdir))
   try:
-    state = checkpoints.restore(like, which=which)
-  finally:
-    checkpoints.close()
+    with Checkpoints(paths.absolute(workdir)) as checkpoints:
+      state = checkpoints.restore(like, which=which)
+  except CheckpointCorruptError as err:  # its advice is for the run that owns the workdir
+    raise DamagedSourceError(err.damage) from None
   if state is None:
     raise ValueError(f"no {which} checkpoint could be restored")
   return model, state.variables, int(state.step)

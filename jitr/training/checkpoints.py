@@ -68,7 +68,15 @@ class DiskFullError(OSError):
 
 
 class CheckpointCorruptError(ValueError):
-  """The checkpoint to restore is damaged, and so is every one it may fall back to."""
+  """The checkpoint to restore is damaged, and so is every one it may fall back to.
+
+  :attr:`damage` says which checkpoint and files are damaged; the message adds the
+  ``advice`` for the run that owns the workdir (a reader of another run's workdir, a
+  teacher or an ``init_from`` source, gives its own advice after :attr:`damage`)."""
+
+  def __init__(self, damage: str, advice: str = ""):
+    super().__init__(f"{damage}; {advice}" if advice else damage)
+    self.damage = damage
 
 
 def _remove_temporaries(folder: str) -> list[str]:
@@ -234,6 +242,28 @@ def first_damaged_step(folder: str) -> tuple[str, str] | None:
   return None
 
 
+def unrestorable(folder: str, failures: list[str]) -> str:
+  """``FOLDER: no checkpoint can be restored (step N (why); ...)``: what a restore of
+  ``folder`` says when every step it tried failed (``failures``: ``step N (why)`` each)."""
+  return f"{folder}: no checkpoint can be restored ({'; '.join(failures)})"
+
+
+def all_steps_damaged(folder: str) -> str | None:
+  """:func:`unrestorable`'s line for ``folder`` when it holds steps and none matches its
+  manifest (no restore of it could succeed), else ``None``; read-only, orbax is not
+  opened (a check before anything is written)."""
+  if not paths.isdir(folder):
+    return None
+  steps = sorted((int(n) for n in paths.listdir(folder) if n.isdigit()), reverse=True)
+  failures = []
+  for step in steps:
+    reason = verify_manifest(os.path.join(folder, str(step)))
+    if reason is None:
+      return None
+    failures.append(f"step {step} ({reason})")
+  return unrestorable(folder, failures) if failures else None
+
+
 def _open_manager(folder: str, options: ocp.CheckpointManagerOptions) -> ocp.CheckpointManager:
   """Orbax's manager of ``folder``. Orbax reads every step's metadata and metrics here; when
   that fails and a step does not match its manifest, one :class:`CheckpointCorruptError`
@@ -246,7 +276,7 @@ def _open_manager(folder: str, options: ocp.CheckpointManagerOptions) -> ocp.Che
       raise
     path, reason = damaged
     raise CheckpointCorruptError(
-      f"checkpoint {path} cannot be read: {reason}; move that folder away to use the others"
+      f"checkpoint {path} cannot be read: {reason}", "move that folder away to use the others"
     ) from err
 
 
@@ -418,8 +448,7 @@ class Checkpoints:
         f"checkpoint {step_dir(manager, first)} cannot be restored: {reason}"
       )
     raise CheckpointCorruptError(
-      f"{folder}: no checkpoint can be restored ({'; '.join(failures)}); "
-      "delete the folder to start again from scratch"
+      unrestorable(folder, failures), "delete the folder to start again from scratch"
     )
 
   def close(self) -> None:
