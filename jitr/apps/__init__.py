@@ -6,6 +6,9 @@ package first, so it checks, without importing them, that the extra's modules ar
 if some are missing, a console script stops with one ``NAME: error: ...`` line naming
 them (exit status 1), and any other importer gets a :class:`ModuleNotFoundError` with the
 same message.
+
+A console script stopped by Ctrl-C while it starts (Python importing the app) prints one
+line and exits 130 (:mod:`jitr.apps.interrupts`), as it does once the app runs.
 """
 
 from __future__ import annotations
@@ -64,6 +67,17 @@ def console_script_name(argv0: str) -> str | None:
   return name if name.startswith("jitr-") else None
 
 
+def answer_ctrl_c_while_starting() -> None:
+  """In a jitr console script, a Ctrl-C from now until the app runs is one line and exit
+  status 130 (:func:`jitr.apps.interrupts.exit_on_ctrl_c_while_starting`); elsewhere
+  (a program importing jitr.apps) nothing changes."""
+  script = console_script_name((getattr(sys, "argv", None) or [""])[0])
+  if script is not None:
+    from jitr.apps.interrupts import exit_on_ctrl_c_while_starting
+
+    exit_on_ctrl_c_while_starting(script)
+
+
 def check_train_extra() -> None:
   """Nothing if the train extra's modules are all there; else ``SystemExit`` with one
   ``NAME: error: ...`` line for a jitr console script, ``ModuleNotFoundError`` otherwise."""
@@ -77,4 +91,5 @@ def check_train_extra() -> None:
   raise ModuleNotFoundError(message, name=missing[0])
 
 
+answer_ctrl_c_while_starting()
 check_train_extra()

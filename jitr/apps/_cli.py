@@ -5,7 +5,8 @@
   as a tree, ends any fault of the command line with one ``NAME: error: ...`` line (exit
   status 1), then runs the app's ``main()``.
 * :func:`run_reporting_bad_input` -- bad input exits 1 with one ``NAME: error: ...`` line,
-  Ctrl-C exits :data:`INTERRUPTED_EXIT_STATUS` with one ``NAME: interrupted ...`` line.
+  Ctrl-C exits :data:`INTERRUPTED_EXIT_STATUS` with one ``NAME: interrupted ...`` line
+  (before the app runs too, and where Python would lose it: :mod:`jitr.apps.interrupts`).
 * :func:`parse_flags` -- absl's parsing, every error one line: an unknown flag lists the
   app's flags, an override of a field the config does not have says "unknown field X"
   with the valid ones, a config file that does not compile gives ``FILE:LINE: ...``, one
@@ -31,11 +32,9 @@ from ml_collections import config_flags
 from ml_collections.config_flags.config_flags import ConfigFileFlagParser as _ConfigFileParser
 
 from jitr import paths, progress
-from jitr.apps import _config_files
+from jitr.apps import _config_files, interrupts
+from jitr.apps.interrupts import INTERRUPTED_EXIT_STATUS
 from jitr.apps.native_stdout import native_output_to_stderr
-
-# Exit status of a command stopped by Ctrl-C (SIGINT): 128 + 2, as the shells report it.
-INTERRUPTED_EXIT_STATUS = 130
 
 # A line logged through a progress line's wrap_log (jitr.progress) names the function that
 # logged it, not jitr/progress.py.
@@ -164,13 +163,20 @@ class App:
       raise SystemExit(0)
     run_reporting_bad_input(  # a Ctrl-C while a config file loads is one line too
       self.name,
-      lambda: app.run(
-        lambda argv: run_reporting_bad_input(
-          self.name, lambda: self._checked_main(main), interrupted=self.interrupted
-        ),
-        flags_parser=lambda argv: self.parse(argv, given),
-      ),
+      lambda: self._run_absl(main, given),
       interrupted=self.interrupted,
+    )
+
+  def _run_absl(self, main: Callable[[], Any], given: list[str]) -> None:
+    """absl's ``app.run`` of ``main`` (flags parsed by :meth:`parse`), with a Ctrl-C from
+    now on a ``KeyboardInterrupt`` that is never lost (:func:`interrupts.raise_on_ctrl_c`)
+    and bad input one line (:func:`run_reporting_bad_input`)."""
+    interrupts.raise_on_ctrl_c()
+    app.run(
+      lambda argv: run_reporting_bad_input(
+        self.name, lambda: self._checked_main(main), interrupted=self.interrupted
+      ),
+      flags_parser=lambda argv: self.parse(argv, given),
     )
 
   def parse(self, argv: list[str], given: list[str] | None = None) -> list[str]:
