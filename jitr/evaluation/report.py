@@ -9,20 +9,40 @@
   directions),
 * ``recall_at_k.png`` and ``ndcg_at_k.png`` -- curves over K (when the dict
   has those keys; needs matplotlib).
+
+:func:`building` makes a report folder all or nothing: the report is written into a
+temporary folder that replaces the folder whole once complete
+(:func:`jitr.fileio.atomic_folder`), so a failed or interrupted write leaves the previous
+report as it was and never one evaluation's metrics beside another's plots. On a bucket,
+where a rename is a copy, the folder is built locally and uploaded with ``metrics.json``
+last (deleted first): an interrupted upload leaves no ``metrics.json`` beside files that
+are not its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from jitr import fileio, paths
 from jitr.evaluation import plots as plots_lib
 from jitr.fileio import write_text_atomic
 
-__all__ = ["write_json_atomic", "write_text_atomic", "markdown_table", "write_report", "split_key"]
+__all__ = [
+  "METRICS_NAME",
+  "building",
+  "markdown_table",
+  "split_key",
+  "write_json_atomic",
+  "write_report",
+  "write_text_atomic",
+]
+
+METRICS_NAME = "metrics.json"
+"""The report's metrics file, written last: a report folder without it is incomplete."""
 
 _KEY = re.compile(r"^(?:(?P<proto>[^/]+)/)?(?:(?P<dir>i2t|t2i)/)?(?P<metric>[^/]+)$")
 
@@ -98,7 +118,7 @@ def write_report(
   """
   paths.makedirs(workdir)
   written = {
-    "json": os.path.join(workdir, "metrics.json"),
+    "json": os.path.join(workdir, METRICS_NAME),
     "markdown": os.path.join(workdir, "metrics.md"),
   }
   write_json_atomic(written["json"], metrics)
@@ -111,3 +131,13 @@ def write_report(
     if plots_lib.plot_curves(metrics, "NDCG", p, title="NDCG@K"):
       written["ndcg_plot"] = p
   return written
+
+
+@contextlib.contextmanager
+def building(folder: str) -> Iterator[str]:
+  """Yields an empty temporary folder to write a report into (:func:`write_report`, and
+  whatever else belongs to it); when the block completes it becomes ``folder``, replacing
+  the previous report whole; when the block raises, ``folder`` is left as it was
+  (:func:`jitr.fileio.atomic_folder`, :data:`METRICS_NAME` written last on a bucket)."""
+  with fileio.atomic_folder(folder, last=METRICS_NAME) as tmp:
+    yield tmp

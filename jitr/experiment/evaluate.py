@@ -25,7 +25,6 @@ nothing is written then.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -232,8 +231,9 @@ def write_official(members, split: str, checkpoint: str, steps, sims, ensemble) 
     else (f"{checkpoint} checkpoint (step {steps[0]})")
   )
   title = f"{first.config.dataset} {split}, {what}, official protocol"
-  report_files = report.write_report(out, metrics, title=title, plots=False)
-  record_changed_inputs(report_files["json"], members)
+  with report.building(out) as folder:  # the whole report or the previous one
+    report_files = report.write_report(folder, metrics, title=title, plots=False)
+    record_changed_inputs(report_files["json"], members)
   logging.info("wrote %s", out)
   return metrics
 
@@ -272,7 +272,9 @@ def evaluate_workdir(
   ``<workdir>/eval_<split>_ensemble/`` (``metrics.json`` lists the ``members``). Members
   whose ``split`` differs from ``workdir``'s are refused before anything is written.
   ``num_queries`` image and caption queries go into ``queries.png`` (jitr_shapes only);
-  0 writes no panel (and removes the one the last evaluation left). ``protocol="official"``
+  0 writes no panel. The report folder is written whole or not at all
+  (:func:`jitr.evaluation.report.building`): a failed or interrupted write leaves the
+  previous report as it was. ``protocol="official"``
   scores Recall@K as the official ``evaluation.py`` does, ties included
   (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
   ensemble), into ``eval_<split>[_ensemble]_official/``. ``semantic="topk:NAME"`` adds SAM's
@@ -337,27 +339,17 @@ def evaluate_workdir(
     out = os.path.join(first.workdir, f"eval_{split}")
     title = f"{config.dataset} {split}, {checkpoint} checkpoint (step {steps[0]})"
   title += f", semantic scores {semantic}" if semantic else ""
-  report_files = report.write_report(out, metrics, title=title)
-  if ensemble:
-    written = fileio.read_json(report_files["json"])
-    written["members"] = [{"workdir": m.workdir, "step": s} for m, s in zip(members, steps)]
-    fileio.write_json_atomic(
-      report_files["json"], written, indent=2, sort_keys=True, allow_nan=False
-    )
-  record_changed_inputs(report_files["json"], members)
-  panel = os.path.join(out, "queries.png")
-  if first.data.exact is None or num_queries == 0:
-    with contextlib.suppress(FileNotFoundError):  # never left beside other metrics
-      paths.remove(panel)
-  else:
-    query_panel(
-      first_evaluator,
-      split,
-      sim,
-      first.data_dir,
-      config,
-      panel,
-      num_queries,
-    )
+  with report.building(out) as folder:  # the whole report or the previous one
+    report_files = report.write_report(folder, metrics, title=title)
+    if ensemble:
+      written = fileio.read_json(report_files["json"])
+      written["members"] = [{"workdir": m.workdir, "step": s} for m, s in zip(members, steps)]
+      fileio.write_json_atomic(
+        report_files["json"], written, indent=2, sort_keys=True, allow_nan=False
+      )
+    record_changed_inputs(report_files["json"], members)
+    if first.data.exact is not None and num_queries > 0:  # else no panel: the folder is new
+      panel = os.path.join(folder, "queries.png")
+      query_panel(first_evaluator, split, sim, first.data_dir, config, panel, num_queries)
   logging.info("wrote %s", out)
   return metrics
