@@ -76,14 +76,21 @@ def hide_modules_tensorflow_breaks() -> list[str]:
   return hidden
 
 
-def import_tf():
-  """``tensorflow`` with GPUs hidden from it, so tf.data never takes accelerator memory.
-  Before its first import, :data:`QUIET_TF_ENVIRONMENT` fills the variables left unset and
-  :func:`load_before_tensorflow` loads the modules that must come first."""
+def prepare_for_tensorflow() -> None:
+  """What must happen before TensorFlow's first import, by jitr or a library (etils.epath
+  imports it for a storage URL): :data:`QUIET_TF_ENVIRONMENT` fills the variables left
+  unset and :func:`load_before_tensorflow` loads the modules that must come first. Nothing
+  once TensorFlow is loaded."""
   if "tensorflow" not in sys.modules:
     for name, value in QUIET_TF_ENVIRONMENT.items():
       os.environ.setdefault(name, value)
     load_before_tensorflow()
+
+
+def import_tf():
+  """``tensorflow`` with GPUs hidden from it, so tf.data never takes accelerator memory,
+  after :func:`prepare_for_tensorflow`."""
+  prepare_for_tensorflow()
   import tensorflow as tf
 
   try:

@@ -50,6 +50,7 @@ from jitr.experiment.pinned_inputs import (
   verify_inputs,
 )
 from jitr.experiment.run_concepts import dataset_constants
+from jitr.experiment.run_config import check_storage
 from jitr.experiment.semantic_scores import semantic_scores
 from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
@@ -127,9 +128,10 @@ def load_member(workdir: str, *, allow_changed_inputs: bool = False) -> Member:
       f"{os.path.join(workdir, workdir_lib.CONFIG_NAME)}: no config.json; "
       f"is {workdir!r} a jitr-train workdir?"
     )
+  data_dir = workdir_lib.data_dir(config, workdir)
+  check_storage(config, workdir, data_dir)  # a URL that cannot be reached: one line, first
   say_first(f"checking the inputs of {workdir}")
   _, changes = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
-  data_dir = workdir_lib.data_dir(config, workdir)
   say_first(f"loading the data of {workdir}")
   data = load_data(config, data_dir, teachers=False)
   check_same_wordpiece(data.vocab, os.path.join(workdir, "vocab.json"))

@@ -563,6 +563,44 @@ def check_train_config(config: Any) -> None:
   objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
 
 
+# Fields (dotted) that name a file or folder the run reads or writes: a local path or a
+# storage URL ("" where unused).
+PATH_FIELDS: tuple[str, ...] = (
+  "precomp_root",
+  "data_dir",
+  "init_from",
+  "vocab_file",
+  "concepts.source",
+  "text.pretrained",
+)
+
+
+def storage_urls(config: Any, workdir: str, data_dir: str) -> list[str]:
+  """The storage URLs a run of ``config`` in ``workdir`` with its data in ``data_dir``
+  reads or writes, first seen first: the workdir, the data folder, every
+  :data:`PATH_FIELDS` field and every teacher workdir of ``config.graded`` that is a URL."""
+  fields = [
+    config[group][name] if group else config[name]
+    for group, _, name in (field.rpartition(".") for field in PATH_FIELDS)
+  ]
+  teachers = [
+    leaf.estimator
+    for source in dict(config.graded).values()
+    for leaf in parse_source(source).leaves()
+    if leaf.stored == "teacher"
+  ]
+  found = [workdir, data_dir, *fields, *teachers]
+  return list(dict.fromkeys(p for p in found if isinstance(p, str) and paths.is_url(p)))
+
+
+def check_storage(config: Any, workdir: str, data_dir: str) -> None:
+  """Refuses, before anything is read or written, a storage URL of the run
+  (:func:`storage_urls`) that cannot be reached: one :class:`jitr.paths.StorageError`
+  line naming it, what failed and what to do (:func:`jitr.paths.check_reachable`)."""
+  for url in storage_urls(config, workdir, data_dir):
+    paths.check_reachable(url)
+
+
 def with_absolute_teachers(graded: Mapping[str, str]) -> dict[str, str]:
   """``config.graded`` with every teacher workdir made absolute (against the current
   directory), so the ``config.json`` of a run names its teacher wherever it is read."""

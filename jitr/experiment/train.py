@@ -39,7 +39,7 @@ from jitr.experiment.pinned_inputs import (
   write_pins,
 )
 from jitr.experiment.run_concepts import dataset_constants
-from jitr.experiment.run_config import check_train_config, resolved_config
+from jitr.experiment.run_config import check_storage, check_train_config, resolved_config
 from jitr.experiment.vocab_check import check_vocab_coverage
 from jitr.training import distributed, reporting
 from jitr.training.agreed_stop import AgreedStop
@@ -128,12 +128,13 @@ def train_and_evaluate(
   check_train_config(config)
   config = resolved_config(config)
   workdir = paths.absolute(workdir)
+  data_dir = workdir_lib.data_dir(config, workdir)
+  check_storage(config, workdir, data_dir)  # a URL that cannot be reached: one line, first
   workdir_lib.check_workdir(config, workdir)  # before anything is written
   pins, changed = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
   if config.init_from and not workdir_lib.saved_steps(workdir):  # a new run: its source
     check_source(config.init_from)
     check_source_vocab(config.init_from, allow_changed_inputs)
-  data_dir = workdir_lib.data_dir(config, workdir)
   if config.compilation_cache:
     logging.info("compilation cache: %s", enable_run_compilation_cache(data_dir))
   lines = TrainProgress(total_steps=0)  # what the run does now, on process 0's stderr

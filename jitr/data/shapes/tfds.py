@@ -152,7 +152,9 @@ def builder(data_dir: str, config: str | ShapesConfig = "default") -> JitrShapes
   Raises:
     ValueError: a built dataset whose ``dataset_info.json`` cannot be read (empty, not
       JSON): names the file and says to delete the dataset folder to rebuild it.
+    jitr.paths.StorageError: ``data_dir`` is a storage URL that cannot be reached.
   """
+  paths.check_reachable(data_dir)  # TFDS's own error for a bucket it cannot reach is a traceback
   try:
     return JitrShapes(data_dir=str(data_dir), config=config)
   except (json_format.Error, tfds.core.dataset_info.DatasetInfoFileError) as err:
