@@ -14,8 +14,7 @@ removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``
 ``OSError`` (TensorFlow's file writers, tensorstore under orbax) by their message.
 :func:`write_bytes_atomic`,
 :func:`write_text_atomic` and :func:`write_json_atomic` are the usual
-conveniences on top of it. :func:`atomic_folder` does the same for a whole folder (a
-report): filled under a temporary name, it replaces the folder in one step.
+conveniences on top of it.
 
 A shared utility (like :mod:`jitr.tf_cpu`): any jitr subpackage may import it.
 """
@@ -23,7 +22,6 @@ A shared utility (like :mod:`jitr.tf_cpu`): any jitr subpackage may import it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import hashlib
 import json
@@ -40,7 +38,6 @@ from jitr import paths
 
 __all__ = [
   "TEMP_MARKER",
-  "atomic_folder",
   "atomic_path",
   "disk_full_error",
   "host_tag",
@@ -207,133 +204,6 @@ def disk_full_error(path: PathLike) -> OSError:
     f"disk full: could not write {os.fspath(path)} (temporary file removed); "
     "free space and run the same command again",
   )
-
-
-# Linux's renameat2(2): swap two paths in one step (both must exist).
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-
-
-def exchange_paths(a: str, b: str) -> bool:
-  """Swaps the local paths ``a`` and ``b`` (each a file or a folder) in one atomic step
-  (Linux's ``renameat2(RENAME_EXCHANGE)``); ``False``, with nothing changed, where the
-  system or the file system cannot."""
-  try:
-    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-  except (OSError, AttributeError):  # not Linux, or a C library without renameat2
-    return False
-  done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-  if done == 0:
-    return True
-  code = ctypes.get_errno()
-  if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # the file system cannot
-    return False
-  raise OSError(code, os.strerror(code), a)
-
-
-def replace_folder(new: str, path: str) -> None:
-  """Puts the local folder ``new`` in the place of the folder ``path`` (which may not
-  exist) and deletes the folder that was there. Where :func:`exchange_paths` works, a
-  reader sees the old folder or the new one, never neither; elsewhere ``path`` is renamed
-  aside first, so for a moment there is none (never a mix of the two)."""
-  if not os.path.lexists(path):
-    os.rename(new, path)
-  elif exchange_paths(new, path):
-    shutil.rmtree(new)  # the old folder, now under the temporary name
-  else:
-    old = temp_name(path)
-    os.rename(path, old)
-    try:
-      os.rename(new, path)
-    except BaseException:
-      os.rename(old, path)
-      raise
-    shutil.rmtree(old)
-  _fsync_folder(os.path.dirname(path))
-
-
-def _fsync_tree(folder: str) -> None:
-  """fsyncs every file under the local ``folder``."""
-  for root, _, files in os.walk(folder):
-    for name in files:
-      _fsync_file(os.path.join(root, name))
-
-
-def publish_folder(local: str, url: str, *, last: str) -> None:
-  """Makes the folder ``url`` in a bucket hold exactly the files of the local folder
-  ``local``. An object store renames nothing (a rename is a copy of every object), so
-  the object ``last`` marks a complete folder: it is deleted first, every other file is
-  uploaded (each object appears whole), the objects the new folder lacks are deleted, and
-  ``last`` is uploaded at the end. An upload that fails leaves the folder without
-  ``last``: files of two versions may lie there, never beside a ``last`` that is not
-  theirs."""
-  with contextlib.suppress(FileNotFoundError):
-    paths.remove(os.path.join(url, last))
-  names = sorted(
-    os.path.relpath(os.path.join(root, name), local)
-    for root, _, files in os.walk(local)
-    for name in files
-  )
-  for name in [n for n in names if n != last]:
-    _upload(os.path.join(local, name), os.path.join(url, name))
-  _remove_other_objects(url, set(names))
-  if last in names:
-    _upload(os.path.join(local, last), os.path.join(url, last))
-
-
-def _upload(local: str, url: str) -> None:
-  """Copies the local file ``local`` to the object ``url`` (which appears whole on close)."""
-  with open(local, "rb") as src, paths.open(url, "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 24)
-
-
-def _remove_other_objects(url: str, keep: set[str]) -> None:
-  """Deletes every object under the folder ``url`` whose path relative to it is not in
-  ``keep``."""
-  if not paths.isdir(url):
-    return
-  prefix = url.rstrip("/") + "/"
-  for root, _, files in paths.walk(url):
-    for name in files:
-      path = os.path.join(root, name)
-      if path.removeprefix(prefix) not in keep:  # no os.path.relpath: it mangles a URL
-        paths.remove(path)
-
-
-@contextlib.contextmanager
-def atomic_folder(path: PathLike, *, last: str) -> Iterator[str]:
-  """Yields an empty temporary folder to fill; when the block completes, it replaces the
-  folder ``path`` whole (files of ``path`` the block did not write are gone). If the block
-  raises (a full disk, Ctrl-C), the temporary folder is removed and ``path`` is untouched.
-
-  A local ``path``: the temporary folder is its sibling ``NAME.tmp-HOST-PID-XXXXXXXX``, its
-  files are fsynced and it takes ``path``'s place (:func:`replace_folder`). A storage URL:
-  the folder is filled locally and uploaded when complete (:func:`publish_folder`, with
-  ``last`` the file that marks a complete folder, written last).
-  """
-  path = os.fspath(path)
-  url = paths.is_url(path)
-  if url:
-    tmp = tempfile.mkdtemp(prefix=os.path.basename(path.rstrip("/")) + TEMP_MARKER)
-  else:
-    path = os.path.abspath(path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = temp_name(path)
-    os.mkdir(tmp)
-  try:
-    yield tmp
-    if url:
-      publish_folder(tmp, path, last=last)
-    else:
-      _fsync_tree(tmp)
-      replace_folder(tmp, path)
-  except BaseException as err:
-    if is_disk_full(err):
-      raise disk_full_error(path) from err
-    raise
-  finally:
-    if os.path.isdir(tmp):  # the block failed, or the upload ran
-      shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:

@@ -12,7 +12,7 @@
 
 :func:`building` makes a report folder all or nothing: the report is written into a
 temporary folder that replaces the folder whole once complete
-(:func:`jitr.fileio.atomic_folder`), so a failed or interrupted write leaves the previous
+(:func:`jitr.folder_swap.atomic_folder`), so a failed or interrupted write leaves the previous
 report as it was and never one evaluation's metrics beside another's plots. On a bucket,
 where a rename is a copy, the folder is built locally and uploaded with ``metrics.json``
 last (deleted first): an interrupted upload leaves no ``metrics.json`` beside files that
@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from jitr import fileio, paths
 from jitr.evaluation import plots as plots_lib
 from jitr.fileio import write_text_atomic
+from jitr.folder_swap import atomic_folder
 
 __all__ = [
   "METRICS_NAME",
@@ -138,6 +139,6 @@ def building(folder: str) -> Iterator[str]:
   """Yields an empty temporary folder to write a report into (:func:`write_report`, and
   whatever else belongs to it); when the block completes it becomes ``folder``, replacing
   the previous report whole; when the block raises, ``folder`` is left as it was
-  (:func:`jitr.fileio.atomic_folder`, :data:`METRICS_NAME` written last on a bucket)."""
-  with fileio.atomic_folder(folder, last=METRICS_NAME) as tmp:
+  (:func:`jitr.folder_swap.atomic_folder`, :data:`METRICS_NAME` written last on a bucket)."""
+  with atomic_folder(folder, last=METRICS_NAME) as tmp:
     yield tmp

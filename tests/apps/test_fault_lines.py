@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from configs import default
-from jitr import experiment, fileio, paths
+from jitr import experiment, fileio, folder_swap, paths
 from jitr.apps import _cli, train
 from jitr.evaluation import report
 from jitr.training.checkpoint_manifest import write_manifest
@@ -356,7 +356,7 @@ def test_a_folder_is_replaced_whole_where_paths_cannot_be_exchanged(tmp_path, mo
   is renamed aside first; the result is the same."""
   out = tmp_path / "eval_test"
   _previous_report(out)
-  monkeypatch.setattr(fileio, "exchange_paths", lambda a, b: False)
+  monkeypatch.setattr(folder_swap, "exchange_paths", lambda a, b: False)
   _write_in(report.building(str(out)), {"full/rsum": 7.0})
   assert json.loads((out / "metrics.json").read_text()) == {"full/rsum": 7.0}
   assert not (out / "queries.png").exists() and os.listdir(tmp_path) == ["eval_test"]
