@@ -197,6 +197,8 @@ _LOCAL_ONLY = {
 _ALLOWED = {
   "jitr/paths.py": "the path layer itself",
   "jitr/fileio.py": "the local branch of the atomic write (a URL is uploaded by jitr.paths)",
+  "jitr/folder_swap.py": "the local branch of the folder swap (a URL's folder is built in a "
+  "local temporary folder and uploaded by jitr.paths)",
   "jitr/relevance/checksums.py": "os.stat of a local file (a URL is hashed directly)",
   "jitr/relevance/sentence.py": "the text model's folder (installed locally, never a URL)",
   "jitr/apps/_config_files.py": "config files: Python that ml_collections imports from a local "
