@@ -275,7 +275,7 @@ def evaluate_workdir(
   whose ``split`` differs from ``workdir``'s are refused before anything is written.
   ``num_queries`` image and caption queries go into ``queries.png`` (jitr_shapes only);
   0 writes no panel. The report folder is written whole or not at all
-  (:func:`jitr.evaluation.report.building`): a failed or interrupted write leaves the
+  (:func:`!jitr.evaluation.report.building`): a failed or interrupted write leaves the
   previous report as it was. ``protocol="official"``
   scores Recall@K as the official ``evaluation.py`` does, ties included
   (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
