@@ -12,6 +12,7 @@ import numpy as np
 from configs import default
 from jitr import fileio
 from jitr.experiment import workdir as workdir_lib
+from jitr.experiment.run_config import resolved_config
 
 WORDS = ("a", "dog", "cat", "runs", "sits", "red", "blue", "on", "grass", "mat")
 
@@ -69,7 +70,7 @@ def precomp_config(root) -> ml_collections.ConfigDict:
 def finished_workdir(workdir, config) -> dict[str, str]:
   """A workdir as a finished run leaves it (its config.json, vocabulary, checkpoint files,
   metrics); returns its snapshot."""
-  workdir_lib.write_config_once(config, str(workdir))
+  workdir_lib.write_config_once(resolved_config(config), str(workdir))  # as a run saves it
   fileio.write_json_atomic(workdir / "vocab.json", {"words": ["<pad>", "a"]})
   fileio.write_json_atomic(workdir / "metrics.json", {"full/rsum": 300.0})
   step = workdir / "checkpoints" / "latest" / "6"

@@ -26,6 +26,7 @@ from configs import default
 from jitr import experiment, fileio
 from jitr.apps import _cli, train
 from jitr.experiment import workdir as workdir_lib
+from jitr.experiment.run_config import resolved_config
 from jitr.training.finite import NonFiniteTrainingError
 from tests.file_fixtures import finished_workdir, precomp_config, snapshot, write_precomp
 
@@ -128,7 +129,7 @@ def test_changed_model_on_a_finished_workdir_is_refused_and_changes_nothing(tmp_
 
 def test_a_longer_schedule_on_a_finished_workdir_is_accepted_and_recorded(tmp_path):
   write_precomp(tmp_path / "data")
-  config = precomp_config(tmp_path / "data")
+  config = resolved_config(precomp_config(tmp_path / "data"))  # as jitr-train checks it
   before = finished_workdir(tmp_path / "run", config)
   saved = json.loads((tmp_path / "run" / "config.json").read_text())
   config.num_epochs = 3
@@ -261,7 +262,8 @@ def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
       "--config.modle.embed_dim=8: unknown field 'modle' of config (valid fields: backend, "
       "batch_size, calibration, captions_per_image, compilation_cache, concepts, data_dir, "
       "dataset, distributed, estimators, eval_batch_size, eval_folds, graded, image, "
-      "init_from, log_every_steps, loss, max_caption_len, model, num_epochs, optimizer, "
+      "init_from, labelled, log_every_steps, loss, max_caption_len, model, num_epochs, "
+      "optimizer, "
       "precomp_root, prefetch, seed, shapes_config, test_split, text, token_buckets, top_k, "
       "vocab_file, vocab_min_count, vocab_min_coverage)",
     ),
