@@ -22,24 +22,16 @@ from jitr.data import vocab as vocab_lib
 from jitr.data.official_vocab import read_official_vocab
 from jitr.relevance.captions_io import read_flickr8k_tokens
 from tests.data_folders import data_folder
+from tests.nltk_reference import write_punkt_tables
 
 
 @pytest.fixture(scope="module")
 def nltk_data(tmp_path_factory):
   """nltk's data path led to a ``tokenizers/punkt_tab/english/`` folder holding the tables
-  in the files nltk's ``load_punkt_params`` reads (one entry a line; pairs and counts
-  tab-separated); the path and nltk's cached Punkt tokenizers restored after."""
+  in the files nltk's ``load_punkt_params`` reads (:func:`tests.nltk_reference.write_punkt_tables`);
+  the path and nltk's cached Punkt tokenizers restored after."""
   root = tmp_path_factory.mktemp("nltk_data")
-  folder = root / "tokenizers" / "punkt_tab" / "english"
-  folder.mkdir(parents=True)
-  files = {
-    "abbrev_types.txt": sorted(english.ABBREV_TYPES),
-    "sent_starters.txt": sorted(english.SENT_STARTERS),
-    "collocations.tab": ["\t".join(pair) for pair in sorted(english.COLLOCATIONS)],
-    "ortho_context.tab": [f"{word}\t{n}" for word, n in sorted(english.ORTHO_CONTEXT.items())],
-  }
-  for name, lines in files.items():
-    (folder / name).write_text("\n".join(lines), encoding="utf-8", newline="")
+  write_punkt_tables(root)
   saved = list(nltk.data.path)
   nltk.data.path.insert(0, str(root))
   nltk.tokenize._get_punkt_tokenizer.cache_clear()
