@@ -72,11 +72,16 @@ def get_config() -> ml_collections.ConfigDict:
   # then never cut at max_caption_len, as in the official code); "" follows the vocabulary:
   # vocab_file's ("nltk" for an official file), else "jitr". A vocab_file of the other
   # tokenizer is refused; must be "" with pretrained. config.json records the resolved name.
+  # caption_form, the string the words are read from (jitr.experiment.run_caption_form):
+  # "text" (the caption) or "python3_bytes" (str of its bytes in Python 3, "b'a dog .'", as
+  # the official CVSE data.py tokenises it; needs tokenizer "nltk"); "" is "text", or
+  # "python3_bytes" in the workdir jitr-import writes of an official CVSE checkpoint.
   c.text = ml_collections.ConfigDict(
     dict(
       pretrained="",  # a Hugging Face BERT folder, e.g. bert-base-uncased ("" = none)
       word_augment=0.0,  # probability per training caption word (VSE∞: 0.2)
       tokenizer="",  # "jitr", "nltk" (the official one) or "" (vocab_file's, else "jitr")
+      caption_form="",  # "text", "python3_bytes" (official CVSE) or "" (see above)
     )
   )
   # Image regions in training batches: region_drop, the probability that a row drops each
@@ -141,8 +146,17 @@ def get_config() -> ml_collections.ConfigDict:
   # Concepts of the networks that read them (CVSE): "" builds them from the captions on
   # first use (the num_concepts most frequent content words of the training captions; word
   # vectors "onehot" or "sentence", all-MiniLM-L6-v2 of each word) under
-  # <data_dir>/concepts; or a folder written by jitr.data.save_concept_data.
-  c.concepts = ml_collections.ConfigDict(dict(source="", num_concepts=300, vectors="onehot"))
+  # <data_dir>/concepts; or a folder written by jitr.data.save_concept_data; or the folder
+  # of CVSE's official concept files. labels, how a caption's concepts are found
+  # (jitr.experiment.run_concepts): "jitr" (its content words, plurals folded) or
+  # "official" (the official data.py's: nltk's words of the caption's Python 3 str(bytes),
+  # WordNet noun lemmas; official concept files only; needs wordnet); "" is "official"
+  # with official concept files and wordnet set, else "jitr". wordnet, the WordNet 3.0
+  # folder holding index.noun and noun.exc (Debian's wordnet-base: /usr/share/wordnet, or
+  # nltk_data's corpora/wordnet); "" = none.
+  c.concepts = ml_collections.ConfigDict(
+    dict(source="", num_concepts=300, vectors="onehot", labels="", wordnet="")
+  )
 
   # The network: model.name of jitr.models.registry ("vse" when unset: this dual encoder;
   # "sgr", "saf", "vsrn", "cvse", "vseinf"; "twobranch" for labelled vectors) and its settings

@@ -179,7 +179,9 @@ MODELS = {
     {
       "num_epochs": 4,
       # jitr_shapes' captions hold 96 content words: 64 concepts, one-hot word vectors
-      "concepts": ml_collections.ConfigDict(dict(source="", num_concepts=64, vectors="onehot")),
+      "concepts": ml_collections.ConfigDict(
+        {**default.get_config().concepts.to_dict(), "num_concepts": 64, "vectors": "onehot"}
+      ),
       # CVSE's GCN decays by 0.2 where the rest decays by 0.1
       "optimizer": ml_collections.ConfigDict(
         {**default.get_config().optimizer.to_dict(), "module_decay_factors": {"gcn": 0.2}}

@@ -17,6 +17,7 @@ import numpy as np
 
 from jitr.data import pairs, precomp
 from jitr.data import vocab as vocab_lib
+from jitr.data.caption_forms import caption_forms
 from jitr.data.concept_data import ConceptData
 from jitr.data.datasets import captions_per_image, dataset_info
 from jitr.data.labelled import LabelledSettings
@@ -24,6 +25,7 @@ from jitr.data.labelled_splits import labelled_splits
 from jitr.data.official_vocab import read_vocab_file
 from jitr.data.shapes import split as shapes_split
 from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
+from jitr.experiment.run_caption_form import caption_form
 from jitr.experiment.run_concepts import (
   needs_concepts,
   per_image,
@@ -95,9 +97,10 @@ def run_vocab(
   say: Callable[[str], None] = say_nothing,
 ) -> tuple[vocab_lib.Vocab | WordPieceVocab, list[list[str]] | None]:
   """``(vocabulary, words)``: the run's vocabulary and, when it was built here, the words
-  of ``train_captions`` it was built from (the training split is encoded from them, not
-  tokenised again), else ``None``. The vocabulary is ``given``, else the WordPiece
-  vocabulary of ``config.text.pretrained``'s ``vocab.txt`` when set, else
+  of ``train_captions`` (in the run's caption form, :mod:`jitr.experiment.run_caption_form`)
+  it was built from (the training split is encoded from them, not tokenised again), else
+  ``None``. The vocabulary is ``given``, else the WordPiece vocabulary of
+  ``config.text.pretrained``'s ``vocab.txt`` when set, else
   ``config.vocab_file`` when set (jitr's ``vocab.json`` or an official file, e.g. an
   imported checkpoint's; refused in one line when ``config.text.tokenizer`` names another
   tokenizer than its own), else built from ``train_captions`` by the run's tokenizer
@@ -165,7 +168,8 @@ def load_shapes(
     s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
     for s in SPLITS
   }
-  vocab, train_tokens = run_vocab(config, arrays["train"]["captions"], vocab, say=say)
+  texts = {s: caption_forms(a["captions"], caption_form(config)) for s, a in arrays.items()}
+  vocab, train_tokens = run_vocab(config, texts["train"], vocab, say=say)
   captions = caption_set(arrays["train"]["captions"], 5, _train_source(config))
   vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
   say("encoding the captions")
@@ -174,7 +178,7 @@ def load_shapes(
       a,
       vocab,
       encoded=encode_captions(
-        vocab, a["captions"], config.max_caption_len, train_tokens if s == "train" else None
+        vocab, texts[s], config.max_caption_len, train_tokens if s == "train" else None
       ),
       vectors=vectors if s == "train" else None,
       topk=topk if s == "train" else None,
@@ -205,8 +209,9 @@ def load_precomp(
     name: precomp.load_precomp_split(folder, split, captions_per_image=per_image)
     for name, split in zip(SPLITS, ("train", "dev", config.test_split), strict=True)
   }
+  texts = {name: caption_forms(split.captions, caption_form(config)) for name, split in raw.items()}
   vocab, train_tokens = run_vocab(
-    config, raw["train"].captions, vocab, min_count=config.vocab_min_count, say=say
+    config, texts["train"], vocab, min_count=config.vocab_min_count, say=say
   )
   train = raw["train"]
   captions = caption_set(train.captions, train.captions_per_image, _train_source(config))
@@ -215,7 +220,7 @@ def load_precomp(
   splits = {}
   for name, split in raw.items():
     tokens, lengths = encode_captions(
-      vocab, split.captions, config.max_caption_len, train_tokens if name == "train" else None
+      vocab, texts[name], config.max_caption_len, train_tokens if name == "train" else None
     )
     splits[name] = pairs.RetrievalSplit(
       images=split.images,

@@ -48,6 +48,7 @@ from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.pinned_inputs import VOCAB_ROLE, check_inputs, fingerprint, write_pins
+from jitr.experiment.run_caption_form import with_official_caption_form
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.experiment.run_tokenizer import with_official_tokenizer
@@ -409,6 +410,7 @@ def _import_steps(
   checkpoint = source["checkpoint"]
   begin("reading the checkpoint")
   weights = read_official_weights(checkpoint)
+  config = with_official_caption_form(config, weights.network)  # CVSE's str(bytes) captions
   config = resolved_config(with_official_tokenizer(imported_config(config, weights, workdir)))
   check_train_config(config)
   begin("reading the vocabulary")

@@ -2,10 +2,11 @@
 
 A run reads files that live outside its checkpoints: the precomp features and captions of
 the splits it trains and tests on (or the image, text and label files of a labelled vector
-dataset's), the vocabulary file it was given, the workdir's own
-``vocab.json`` (the only record of an imported checkpoint's word ids), CVSE's concept
-files, the BERT folder of a WordPiece run. ``inputs.json`` in the workdir (:data:`PINS`)
-records each one by role: its absolute path, size, modification time and SHA-256.
+dataset's), the vocabulary file it was given, the workdir's own ``vocab.json`` (the only
+record of an imported checkpoint's word ids), CVSE's concept files and the WordNet files
+of its official labels (``index.noun``, ``noun.exc``), the BERT folder of a WordPiece run.
+``inputs.json`` in the workdir (:data:`PINS`) records each one by role: its absolute path,
+size, modification time and SHA-256.
 
 :func:`verify_inputs` compares the files a config names now with those pins, role by
 role, before a resume, an evaluation (ensemble members included), a fine-tuning start
@@ -35,6 +36,8 @@ from jitr import fileio, paths
 from jitr.data import precomp
 from jitr.data.datasets import dataset_info
 from jitr.data.labelled import LabelledSettings, split_paths
+from jitr.data.wordnet_nouns import NOUN_EXCEPTIONS, NOUN_INDEX
+from jitr.experiment.run_concepts import OFFICIAL_LABELS
 from jitr.experiment.workdir import read_workdir_config
 
 PINS = "inputs.json"
@@ -45,6 +48,8 @@ VOCAB_ROLE = "workdir vocab.json"
 another workdir besides its checkpoint."""
 # the files of a Hugging Face BERT folder a run reads (the weights: whichever exists)
 BERT_FILES = ("config.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")
+# the files of a WordNet folder the official CVSE labels read
+WORDNET_FILES = (NOUN_INDEX, NOUN_EXCEPTIONS)
 
 
 class ChangedInputError(ValueError):
@@ -80,6 +85,9 @@ def run_inputs(config: Mapping[str, Any], workdir: str) -> dict[str, str]:
   if source and paths.isdir(source):
     names = sorted(n for n in paths.listdir(source) if paths.isfile(os.path.join(source, n)))
     found.update({f"config.concepts.source/{n}": os.path.join(source, n) for n in names})
+  wordnet = config["concepts"]["wordnet"]
+  if wordnet and config["concepts"]["labels"] == OFFICIAL_LABELS:
+    found.update({f"config.concepts.wordnet/{n}": os.path.join(wordnet, n) for n in WORDNET_FILES})
   return {role: paths.absolute(p) for role, p in found.items() if paths.isfile(p)}
 
 

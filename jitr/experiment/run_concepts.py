@@ -17,6 +17,17 @@
   (the official training labels come from its label file by Flickr image id, which a
   precomp folder does not hold).
 
+``config.concepts.labels`` says how a caption's concepts are found (:func:`resolved_labels`):
+
+- ``"jitr"``: jitr's content words with plurals folded (:func:`jitr.data.caption_labels`);
+- ``"official"``: the official ``data.py``'s labels
+  (:func:`jitr.data.cvse_caption_labels.official_caption_labels`: nltk's words of the
+  caption's Python 3 ``str(bytes)``, WordNet noun lemmas, the first concept of each
+  lemma), with the WordNet of ``config.concepts.wordnet``; only with official concept
+  files (their concept words);
+- ``""`` (default): ``"official"`` when the source holds official concept files and
+  ``config.concepts.wordnet`` names a WordNet, else ``"jitr"``.
+
 The splits get each image's labels (:attr:`jitr.data.pairs.RetrievalSplit.concept_labels`,
 what training batches carry) and each caption's own concepts (``caption_concept_labels``,
 what the evaluation encodes captions with, as the official ``data.py`` labels the
@@ -32,6 +43,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from absl import logging
 
 from jitr import paths
 from jitr.data import pairs, read_official_concepts
@@ -44,13 +56,19 @@ from jitr.data.concept_data import (
   official_with_labels,
   save_concept_data,
 )
+from jitr.data.cvse_caption_labels import official_caption_labels
 from jitr.data.datasets import dataset_info
+from jitr.data.wordnet_nouns import NounLemmatizer, read_noun_lemmatizer
 from jitr.models import MODELS, ConceptInputs
 from jitr.models.cvse import CONCEPTS
 from jitr.models.model_settings import network_name
 
 SPLIT_ORDER = ("train", "val", "test")
 """The order of the images in a run's concept labels."""
+JITR_LABELS, OFFICIAL_LABELS = "jitr", "official"
+LABEL_CHOICES = ("", JITR_LABELS, OFFICIAL_LABELS)
+"""``config.concepts.labels``'s values: ``""`` (resolved by :func:`resolved_labels`) and the
+two labellings."""
 
 
 def needs_concepts(config) -> bool:
@@ -83,14 +101,41 @@ def official_prefix(config, source: str) -> str | None:
   return prefix if found else None
 
 
+def resolved_labels(config) -> str:
+  """How the run labels captions with concepts (module docstring): ``config.concepts.labels``
+  when set, else ``"official"`` when ``config.concepts.source`` holds official concept files
+  of the dataset and ``config.concepts.wordnet`` is set, else ``"jitr"``."""
+  concepts = config.concepts
+  if concepts.labels:
+    return concepts.labels
+  official = bool(concepts.source) and official_prefix(config, concepts.source) is not None
+  return OFFICIAL_LABELS if official and concepts.wordnet else JITR_LABELS
+
+
+def wordnet_lemmatizer(config) -> NounLemmatizer:
+  """The noun lemmatiser of ``config.concepts.wordnet``'s WordNet; its errors are one line
+  starting with ``config.concepts.wordnet``."""
+  try:
+    return read_noun_lemmatizer(config.concepts.wordnet)
+  except (OSError, ValueError) as err:
+    raise ValueError(f"config.concepts.wordnet: {err}") from None
+
+
 def official_concept_data(
-  source: str, prefix: str, captions: list, train_images
+  source: str, prefix: str, captions: list, train_images, lemmatizer: NounLemmatizer | None = None
 ) -> tuple[ConceptData, np.ndarray]:
   """``(concepts, caption labels)``: the official files' words, vectors and statistics
-  (``adj_all``, ``nums``), each caption's own concepts (:func:`jitr.data.caption_labels`)
-  and, as image labels, their union over each image's captions."""
+  (``adj_all``, ``nums``), each caption's own concepts and, as image labels, their union
+  over each image's captions. A caption's concepts are the official ``data.py``'s with a
+  ``lemmatizer`` (:func:`jitr.data.cvse_caption_labels.official_caption_labels`), else
+  jitr's (:func:`jitr.data.caption_labels`, plurals folded onto the ``train_images``'
+  words)."""
   official = read_official_concepts(source, prefix)
-  own = caption_labels(captions, official.words, train_images=train_images)
+  if lemmatizer is None:
+    own = caption_labels(captions, official.words, train_images=train_images)
+  else:
+    flat = [caption for image in captions for caption in image]
+    own = official_caption_labels(flat, official.words, lemmatizer)
   sizes = np.array([len(c) for c in captions])
   starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
   labels = np.maximum.reduceat(own, starts, axis=0) if len(own) else own
@@ -103,13 +148,31 @@ def run_concepts(
   """``(concepts, caption labels)``: the run's :class:`ConceptData` (module docstring) for
   ``image_captions[split]``, the captions of each image of the train, val and test
   splits, and each of those captions' own concepts (uint8 ``[captions, C]``, in that
-  order: :func:`jitr.data.caption_labels`)."""
+  order), labelled as :func:`resolved_labels` says.
+
+  Raises:
+    ValueError: official labels without official concept files, or a WordNet folder
+      that cannot be read (one line naming the field).
+  """
   captions = [c for split in SPLIT_ORDER for c in image_captions[split]]
   train = np.arange(len(image_captions["train"]))
   source = config.concepts.source
   prefix = official_prefix(config, source) if source else None
+  labelling = resolved_labels(config)
+  if labelling == OFFICIAL_LABELS and prefix is None:
+    raise ValueError(
+      f"config.concepts.labels: {OFFICIAL_LABELS!r} labels captions with the words of CVSE's "
+      f"official concept files, but config.concepts.source ({source or 'empty'}) holds none "
+      f"for {config.dataset}; give their folder or use {JITR_LABELS!r}"
+    )
   if prefix is not None:
-    return official_concept_data(source, prefix, captions, train)
+    lemmatizer = wordnet_lemmatizer(config) if labelling == OFFICIAL_LABELS else None
+    if not config.concepts.labels and lemmatizer is None:
+      logging.warning(
+        "config.concepts.wordnet is unset: the captions get jitr's concept labels, not the "
+        "official ones (they lemmatise with WordNet: --config.concepts.wordnet=FOLDER)"
+      )
+    return official_concept_data(source, prefix, captions, train, lemmatizer)
   if source:
     data = load_concept_data(source)
   else:

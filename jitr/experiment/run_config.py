@@ -27,6 +27,8 @@ from jitr import paths
 from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DATASETS, DatasetInfo, captions_per_image, dataset_info
 from jitr.data.labelled import POSITIVES
+from jitr.experiment.run_caption_form import check_caption_form_setting, resolved_caption_form
+from jitr.experiment.run_concepts import LABEL_CHOICES, OFFICIAL_LABELS, resolved_labels
 from jitr.experiment.run_tokenizer import check_tokenizer_setting, resolved_tokenizer
 from jitr.losses import objective
 from jitr.models.model_settings import DEFAULT_MODEL, check_model_settings
@@ -125,8 +127,8 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "module_decay_factors",
     "module_lr_factors",
   ),
-  "concepts": ("source", "num_concepts", "vectors"),
-  "text": ("pretrained", "word_augment", "tokenizer"),
+  "concepts": ("source", "num_concepts", "vectors", "labels", "wordnet"),
+  "text": ("pretrained", "word_augment", "tokenizer", "caption_form"),
   "image": ("region_drop",),
   "labelled": (
     "folder",
@@ -328,7 +330,8 @@ def _check_text(config: Any) -> None:
   so either without the other is refused, and so is a ``config.model.pretrained`` (the
   folder is ``text.pretrained``). ``text.word_augment`` > 0 needs ``text.pretrained``
   (it rewrites WordPiece captions); ``vocab_file`` must then be empty, and
-  ``text.tokenizer`` too (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`)."""
+  ``text.tokenizer`` too (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`).
+  ``text.caption_form``: :func:`jitr.experiment.run_caption_form.check_caption_form_setting`."""
   for field in PROBABILITIES:
     group, name = field.split(".")
     check_probability(field, config[group][name])
@@ -364,6 +367,7 @@ def _check_text(config: Any) -> None:
       "config.vocab_file: expected '' with config.text.pretrained (its vocab.txt is the vocabulary)"
     )
   check_tokenizer_setting(config)
+  check_caption_form_setting(config)
   for name in BERT_FOLDER_FILES if folder else ():
     if not paths.isfile(os.path.join(folder, name)):
       raise ValueError(
@@ -458,7 +462,9 @@ def _check_graded_source(config: Any, name: str, leaves, dataset: DatasetInfo) -
 
 def _check_concepts(config: Any) -> None:
   """``config.concepts``: ``source`` a string, ``num_concepts`` a whole
-  number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`."""
+  number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`,
+  ``labels`` one of :data:`!jitr.experiment.run_concepts.LABEL_CHOICES`, ``wordnet`` a
+  string, not empty with ``labels`` ``"official"``."""
   concepts = config.concepts
   source = concepts.source
   if not isinstance(source, str):
@@ -470,6 +476,23 @@ def _check_concepts(config: Any) -> None:
   if vectors not in VECTOR_CHOICES:
     raise ValueError(
       f"config.concepts.vectors: expected one of {', '.join(VECTOR_CHOICES)}, got {vectors!r}"
+    )
+  labels = concepts.labels
+  if not isinstance(labels, str) or labels not in LABEL_CHOICES:
+    raise ValueError(
+      f"config.concepts.labels: expected one of {', '.join(map(repr, LABEL_CHOICES))} ('' is "
+      f"{OFFICIAL_LABELS!r} with official concept files and a WordNet), got {labels!r}"
+    )
+  wordnet = concepts.wordnet
+  if not isinstance(wordnet, str):
+    raise ValueError(
+      f"config.concepts.wordnet: expected a string (a folder or ''), got {wordnet!r}"
+    )
+  if labels == OFFICIAL_LABELS and not wordnet:
+    raise ValueError(
+      f"config.concepts.wordnet: the {OFFICIAL_LABELS!r} labels lemmatise with WordNet; give "
+      "the folder of its index.noun and noun.exc (e.g. /usr/share/wordnet of Debian's "
+      "wordnet-base)"
     )
 
 
@@ -624,23 +647,28 @@ def with_absolute_teachers(graded: Mapping[str, str]) -> dict[str, str]:
 def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """A copy of ``config`` with its references resolved, every teacher workdir,
   ``init_from``, ``vocab_file``, ``precomp_root``, ``data_dir``, ``concepts.source``,
-  ``text.pretrained`` and ``labelled.folder`` made absolute, so ``config.json`` names them
-  from any directory (``jitr-eval`` run elsewhere finds them), and ``text.tokenizer``
-  resolved (:func:`jitr.experiment.run_tokenizer.resolved_tokenizer`: ``""`` becomes
-  ``config.vocab_file``'s tokenizer or ``"jitr"``). ``config`` has passed
+  ``concepts.wordnet``, ``text.pretrained`` and ``labelled.folder`` made absolute, so
+  ``config.json`` names them from any directory (``jitr-eval`` run elsewhere finds them),
+  and ``text.tokenizer`` (:func:`jitr.experiment.run_tokenizer.resolved_tokenizer`: ``""``
+  becomes ``config.vocab_file``'s tokenizer or ``"jitr"``), ``text.caption_form``
+  (:func:`jitr.experiment.run_caption_form.resolved_caption_form`) and ``concepts.labels``
+  (:func:`jitr.experiment.run_concepts.resolved_labels`) resolved. ``config`` has passed
   :func:`check_train_config`."""
   config = config.copy_and_resolve_references()
   config.graded = ml_collections.ConfigDict(with_absolute_teachers(dict(config.graded)))
   for field in ("init_from", "vocab_file", "precomp_root", "data_dir"):
     if config[field]:
       config[field] = paths.absolute(config[field])
-  if config.concepts.source:
-    config.concepts.source = paths.absolute(config.concepts.source)
+  for field in ("source", "wordnet"):
+    if config.concepts[field]:
+      config.concepts[field] = paths.absolute(config.concepts[field])
   if config.text.pretrained:
     config.text.pretrained = paths.absolute(config.text.pretrained)
   config.text.tokenizer = resolved_tokenizer(config)
   if config.labelled.folder:
     config.labelled.folder = paths.absolute(config.labelled.folder)
+  config.text.caption_form = resolved_caption_form(config)
+  config.concepts.labels = resolved_labels(config)
   return config
 
 
