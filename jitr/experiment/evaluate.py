@@ -320,7 +320,7 @@ def evaluate_workdir(
       batch_size=member.config.eval_batch_size,
       show_progress=True,  # a large split: one line on stderr, pairs scored of the total
     )
-    sims.append(evaluator.similarity(split, state.variables))
+    sims.append(evaluator.similarity(split, state.variables, official=protocol == "official"))
     steps.append(int(state.step))
     if member is first:
       first_evaluator = evaluator

@@ -70,9 +70,11 @@ class Evaluator:
       model, image_batch=batch_size, caption_batch=batch_size, show_progress=show_progress
     )
 
-  def similarity(self, split: str, variables: Any) -> np.ndarray:
-    """``sim [N_img, N_cap]`` (float32 numpy) of ``split`` under ``variables``."""
-    return self.scorer(variables, self.splits[split], label=f"scoring {split}")
+  def similarity(self, split: str, variables: Any, *, official: bool = False) -> np.ndarray:
+    """``sim [N_img, N_cap]`` (float32 numpy) of ``split`` under ``variables``; ``official``:
+    the official evaluation's matrix (float64 for a model with an ``eval_similarity``, CVSE:
+    :class:`jitr.training.score_split.SplitScorer`)."""
+    return self.scorer(variables, self.splits[split], label=f"scoring {split}", official=official)
 
   def _graded_inputs(self, split: str) -> dict:
     if self.exact is None:

@@ -86,6 +86,12 @@ class RetrievalModel:
   """The batch keys ``init`` / ``forward`` read as the model's inputs (the rows'
   images and captions and whatever else the network takes per row); the train step
   treats every other key as a query field (ids, validity, relevance data)."""
+  eval_similarity: Callable[[Any, Any], Any] | None = None
+  """A dual encoder's score of two evaluation representations (``encode_images`` rows
+  against ``encode_captions`` rows, ``[N_img, N_cap]``) when it is not their dot product
+  (CVSE: the official mix of its fused and consensus parts). Written with array operators
+  alone, it scores on the devices (float32) and, for the official protocol, on the host
+  in float64; ``None``: the dot product."""
 
 
 Builder = Callable[[dict[str, Any], int, Mapping[str, Any]], RetrievalModel]

@@ -11,13 +11,20 @@ Works for both kinds of :class:`~jitr.models.retrieval_model.RetrievalModel`
 2. ``sim[i, c]`` is filled ``image_batch x caption_batch`` blocks at a time by one
    jitted block scorer that slices its block out of the representations on device:
    ``score(variables, images[block], captions[block], train=False)`` for pairwise
-   (similarity) models, ``images[block] @ captions[block].T`` for embedding models.
+   (similarity) models, ``images[block] @ captions[block].T`` for embedding models (or the
+   model's ``eval_similarity`` of the two, CVSE's mix of two embeddings).
    Nothing but the block's ``sim`` leaves the scorer, so the memory of a pairwise
    model's activations is that of one block (the model may block further inside).
 
 Each block has the same shape (the last block of an axis starts early, overlapping
 its predecessor, and only its new rows / columns are written), so the scorer
 compiles once per split shape. The result is a float32 numpy matrix.
+
+``official=True`` asks for the matrix the official evaluation computes: for a model with an
+``eval_similarity`` (CVSE, whose official ``evalrank`` stores the float32 embeddings in
+float64 arrays and scores them in float64), step 2 runs on the host in float64 over the
+same representations, ``image_batch`` image rows at a time, and the result is float64;
+any other model's matrix is the float32 one (the official protocol casts it).
 
 With ``show_progress``, a split of at least :data:`MIN_PAIRS_SHOWN` pairs draws one
 :class:`jitr.progress.Progress` line on stderr (process 0 only): pairs scored of
@@ -78,12 +85,15 @@ class SplitScorer:
     self.encode_captions = jax.jit(model.encode_captions)
     self.complete_caption_labels = getattr(model, "complete_caption_labels", None)
     self.inputs = getattr(model, "inputs", INPUTS)
+    self.eval_similarity = getattr(model, "eval_similarity", None)
     if model.pairwise:
 
       def pair_scores(variables, images, captions):
         sim, _ = model.score(variables, images, captions, train=False, rngs=None, axis_name=None)
         return sim
 
+    elif self.eval_similarity is not None:
+      pair_scores = lambda variables, images, captions: self.eval_similarity(images, captions)
     else:
       pair_scores = lambda variables, images, captions: _dot(images, captions)
 
@@ -95,9 +105,16 @@ class SplitScorer:
     self.score_block = score_block
 
   def __call__(
-    self, variables: Any, split: pairs.RetrievalSplit, *, label: str = "scoring"
+    self,
+    variables: Any,
+    split: pairs.RetrievalSplit,
+    *,
+    label: str = "scoring",
+    official: bool = False,
   ) -> np.ndarray:
-    """``sim [N_img, N_cap]`` of ``split``; ``label`` starts the progress line."""
+    """``sim [N_img, N_cap]`` of ``split``; ``label`` starts the progress line;
+    ``official``: the official evaluation's matrix (module docstring: float64 for a model
+    with an ``eval_similarity``)."""
     n_img, n_cap = split.num_images, split.num_captions
     with Progress(
       n_img * n_cap,
@@ -106,7 +123,29 @@ class SplitScorer:
       enabled=self.show_progress and jax.process_index() == 0,
       min_total=MIN_PAIRS_SHOWN,
     ) as progress:
+      if official and self.eval_similarity is not None:
+        return self._score_on_host(variables, split, progress)
       return self._score(variables, split, progress)
+
+  def _encoded(self, variables: Any, split: pairs.RetrievalSplit) -> tuple[Any, Any]:
+    """``(images, captions)``: the split's representations (module docstring, step 1)."""
+    images = encode_in_batches(
+      self.encode_images, variables, image_inputs(split, self.inputs), batch_size=self.image_batch
+    )
+    return images, self._captions(variables, split, images)
+
+  def _score_on_host(
+    self, variables: Any, split: pairs.RetrievalSplit, progress: Progress
+  ) -> np.ndarray:
+    """float64 ``sim``: ``eval_similarity`` of the representations as float64 numpy
+    arrays, ``image_batch`` image rows at a time."""
+    images, captions = (np.asarray(x, np.float64) for x in self._encoded(variables, split))
+    sim = np.empty((split.num_images, split.num_captions), np.float64)
+    for start in range(0, split.num_images, self.image_batch):
+      stop = min(start + self.image_batch, split.num_images)
+      sim[start:stop] = self.eval_similarity(images[start:stop], captions)
+      progress.advance((stop - start) * split.num_captions)
+    return sim
 
   def _captions(self, variables: Any, split: pairs.RetrievalSplit, images: Any) -> Any:
     """The captions' representations (with the per-row inputs the model declares);
@@ -126,10 +165,7 @@ class SplitScorer:
     return captions
 
   def _score(self, variables: Any, split: pairs.RetrievalSplit, progress: Progress) -> np.ndarray:
-    images = encode_in_batches(
-      self.encode_images, variables, image_inputs(split, self.inputs), batch_size=self.image_batch
-    )
-    captions = self._captions(variables, split, images)
+    images, captions = self._encoded(variables, split)
     n_img, n_cap = split.num_images, split.num_captions
     rows, cols = min(self.image_batch, n_img), min(self.caption_batch, n_cap)
     sim = np.empty((n_img, n_cap), np.float32)

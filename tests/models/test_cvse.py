@@ -216,7 +216,7 @@ def test_padding_and_batch_order_change_nothing_but_the_order():
   )
   np.testing.assert_allclose(img_p, img[order], atol=1e-6)
   np.testing.assert_allclose(txt_p, txt[order], atol=1e-6)
-  # the representation's dot product is the official 0.95 / 0.05 mix (i2t_sep_sim)
+  # the representations' eval_similarity is the official 0.95 / 0.05 mix (i2t_sep_sim)
   e_img, e_txt = (
     model.module.apply(
       variables, images, mask, vectors, model_adjacency(ref), method="embed_image"
@@ -226,7 +226,15 @@ def test_padding_and_batch_order_change_nothing_but_the_order():
     ),
   )
   want = 0.95 * e_img.fused @ e_txt.fused.T + 0.05 * e_img.consensus @ e_txt.consensus.T
-  np.testing.assert_allclose(img @ txt.T, want, atol=1e-6)
+  np.testing.assert_allclose(model.eval_similarity(img, txt), want, atol=1e-6)
+  # on the host in float64 (the official protocol), from the same float32 embeddings
+  img64, txt64 = np.asarray(img, np.float64), np.asarray(txt, np.float64)
+  fused = np.asarray(e_img.fused, np.float64) @ np.asarray(e_txt.fused, np.float64).T
+  consensus = np.asarray(e_img.consensus, np.float64) @ np.asarray(e_txt.consensus, np.float64).T
+  np.testing.assert_array_equal(
+    model.eval_similarity(img64, txt64),
+    0.95 * fused + (1 - 0.95) * consensus,  # i2t_sep_sim: w, 1 - w
+  )
 
 
 def model_adjacency(ref):
@@ -247,6 +255,7 @@ def test_the_evaluation_procedure_matches_the_official_one():
   )
 
   from jitr.data.pairs import RetrievalSplit
+  from jitr.evaluation.official import official_i2t_ranks, official_t2i_ranks
   from jitr.evaluation.positives import positives_from_owner
   from jitr.evaluation.ranks import best_positive_ranks
   from jitr.evaluation.recall import recall_at_k
@@ -296,16 +305,23 @@ def test_the_evaluation_procedure_matches_the_official_one():
     concept_labels=image_labels,  # training batches' labels: not read by the evaluation
     caption_concept_labels=caption_labels,
   )
-  sim = SplitScorer(model, image_batch=4, caption_batch=7)(variables, split)
+  scorer = SplitScorer(model, image_batch=4, caption_batch=7)
+  sim = scorer(variables, split)
   np.testing.assert_allclose(sim, official, atol=1e-5)
+  # the official protocol's matrix: the same embeddings scored on the host in float64
+  sim64 = scorer(variables, split, official=True)
+  assert (sim.dtype, sim64.dtype) == (np.float32, np.float64)
+  np.testing.assert_allclose(sim64, sim, atol=1e-6)
+  assert not np.array_equal(sim64, sim.astype(np.float64))
   i2t, t2i = positives_from_owner(owner)
   ranks_i2t, _ = best_positive_ranks(sim, i2t)
   ranks_t2i, _ = best_positive_ranks(DenseScores(sim, transpose=True), t2i)
-  for got, (want, want_ranks) in (
-    (ranks_i2t, official_i2t_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)),
-    (ranks_t2i, official_t2i_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)),
+  for got, official_ranks, (want, want_ranks) in (
+    (ranks_i2t, official_i2t_ranks, official_i2t_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)),
+    (ranks_t2i, official_t2i_ranks, official_t2i_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)),
   ):
     np.testing.assert_array_equal(got, want_ranks)
+    np.testing.assert_array_equal(official_ranks(sim64), want_ranks)
     r = recall_at_k(got, (1, 5, 10))
     assert [100 * r[k] for k in (1, 5, 10)] == pytest.approx(list(want), rel=1e-12)
 

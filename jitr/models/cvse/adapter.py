@@ -18,9 +18,12 @@ captions of one image in a batch are all positives (the official triplet takes o
 diagonal). ``T`` of a row is :func:`jitr.losses.triplet.triplet_per_query` against the
 all-gathered batch.
 
-Evaluation (``encode_images`` / ``encode_captions``) returns ``[√w·f, √(1−w)·c]``, so the
-dot product of two representations is the official ``w·(f_i·f_t) + (1 − w)·(c_i·c_t)``
-(``i2t_sep_sim``, ``w = 0.95``). ``encode_captions`` takes the captions' concept labels
+Evaluation (``encode_images`` / ``encode_captions``) returns ``[f, c]``, the fused and
+consensus embeddings side by side, and the model's ``eval_similarity`` of two
+representations is the official ``w·(f_i·f_t) + (1 − w)·(c_i·c_t)`` (``i2t_sep_sim``,
+``w = 0.95``; :func:`mixed_similarity`), in float32 on the devices and, for the official
+protocol, in float64 on the host from the same float32 embeddings, as ``evalrank`` scores
+them. ``encode_captions`` takes the captions' concept labels
 (``None``: none): the official evaluation encodes each caption with the concepts it
 mentions, completes its labels from its neighbours' (``complete_caption_labels``,
 :mod:`!jitr.models.cvse.completion`) and encodes the captions again.
@@ -29,7 +32,6 @@ mentions, completes its labels from its neighbours' (``complete_caption_labels``
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -117,12 +119,19 @@ def concept_kl(text_scores: jax.Array, image_scores: jax.Array) -> jax.Array:
   return jnp.sum(jax.scipy.special.xlogy(text_scores, text_scores) - text_scores * log_image, -1)
 
 
-def mixed_representation(emb: CVSEEmbeddings, fused_weight: float) -> jax.Array:
-  """``[√w·f, √(1−w)·c]`` [B, 2E]: dot products are ``w·f·f' + (1−w)·c·c'``."""
-  return jnp.concatenate(
-    [math.sqrt(fused_weight) * emb.fused, math.sqrt(1.0 - fused_weight) * emb.consensus],
-    axis=-1,
-  )
+def joint_representation(emb: CVSEEmbeddings) -> jax.Array:
+  """``[f, c]`` [B, 2E]: the fused and the consensus embedding of each row, side by side."""
+  return jnp.concatenate([emb.fused, emb.consensus], axis=-1)
+
+
+def mixed_similarity(images: Any, captions: Any, fused_weight: float) -> Any:
+  """``w·(F_v F_tᵀ) + (1−w)·(C_v C_tᵀ)`` [N_img, N_cap] of representations ``[f, c]``
+  (:func:`joint_representation`): the official ``i2t_sep_sim`` score. Written with array
+  operators alone, so it runs on JAX arrays (float32) and on numpy float64 arrays alike."""
+  e = images.shape[-1] // 2
+  fused = images[:, :e] @ captions[:, :e].T
+  consensus = images[:, e:] @ captions[:, e:].T
+  return fused_weight * fused + (1.0 - fused_weight) * consensus
 
 
 def cvse_model(
@@ -164,8 +173,6 @@ def cvse_model(
       f"cvse_model: label_completion must be one of {sorted(DATASETS)} or None, "
       f"got {label_completion!r}"
     )
-  if label_completion is not None and eval_fused_weight == 0.0:
-    raise ValueError("cvse_model: label completion reads the fused part: eval_fused_weight > 0")
   embed_dim = module.embed_dim
 
   def labels_of(batch) -> jax.Array:
@@ -206,18 +213,20 @@ def cvse_model(
 
   def encode_images(variables, images, image_mask):
     emb = module.apply(variables, images, image_mask, vectors, adj, method="embed_image")
-    return mixed_representation(emb, eval_fused_weight)
+    return joint_representation(emb)
 
   def encode_captions(variables, tokens, lengths, concept_labels=None):
     emb = module.apply(
       variables, tokens, lengths, concept_labels, vectors, adj, method="embed_text"
     )
-    return mixed_representation(emb, eval_fused_weight)
+    return joint_representation(emb)
+
+  def eval_similarity(images, captions):
+    return mixed_similarity(images, captions, eval_fused_weight)
 
   def complete_caption_labels(images, captions, labels):
-    scale = math.sqrt(eval_fused_weight)
-    fused_images = np.asarray(images)[:, :embed_dim] / scale
-    fused_captions = np.asarray(captions)[:, :embed_dim] / scale
+    fused_images = np.asarray(images)[:, :embed_dim]
+    fused_captions = np.asarray(captions)[:, :embed_dim]
     neighbours = completion_neighbours(fused_captions, fused_images, label_completion)
     return complete_labels(np.asarray(labels), neighbours)
 
@@ -231,6 +240,7 @@ def cvse_model(
     aux_weights={name: float(w) for name, w in weights.items() if w > 0},
     module=module,
     complete_caption_labels=complete_caption_labels if label_completion else None,
+    eval_similarity=eval_similarity,
     inputs=(*INPUTS, CONCEPT_LABELS),
   )
 
