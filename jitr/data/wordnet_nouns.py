@@ -7,7 +7,7 @@ of speech defaults to ``'n'``). nltk 3.10's lemmatiser is
 its ``_morphy`` (``nltk/corpus/reader/wordnet.py``) computes, for a noun:
 
 1. the candidates: ``noun.exc``'s base forms of ``word`` when ``word`` is an exception
-   (a line ``word base ...``; a later line of the same word replaces an earlier one),
+   (a line ``word base ...``; a later line of the same word replaces the one before),
    else every ``word[:-len(suffix)] + ending`` of the detachment rules
    :data:`NOUN_RULES` whose suffix ends ``word``, in the rules' order;
 2. ``[word] + candidates`` kept where they are lemmas of ``index.noun``, each once, in
@@ -84,7 +84,7 @@ def read_noun_lemmas(path: str | os.PathLike) -> frozenset[str]:
 
 def read_noun_exceptions(path: str | os.PathLike) -> Mapping[str, tuple[str, ...]]:
   """WordNet's ``noun.exc``: inflected form -> its base forms, from lines ``form base
-  ...`` (a later line of the same form replaces an earlier one, as nltk reads it; blank
+  ...`` (a later line of the same form replaces the one before, as nltk reads it; blank
   lines are skipped)."""
   path = os.fspath(path)
   exceptions: dict[str, tuple[str, ...]] = {}

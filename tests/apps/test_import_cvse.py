@@ -1,10 +1,13 @@
 """``jitr-import`` of an official CVSE checkpoint, written as the official ``train_f30k.py``
 saves it (a legacy ``torch.save`` of its 8 state dicts, ``opt`` an ``argparse.Namespace``)
 with concept files in the official formats: docs/models.md's "Use an official CVSE
-checkpoint" commands run as written, and ``jitr-eval``'s Recall@K equal those of the
-official evaluation procedure (``evalrank``: each caption's own concept labels,
-``label_complete``, the second encoding, ``i2t_sep_sim`` / ``t2i_sep_sim``) run on the PyTorch
-transcription of the official modules with the same weights."""
+checkpoint" commands run as written (with the WordNet of tests/data_folders.py), and
+``jitr-eval --protocol=official`` gives the numbers of the official evaluation procedure
+(``evalrank``: each caption's own concept labels, ``label_complete``, the second encoding,
+``i2t_sep_sim`` / ``t2i_sep_sim`` in float64) run on the PyTorch transcription of the
+official modules with the same weights, on the word ids and concept labels the official
+``data.py`` computes (tests/nltk_reference.py: nltk's tokenizer and WordNet lemmatiser on
+the captions' Python 3 ``str(bytes)``)."""
 
 from __future__ import annotations
 
@@ -21,8 +24,11 @@ import numpy as np
 import pytest
 
 from jitr.data import precomp
+from jitr.data import vocab as vocab_lib
+from jitr.data.official_vocab import read_official_vocab
 from jitr.models.cvse.graph import concept_adjacency
 from tests.apps.test_import_official import TINY_RUN, console, pickled_vocab, save_legacy
+from tests.data_folders import wordnet_folder
 from tests.file_fixtures import write_precomp
 from tests.models.test_cvse_completion import (
   official_complete,
@@ -30,6 +36,7 @@ from tests.models.test_cvse_completion import (
   official_label_complete,
   official_t2i_sep_sim,
 )
+from tests.nltk_reference import nltk_data, official_item, official_name_concepts
 
 torch = pytest.importorskip("torch")
 
@@ -41,6 +48,15 @@ pytestmark = pytest.mark.slow
 
 CONCEPTS = ("dog", "cat", "red", "blue", "grass", "mat")  # words of write_precomp's captions
 DIMS = dict(img_dim=2048, word_dim=8, embed_size=16, num_region=36, concept_dim=4)
+# the test split's captions (4 images): plurals, capitals, punctuation, 's, a hyphen, quotes
+TEST_CAPTIONS = [
+  "Two Dogs run on the grass .", "A red cat sits on a mat", "dogs' mats are blue.",
+  "The dog's red ball", "A blue-eyed cat .", "Cats sit on mats .", "A dog runs",
+  'A sign says "Cat"', "Mr. Smith's dog", "grass", "Red cats on the grass", "A dog ; a cat .",
+  "blue mats and red mats", "The dogs run.", "A cat", "Two men's dogs on a mat",
+  "A red dog . A blue cat .", "Grass, dogs and cats", "a cat sits", "Boys with dogs on grass",
+]  # fmt: skip
+WORDNET_ARG = "--config.concepts.wordnet=/usr/share/wordnet"  # as docs/models.md writes it
 
 
 def documented_commands() -> list[list[str]]:
@@ -86,13 +102,24 @@ def reference_model(n_words: int, nums: np.ndarray, co: np.ndarray) -> cvse_refe
 
 
 @pytest.fixture(scope="module")
+def reference_nltk(tmp_path_factory):
+  """nltk's tokenizer and WordNet lemmatiser, read from a data folder (the official code's)."""
+  with nltk_data(tmp_path_factory.mktemp("nltk_data"), wordnet_folder()):
+    yield
+
+
+@pytest.fixture(scope="module")
 def official(tmp_path_factory):
-  """``configs/``, ``data/`` (a generated f30k_precomp), ``official/`` (the CVSE checkpoint,
-  a pickled vocabulary, the concept files); returns ``(root, reference model)``."""
+  """``configs/``, ``data/`` (a generated f30k_precomp, its test captions
+  :data:`TEST_CAPTIONS`), ``official/`` (the CVSE checkpoint, a pickled vocabulary of the
+  nltk words of the train and test captions, the concept files); returns ``(root,
+  reference model)``."""
   root = tmp_path_factory.mktemp("official_cvse")
   shutil.copytree(REPO / "configs", root / "configs")
-  write_precomp(root / "data", n_images=20)
-  words = precomp.build_precomp_vocab(root / "data" / "f30k_precomp", min_count=1).words
+  folder = write_precomp(root / "data", n_images=20)
+  (folder / "test_caps.txt").write_text("\n".join(TEST_CAPTIONS) + "\n")
+  captions = [*precomp.read_captions(str(folder / "train_caps.txt")), *TEST_CAPTIONS]
+  words = vocab_lib.build_vocab(captions, tokenizer=vocab_lib.NLTK).words
   nums, co = write_concept_files(root / "official" / "f30k_annotations", 28)
   ref = reference_model(len(words), nums, co)
   opt = argparse.Namespace(
@@ -109,51 +136,76 @@ def official(tmp_path_factory):
   return root, ref
 
 
-def official_recalls(ref, workdir: pathlib.Path) -> tuple[tuple, tuple]:
-  """``evalrank`` on the test split with the reference modules: R@1/5/10 both ways."""
+def official_inputs(root: pathlib.Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """``(word ids [N, L], lengths [N], concept labels [N, C])`` of the test captions, as
+  the official ``__getitem__`` computes them (tests/nltk_reference.py) from the caption
+  file's bytes, the pickled vocabulary and ``category_concepts.json``."""
+  words = read_official_vocab(root / "official" / "f30k_precomp_vocab.pkl").words
+  word2idx = {w: i for i, w in enumerate(words)}
+  categories = json.loads(
+    (root / "official" / "f30k_annotations" / "category_concepts.json").read_text()
+  )
+  name_concepts = official_name_concepts(categories)
+  lines = (root / "data" / "f30k_precomp" / "test_caps.txt").read_bytes().split(b"\n")[:-1]
+  items = [official_item(line.strip(), word2idx, name_concepts, len(categories)) for line in lines]
+  lengths = np.array([len(ids) for ids, _ in items])
+  tokens = np.zeros((len(items), lengths.max()), np.int64)
+  for row, (ids, _) in zip(tokens, items):
+    row[: len(ids)] = ids
+  return tokens, lengths, np.array([labels for _, labels in items])
+
+
+def official_numbers(ref, workdir: pathlib.Path, inputs) -> tuple[tuple, tuple]:
+  """``evalrank`` on the test split with the reference modules and the official ``inputs``
+  (:func:`official_inputs`): ``(r1, r5, r10, medr, meanr)`` both ways."""
   from jitr import experiment
   from jitr.experiment.workdir import data_dir, read_trained_config
 
   config = read_trained_config(str(workdir))
   test = experiment.load_data(config, data_dir(config, str(workdir)), teachers=False).splits["test"]
+  tokens, lengths, own = inputs
   owner = np.asarray(test.caption_image)
   vectors = pickle.loads(
     (workdir.parent.parent / "official" / "f30k_annotations" / "f30k_concepts_glove_word2vec.pkl")
     .read_bytes()
   )  # fmt: skip
 
-  def encode(labels):  # encode_data: one row per caption, its image repeated
-    order = np.argsort(-test.lengths, kind="stable")  # the official collate_fn's order
+  def encode(labels):  # encode_data: one row per caption, its image repeated, in float64
+    order = np.argsort(-lengths, kind="stable")  # the official collate_fn's order
     ref.eval()
     with torch.no_grad():
       v, t, _, _ = ref.forward_emb(
         torch.tensor(np.asarray(test.images, np.float32)[owner[order]]),
-        torch.tensor(np.asarray(test.tokens, np.int64)[order, : test.lengths.max()]),
+        torch.tensor(tokens[order, : lengths.max()]),
         torch.tensor(labels[order]),
         torch.tensor(np.broadcast_to(vectors, (len(order), *vectors.shape)).astype(np.float32)),
-        test.lengths[order].tolist(),
+        lengths[order].tolist(),
         0.85,  # evalrank's fuse_weight for f30k
       )
     back = np.argsort(order)
-    return [x.numpy()[back] for x in (v[2], t[2], v[1], t[1])]
+    return [x.numpy()[back].astype(np.float64) for x in (v[2], t[2], v[1], t[1])]
 
-  own = np.asarray(test.caption_concept_labels, np.float32)  # data.py: a caption's own words
-  assert own.any()
   img_f, cap_f, _, _ = encode(own)
   completed = official_complete(own, official_label_complete(img_f, cap_f, "f30k"))
   img_f, cap_f, img_c, cap_c = encode(completed)
-  return (
-    official_i2t_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)[0],
-    official_t2i_sep_sim(img_f, cap_f, img_c, cap_c, 0.95)[0],
-  )
+  out = []
+  for sep_sim in (official_i2t_sep_sim, official_t2i_sep_sim):
+    recalls, ranks = sep_sim(img_f, cap_f, img_c, cap_c, 0.95)
+    out.append((*recalls, np.floor(np.median(ranks)) + 1, ranks.mean() + 1))  # medr, meanr
+  return tuple(out)
 
 
-def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(official):
+def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(
+  official, reference_nltk
+):
   root, ref = official
   commands = documented_commands()
   assert [c[0] for c in commands] == ["jitr-import", "jitr-eval"]
+  assert WORDNET_ARG in commands[0] and "--protocol=official" in commands[1]
+  wordnet = wordnet_folder()
   for command in commands:
     extra = TINY_RUN if command[0] == "jitr-import" else []
+    command = [f"--config.concepts.wordnet={wordnet}" if a == WORDNET_ARG else a for a in command]
     done = console(*command, *extra, cwd=root)
     assert done.returncode == 0, (command, done.stderr[-3000:])
   workdir = root / "workdirs" / "official_cvse"
@@ -162,10 +214,27 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(o
   config = json.loads((workdir / "config.json").read_text())
   assert config["model"]["name"] == "cvse" and config["model"]["embed_dim"] == 16
   assert config["concepts"]["source"] == str(root / "official" / "f30k_annotations")
-  report = json.loads((workdir / "eval_test" / "metrics.json").read_text())
-  i2t, t2i = official_recalls(ref, workdir)
-  got = [report[f"full/{d}/R@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10)]
-  assert got == pytest.approx([*i2t, *t2i], abs=1e-6)
+  assert (config["concepts"]["labels"], config["concepts"]["wordnet"]) == ("official", str(wordnet))
+  assert (config["text"]["tokenizer"], config["text"]["caption_form"]) == ("nltk", "python3_bytes")
+  pins = json.loads((workdir / "inputs.json").read_text())["inputs"]
+  assert {"config.concepts.wordnet/index.noun", "config.concepts.wordnet/noun.exc"} <= set(pins)
+  # jitr's inputs are the official data.py's: the ids of str(bytes), the WordNet labels
+  from jitr import experiment
+  from jitr.experiment.workdir import data_dir, read_trained_config
+
+  saved = read_trained_config(str(workdir))
+  test = experiment.load_data(saved, data_dir(saved, str(workdir)), teachers=False).splits["test"]
+  inputs = official_inputs(root)
+  tokens, lengths, own = inputs
+  np.testing.assert_array_equal(test.lengths, lengths)
+  np.testing.assert_array_equal(np.asarray(test.tokens)[:, : lengths.max()], tokens)
+  np.testing.assert_array_equal(test.caption_concept_labels, own)
+  assert own.any() and (own.sum(axis=0) > 0).sum() >= 5
+  report = json.loads((workdir / "eval_test_official" / "metrics.json").read_text())
+  names = ("R@1", "R@5", "R@10", "medr", "meanr")
+  got = [report[f"full/{d}/{m}"] for d in ("i2t", "t2i") for m in names]
+  i2t, t2i = official_numbers(ref, workdir, inputs)
+  assert got == [*i2t, *t2i]
   # the concept files are pinned: changed after the import, jitr-eval refuses them
   from jitr.experiment import evaluate_workdir
   from jitr.experiment.pinned_inputs import ChangedInputError
