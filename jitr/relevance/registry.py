@@ -27,8 +27,6 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import ml_collections
-
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.estimator import RelevanceEstimator
 from jitr.relevance.lsa import LsaEstimator
@@ -89,18 +87,22 @@ def _keyword_defaults(cls: type[RelevanceEstimator]) -> dict[str, Any]:
   return out
 
 
-def default_estimator_settings() -> ml_collections.ConfigDict:
+def default_estimator_settings() -> ml_collections.ConfigDict:  # noqa: F821 (imported inside)
   """``{name: {keyword: default}}`` of every registered estimator: the one default of the
   estimator settings, read from each class's constructor (a new ConfigDict per call, so a
   caller may override fields, e.g. ``settings.lsa.k = 64``)."""
+  import ml_collections  # the train extra's: importing jitr.relevance does not need it
+
   return ml_collections.ConfigDict(
     {name: _keyword_defaults(cls) for name, cls in sorted(ESTIMATORS.items())}
   )
 
 
-def estimators_config() -> ml_collections.ConfigDict:
+def estimators_config() -> ml_collections.ConfigDict:  # noqa: F821 (imported inside)
   """``{estimators: default_estimator_settings()}``: the default of the relevance apps'
   ``--config`` flag (the same field as ``jitr-train``'s ``config.estimators``)."""
+  import ml_collections
+
   return ml_collections.ConfigDict({"estimators": default_estimator_settings()})
 
 

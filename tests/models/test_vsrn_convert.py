@@ -123,5 +123,5 @@ def test_not_a_vsrn_checkpoint(tmp_path):
 def test_arbitrary_objects_are_never_unpickled(tmp_path):
   path = tmp_path / "evil.pth"
   torch.save({"model": [{}, {}], "payload": np.random.default_rng(0)}, path)
-  with pytest.raises(Exception, match="[Ww]eights only load failed|Unsupported global"):
+  with pytest.raises(Exception, match="holds objects jitr does not unpickle"):
     load_official_state_dict(path)
