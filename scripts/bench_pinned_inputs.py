@@ -42,16 +42,13 @@ from bench_precomp_memory import generate_split, split_is_complete  # noqa: E402
 
 
 def run_config(root: str) -> dict:
-  """The config fields :func:`~jitr.experiment.pinned_inputs.run_inputs` reads, for an
-  f30k_precomp run on ``root`` (no vocabulary file, concepts or BERT folder)."""
-  return {
-    "dataset": "f30k_precomp",
-    "precomp_root": root,
-    "test_split": "test",
-    "vocab_file": "",
-    "text": {"pretrained": ""},
-    "concepts": {"source": ""},
-  }
+  """configs/default.py's fields for an f30k_precomp run on ``root`` (no vocabulary file,
+  concepts or BERT folder), as :func:`~jitr.experiment.pinned_inputs.run_inputs` reads them."""
+  from configs import default
+
+  config = default.get_config()
+  config.dataset, config.precomp_root = "f30k_precomp", root
+  return config.to_dict()
 
 
 def timed(fn, repeats: int) -> tuple[float, object]:

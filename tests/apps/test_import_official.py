@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import pickle
@@ -260,35 +261,52 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
   assert (root / "workdirs" / "sgr_sndcg" / "metrics.json").is_file()
 
 
-def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(official):
+def tiny_paper_config(spec: str):
+  """``configs/paper.py:SPEC`` with :data:`TINY_RUN`'s settings, for runs in this process."""
+  from configs import paper
+
+  config = paper.get_config(spec)
+  config.precomp_root = "data"
+  config.graded = {}
+  config.loss = {"triplet": {"weight": 1.0, "margin": 0.2}}
+  config.batch_size = config.eval_batch_size = 16
+  config.log_every_steps = 2
+  config.compilation_cache = False
+  return config
+
+
+def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(official, caplog):
+  """(In this process: the console scripts' forms run in the documented-commands test.)"""
+  from jitr import experiment
+  from jitr.experiment.official_import import import_official
+
   root, parts = official
   workdir = root / "workdirs" / "official_vsrn"
-  done = console(
-    "jitr-import", "--config=configs/paper.py:f30k,vsrn,triplet",
-    "--checkpoint=official/VSRN/model_best.pth.tar", "--vocab=official/f30k_precomp_vocab.pkl",
-    f"--workdir={workdir}", "--config.precomp_root=data", *TINY_RUN, cwd=root,
-  )  # fmt: skip
-  assert done.returncode == 0, done.stderr[-3000:]
+  with contextlib.chdir(root):
+    import_official(
+      tiny_paper_config("f30k,vsrn,triplet"),
+      "official/VSRN/model_best.pth.tar",
+      "official/f30k_precomp_vocab.pkl",
+      workdir,
+      progress=False,
+    )
   saved = json.loads((workdir / "config.json").read_text())
   assert saved["model"]["caption_weight"] == 0.0 and saved["model"]["feature_batch_norm"]
   # the official vocabulary tokenises captions as the official code: nltk.word_tokenize
   assert saved["text"]["tokenizer"] == "nltk"
   assert json.loads((workdir / "vocab.json").read_text())["tokenizer"] == "nltk"
-  done = console("jitr-eval", f"--workdir={workdir}", cwd=root)
-  assert done.returncode == 0, done.stderr[-3000:]
+  experiment.evaluate_workdir(str(workdir), split="test")
   report = json.loads((workdir / "eval_test" / "metrics.json").read_text())
   assert_recall_equal(report, reference_recall(parts["VSRN"], vsrn_sims, workdir))
-  tuned = root / "workdirs" / "vsrn_tuned"
-  done = console(
-    "jitr-train", "--config=configs/paper.py:f30k,vsrn,triplet", f"--workdir={tuned}",
-    f"--config.init_from={workdir}", f"--config.vocab_file={workdir / 'vocab.json'}",
-    "--config.precomp_root=data", *TINY_RUN, "--config.num_epochs=1",
-    "--config.model.embed_dim=16", "--config.model.word_dim=8",
-    "--config.model.caption_hidden_dim=16", "--config.model.caption_word_dim=8", cwd=root,
-  )  # fmt: skip
-  assert done.returncode == 0, done.stderr[-3000:]
+  tuned = tiny_paper_config("f30k,vsrn,triplet")
+  tuned.init_from, tuned.vocab_file = str(workdir), str(workdir / "vocab.json")
+  tuned.num_epochs = 1
+  tuned.model.embed_dim, tuned.model.word_dim = 16, 8
+  tuned.model.caption_hidden_dim, tuned.model.caption_word_dim = 16, 8
+  with contextlib.chdir(root), caplog.at_level(logging.WARNING):
+    experiment.train_and_evaluate(tuned, str(root / "workdirs" / "vsrn_tuned"))
   assert "holds no VSRN caption decoder (official VSRN checkpoints have none): this run " in (
-    done.stderr
+    caplog.text
   )
 
 
