@@ -95,7 +95,16 @@ def _check_header(out: str, model: str) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["sgr", "vsrn", "cvse"])  # saf runs the same code as sgr
+@pytest.mark.parametrize(
+  "model",
+  [
+    "sgr",  # saf runs the same code as sgr
+    # vsrn and cvse take the script's one other branch (the GPU comparison's flags), whose
+    # PyTorch networks are the parity tests' references: run on request (-m full)
+    pytest.param("vsrn", marks=pytest.mark.full),
+    pytest.param("cvse", marks=pytest.mark.full),
+  ],
+)
 def test_bench_train_model_runs_one_tiny_step(model):
   args = ["--model", model, "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
   if model in ("sgr", "saf"):  # lengths drawn from jitr_shapes (two variants side by side: the
