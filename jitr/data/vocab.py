@@ -141,13 +141,7 @@ class Vocab:
         for s in seqs
       ]
     seqs = [s if s else [UNK_ID] for s in seqs]
-    width = max_len if max_len is not None else max((len(s) for s in seqs), default=1)
-    ids = np.full((len(seqs), width), PAD_ID, np.int32)
-    lengths = np.zeros((len(seqs),), np.int32)
-    for i, s in enumerate(seqs):
-      ids[i, : len(s)] = s
-      lengths[i] = len(s)
-    return ids, lengths
+    return pad_sequences(seqs, PAD_ID, max_len)
 
   def save(self, path: str | os.PathLike) -> None:
     """Writes ``{"tokenizer": NAME, "words": [...]}`` as JSON atomically (temp file +
@@ -243,3 +237,17 @@ def bucket_length(lengths: np.ndarray, buckets: Sequence[int]) -> int:
     if b >= longest:
       return int(b)
   return longest
+
+
+def pad_sequences(
+  seqs: Sequence[Sequence[int]], pad_id: int, width: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+  """``(ids [B, W], lengths [B])``, int32: each sequence left-aligned, the rest ``pad_id``;
+  ``W`` is ``width`` or the longest sequence."""
+  width = width if width is not None else max((len(s) for s in seqs), default=1)
+  ids = np.full((len(seqs), width), pad_id, np.int32)
+  lengths = np.zeros((len(seqs),), np.int32)
+  for i, seq in enumerate(seqs):
+    ids[i, : len(seq)] = seq
+    lengths[i] = len(seq)
+  return ids, lengths

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr import fileio, paths
-from jitr.data.vocab import Vocab
+from jitr.data.vocab import Vocab, pad_sequences
 from jitr.data.wordpiece import WordPiece, read_vocab_lines
 
 VOCAB_TXT = "vocab.txt"
@@ -86,7 +86,7 @@ class WordPieceVocab:
     if max_len is not None and max_len < 2:
       raise ValueError(f"encode_batch: max_len={max_len} too small; expected >= 2")
     seqs = [self.encode(text, max_len) for text in texts]
-    return pad(seqs, self.tokenizer.pad_id, max_len)
+    return pad_sequences(seqs, self.tokenizer.pad_id, max_len)
 
   def save(self, path: str | os.PathLike) -> None:
     """Writes the tokens and their file (module docstring) as JSON, atomically."""
@@ -108,20 +108,6 @@ def truncate(ids: np.ndarray, max_len: int | None, sep_id: int) -> np.ndarray:
   if max_len is None or len(ids) <= max_len:
     return ids
   return np.append(ids[: max_len - 1], np.int32(sep_id)).astype(np.int32)
-
-
-def pad(
-  seqs: Sequence[np.ndarray], pad_id: int, width: int | None
-) -> tuple[np.ndarray, np.ndarray]:
-  """``(ids [B, W], lengths [B])``: each sequence left-aligned, the rest ``pad_id``; ``W``
-  is ``width`` or the longest sequence."""
-  width = width if width is not None else max((len(s) for s in seqs), default=1)
-  ids = np.full((len(seqs), width), pad_id, np.int32)
-  lengths = np.zeros((len(seqs),), np.int32)
-  for i, seq in enumerate(seqs):
-    ids[i, : len(seq)] = seq
-    lengths[i] = len(seq)
-  return ids, lengths
 
 
 def load_workdir_vocab(path: str) -> Vocab | WordPieceVocab:

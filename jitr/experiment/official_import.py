@@ -57,12 +57,12 @@ from jitr.models.bert import BertConfig, read_config
 from jitr.models.cvse import convert as cvse_convert
 from jitr.models.cvse.adapter import concept_graph
 from jitr.models.cvse.graph import THRESHOLD
-from jitr.models.model_settings import network_name
 from jitr.models.official_checkpoint import (
   OfficialCheckpointError,
   checkpoint_format,
   load_checkpoint,
 )
+from jitr.models.registry import network_name
 from jitr.models.sgraf import convert as sgraf_convert
 from jitr.models.torch_state import flatten_state_dicts
 from jitr.models.vseinf import convert as vseinf_convert

@@ -61,7 +61,7 @@ from jitr.data.datasets import dataset_info
 from jitr.data.wordnet_nouns import NounLemmatizer, read_noun_lemmatizer
 from jitr.models import MODELS, ConceptInputs
 from jitr.models.cvse import CONCEPTS
-from jitr.models.model_settings import network_name
+from jitr.models.registry import network_name
 
 SPLIT_ORDER = ("train", "val", "test")
 """The order of the images in a run's concept labels."""

@@ -31,8 +31,8 @@ from jitr.experiment.run_caption_form import check_caption_form_setting, resolve
 from jitr.experiment.run_concepts import LABEL_CHOICES, OFFICIAL_LABELS, resolved_labels
 from jitr.experiment.run_tokenizer import check_tokenizer_setting, resolved_tokenizer
 from jitr.losses import objective
-from jitr.models.model_settings import DEFAULT_MODEL, check_model_settings
-from jitr.models.registry import MODELS, network_of
+from jitr.models.model_settings import check_model_settings
+from jitr.models.registry import MODELS, network_name, network_of
 from jitr.training.graded import SOURCES, CombinedSource, GradedSource, parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
@@ -340,8 +340,7 @@ def _check_text(config: Any) -> None:
     raise ValueError(
       f"config.text.pretrained: expected a string (a BERT folder or ''), got {folder!r}"
     )
-  model = config.model
-  network = model["name"] if "name" in model else DEFAULT_MODEL
+  network = network_name(config.model)
   if "pretrained" in config.model:
     raise ValueError(
       "config.model.pretrained: not a run setting; give the BERT folder as "

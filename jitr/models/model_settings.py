@@ -22,7 +22,7 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jitr.models.registry import DEFAULT_MODEL, MODELS
+from jitr.models.registry import MODELS, network_name
 
 # The callable whose keyword arguments are each network's settings (its Network.settings_of).
 SETTINGS_OF: dict[str, Callable[..., Any]] = {
@@ -80,12 +80,6 @@ def has_kind(value: Any, kind: str) -> bool:
   if kind == "a string":
     return isinstance(value, str)
   return isinstance(value, (list, tuple))
-
-
-def network_name(model: Any) -> str:
-  """The network a model group names: its ``name``, :data:`DEFAULT_MODEL` when unset (the
-  registry's dual encoder)."""
-  return model.get("name", DEFAULT_MODEL)
 
 
 def smallest_value(key: str) -> int:

@@ -50,10 +50,16 @@ MODELS: dict[str, Network] = {
 }
 
 
+def network_name(model: Any) -> str:
+  """The network a model group names: its ``name``, :data:`DEFAULT_MODEL` when unset (the
+  dual encoder)."""
+  return model.get("name", DEFAULT_MODEL)
+
+
 def network_of(config: Mapping[str, Any]) -> tuple[str, Network]:
   """``(name, Network)`` of ``config["name"]`` (default ``"vse"``); ``ValueError`` (one
   line) for an unknown name."""
-  name = dict(config).get("name", DEFAULT_MODEL)
+  name = network_name(dict(config))
   if name not in MODELS:
     raise ValueError(f"config.model.name: expected one of {sorted(MODELS)}, got {name!r}")
   return name, MODELS[name]

@@ -30,7 +30,7 @@ from jitr import paths
 from jitr.data import pairs
 from jitr.data.vocab import Vocab, vocab_difference
 from jitr.models import MODELS, make_model
-from jitr.models.model_settings import network_name
+from jitr.models.registry import network_name
 from jitr.models.retrieval_model import INPUTS
 from jitr.training.embed import caption_inputs, encode_in_batches, image_inputs
 
