@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TIMEOUT_S = 420  # one whole job: start-up, compilation and training on a busy machine
-STEPS = 48  # 40 images x 5 captions / batch 16 = 12 steps per epoch, 4 epochs
+STEPS = 24  # 40 images x 5 captions / batch 16 = 12 steps per epoch, 2 epochs
 
 CONFIG = """
 import pathlib
@@ -48,7 +48,7 @@ from tests.file_fixtures import precomp_config
 def get_config():
   config = precomp_config(pathlib.Path({data!r}))
   config.data_dir = {cache!r}
-  config.num_epochs = 4
+  config.num_epochs = 2
   config.log_every_steps = 1
   config.compilation_cache = True  # the later runs reuse the first runs' programs
   config.distributed.stop_check_every_steps = 2
