@@ -1,0 +1,147 @@
+"""A comparison (:func:`jitr.papers.comparison.compare`) as files: ``NAME.md`` (a Markdown
+table: per published row its printed numbers, an imported official checkpoint's scores
+where given, jitr's mean ± std over seeds and the differences), ``NAME.json`` (the
+comparison itself) and ``NAME.png`` (one panel per metric: the printed value, the
+official checkpoint's, and jitr's mean with its ±std bar, a row per published row).
+
+The files depend on the comparison alone (no date, no timing; PNG metadata without
+matplotlib's version), so writing the same comparison again gives the same bytes.
+Each file is written whole or not at all (temp name + rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from jitr import fileio
+
+PROTOCOL_WORDS = {
+  "full": "the whole test split, the official evaluation's R@K",
+  "folds": "the mean of COCO's five 1,000-image test folds, the official evaluation's R@K",
+  "class": "MAP over class labels, both directions",
+}
+
+
+def _number(value: float | None) -> str:
+  return "–" if value is None else f"{value:.2f}"
+
+
+def _signed(value: float | None) -> str:
+  return "–" if value is None else f"{value:+.2f}"
+
+
+def markdown(comparison: Mapping[str, Any]) -> str:
+  """The comparison as a Markdown page: a heading, the caption, the protocol, one table
+  with three lines per published row (paper, jitr mean ± std over N seeds, difference)."""
+  metrics = comparison["metrics"]
+  lines = [
+    f"# {comparison['table']}: {comparison['paper']}, {comparison['printed_as']}",
+    "",
+    comparison["caption"],
+    "",
+    f"Scored on {PROTOCOL_WORDS[comparison['protocol']]}. Published numbers from "
+    f"{comparison['source']}.",
+    "",
+    "| row | | " + " | ".join(metrics) + " |",
+    "|---|---|" + "---:|" * len(metrics),
+  ]
+  for row in comparison["rows"]:
+    cells = row["metrics"]
+    lines.append(
+      f"| {row['label']} | paper | "
+      + " | ".join(_number(cells[m]["published"]) for m in metrics)
+      + " |"
+    )
+    if row["official_checkpoint"]:
+      lines.append(
+        "| | official checkpoint | "
+        + " | ".join(_number(cells[m]["official_checkpoint"]) for m in metrics)
+        + " |"
+      )
+      lines.append(
+        "| | its difference | "
+        + " | ".join(_signed(cells[m].get("official_difference")) for m in metrics)
+        + " |"
+      )
+    seeds = row["scored_seeds"]
+    if not row["runs"]:
+      lines.append("| | jitr | " + " | ".join("not run" for _ in metrics) + " |")
+      continue
+    if seeds == 0:
+      lines.append("| | jitr | " + " | ".join("no seed yet" for _ in metrics) + " |")
+      continue
+    lines.append(
+      f"| | jitr ({seeds} seed{'s' if seeds > 1 else ''}) | "
+      + " | ".join(f"{cells[m]['mean']:.2f} ± {cells[m]['std']:.2f}" for m in metrics)
+      + " |"
+    )
+    lines.append(
+      "| | difference | " + " | ".join(_signed(cells[m].get("difference")) for m in metrics) + " |"
+    )
+  notes = [f"- {row['label']}: {row['notes']}" for row in comparison["rows"] if row["notes"]]
+  if notes:
+    lines += ["", "Notes:", "", *notes]
+  return "\n".join(lines) + "\n"
+
+
+def _pyplot():
+  import matplotlib as mpl
+
+  mpl.use("Agg", force=False)
+  import matplotlib.pyplot as plt
+
+  return plt
+
+
+def plot(comparison: Mapping[str, Any], path: str) -> None:
+  """One panel per metric: for each published row (top to bottom) the printed value (open
+  circle) and jitr's mean (filled dot) with a ±std bar; written to ``path`` (PNG)."""
+  plt = _pyplot()
+  metrics = comparison["metrics"]
+  rows = comparison["rows"]
+  labels = [row["label"] for row in rows]
+  fig, axes = plt.subplots(
+    1, len(metrics), figsize=(2.2 * len(metrics) + 2.5, 0.45 * len(rows) + 1.6), sharey=True
+  )
+  axes = list(axes) if len(metrics) > 1 else [axes]
+  ys = list(range(len(rows)))[::-1]
+  for ax, metric in zip(axes, metrics):
+    for y, row in zip(ys, rows):
+      cell = row["metrics"][metric]
+      if cell["published"] is not None:
+        ax.plot(cell["published"], y, "o", mfc="none", mec="tab:blue", ms=7)
+      if "official_checkpoint" in cell:
+        ax.plot(cell["official_checkpoint"], y, "x", color="tab:green", ms=6)
+      if "mean" in cell:
+        ax.errorbar(cell["mean"], y, xerr=cell["std"], fmt="o", color="tab:orange", ms=4)
+    ax.set_title(metric, fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.grid(axis="x", alpha=0.3)
+  axes[0].set_yticks(ys, labels)
+  axes[0].plot([], [], "o", mfc="none", mec="tab:blue", label="paper")
+  axes[0].plot([], [], "o", color="tab:orange", label="jitr mean ± std")
+  if any(row["official_checkpoint"] for row in rows):
+    axes[0].plot([], [], "x", color="tab:green", label="official checkpoint")
+  fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)
+  fig.suptitle(f"{comparison['table']}: {comparison['paper']}, {comparison['printed_as']}")
+  fig.tight_layout(rect=(0, 0.08, 1, 1))
+  with fileio.atomic_path(path) as tmp:
+    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+  plt.close(fig)
+
+
+def write_table_files(comparison: Mapping[str, Any], folder: str) -> dict[str, str]:
+  """Writes ``NAME.md``, ``NAME.json`` and ``NAME.png`` of ``comparison`` into ``folder``
+  (made when missing); returns ``{"md"|"json"|"png": path}``."""
+  os.makedirs(folder, exist_ok=True)
+  base = os.path.join(folder, comparison["table"])
+  paths = {"md": base + ".md", "json": base + ".json", "png": base + ".png"}
+  with fileio.atomic_path(paths["md"]) as tmp, open(tmp, "w", encoding="utf-8") as f:
+    f.write(markdown(comparison))
+  with fileio.atomic_path(paths["json"]) as tmp, open(tmp, "w", encoding="utf-8") as f:
+    f.write(json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
+  plot(comparison, paths["png"])
+  return paths

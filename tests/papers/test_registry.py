@@ -1,0 +1,71 @@
+"""Every published table: its runs build configs jitr-train takes, each of its metrics is
+a key of jitr-eval's report under the table's protocol, a run's name means one run, and
+the printed numbers agree with each other where the paper prints a sum or a mean."""
+
+import numpy as np
+import pytest
+
+from jitr.apps.table_run_configs import parsed_config
+from jitr.evaluation.official import official_recall
+from jitr.experiment.evaluate import official_metrics
+from jitr.experiment.run_config import check_train_config
+from jitr.papers import TABLES, SeededRun
+from jitr.papers.published import RECALL_METRICS
+from tests.bert_folder import write_bert_folder
+
+RUNS = {run for table in TABLES.values() for run in table.runs()}
+
+
+@pytest.mark.parametrize("run", sorted(RUNS, key=lambda r: r.name), ids=lambda r: r.name)
+def test_each_run_builds_a_config_jitr_train_takes(run, tmp_path):
+  sets = [f"precomp_root={tmp_path}"]
+  if "vseinf" in run.spec:
+    sets.append(f"text.pretrained={write_bert_folder(tmp_path / 'bert')}")
+  config = parsed_config(SeededRun(run, 2, str(tmp_path / "w")), sets)
+  check_train_config(config)
+  assert config.seed == 2
+  assert config.dataset == f"{run.dataset}_precomp"
+  for field, value in run.overrides:  # e.g. CVSE's COCO run tests on the 1K split
+    node = config
+    for part in field.split("."):
+      node = node[part]
+    assert str(node) == value, field
+
+
+def test_a_run_name_means_one_run():
+  names = {}
+  for run in RUNS:
+    assert names.setdefault(run.name, run) == run, run.name
+
+
+def test_every_metric_is_a_key_of_jitr_evals_report():
+  rng = np.random.default_rng(0)
+  sim = rng.normal(size=(10, 50))
+  caption_image = np.repeat(np.arange(10), 5)
+  keys = set(official_metrics(sim, caption_image, 5)) | set(
+    official_metrics(sim, caption_image, None)
+  )
+  class_keys = {"class/i2t/mAP", "class/t2i/mAP", "class/mAP"}
+  for table in TABLES.values():
+    for metric in table.metrics:
+      key = table.report_key(metric)
+      assert key in (class_keys if table.protocol == "class" else keys), (table.name, key)
+  assert set(official_recall(sim, 5)) >= {f"{d}/R@1" for d in ("i2t", "t2i")}
+
+
+def test_printed_sums_and_means_agree_with_their_recalls():
+  """RSUM = the six R@K and mR = their mean, to the printed rounding (each of the six to
+  ±0.05, the total or mean to ±0.05 more)."""
+  checked = 0
+  for table in TABLES.values():
+    for row in table.rows:
+      if not set(RECALL_METRICS) <= set(row.values):
+        continue
+      total = sum(row.values[m] for m in RECALL_METRICS)
+      if "rsum" in row.values:
+        assert abs(total - row.values["rsum"]) <= 6 * 0.05 + 0.05, (table.name, row.label)
+        checked += 1
+      if "mR" in row.values:
+        assert abs(total / 6 - row.values["mR"]) <= 0.05 + 0.05, (table.name, row.label)
+        checked += 1
+  assert checked == 2  # CVSE's two rows print mR
