@@ -98,9 +98,10 @@ def _check_header(out: str, model: str) -> int:
 @pytest.mark.parametrize(
   "model",
   [
-    "sgr",  # saf runs the same code as sgr
-    # vsrn and cvse take the script's one other branch (the GPU comparison's flags), whose
-    # PyTorch networks are the parity tests' references: run on request (-m full)
+    # the SGRAF networks' smoke run (saf runs the same code as sgr); vsrn and cvse take the
+    # script's one other branch (the GPU comparison's flags), whose PyTorch networks are the
+    # parity tests' references: all run on request (-m full), the VSE∞ smoke run always
+    pytest.param("sgr", marks=pytest.mark.full),
     pytest.param("vsrn", marks=pytest.mark.full),
     pytest.param("cvse", marks=pytest.mark.full),
   ],
@@ -146,6 +147,7 @@ def test_bench_train_model_runs_one_tiny_step(model):
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a benchmark's smoke run (the SGRAF branch's): on request (-m full)
 def test_bench_train_memory_only_compiles_each_variant_and_prints_its_memory():
   # one length bucket: each bucket is one more compiled branch (two are timed by the test above)
   out = _run_bench(["--model", "saf", "--tiny", "--memory_only", "--variants", "full:1:4,none:1:4"])

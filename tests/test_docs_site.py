@@ -32,7 +32,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("jitr", *test_public_api.PACKAGES)
 SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
 # Console scripts without a --config flag (every other app has one).
-NO_CONFIG = ("jitr-eval", "jitr-check-data")
+NO_CONFIG = ("jitr-eval", "jitr-check-data", "jitr-tables")
 # Packages a module of jitr may need that an install without every extra lacks: such a module's
 # examples are not run (a missing jitr module or any other import error still fails).
 OPTIONAL = {

@@ -15,6 +15,7 @@ PACKAGES = (
   "jitr.training",
   "jitr.evaluation",
   "jitr.experiment",
+  "jitr.papers",
   "jitr.torch",
   "jitr.paths",
 )

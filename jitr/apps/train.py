@@ -13,24 +13,21 @@ stopped run prints one line saying so; the same command resumes it. Flag parsing
 
 from __future__ import annotations
 
-import signal
 import sys
 
 from absl import flags
 from ml_collections import config_flags
 
 from jitr.apps._cli import (
-  INTERRUPTED_EXIT_STATUS,
   App,
   ending_on_a_lost_process,
   join_configured_job,
   loaded_config,
   workdir_flag,
 )
+from jitr.apps.stopped_runs import PREEMPTED_EXIT_STATUS, stopped_exit
 
-# Exit status of a run stopped by SIGTERM after saving its latest checkpoint: EX_TEMPFAIL
-# (sysexits.h: "temporary failure, retry"), so a scheduler requeues it; a re-run resumes.
-PREEMPTED_EXIT_STATUS = 75
+__all__ = ["PREEMPTED_EXIT_STATUS", "main", "run", "stopped_exit"]
 
 # What a Ctrl-C outside the loop's own handling says: before training started, or a second
 # one that abandoned the save of the first (a step without its manifest is never restored).
@@ -71,18 +68,6 @@ def main() -> None:
     status, line = stopped_exit(result.stop_signal, result.step)
     sys.stderr.write(f"{APP.name}: {line}\n")
     raise SystemExit(status)
-
-
-def stopped_exit(stop_signal: int | None, step: int | None) -> tuple[int, str]:
-  """``(exit status, line)`` of a run stopped by ``stop_signal`` after saving ``step``:
-  :data:`INTERRUPTED_EXIT_STATUS` for SIGINT (Ctrl-C), :data:`PREEMPTED_EXIT_STATUS`
-  otherwise (SIGTERM)."""
-  at = f" at step {step}" if step is not None else ""
-  if stop_signal == signal.SIGINT:
-    status, what = INTERRUPTED_EXIT_STATUS, f"interrupted (Ctrl-C){at}"
-  else:
-    status, what = PREEMPTED_EXIT_STATUS, f"stopped by SIGTERM{at}"
-  return status, f"{what}; the latest checkpoint is saved: run the same command to resume"
 
 
 def run() -> None:

@@ -72,6 +72,17 @@ FAULTS = {
       ),
     },
   ),
+  "jitr-tables": (
+    "table",
+    {
+      "stray": ("--table=list", "stray"),
+      "missing file": (
+        ("--table=list", "--precomp_root=nope"),
+        "--precomp_root=nope: no such file or folder; expected the folder holding "
+        "f30k_precomp/, coco_precomp/ and iaprtc12_precomp/ (config.precomp_root of every run).",
+      ),
+    },
+  ),
   "jitr-precompute": (
     "captions",
     {
@@ -156,7 +167,7 @@ def answers(tmp_path_factory):
 
 def test_every_app_has_its_cases():
   assert sorted({app for app, *_ in CASES}) == sorted(_APPS)
-  assert len(CASES) == 8 * 4 + 1
+  assert len(CASES) == 9 * 4 + 1
 
 
 @pytest.mark.parametrize(

@@ -511,6 +511,7 @@ _APPS = {  # console script -> the module that defines its flags
   "jitr-relevance-calibrate": "calibrate",
   "jitr-check-data": "check_data",
   "jitr-import": "import_official",
+  "jitr-tables": "tables",
 }
 
 

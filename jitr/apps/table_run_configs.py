@@ -1,0 +1,84 @@
+"""The config of a table's run, built as jitr-train builds it from the command
+:func:`jitr.papers.plan.train_argv` prints (``configs/paper.py:SPEC`` and its
+``--config.FIELD=VALUE`` arguments, parsed by ml_collections), and which of jitr-tables'
+``--set`` items each run takes (a table's runs differ: SGR has ``model.sim_dim``, VSE++
+has not)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from absl import flags
+from ml_collections import config_flags
+
+from jitr.apps import _config_files
+from jitr.papers.plan import SeededRun, train_argv
+
+
+def parsed_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
+  """The config jitr-train builds from :func:`train_argv` of ``seeded`` and ``sets`` (the
+  shipped configs/paper.py unless ./configs/paper.py exists); a field it does not take is
+  a ``ValueError`` naming the run."""
+  argv = train_argv(seeded, sets)
+  argv[1] = "--config=" + _config_files.resolve_config_argument(
+    argv[1].split("=", 1)[1], _config_files.shipped_configs_dir()
+  )
+  argv = [argv[0], *(a for a in argv[1:] if a.startswith("--config"))]  # not --workdir
+  values = flags.FlagValues()
+  holder = config_flags.DEFINE_config_file("config", None, "", flag_values=values, sys_argv=argv)
+  try:
+    with warnings.catch_warnings():  # ml_collections loads the file with load_module()
+      warnings.simplefilter("ignore", DeprecationWarning)
+      values(argv)
+    return holder.value
+  except Exception as err:  # noqa: BLE001 - absl's, ml_collections' and the file's errors
+    raise ValueError(f"{seeded.run.name} ({seeded.run.spec}): {err}") from None
+
+
+def has_field(config: Any, dotted: str) -> bool:
+  """Whether ``config`` has the field ``dotted`` (``model.sim_dim``)."""
+  node = config
+  for part in dotted.split("."):
+    try:
+      node = node[part]
+    except (KeyError, TypeError, AttributeError):
+      return False
+  return True
+
+
+_APPLICABLE: dict[tuple, list[str]] = {}
+
+
+def applicable_sets(seeded: SeededRun, sets: Sequence[str]) -> list[str]:
+  """The items of ``sets`` (``FIELD=VALUE``) whose field ``seeded``'s config has; found
+  once per run."""
+  key = (seeded.run, tuple(sets))
+  if key not in _APPLICABLE:
+    config = parsed_config(seeded, [])
+    _APPLICABLE[key] = [s for s in sets if has_field(config, s.split("=", 1)[0])]
+  return _APPLICABLE[key]
+
+
+def check_sets_apply(runs: Sequence[SeededRun], sets: Sequence[str]) -> None:
+  """Refuses an item of ``sets`` whose field no run has (a misspelt field) in one line."""
+  used = {s for r in runs for s in applicable_sets(r, sets)}
+  for item in sets:
+    if item not in used:
+      raise ValueError(
+        f"--set={item}: no run of the table has the config field {item.split('=', 1)[0]!r}"
+      )
+
+
+def run_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
+  """``seeded``'s config with the items of ``sets`` it takes, checked as jitr-train checks
+  it (:func:`jitr.experiment.run_config.check_train_config`)."""
+  from jitr.experiment.run_config import check_train_config
+
+  config = parsed_config(seeded, applicable_sets(seeded, sets))
+  try:
+    check_train_config(config)
+  except ValueError as err:
+    raise ValueError(f"{seeded.run.name} ({seeded.run.spec}): {err}") from None
+  return config

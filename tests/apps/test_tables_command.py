@@ -1,0 +1,190 @@
+"""jitr-tables end to end on a generated precomp folder of the real shapes (36 × 2048
+regions, 5 captions an image; tiny sizes; two seeds): two rows of VSE∞'s README table
+through the printed job list, CVSE's README table through ``--action=run`` stopped by
+SIGTERM and run again, then a third invocation that trains nothing and writes the same
+bytes; each table's values against jitr-eval of every workdir, recomputed here."""
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jitr.apps import table_actions
+from tests.bert_folder import write_bert_folder
+from tests.file_fixtures import WORDS, write_precomp
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+# tiny runs of the papers' settings: two epochs (VSE∞'s warm-up, then its loss) of 13 steps
+TINY = [
+  "--set=num_epochs=2",
+  "--set=batch_size=16",
+  "--set=eval_batch_size=16",
+  "--set=model.embed_dim=16",
+  "--set=vocab_min_count=1",
+]
+CVSE_TINY = ["--set=model.word_dim=8", "--set=concepts.num_concepts=4"]
+
+
+def _env() -> dict[str, str]:
+  env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+  # the console scripts on PATH, as an installed jitr's
+  env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+  env["XLA_FLAGS"] = " ".join(  # one CPU device, as a user's machine
+    f for f in env.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f
+  )
+  return env
+
+
+def _exe(name: str) -> str:
+  return shutil.which(name, path=os.path.dirname(sys.executable)) or name
+
+
+def tables(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+  return subprocess.run(
+    [_exe("jitr-tables"), *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600
+  )
+
+
+def folder_files(root: pathlib.Path) -> dict[str, float]:
+  """``{path: mtime_ns}`` of every file under ``root`` but the table files."""
+  return {
+    str(p): p.stat().st_mtime_ns
+    for p in sorted(root.rglob("*"))
+    if p.is_file() and "tables" not in p.parts
+  }
+
+
+@pytest.fixture
+def folders(tmp_path):
+  write_precomp(tmp_path / "data", n_images=40)
+  write_bert_folder(tmp_path / "bert", WORDS)
+  return tmp_path
+
+
+def assert_values_are_jitr_eval(root: pathlib.Path, name: str, run: str, seeds: int) -> None:
+  """The table's values of ``run``'s row = jitr-eval (official protocol) of each seed's
+  workdir, recomputed here."""
+  from jitr.experiment import evaluate_workdir
+
+  table = json.loads((root / "runs" / "tables" / f"{name}.json").read_text())
+  (row,) = [r for r in table["rows"] if r["runs"] == [run]]
+  assert row["scored_seeds"] == seeds
+  for seed in range(seeds):
+    workdir = root / "runs" / run / f"seed{seed}"
+    metrics = evaluate_workdir(str(workdir), protocol="official", num_queries=0)
+    for metric, cell in row["metrics"].items():
+      want = metrics["full/rsum"] / 6 if metric == "mR" else metrics[f"full/{metric}"]
+      assert cell["seeds"][seed] == round(want, 4), (name, seed, metric)
+
+
+@pytest.mark.slow
+def test_the_job_list_runs_as_printed_and_writes_the_table(folders):
+  root = folders
+  common = [
+    "--table=vseinf.readme.f30k",
+    "--rows=1,2",  # a row the README quotes (not a jitr network), a row jitr trains
+    "--seeds=2",
+    "--precomp_root=data",
+    "--runs=runs",
+    *TINY,
+    "--set=text.pretrained=bert",
+  ]
+  done = tables(*common, "--action=jobs", cwd=root)
+  assert done.returncode == 0, done.stderr[-3000:]
+  lines = done.stdout.splitlines()
+  # stop at the first failure, the row's run for two seeds, then the report
+  assert len(lines) == 4, done.stdout
+  assert lines.pop(0) == "set -e"
+  assert lines[0].startswith("jitr-train --config=configs/paper.py:f30k,vseinf,triplet ")
+  assert f"--workdir={root / 'runs' / 'f30k_vseinf_triplet' / 'seed0'}" in lines[0]
+  assert "--config.seed=1" in lines[1]
+  assert lines[2].startswith("jitr-tables --table=vseinf.readme.f30k ")
+  assert lines[2].endswith("--action=report")
+  script = root / "jobs.sh"
+  script.write_text(done.stdout)
+  ran = subprocess.run(
+    ["bash", str(script)], cwd=root, env=_env(), capture_output=True, text=True, timeout=600
+  )
+  assert ran.returncode == 0, ran.stderr[-3000:]
+  table = json.loads((root / "runs" / "tables" / "vseinf.readme.f30k.json").read_text())
+  assert [row["scored_seeds"] for row in table["rows"]] == [0, 2]
+  page = (root / "runs" / "tables" / "vseinf.readme.f30k.md").read_text()
+  assert page.startswith("# vseinf.readme.f30k: VSE∞ (official README), Results on Flickr30K")
+  assert ran.stdout.endswith(page)  # after the two runs' own results, the report's table
+  assert_values_are_jitr_eval(root, "vseinf.readme.f30k", "f30k_vseinf_triplet", 2)
+
+
+@pytest.mark.slow
+def test_a_stopped_run_goes_on_and_a_second_invocation_trains_nothing(folders):
+  root = folders
+  common = [
+    "--table=cvse.readme.f30k",
+    "--seeds=2",
+    "--precomp_root=data",
+    "--runs=runs",
+    *TINY,
+    *CVSE_TINY,
+  ]
+  proc = subprocess.Popen(
+    [_exe("jitr-tables"), *common, "--action=run", "--noestimate", "--set=num_epochs=3"],
+    cwd=root,
+    env=_env(),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    text=True,
+  )
+  latest = root / "runs" / "f30k_cvse_triplet" / "seed0" / "checkpoints" / "latest"
+  deadline = time.monotonic() + 300
+  while not (latest.is_dir() and any(p.name.isdigit() for p in latest.iterdir())):
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+    assert time.monotonic() < deadline, "no checkpoint in time"
+    time.sleep(0.1)
+  proc.send_signal(signal.SIGTERM)
+  _, err = proc.communicate(timeout=300)
+  assert proc.returncode == 75, err[-3000:]
+  last = err.strip().splitlines()[-1]
+  assert last.startswith("jitr-tables: f30k_cvse_triplet seed 0 stopped by SIGTERM at step ")
+  assert last.endswith("the latest checkpoint is saved: run the same command to resume")
+  again = tables(*common, "--action=run", "--noestimate", "--set=num_epochs=3", cwd=root)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "jitr-tables: run 1/2: f30k_cvse_triplet seed 0" in again.stderr
+  assert "resumed from step" in again.stderr
+  out = root / "runs" / "tables"
+  written = {p.name: p.read_bytes() for p in out.glob("cvse.readme.f30k.*")}
+  assert sorted(written) == ["cvse.readme.f30k.json", "cvse.readme.f30k.md", "cvse.readme.f30k.png"]
+  # the same command again: nothing trained or scored again, the same table bytes
+  before = folder_files(root / "runs")
+  third = tables(*common, "--action=run", "--noestimate", "--set=num_epochs=3", cwd=root)
+  assert third.returncode == 0, third.stderr[-3000:]
+  assert "run 1/" not in third.stderr
+  assert folder_files(root / "runs") == before
+  assert {p.name: p.read_bytes() for p in out.glob("cvse.readme.f30k.*")} == written
+  assert third.stdout == written["cvse.readme.f30k.md"].decode()
+  # docs/reproduce.md's example is this table (the same folder, settings and seeds)
+  page = (REPO / "docs" / "reproduce.md").read_text(encoding="utf-8")
+  example = page.split("```text\n# cvse.readme.f30k: ", 1)[1].split("```", 1)[0]
+  assert third.stdout == "# cvse.readme.f30k: " + example
+  assert_values_are_jitr_eval(root, "cvse.readme.f30k", "f30k_cvse_triplet", 2)
+
+
+def test_a_bad_option_is_one_line_before_anything_runs(folders, tmp_path, capsys):
+  with pytest.raises(ValueError, match=r"^--set=model\.sim_dmi=8: no run of the table has"):
+    table_actions.reproduce(
+      "run",
+      table_actions.Options(
+        table="cvse.readme.f30k", runs=str(tmp_path / "r"), sets=("model.sim_dmi=8",)
+      ),
+    )
+  with pytest.raises(ValueError, match=r"^--rows: 3: cvse.readme.f30k has rows 1 to 1$"):
+    table_actions.reproduce("plan", table_actions.Options(table="cvse.readme.f30k", rows=("3",)))
+  with pytest.raises(ValueError, match=r"^--imported=1=nope: nope holds no import.json"):
+    table_actions.reproduce(
+      "report", table_actions.Options(table="cvse.readme.f30k", imported=("1=nope",))
+    )
+  assert not (tmp_path / "r").exists()
