@@ -59,7 +59,7 @@ nitpick_ignore_regex = [
     r"py:.*",
     r"(jax|jaxlib|numpy|np|scipy|flax|optax|chex|orbax|torch|tensorflow|tensorflow_datasets"
     r"|sklearn|sentence_transformers|ml_collections|absl"
-    r"|collections|typing|os|abc|pathlib)(\..*)?",
+    r"|collections|typing|os|abc|pathlib|enum)(\..*)?",
   ),
 ]
 

@@ -283,6 +283,13 @@ def getsize(path: PathLike) -> int:
   return os.path.getsize(path)
 
 
+def mtime(path: PathLike) -> float:
+  """When the file at ``path`` was last written, in seconds since the epoch."""
+  if is_url(path):
+    return _on_url(path, "reading its time", lambda: float(_epath(path).stat().mtime))
+  return os.path.getmtime(path)
+
+
 def listdir(path: PathLike) -> list[str]:
   """The names in the folder ``path`` (unsorted, as :func:`os.listdir`)."""
   if is_url(path):

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from jitr import paths
 from jitr.apps.table_run_configs import applicable_sets, check_sets_apply, run_config
 from jitr.papers import registry
 from jitr.papers.plan import (
@@ -51,12 +52,12 @@ class Options:
   @property
   def root(self) -> str:
     """``runs`` as an absolute path (the printed commands run from any folder)."""
-    return os.path.abspath(self.runs)
+    return paths.absolute(self.runs)
 
   @property
   def out_folder(self) -> str:
     """Where the table files go: ``out``, else ``RUNS/tables``."""
-    return os.path.abspath(self.out) if self.out else os.path.join(self.root, "tables")
+    return paths.absolute(self.out) if self.out else os.path.join(self.root, "tables")
 
 
 def selected_table(options: Options) -> Table:
@@ -78,7 +79,7 @@ def run_sets(options: Options) -> list[str]:
   if not any(s.startswith("data_dir=") for s in sets):
     sets.insert(0, f"data_dir={os.path.join(options.root, 'data')}")
   if options.precomp_root:
-    sets.insert(0, f"precomp_root={os.path.abspath(options.precomp_root)}")
+    sets.insert(0, f"precomp_root={paths.absolute(options.precomp_root)}")
   return sets
 
 
@@ -163,7 +164,7 @@ def report_argv(table: Table, options: Options) -> list[str]:
   if options.rows:
     argv.append(f"--rows={','.join(map(str, options.rows))}")
   if options.precomp_root:
-    argv.append(f"--precomp_root={os.path.abspath(options.precomp_root)}")
+    argv.append(f"--precomp_root={paths.absolute(options.precomp_root)}")
   argv += [f"--set={s}" for s in options.sets]
   argv += [f"--imported={i}" for i in options.imported]
   return [*argv, "--action=report"]
@@ -255,12 +256,12 @@ def imported_rows(table: Table, options: Options) -> dict[int, str]:
       raise ValueError(f"--imported={item}: expected ROW=WORKDIR (e.g. 2=workdirs/official)")
     if int(row) not in numbers:
       raise ValueError(f"--imported={item}: the table has no row {row} (rows {numbers})")
-    if not os.path.isfile(os.path.join(folder, "import.json")):
+    if not paths.isfile(os.path.join(folder, "import.json")):
       raise ValueError(
         f"--imported={item}: {folder} holds no import.json; expected a workdir that "
         "jitr-import made from an official checkpoint"
       )
-    out[numbers.index(int(row))] = os.path.abspath(folder)
+    out[numbers.index(int(row))] = paths.absolute(folder)
   return out
 
 

@@ -31,7 +31,7 @@ needs it. Actions:
 row ROW (its own line and difference). ``--set=FIELD=VALUE`` (repeatable) sets a config
 field of every run that has it, after the paper's settings (e.g.
 ``--set=text.pretrained=/models/bert-base-uncased`` for VSE∞'s BERT); a field no run has
-is refused. Flag parsing, then :func:`jitr.apps.table_actions.reproduce`.
+is refused. Flag parsing, then :func:`!jitr.apps.table_actions.reproduce`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The seed papers' and networks' published tables as data, and what reproducing one
-takes: the runs of its rows (:mod:`jitr.papers.plan`), their scores with the table's
-protocol (:mod:`jitr.papers.row_scores`, which loads JAX: import it by name), the
-comparison (:mod:`jitr.papers.comparison`) and its files
-(:mod:`jitr.papers.table_files`). The ``jitr-tables`` command drives them."""
+takes: the runs of its rows (:mod:`!jitr.papers.plan`), their scores with the table's
+protocol (:mod:`!jitr.papers.row_scores`, which loads JAX: import it by name), the
+comparison (:mod:`!jitr.papers.comparison`) and its files
+(:mod:`!jitr.papers.table_files`). The ``jitr-tables`` command drives them."""
 
 from jitr.papers.comparison import compare, mean_std
 from jitr.papers.plan import SeededRun, Status, seeded_runs, status, train_argv, workdir

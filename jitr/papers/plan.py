@@ -16,6 +16,7 @@ import os
 import shlex
 from collections.abc import Sequence
 
+from jitr import paths
 from jitr.papers.published import Run, Table
 
 # the config file of every run: the papers' settings (its docstring lists the specs)
@@ -45,8 +46,8 @@ def workdir(root: str, run: Run, seed: int) -> str:
 
 
 def seeded_runs(table: Table, root: str, seeds: int) -> list[SeededRun]:
-  """Every run of ``table`` for seeds ``0 .. seeds - 1``, seed by seed (seed 0 of every
-  row first: a table with one seed of each row is worth reading early)."""
+  """Every run of ``table`` for the seeds from 0 to ``seeds`` − 1, seed by seed (seed 0 of
+  every row first: a table with one seed of each row is worth reading early)."""
   return [
     SeededRun(run, seed, workdir(root, run, seed)) for seed in range(seeds) for run in table.runs()
   ]
@@ -55,9 +56,9 @@ def seeded_runs(table: Table, root: str, seeds: int) -> list[SeededRun]:
 def status(run: SeededRun) -> Status:
   """``FINISHED`` when ``metrics.json`` is in the workdir, ``STARTED`` when its
   ``config.json`` is, else ``MISSING``."""
-  if os.path.isfile(os.path.join(run.workdir, "metrics.json")):
+  if paths.isfile(os.path.join(run.workdir, "metrics.json")):
     return Status.FINISHED
-  if os.path.isfile(os.path.join(run.workdir, "config.json")):
+  if paths.isfile(os.path.join(run.workdir, "config.json")):
     return Status.STARTED
   return Status.MISSING
 

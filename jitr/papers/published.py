@@ -12,7 +12,7 @@ published numbers are listed, jitr's column is empty.
 Metric names are jitr's report keys without their protocol prefix: ``i2t/R@1`` ...
 ``t2i/R@10``, ``rsum`` (Recall@K in percent, as the official evaluation prints), and for
 class-labelled data ``i2t/mAP``, ``t2i/mAP``, ``mAP``. The report key of a metric is
-``PREFIX/NAME``, PREFIX from the table's protocol (:data:`PROTOCOL_PREFIX`). ``mR``, the
+``PREFIX/NAME``, PREFIX from the table's protocol (``PROTOCOL_PREFIX``). ``mR``, the
 mean of the six Recall@K, is derived: ``rsum / 6``.
 """
 
@@ -72,7 +72,7 @@ class Table:
 
   ``name`` is the command's name for it (``PAPER.TABLE.DATASET``), ``paper`` and
   ``table`` say where it is printed (``Table 1``), ``caption`` is its caption,
-  ``protocol`` how its numbers are measured (:data:`PROTOCOL_PREFIX`), ``metrics`` its
+  ``protocol`` how its numbers are measured (``PROTOCOL_PREFIX``), ``metrics`` its
   columns in printed order, ``scale`` what jitr's report values are multiplied by to be
   in the printed unit (1 for R@K in percent; 100 where a paper prints MAP in percent),
   ``source`` where the numbers were read.
@@ -90,12 +90,12 @@ class Table:
 
   def report_key(self, metric: str) -> str:
     """The key in jitr-eval's metrics.json that ``metric`` is read from (a derived
-    metric's source, :data:`DERIVED`) under this table's protocol."""
+    metric's source, ``DERIVED``) under this table's protocol."""
     source = DERIVED.get(metric, (metric, 1.0))[0]
     return f"{PROTOCOL_PREFIX[self.protocol]}/{source}"
 
   def value(self, scores: Mapping[str, float], metric: str) -> float:
-    """``metric`` of jitr's report ``scores`` in the printed unit (times :attr:`scale`;
+    """``metric`` of jitr's report ``scores`` in the printed unit (times ``scale``;
     a derived metric times its factor)."""
     factor = DERIVED.get(metric, (metric, 1.0))[1]
     return self.scale * factor * scores[self.report_key(metric)]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from jitr.papers import network_readmes
 from jitr.papers.published import Table
 
+#: Every table by its name, in the order ``jitr-tables --table=list`` prints them.
 TABLES: dict[str, Table] = {table.name: table for table in network_readmes.TABLES}
 
 

@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Sequence
 
+from jitr import paths
 from jitr.experiment import evaluate_workdir
 from jitr.papers.published import EVAL_PROTOCOL, Table
 
@@ -46,13 +47,13 @@ def stored_scores(
   ``import.json`` for an imported official checkpoint); ``None`` when there is none (or it
   is older)."""
   path = report_path(table, workdirs)
-  if not os.path.isfile(path):
+  if not paths.isfile(path):
     return None
-  written = os.path.getmtime(path)
-  trained_at = [os.path.getmtime(os.path.join(w, trained)) for w in workdirs]
+  written = paths.mtime(path)
+  trained_at = [paths.mtime(os.path.join(w, trained)) for w in workdirs]
   if any(t > written for t in trained_at):
     return None
-  with open(path, encoding="utf-8") as f:
+  with paths.open(path, encoding="utf-8") as f:
     return json.load(f)
 
 
@@ -71,5 +72,5 @@ def score_row(
     protocol=EVAL_PROTOCOL[table.protocol],
     num_queries=0,
   )
-  with open(report_path(table, workdirs), encoding="utf-8") as f:
+  with paths.open(report_path(table, workdirs), encoding="utf-8") as f:
     return json.load(f)

@@ -135,13 +135,12 @@ def plot(comparison: Mapping[str, Any], path: str) -> None:
 
 def write_table_files(comparison: Mapping[str, Any], folder: str) -> dict[str, str]:
   """Writes ``NAME.md``, ``NAME.json`` and ``NAME.png`` of ``comparison`` into ``folder``
-  (made when missing); returns ``{"md"|"json"|"png": path}``."""
-  os.makedirs(folder, exist_ok=True)
+  (made when missing; a folder or a gs:// URL); returns ``{"md"|"json"|"png": path}``."""
   base = os.path.join(folder, comparison["table"])
-  paths = {"md": base + ".md", "json": base + ".json", "png": base + ".png"}
-  with fileio.atomic_path(paths["md"]) as tmp, open(tmp, "w", encoding="utf-8") as f:
-    f.write(markdown(comparison))
-  with fileio.atomic_path(paths["json"]) as tmp, open(tmp, "w", encoding="utf-8") as f:
-    f.write(json.dumps(comparison, indent=2, ensure_ascii=False) + "\n")
-  plot(comparison, paths["png"])
-  return paths
+  files = {"md": base + ".md", "json": base + ".json", "png": base + ".png"}
+  fileio.write_text_atomic(files["md"], markdown(comparison))
+  fileio.write_text_atomic(
+    files["json"], json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
+  )
+  plot(comparison, files["png"])
+  return files

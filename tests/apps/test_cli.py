@@ -79,7 +79,7 @@ FAULTS = {
       "missing file": (
         ("--table=list", "--precomp_root=nope"),
         "--precomp_root=nope: no such file or folder; expected the folder holding "
-        "f30k_precomp/, coco_precomp/ and iaprtc12_precomp/ (config.precomp_root of every run).",
+        "f30k_precomp/, coco_precomp/ and iaprtc12_precomp/ (config.precomp_root of every run)",
       ),
     },
   ),

@@ -235,6 +235,19 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(
   got = [report[f"full/{d}/{m}"] for d in ("i2t", "t2i") for m in names]
   i2t, t2i = official_numbers(ref, workdir, inputs)
   assert got == [*i2t, *t2i]
+  # beside CVSE's README row: jitr-tables --imported=1=WORKDIR reads this report back
+  from jitr.apps import table_actions
+
+  options = table_actions.Options(
+    table="cvse.readme.f30k", runs=str(root / "papers"), seeds=1, imported=(f"1={workdir}",)
+  )
+  table_actions.reproduce("report", options)
+  row = json.loads((root / "papers" / "tables" / "cvse.readme.f30k.json").read_text())["rows"][0]
+  assert row["official_checkpoint"] and row["scored_seeds"] == 0
+  cells = row["metrics"]
+  assert cells["i2t/R@1"]["official_checkpoint"] == round(report["full/i2t/R@1"], 4)
+  assert cells["mR"]["official_checkpoint"] == round(report["full/rsum"] / 6, 4)
+  assert cells["mR"]["official_difference"] == round(report["full/rsum"] / 6 - 80.4, 4)
   # the concept files are pinned: changed after the import, jitr-eval refuses them
   from jitr.experiment import evaluate_workdir
   from jitr.experiment.pinned_inputs import ChangedInputError

@@ -88,3 +88,18 @@ def test_mean_recall_is_rsum_over_six():
   table = Table(**{**table.__dict__, "rows": (Row("CVSE", {"mR": 80.4}, (RUN,)),)})
   got = compare(table, [[{"full/rsum": 482.5}]])["rows"][0]["metrics"]["mR"]
   assert got["mean"] == round(482.5 / 6, 4) and got["difference"] == round(482.5 / 6 - 80.4, 4)
+
+
+def test_an_official_checkpoint_has_its_own_line_and_difference():
+  seeds = [{"full/i2t/R@1": 48.0, "full/rsum": 401.0}]
+  got = compare(TABLE, [seeds, [], []], {0: {"full/i2t/R@1": 51.25, "full/rsum": 399.0}})
+  cell = got["rows"][0]["metrics"]["i2t/R@1"]
+  assert cell["official_checkpoint"] == 51.25 and cell["official_difference"] == 1.25
+  assert [row["official_checkpoint"] for row in got["rows"]] == [True, False, False]
+  lines = markdown(got).splitlines()
+  at = lines.index("| VSE++ | paper | 50.00 | 400.00 |")
+  assert lines[at + 1 : at + 4] == [
+    "| | official checkpoint | 51.25 | 399.00 |",
+    "| | its difference | +1.25 | -1.00 |",
+    "| | jitr (1 seed) | 48.00 ± 0.00 | 401.00 ± 0.00 |",
+  ]
