@@ -29,8 +29,9 @@ import ml_collections
 from jitr.data import pairs
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state
+from jitr.experiment.run_concepts import dataset_constants
 from jitr.experiment.run_config import resolved_config
-from jitr.experiment.train import data_parallel_step
+from jitr.experiment.train import data_parallel_step, train_augment
 
 # checkpoints on disk at once: the two newest epoch saves and the best
 SAVES_KEPT = 3
@@ -66,11 +67,19 @@ def estimate_run(config: ml_collections.ConfigDict, *, steps: int = 3) -> RunEst
   data = load_data(config, config.data_dir, teachers=False)
   train = data.splits["train"]
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
-  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch)
+  constants = dataset_constants(data.concepts)
+  model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, constants)
   state_bytes = sum(int(leaf.nbytes) for leaf in jax.tree.leaves(state) if hasattr(leaf, "nbytes"))
   parallel = data_parallel_step(config, model, data.aggregates, steps_per_epoch)
   state = parallel.put_state(state)
-  batches = pairs.epoch_batches(train, batch_size=config.batch_size, seed=config.seed, epoch=0)
+  batches = pairs.epoch_batches(  # the batches jitr-train's first epoch starts with
+    train,
+    batch_size=config.batch_size,
+    seed=config.seed,
+    epoch=0,
+    buckets=tuple(config.token_buckets),
+    augment=train_augment(config, data),
+  )
   times = []
   for batch in itertools.islice(batches, steps + 1):  # the first one compiles
     start = time.perf_counter()
