@@ -35,6 +35,7 @@ def _run(root) -> str:
 
 
 @pytest.mark.slow  # two interpreters with jax, one small XLA compile: about 20 s on 2 shared cores
+@pytest.mark.full  # a benchmark's smoke run: on request (-m full)
 def test_bench_precomp_memory_row(tmp_path):
   stdout = _run(tmp_path)
   folder = tmp_path / "f30k_precomp"

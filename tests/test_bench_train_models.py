@@ -174,6 +174,7 @@ print("imported:", sorted(m for m in sys.modules if m.startswith(("tensorflow", 
 
 
 @pytest.mark.slow
+@pytest.mark.full  # a benchmark's smoke run, as the other networks': on request (-m full)
 def test_bench_train_vseinf_runs_one_tiny_step_without_tensorflow():
   """``--model=vseinf --tiny``: one step of jitr and of the official PyTorch modules from
   the same weights (their eval-mode embeddings agree), both rows of the time table, the

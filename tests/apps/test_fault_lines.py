@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import types
@@ -308,7 +309,15 @@ def test_ctrl_c_while_jax_imports_is_one_line_and_status_130(tmp_path, app, args
     "TF_CPP_MIN_LOG_LEVEL": "3",
   }
   out = subprocess.run(
-    [exe, *args], cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=120
+    [exe, *args],
+    cwd=tmp_path / "cwd",
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+    # SIGINT as a terminal's command gets it: a background job of a shell without job
+    # control (CI started with `cmd &`) ignores it, and Python keeps it ignored
+    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
   )
   assert out.returncode == 130, out.stderr[-3000:]
   assert out.stderr == line + "\n"

@@ -25,6 +25,7 @@ HEADER = (
 
 
 @pytest.mark.slow  # three XLA compiles, two interpreters with torch: 18-30 s on 2 shared cores
+@pytest.mark.full  # a benchmark's smoke run: on request (-m full)
 def test_bench_torch_bridge_row_agrees_with_itself():
   out = subprocess.run(
     [sys.executable, os.path.join(ROOT, "scripts", "bench_torch_bridge.py")]

@@ -125,6 +125,9 @@ def _run_workers(out: Path, backends: tuple[str, ...], meanwhile=lambda: None):
 
 
 @pytest.mark.slow
+# jitr-train's pod test (tests/apps/test_pod_launch.py) checks two processes against one
+# through the console script; this library-level run, both backends, on request
+@pytest.mark.full
 def test_two_processes_train_like_one_process_with_eight_devices(tmp_path):
   if not distributed.cpu_collectives_available("gloo"):
     pytest.skip(
