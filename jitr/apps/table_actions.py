@@ -13,7 +13,12 @@ import time
 from collections.abc import Sequence
 
 from jitr import paths
-from jitr.apps.table_run_configs import applicable_sets, check_sets_apply, run_config
+from jitr.apps.table_run_configs import (
+  applicable_sets,
+  check_runs_match,
+  check_sets_apply,
+  run_config,
+)
 from jitr.papers import registry
 from jitr.papers.plan import (
   SeededRun,
@@ -293,6 +298,7 @@ def reproduce(action: str, options: Options) -> None:
   sets = run_sets(options)
   runs = seeded_runs(table, options.root, options.seeds)
   check_sets_apply(runs, sets)
+  check_runs_match(runs, sets)  # a run trained with other settings, before anything runs
   if action == "plan":
     plan(table, runs)
     if options.estimate:

@@ -1,8 +1,8 @@
 """The config of a table's run, built as jitr-train builds it from the command
 :func:`jitr.papers.plan.train_argv` prints (``configs/paper.py:SPEC`` and its
-``--config.FIELD=VALUE`` arguments, parsed by ml_collections), and which of jitr-tables'
+``--config.FIELD=VALUE`` arguments, parsed by ml_collections), which of jitr-tables'
 ``--set`` items each run takes (a table's runs differ: SGR has ``model.sim_dim``, VSE++
-has not)."""
+has not), and whether a run already in its workdir was trained with that config."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from jitr.apps import _config_files
-from jitr.papers.plan import SeededRun, train_argv
+from jitr.papers.plan import SeededRun, Status, status, train_argv
 
 
 def parsed_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
@@ -47,6 +47,9 @@ def has_field(config: Any, dotted: str) -> bool:
       return False
   return True
 
+
+# how to go on when a run's workdir was trained with other settings
+FIX = "give the --set values it was trained with, another --runs folder, or delete {workdir}"
 
 _APPLICABLE: dict[tuple, list[str]] = {}
 
@@ -82,3 +85,30 @@ def run_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
   except ValueError as err:
     raise ValueError(f"{seeded.run.name} ({seeded.run.spec}): {err}") from None
   return config
+
+
+def check_runs_match(runs: Sequence[SeededRun], sets: Sequence[str]) -> None:
+  """Refuses, in one line naming the run, a run whose workdir holds a ``config.json`` that
+  differs from the config this command builds for it: a field a resume may not change
+  (:func:`jitr.experiment.workdir.check_workdir`, as jitr-train's own refusal), or, once
+  finished, ``num_epochs`` (a finished run is not trained again, so the table would
+  report epochs the command did not ask for). A missing run passes."""
+  from jitr.experiment.run_config import resolved_config
+  from jitr.experiment.workdir import check_workdir, read_workdir_config
+
+  for seeded in runs:
+    state = status(seeded)
+    if state == Status.MISSING:
+      continue
+    config = resolved_config(run_config(seeded, sets))
+    name = f"{seeded.run.name} seed {seeded.seed}"
+    try:
+      check_workdir(config, seeded.workdir, fix=FIX)
+    except ValueError as err:
+      raise ValueError(f"{name}: {err}") from None
+    trained = read_workdir_config(seeded.workdir).get("num_epochs")
+    if state == Status.FINISHED and trained != config.num_epochs:
+      raise ValueError(
+        f"{name}: {seeded.workdir} finished {trained} epochs, this command asks for "
+        f"num_epochs={config.num_epochs}; {FIX.format(workdir=seeded.workdir)}"
+      )

@@ -54,14 +54,14 @@ def _show(value: Any) -> str:
   return "(absent)" if value is ABSENT else json.dumps(value, sort_keys=True)
 
 
-def describe_differences(workdir: str, diffs: list[tuple[str, Any, Any]]) -> str:
+def describe_differences(workdir: str, diffs: list[tuple[str, Any, Any]], fix: str = FIX) -> str:
   """The one-line refusal: ``workdir W was trained with F=old (this config: new); ...``,
-  at most :data:`MAX_LISTED` fields then ``and N more``, ending with how to start a
-  different run."""
+  at most :data:`MAX_LISTED` fields then ``and N more``, ending with ``fix`` (how to start
+  a different run; ``{workdir}`` is filled in)."""
   shown = [f"{path}={_show(old)} (this config: {_show(new)})" for path, old, new in diffs]
   if len(shown) > MAX_LISTED:
     shown = shown[:MAX_LISTED] + [f"and {len(shown) - MAX_LISTED} more"]
-  return f"workdir {workdir} was trained with {'; '.join(shown)}; {FIX.format(workdir=workdir)}"
+  return f"workdir {workdir} was trained with {'; '.join(shown)}; {fix.format(workdir=workdir)}"
 
 
 def read_workdir_config(workdir: str) -> dict[str, Any] | None:
@@ -103,16 +103,17 @@ def _as_json(config: Any) -> dict[str, Any]:
   return json.loads(config.to_json_best_effort())
 
 
-def check_workdir(config: Any, workdir: str) -> None:
-  """Raises ``ValueError`` (:func:`describe_differences`) when ``workdir`` has a
-  ``config.json`` that differs from ``config`` in a field a resume may not change
-  (:func:`jitr.experiment.run_config.run_differences`); a workdir without one passes."""
+def check_workdir(config: Any, workdir: str, fix: str = FIX) -> None:
+  """Raises ``ValueError`` (:func:`describe_differences`, ending with ``fix``) when
+  ``workdir`` has a ``config.json`` that differs from ``config`` in a field a resume may
+  not change (:func:`jitr.experiment.run_config.run_differences`); a workdir without one
+  passes."""
   saved = read_workdir_config(workdir)
   if saved is None:
     return
   diffs = run_differences(saved, _as_json(config))
   if diffs:
-    raise ValueError(describe_differences(workdir, diffs))
+    raise ValueError(describe_differences(workdir, diffs, fix))
 
 
 def saved_steps(workdir: str) -> list[int]:

@@ -190,12 +190,13 @@ def test_the_vseinf_minilm_row_fine_tunes_the_installed_minilm_as_vseinf_is_trai
   bert = read_config(folder / "config.json")
   assert (bert.num_hidden_layers, bert.hidden_size, bert.vocab_size) == (6, 384, 30522)
   assert len((folder / "vocab.txt").read_text(encoding="utf-8").splitlines()) == 30522
-  assert (c.model.name, c.model.img_dim, c.text.word_augment, c.image.region_drop) == (
-    "vseinf",
-    128,
-    0.2,
-    0.2,
-  )
+  assert (
+    c.model.name,
+    c.model.img_dim,
+    c.text.word_augment,
+    c.image.region_drop,
+    c.num_epochs,
+  ) == ("vseinf", 128, 0.2, 0.2, 2)
   assert (c.optimizer.name, dict(c.optimizer.module_lr_factors)) == ("adamw", {"bert": 0.1})
   assert set(shapes.get_config("sndcg,vseinf_minilm").loss) == set(shapes.get_config("sndcg").loss)
 

@@ -206,3 +206,49 @@ def test_a_bad_option_is_one_line_before_anything_runs(folders, tmp_path, capsys
       "report", table_actions.Options(table="cvse.readme.f30k", imported=("1=nope",))
     )
   assert not (tmp_path / "r").exists()
+
+
+def test_a_run_trained_with_other_settings_is_refused_before_anything_runs(folders, capsys):
+  """A finished run is not trained again, so a command whose --set values differ from the
+  ones it was trained with must not report it as its own: one line naming the run."""
+  from jitr.apps.table_run_configs import run_config
+  from jitr.experiment.run_config import resolved_config
+  from jitr.experiment.workdir import record_config
+  from jitr.papers.plan import seeded_runs
+
+  root = folders
+  sets = [a.split("=", 1)[1] for a in [*TINY, *CVSE_TINY]]
+
+  def options(*extra: str) -> table_actions.Options:
+    return table_actions.Options(
+      table="cvse.readme.f30k",
+      runs=str(root / "runs"),
+      seeds=1,
+      precomp_root=str(root / "data"),
+      sets=(*sets, *extra),
+      estimate=False,
+    )
+
+  (seeded,) = seeded_runs(table_actions.selected_table(options()), str(root / "runs"), 1)
+  run_sets = table_actions.run_sets(options())
+  pathlib.Path(seeded.workdir).mkdir(parents=True)
+  record_config(resolved_config(run_config(seeded, run_sets)), seeded.workdir)
+  (pathlib.Path(seeded.workdir) / "metrics.json").write_text("{}")
+  before = folder_files(root)
+  table_actions.reproduce("plan", options())  # the settings it was trained with
+  assert "1 finished, 0 started, 0 missing" in capsys.readouterr().out
+  with pytest.raises(ValueError) as wider:
+    table_actions.reproduce("run", options("model.embed_dim=32"))
+  assert str(wider.value) == (
+    f"f30k_cvse_triplet seed 0: workdir {seeded.workdir} was trained with "
+    "model.embed_dim=16 (this config: 32); give the --set values it was trained with, "
+    f"another --runs folder, or delete {seeded.workdir}"
+  )
+  with pytest.raises(ValueError) as longer:
+    table_actions.reproduce("report", options("num_epochs=5"))
+  assert str(longer.value) == (
+    f"f30k_cvse_triplet seed 0: {seeded.workdir} finished 2 epochs, this command asks for "
+    "num_epochs=5; give the --set values it was trained with, another --runs folder, or "
+    f"delete {seeded.workdir}"
+  )
+  assert folder_files(root) == before
