@@ -53,7 +53,14 @@ LABELS = {
   "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: the first rows of the table)
-MODEL_LABELS = {"vse": "", "sgr": "SGR: ", "saf": "SAF: ", "vsrn": "VSRN: ", "cvse": "CVSE: "}
+MODEL_LABELS = {
+  "vse": "",
+  "sgr": "SGR: ",
+  "saf": "SAF: ",
+  "vsrn": "VSRN: ",
+  "cvse": "CVSE: ",
+  "vseinf_minilm": "VSE∞ (MiniLM-L6): ",
+}
 
 
 @dataclasses.dataclass(frozen=True)
