@@ -19,23 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from jitr import fileio
+from jitr.figures import pyplot, save_png
 
 __all__ = ["curve_series", "plot_curves", "plot_query_panel", "QueryExample"]
 
 
-def _pyplot():
-  import matplotlib as mpl
-
-  mpl.use("Agg", force=False)
-  import matplotlib.pyplot as plt
-
-  return plt
-
-
-def _save(fig, path: str) -> None:
-  with fileio.atomic_path(path) as tmp:
-    fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+# the plots' PNG settings
+PNG = {"dpi": 110, "bbox_inches": "tight"}
 
 
 def curve_series(
@@ -65,7 +55,7 @@ def plot_curves(
   series = curve_series(metrics, name)
   if not series:
     return False
-  plt = _pyplot()
+  plt = pyplot()
   fig, ax = plt.subplots(figsize=(6.4, 4.2))
   for label, (ks, vals) in sorted(series.items()):
     style = "-" if label.endswith("i2t") else "--"
@@ -79,8 +69,7 @@ def plot_curves(
   ax.grid(True, alpha=0.3)
   ax.legend(fontsize=7, ncol=2)
   ax.set_title(title or f"{name}@K")
-  _save(fig, path)
-  plt.close(fig)
+  save_png(fig, path, **PNG)
   return True
 
 
@@ -163,7 +152,7 @@ def plot_query_panel(
   if not examples:
     raise ValueError("`examples` must hold at least one QueryExample")
   n_cols = 1 + max(len(e.retrieved) for e in examples)
-  plt = _pyplot()
+  plt = pyplot()
   fig, axes = plt.subplots(
     len(examples), n_cols, figsize=(1.7 * n_cols, 1.9 * len(examples)), squeeze=False
   )
@@ -181,5 +170,4 @@ def plot_query_panel(
   if title:
     fig.suptitle(title)
   fig.tight_layout()
-  _save(fig, path)
-  plt.close(fig)
+  save_png(fig, path, **PNG)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jitr import fileio
+from jitr.figures import pyplot, save_png
 
 PROTOCOL_WORDS = {
   "full": "the whole test split, the official evaluation's R@K",
@@ -87,19 +88,10 @@ def markdown(comparison: Mapping[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
-def _pyplot():
-  import matplotlib as mpl
-
-  mpl.use("Agg", force=False)
-  import matplotlib.pyplot as plt
-
-  return plt
-
-
 def plot(comparison: Mapping[str, Any], path: str) -> None:
   """One panel per metric: for each published row (top to bottom) the printed value (open
   circle) and jitr's mean (filled dot) with a ±std bar; written to ``path`` (PNG)."""
-  plt = _pyplot()
+  plt = pyplot()
   metrics = comparison["metrics"]
   rows = comparison["rows"]
   labels = [row["label"] for row in rows]
@@ -128,9 +120,7 @@ def plot(comparison: Mapping[str, Any], path: str) -> None:
   fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)
   fig.suptitle(f"{comparison['table']}: {comparison['paper']}, {comparison['printed_as']}")
   fig.tight_layout(rect=(0, 0.08, 1, 1))
-  with fileio.atomic_path(path) as tmp:
-    fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
-  plt.close(fig)
+  save_png(fig, path, dpi=100, metadata={"Software": None})
 
 
 def write_table_files(comparison: Mapping[str, Any], folder: str) -> dict[str, str]:
