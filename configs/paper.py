@@ -123,7 +123,11 @@ def _vsepp(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
 
 def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
   """The official VSE∞ (the module docstring); the loss keeps its warm-up epoch."""
-  c.model = ml_collections.ConfigDict(dict(name="vseinf", embed_dim=1024, img_dim=2048))
+  c.model = ml_collections.ConfigDict(
+    # dtype / remat: the BERT's compute dtype ("bfloat16": its matrix products) and its
+    # layers recomputed in the backward pass; the official code trains float32, no remat
+    dict(name="vseinf", embed_dim=1024, img_dim=2048, dtype="float32", remat=False)
+  )
   c.text.word_augment = 0.2  # process_caption's 20 %
   c.image.region_drop = 0.2  # PrecompRegionDataset: rand_list > 0.20 kept
   c.optimizer = _adamw(decay_epochs=(15,))

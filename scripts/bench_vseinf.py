@@ -22,7 +22,9 @@ both in eval mode are compared first (their largest difference is printed); then
 steps are timed in interleaved rounds (median ms/step, steps/s, the ratio against
 PyTorch) and the peak memory printed: PyTorch's (CUDA ``max_memory_allocated``, or the
 CPU process's ``ru_maxrss`` growth) and jitr's XLA ``memory_analysis`` with and without
-``remat`` (BERT's layers rematerialised).
+``remat`` (BERT's layers rematerialised). ``--dtype=bfloat16`` runs jitr's BERT in
+bfloat16 (matmuls; LayerNorm and softmax in float32) and PyTorch's forward pass under
+``torch.autocast(dtype=torch.bfloat16)``.
 
 It imports neither TensorFlow nor ml_collections (a GPU machine with jax, flax, optax,
 torch and transformers runs it). Usage::
@@ -71,6 +73,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     choices=("highest", "tf32"),
     help="float32 matrix products in both frameworks (highest: true float32)",
   )
+  p.add_argument(
+    "--dtype",
+    default="float32",
+    choices=("float32", "bfloat16"),
+    help="compute dtype: jitr's BERT dtype (bfloat16: matmuls in bfloat16, LayerNorm and "
+    "softmax in float32) and PyTorch's autocast over the forward pass",
+  )
   p.add_argument("--xla_flags", default=None, help="extra XLA_FLAGS (set before jax starts)")
   args = p.parse_args(argv)
   if args.tiny:
@@ -110,7 +119,9 @@ def make_batch(args) -> dict[str, np.ndarray]:
   }
 
 
-def jitr_settings(args, remat: bool) -> dict:
+def jitr_settings(args, remat: bool, dtype: str | None = None) -> dict:
+  """make_model's settings of the bench's VSE∞ (``dtype``: the BERT's, ``--dtype`` when
+  None)."""
   return {
     "name": "vseinf",
     "embed_dim": args.embed_dim,
@@ -120,6 +131,7 @@ def jitr_settings(args, remat: bool) -> dict:
     "bert_heads": args.bert_heads,
     "bert_intermediate": args.bert_intermediate,
     "remat": remat,
+    "dtype": dtype or args.dtype,
   }
 
 
@@ -191,15 +203,17 @@ class TorchRunner:
     self.image_lengths = torch.full((args.batch,), args.regions, device=self.device)
     self.tokens = torch.from_numpy(batch["tokens"]).long().to(self.device)
     self.lengths = torch.from_numpy(batch["lengths"]).to(self.device)
+    self.autocast = args.dtype == "bfloat16"
     self.memory = torch_peak_memory(self.device, lambda: [self.sync(self.run()) for _ in range(2)])
 
   def run(self):
     import torch
 
     self.opt.zero_grad(set_to_none=True)
-    img = self.img_enc(self.images, self.image_lengths)
-    txt = self.txt_enc(self.tokens, self.lengths)
-    loss = self.triplet(img @ txt.T)
+    with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+      img = self.img_enc(self.images, self.image_lengths)
+      txt = self.txt_enc(self.tokens, self.lengths)
+      loss = self.triplet((img @ txt.T).float())
     loss.backward()
     torch.nn.utils.clip_grad_norm_(self.params, self.clip)
     self.opt.step()
@@ -230,7 +244,7 @@ def eval_difference(args, batch, img_enc, txt_enc, variables) -> float:
 
   from jitr.models.registry import make_model
 
-  model = make_model(jitr_settings(args, False), args.vocab)
+  model = make_model(jitr_settings(args, False, "float32"), args.vocab)
   n = min(args.batch, 16)
   img_enc.eval(), txt_enc.eval()
   with torch.no_grad():
@@ -312,7 +326,7 @@ def main(argv=None) -> None:
     f"{args.tokens} tokens, BERT {args.bert_layers} layers × {args.bert_hidden} "
     f"({args.bert_heads} heads, {args.bert_intermediate} feed-forward, vocab {args.vocab}), "
     f"embed {args.embed_dim}, AdamW {LR} (BERT 0.1×, weight decay 1e-4) + clip 2, triplet "
-    f"max-violation margin {MARGIN}; " + environment_line(args)
+    f"max-violation margin {MARGIN}; compute dtype {args.dtype}; " + environment_line(args)
   )
   batch = make_batch(args)
   img_enc, txt_enc = official_modules(args)
@@ -330,7 +344,8 @@ def main(argv=None) -> None:
     [jitr, torch_runner], warmup=args.warmup, rounds=args.rounds, steps=args.steps
   )
   memory = {"jitr": jitr.memory, "jitr, remat": remat_memory, "torch": torch_runner.memory}
-  print_tables(times, memory, f"VSE∞ train step (T = {args.tokens}, compile {jitr.compile_s:.0f}s)")
+  title = f"VSE∞ train step ({args.dtype}, T = {args.tokens}, compile {jitr.compile_s:.0f}s)"
+  print_tables(times, memory, title)
   print(f"\n(total {time.perf_counter() - start:.0f}s)")
 
 

@@ -175,13 +175,16 @@ print("imported:", sorted(m for m in sys.modules if m.startswith(("tensorflow", 
 
 @pytest.mark.slow
 @pytest.mark.full  # a benchmark's smoke run, as the other networks': on request (-m full)
-def test_bench_train_vseinf_runs_one_tiny_step_without_tensorflow():
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bench_train_vseinf_runs_one_tiny_step_without_tensorflow(dtype):
   """``--model=vseinf --tiny``: one step of jitr and of the official PyTorch modules from
   the same weights (their eval-mode embeddings agree), both rows of the time table, the
   peak memory of jitr with and without remat and of PyTorch, and neither TensorFlow nor
-  ml_collections imported."""
+  ml_collections imported; in float32 and in bfloat16 (jitr's BERT dtype, PyTorch's
+  autocast)."""
   script = os.path.join(ROOT, "scripts", "bench_train.py")
   args = ["--model=vseinf", "--tiny", "--rounds", "1", "--steps", "1", "--warmup", "0"]
+  args.append(f"--dtype={dtype}")
   out = subprocess.run(
     [sys.executable, "-c", _VSEINF_RUN.format(script=script), *args],
     capture_output=True,
@@ -192,6 +195,8 @@ def test_bench_train_vseinf_runs_one_tiny_step_without_tensorflow():
   assert out.returncode == 0, out.stderr[-3000:]
   text = out.stdout
   assert "VSE∞ train step: batch 8, 5×16 regions, 6 tokens, BERT 1 layers × 32 " in text
+  assert f"; compute dtype {dtype}; jax " in text
+  assert f"### VSE∞ train step ({dtype}, T = 6, compile " in text
   (diff,) = re.findall(r"embeddings \(same weights\): (\S+)\n", text)
   assert float(diff) < 1e-5, diff
   rates = _check_time_table(text, timed=1)

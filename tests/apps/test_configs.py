@@ -93,7 +93,13 @@ def test_paper_vseinf_is_the_official_network_and_needs_a_bert_folder():
   from jitr.experiment.run_config import check_train_config
 
   c = paper.get_config("f30k,vseinf,triplet")
-  assert c.model.to_dict() == {"name": "vseinf", "embed_dim": 1024, "img_dim": 2048}
+  assert c.model.to_dict() == {
+    "name": "vseinf",
+    "embed_dim": 1024,
+    "img_dim": 2048,
+    "dtype": "float32",
+    "remat": False,
+  }
   o = c.optimizer
   assert (o.name, o.learning_rate, o.weight_decay, o.grad_clip) == ("adamw", 5e-4, 1e-4, 2.0)
   assert (tuple(o.decay_epochs), o.decay_factor, o.module_lr_factors.to_dict()) == (
@@ -111,6 +117,21 @@ def test_paper_vseinf_is_the_official_network_and_needs_a_bert_folder():
     "config.text.pretrained: the 'vseinf' network needs a Hugging Face BERT folder; give "
     "--config.text.pretrained=FOLDER"
   )
+
+
+def test_paper_vseinf_takes_bfloat16_and_remat_from_the_command_line():
+  """``--config.model.dtype=bfloat16 --config.model.remat=True`` (and jitr-tables'
+  ``--set``) reach the VSE∞ module, which hands them to its BERT."""
+  import jax.numpy as jnp
+
+  from jitr.models.registry import make_model
+
+  c = paper.get_config("f30k,vseinf,triplet")
+  c.model.dtype, c.model.remat = "bfloat16", True
+  module = make_model(c.model.to_dict(), 30522).module
+  assert (module.dtype, module.remat) == (jnp.bfloat16, True)
+  c = paper.get_config("f30k,vseinf,triplet")
+  assert make_model(c.model.to_dict(), 30522).module.dtype == jnp.float32
 
 
 @pytest.mark.parametrize(
