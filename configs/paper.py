@@ -91,18 +91,21 @@ LABELLED_LOSSES = ("triplet", "cmal2r")
 VAL_PAIRS = {"wiki": 200, "pascal": 500}
 
 
-def _adam(learning_rate: float, decay_epochs: tuple[int, ...]) -> ml_collections.ConfigDict:
-  return ml_collections.ConfigDict(
-    dict(
-      name="adam",
-      learning_rate=learning_rate,
-      grad_clip=2.0,
-      decay_epochs=decay_epochs,
-      decay_factor=0.1,
-      module_decay_factors={},
-      module_lr_factors={},
-    )
+def _adam(
+  learning_rate: float, decay_epochs: tuple[int, ...], **extra
+) -> ml_collections.ConfigDict:
+  """Adam at ``learning_rate``, clip 2, ×0.1 at ``decay_epochs`` (``extra``: more fields,
+  e.g. AdamW's ``name`` and ``weight_decay``)."""
+  fields = dict(
+    name="adam",
+    learning_rate=learning_rate,
+    grad_clip=2.0,
+    decay_epochs=decay_epochs,
+    decay_factor=0.1,
+    module_decay_factors={},
+    module_lr_factors={},
   )
+  return ml_collections.ConfigDict({**fields, **extra})
 
 
 def _vsepp(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
@@ -137,18 +140,7 @@ def _vseinf(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
 
 def _adamw(decay_epochs: tuple[int, ...]) -> ml_collections.ConfigDict:
   """VSE∞'s AdamW: 5e-4, weight decay 1e-4, clip 2, ×0.1 at ``decay_epochs``."""
-  return ml_collections.ConfigDict(
-    dict(
-      name="adamw",
-      learning_rate=5e-4,
-      weight_decay=1e-4,
-      grad_clip=2.0,
-      decay_epochs=decay_epochs,
-      decay_factor=0.1,
-      module_decay_factors={},
-      module_lr_factors={},
-    )
-  )
+  return _adam(5e-4, decay_epochs, name="adamw", weight_decay=1e-4)
 
 
 def _vseinf_bigru(c: ml_collections.ConfigDict, data: str, loss: str) -> None:
