@@ -237,18 +237,15 @@ def test_a_run_trained_with_other_settings_is_refused_before_anything_runs(folde
   before = folder_files(root)
   table_actions.reproduce("plan", options())  # the settings it was trained with
   assert "1 finished, 0 started, 0 missing" in capsys.readouterr().out
-  with pytest.raises(ValueError) as wider:
-    table_actions.reproduce("run", options("model.embed_dim=32"))
-  assert str(wider.value) == (
-    f"f30k_cvse_triplet seed 0: workdir {seeded.workdir} was trained with "
-    "model.embed_dim=16 (this config: 32); give the --set values it was trained with, "
-    f"another --runs folder, or delete {seeded.workdir}"
-  )
-  with pytest.raises(ValueError) as longer:
-    table_actions.reproduce("report", options("num_epochs=5"))
-  assert str(longer.value) == (
-    f"f30k_cvse_triplet seed 0: {seeded.workdir} finished 2 epochs, this command asks for "
-    "num_epochs=5; give the --set values it was trained with, another --runs folder, or "
-    f"delete {seeded.workdir}"
-  )
+  w = seeded.workdir
+  fix = f"give the --set values it was trained with, another --runs folder, or delete {w}"
+  refusals = {
+    ("run", "model.embed_dim=32"): f"workdir {w} was trained with model.embed_dim=16 "
+    f"(this config: 32); {fix}",
+    ("report", "num_epochs=5"): f"{w} finished 2 epochs, this command asks for num_epochs=5; {fix}",
+  }
+  for (action, extra), want in refusals.items():
+    with pytest.raises(ValueError) as err:
+      table_actions.reproduce(action, options(extra))
+    assert str(err.value) == f"f30k_cvse_triplet seed 0: {want}"
   assert folder_files(root) == before
