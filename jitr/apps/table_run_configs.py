@@ -17,22 +17,31 @@ from jitr.apps import _config_files
 from jitr.papers.plan import SeededRun, Status, status, train_argv
 
 
-def parsed_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
-  """The config jitr-train builds from :func:`train_argv` of ``seeded`` and ``sets`` (the
-  shipped configs/paper.py unless ./configs/paper.py exists); a field it does not take is
-  a ``ValueError`` naming the run."""
-  argv = train_argv(seeded, sets)
-  argv[1] = "--config=" + _config_files.resolve_config_argument(
-    argv[1].split("=", 1)[1], _config_files.shipped_configs_dir()
+def command_config(argv: Sequence[str]) -> Any:
+  """The config jitr-train builds from its command line ``argv`` (``jitr-train
+  --config=FILE:SPEC --config.FIELD=VALUE ...``; other flags are ignored; ``FILE`` found
+  as jitr-train finds it: the shipped configs unless ``./FILE`` exists). Raises what
+  absl, ml_collections or the config file raise."""
+  argv = list(argv)
+  at = next(i for i, a in enumerate(argv) if a.startswith("--config="))
+  argv[at] = "--config=" + _config_files.resolve_config_argument(
+    argv[at].split("=", 1)[1], _config_files.shipped_configs_dir()
   )
   argv = [argv[0], *(a for a in argv[1:] if a.startswith("--config"))]  # not --workdir
   values = flags.FlagValues()
   holder = config_flags.DEFINE_config_file("config", None, "", flag_values=values, sys_argv=argv)
+  with warnings.catch_warnings():  # ml_collections loads the file with load_module()
+    warnings.simplefilter("ignore", DeprecationWarning)
+    values(argv)
+  return holder.value
+
+
+def parsed_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
+  """The config jitr-train builds from :func:`train_argv` of ``seeded`` and ``sets`` (the
+  shipped configs/paper.py unless ./configs/paper.py exists); a field it does not take is
+  a ``ValueError`` naming the run."""
   try:
-    with warnings.catch_warnings():  # ml_collections loads the file with load_module()
-      warnings.simplefilter("ignore", DeprecationWarning)
-      values(argv)
-    return holder.value
+    return command_config(train_argv(seeded, sets))
   except Exception as err:  # noqa: BLE001 - absl's, ml_collections' and the file's errors
     raise ValueError(f"{seeded.run.name} ({seeded.run.spec}): {err}") from None
 
