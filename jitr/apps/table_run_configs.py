@@ -6,6 +6,7 @@ has not), and whether a run already in its workdir was trained with that config.
 
 from __future__ import annotations
 
+import shlex
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +24,9 @@ def command_config(argv: Sequence[str]) -> Any:
   as jitr-train finds it: the shipped configs unless ``./FILE`` exists). Raises what
   absl, ml_collections or the config file raise."""
   argv = list(argv)
-  at = next(i for i, a in enumerate(argv) if a.startswith("--config="))
+  at = next((i for i, a in enumerate(argv) if a.startswith("--config=")), None)
+  if at is None:
+    raise ValueError(f"{shlex.join(argv)}: expected a --config=FILE[:SPEC] argument")
   argv[at] = "--config=" + _config_files.resolve_config_argument(
     argv[at].split("=", 1)[1], _config_files.shipped_configs_dir()
   )
