@@ -208,6 +208,11 @@ def get_config() -> ml_collections.ConfigDict:
   # batch's longest caption. Each width compiles the train step once; () pads every batch
   # to the split's longest caption (one compile, more padding). The scores are the same.
   c.token_buckets = (8, 12, 16, 24, 32, 48)
+  # The length-sorted chunks a training batch's captions are encoded in, each cut to its
+  # own bucket (1: the whole batch at one width). For networks that encode each caption
+  # alone (vse, vseinf): the same pairs and objective, less padding for a transformer;
+  # each tuple of chunk widths compiles the train step once.
+  c.token_chunks = 1
 
   # Multi-host runs. Unset (""/0/-1): join the job JAX detects (Cloud TPU pod slice,
   # SLURM, Open MPI, Kubernetes), a single process without one; given values must match it.

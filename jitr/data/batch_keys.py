@@ -1,4 +1,4 @@
-"""The batch keys of stored relevance data and of class labels, defined once.
+"""The batch keys of stored relevance data, of class labels and of caption chunks, defined once.
 
 :func:`jitr.data.pairs.make_batch` writes them and :mod:`jitr.training` reads them
 (the graded sources, the in-batch positives); both name a key only through these
@@ -44,3 +44,12 @@ POSITIVE_CLASSES = "positive_classes"
 """bool ``[B, C]`` the classes that make two rows positives of each other: rows sharing one
 are positives (``config.labelled.positives = "class"``); without the key, only the rows of
 one image are."""
+
+TOKEN_CHUNKS = "token_chunks"
+"""The prefix of a training batch's caption chunks ``token_chunks/c`` ``[B/k, L_c]``
+(``config.token_chunks = k``, :mod:`!jitr.data.token_chunks`)."""
+
+
+def token_chunk_key(chunk: int) -> str:
+  """The batch key of chunk ``chunk`` of the captions' tokens."""
+  return f"{TOKEN_CHUNKS}/{chunk}"

@@ -26,6 +26,7 @@ from jitr.data.batch_keys import (
   topk_keys,
   vectors_keys,
 )
+from jitr.data.token_chunks import chunk_rows, chunked_tokens, is_token_chunk, length_sorted
 
 # (image indices [B], caption indices [B]) -> relevance rows [B, B]
 OracleFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -231,6 +232,8 @@ def epoch_batches(
   rows: slice = slice(None),
   buckets: Sequence[int] = TOKEN_BUCKETS,
   augment: BatchAugment | None = None,
+  token_chunks: int = 1,
+  shards: int = 1,
 ) -> Iterator[dict[str, np.ndarray]]:
   """The batches of one epoch, identical for the same ``(seed, epoch)``.
 
@@ -239,11 +242,20 @@ def epoch_batches(
   widths of :func:`make_batch`. ``augment(batch, rng)`` (training's augmentation,
   :class:`!jitr.data.train_augment.TrainAugment`) rewrites each global batch before its
   rows are taken, with ``rng = numpy.random.default_rng([seed, epoch, b])`` for batch
-  ``b`` of the epoch.
+  ``b`` of the epoch. ``token_chunks`` > 1 (:mod:`!jitr.data.token_chunks`): each of the
+  ``shards`` device blocks of a batch holds its pairs sorted by caption length, and the
+  tokens come as that many chunks, each cut to its own bucket.
   """
   order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
   for b in range(steps_per_epoch(split, batch_size)):
-    batch = make_batch(split, order[b * batch_size : (b + 1) * batch_size], buckets=buckets)
+    captions = order[b * batch_size : (b + 1) * batch_size]
+    if token_chunks > 1:
+      captions = captions[length_sorted(split.lengths[captions], shards)]
+    batch = make_batch(split, captions, buckets=buckets)
     if augment is not None:
       batch = augment(batch, np.random.default_rng([seed, epoch, b]))
-    yield {k: v[rows] for k, v in batch.items()}
+    if token_chunks > 1:
+      batch = chunked_tokens(batch, chunks=token_chunks, shards=shards, buckets=buckets)
+    yield {
+      k: v[chunk_rows(rows, token_chunks) if is_token_chunk(k) else rows] for k, v in batch.items()
+    }

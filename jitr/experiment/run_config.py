@@ -47,6 +47,7 @@ COUNTS: dict[str, int] = {
   "eval_folds": 0,
   "prefetch": 0,
   "seed": 0,
+  "token_chunks": 1,
 }
 # Whole-number fields with a largest valid value, and why. JAX seeds its random keys with
 # 32 bits (x64 off, as jitr runs): a larger seed would start from the key of its low 32
@@ -102,6 +103,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "vocab_file": "a string",
   "compilation_cache": "True or False",
   "token_buckets": "a list",
+  "token_chunks": "a whole number",
   "model": "an object",
   "loss": "an object",
   "optimizer": "an object",
@@ -271,6 +273,27 @@ def check_token_buckets(config: Any) -> None:
     raise ValueError(
       "config.token_buckets: expected a list of whole numbers >= 1 (caption widths), or () "
       f"for the split's longest caption, got {value!r}"
+    )
+
+
+def _check_token_chunks(config: Any) -> None:
+  """``config.token_chunks`` > 1 needs a network that encodes each caption alone
+  (:attr:`!jitr.models.Network.token_chunks`) and a ``batch_size`` it divides (the
+  devices' share is checked when they are known, :func:`!jitr.data.token_chunks.chunked_tokens`)."""
+  chunks = config.token_chunks
+  if chunks == 1:
+    return
+  name, network = network_of(config.model)
+  if not network.token_chunks:
+    takers = sorted(n for n, net in MODELS.items() if net.token_chunks)
+    raise ValueError(
+      f"config.token_chunks: the {name!r} network does not encode its captions in chunks; "
+      f"expected 1, or a network of {takers}"
+    )
+  if config.batch_size % chunks:
+    raise ValueError(
+      f"config.token_chunks: expected a divisor of config.batch_size ({config.batch_size}), "
+      f"got {chunks}"
     )
 
 
@@ -530,7 +553,8 @@ def check_train_config(config: Any) -> None:
   jitr_shapes, an unparsable ``graded`` source, a count out of range
   (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
   ``log_every_steps`` ...), a ``test_split`` the dataset does not have, a bad
-  ``token_buckets`` (:func:`check_token_buckets`), an
+  ``token_buckets`` (:func:`check_token_buckets`), a ``token_chunks`` the network or the
+  batch cannot take (:func:`!_check_token_chunks`), an
   ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
   a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
   switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
@@ -567,6 +591,7 @@ def check_train_config(config: Any) -> None:
   _check_text(config)
   _check_labelled(config, dataset)
   _check_text_input(config, dataset)
+  _check_token_chunks(config)
   for name in BOOLEANS:
     if name in config:
       check_bool(name, config[name])
@@ -680,6 +705,10 @@ EXECUTION_FIELDS: dict[str, str] = {
   "eval_batch_size": "how many items an evaluation pass embeds at once (the same scores)",
   "prefetch": "how many batches are put on the devices ahead of the step",
   "token_buckets": "the widths training batches are padded to (the same scores, other compiles)",
+  "token_chunks": (
+    "how many length-sorted chunks a training batch's captions are encoded in (the same "
+    "pairs and objective, other compiles)"
+  ),
   "compilation_cache": "whether compiled steps are kept on disk",
   "data_dir": (
     "where the TFDS data, relevance records and compile cache are kept (built again "
@@ -702,6 +731,9 @@ EXECUTION_FIELDS: dict[str, str] = {
     "checkpoint; config.json keeps the first run's value)"
   ),
 }
+# Execution fields a config.json written by an earlier jitr may lack, and the value its
+# run was executed with: reading such a workdir gives it that value.
+EXECUTION_DEFAULTS: dict[str, Any] = {"token_chunks": 1}
 # May change within the bounds of jitr.experiment.workdir.check_num_epochs; config.json
 # then records the new value.
 EPOCHS_FIELD = "num_epochs"

@@ -3,7 +3,8 @@ seconds of a train step, the run's training time and the disk of its checkpoints
 
 The run's data is loaded as jitr-train loads it (:func:`jitr.experiment.load_data`), its
 network and optimizer built (:func:`initial_state`) and its data-parallel step compiled
-and run on ``steps`` real batches after one compiling step. The step is the network's
+and run on the epoch's first batches until ``steps`` of them ran an already compiled
+step (a batch of new token widths compiles it again, and is not counted). The step is the network's
 with the max-violation triplet alone (``config.graded`` left out: the graded losses read
 relevance records that the run precomputes first; at a batch of 128 they cost little
 beside the encoders), so the estimate leaves out the relevance precompute and the
@@ -36,6 +37,9 @@ from jitr.experiment.train import data_parallel_step, train_augment
 # checkpoints on disk at once: the two newest epoch saves and the best
 SAVES_KEPT = 3
 TRIPLET_ALONE = {"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}}
+# The batches tried per measured step: a batch whose token widths are new compiles the
+# step (config.token_buckets, config.token_chunks) and is not measured.
+COMPILE_ALLOWANCE = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +54,11 @@ class RunEstimate:
   state_bytes: int
   checkpoint_bytes: int
   device: str
+
+
+def batch_shapes(batch: dict) -> tuple:
+  """The shapes of a host batch's arrays, by key: the step compiles once per value."""
+  return tuple(sorted((k, tuple(v.shape)) for k, v in batch.items()))
 
 
 def step_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -78,15 +87,24 @@ def estimate_run(config: ml_collections.ConfigDict, *, steps: int = 3) -> RunEst
     seed=config.seed,
     epoch=0,
     buckets=tuple(config.token_buckets),
+    token_chunks=config.token_chunks,
+    shards=parallel.num_devices,
     augment=train_augment(config, data),
   )
-  times = []
-  for batch in itertools.islice(batches, steps + 1):  # the first one compiles
+  times, compiled = [], set()
+  for batch in itertools.islice(batches, COMPILE_ALLOWANCE * (steps + 1)):
+    shapes = batch_shapes(batch)  # a shape not seen before compiles the step
     start = time.perf_counter()
     state, metrics = parallel(state, parallel.put_batch(batch))
     jax.block_until_ready(metrics["loss"])
-    times.append(time.perf_counter() - start)
-  step_s = statistics.median(times[1:]) if len(times) > 1 else times[0]
+    if shapes in compiled:
+      times.append(time.perf_counter() - start)
+    compiled.add(shapes)
+    if len(times) == steps:
+      break
+  if not times:  # every batch compiled its own shapes
+    times = [time.perf_counter() - start]
+  step_s = statistics.median(times)
   total = steps_per_epoch * config.num_epochs
   device = jax.devices()[0]
   return RunEstimate(

@@ -23,6 +23,7 @@ from absl import logging
 from jitr import fileio, losses, paths, training
 from jitr.data import pairs
 from jitr.data.datasets import dataset_info
+from jitr.data.token_chunks import check_chunk_split
 from jitr.data.train_augment import TrainAugment
 from jitr.evaluation import report
 from jitr.experiment import workdir as workdir_lib
@@ -155,6 +156,7 @@ def train_and_evaluate(
     raise ValueError(
       f"config.batch_size={config.batch_size} does not split over {parallel.num_devices} devices"
     )
+  check_chunk_split(config.batch_size, parallel.num_devices, config.token_chunks)
   # a resume may end no earlier than the epochs its checkpoints reach
   workdir_lib.check_num_epochs(config.num_epochs, workdir, steps_per_epoch)
   # Every check passed: only now is the workdir written (config.json whole when new, its
@@ -202,6 +204,8 @@ def train_and_evaluate(
             epoch=e,
             rows=rows,
             buckets=tuple(config.token_buckets),
+            token_chunks=config.token_chunks,
+            shards=parallel.num_devices,
             augment=augment,
           ),
           steps_per_epoch=steps_per_epoch,

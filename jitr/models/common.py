@@ -1,5 +1,6 @@
 """Small pure helpers shared by the encoders: masked pooling, length masks, the official
-word-embedding init. (L2 normalisation is :func:`jitr.losses.normalize.l2_normalize`.)
+word-embedding init, a text encoder run over caption chunks. (L2 normalisation is
+:func:`jitr.losses.normalize.l2_normalize`.)
 """
 
 from __future__ import annotations
@@ -7,7 +8,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["masked_max", "masked_mean", "lengths_to_mask", "official_embedding_init"]
+__all__ = [
+  "masked_max",
+  "masked_mean",
+  "lengths_to_mask",
+  "official_embedding_init",
+  "encode_row_chunks",
+]
 
 
 def masked_max(x: jax.Array, mask: jax.Array | None) -> jax.Array:
@@ -39,3 +46,17 @@ def lengths_to_mask(lengths: jax.Array, max_len: int) -> jax.Array:
 def official_embedding_init(key: jax.Array, shape, dtype=jnp.float32) -> jax.Array:
   """``U(-0.1, 0.1)``: the word-embedding init of the official VSE++ / SGRAF / VSRN code."""
   return jax.random.uniform(key, shape, dtype, -0.1, 0.1)
+
+
+def encode_row_chunks(encode, tokens, lengths: jax.Array) -> jax.Array:
+  """``encode(tokens, lengths) -> [B, ...]`` of a batch whose ``tokens`` are one array
+  ``[B, L]`` or a tuple of ``k`` chunks ``[B/k, L_c]``: rows ``c·B/k … (c+1)·B/k − 1`` of
+  the batch, each chunk padded to its own width (``config.token_chunks``,
+  :mod:`!jitr.data.token_chunks`). Chunks give
+  ``concat_c encode(tokens_c, lengths[c·B/k : (c+1)·B/k])``: for an encoder whose row
+  depends on its own caption alone, the rows of encoding the batch at one width."""
+  if not isinstance(tokens, (tuple, list)):
+    return encode(tokens, lengths)
+  size = tokens[0].shape[0]
+  parts = [encode(t, lengths[c * size : (c + 1) * size]) for c, t in enumerate(tokens)]
+  return jnp.concatenate(parts, axis=0)

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import optax
 
 from jitr import losses
+from jitr.data.token_chunks import joined_token_chunks
 from jitr.losses.composite import Objective, PartialSums
 from jitr.losses.query_rows import IMAGE_TO_TEXT, TEXT_TO_IMAGE, QueryRows
 from jitr.models.retrieval_model import RetrievalModel
@@ -84,6 +85,7 @@ def make_train_step(
   objective = loss_fn  # the name loss_fn goes to the closure differentiated below
 
   def train_step(state: TrainState, batch: Batch):
+    batch = joined_token_chunks(batch)  # config.token_chunks > 1: tokens as a tuple of chunks
     # The step's keys (dropout drawn per device) and this device's queries.
     rng, loss_key, dropout_key = jax.random.split(state.rng, 3)
     dropout_key = row_exchange.device_key(dropout_key, axis_name)

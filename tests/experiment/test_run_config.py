@@ -2,12 +2,14 @@
 ``config.FIELD: expected ..., got ...``; every shipped config passes."""
 
 import itertools
+import json
 
 import ml_collections
 import pytest
 
 from configs import default, paper, shapes
 from jitr.experiment.run_config import REQUIRED_FIELDS, check_train_config
+from jitr.experiment.workdir import read_trained_config
 from jitr.models.model_settings import check_model_settings
 from tests.bert_folder import write_bert_folder
 
@@ -177,6 +179,16 @@ REFUSED = [
     "the split's longest caption, got 16",
   ),
   (
+    "token_chunks",
+    0,
+    "config.token_chunks: expected a whole number >= 1, got 0",
+  ),
+  (
+    "token_chunks",
+    3,
+    "config.token_chunks: expected a divisor of config.batch_size (128), got 3",
+  ),
+  (
     "test_split",
     "val",
     "config.test_split: expected one of 'test' (the splits of jitr_shapes), got 'val'",
@@ -196,6 +208,27 @@ def test_a_setting_that_cannot_be_meant_is_one_line(field, value, message):
   with pytest.raises(ValueError) as err:
     check_train_config(config)
   assert str(err.value) == message
+
+
+def test_token_chunks_need_a_network_that_encodes_each_caption_alone():
+  config = _with(default.get_config(), "token_chunks", 4)
+  check_train_config(config)  # the default network, VSE++, takes chunks
+  config = _with(config, "model", {"name": "sgr"})
+  with pytest.raises(ValueError) as err:
+    check_train_config(config)
+  assert str(err.value) == (
+    "config.token_chunks: the 'sgr' network does not encode its captions in chunks; "
+    "expected 1, or a network of ['vse', 'vseinf']"
+  )
+
+
+def test_a_config_json_written_without_token_chunks_reads_as_one_chunk(tmp_path):
+  raw = default.get_config().to_dict()
+  del raw["token_chunks"]  # a workdir an earlier jitr wrote
+  (tmp_path / "config.json").write_text(json.dumps(raw))
+  assert read_trained_config(str(tmp_path)).token_chunks == 1
+  with pytest.raises(ValueError, match="config.token_chunks: missing"):
+    check_train_config(ml_collections.ConfigDict(raw))  # a config file still needs it
 
 
 @pytest.mark.parametrize("field", ["model", "dataset", "loss", "batch_size"])

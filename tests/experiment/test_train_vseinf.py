@@ -3,6 +3,9 @@ BERT folder: WordPiece captions, the training augmentation (never in evaluation)
 one-line refusals of the ``text`` / ``image`` groups. A VSE∞ run trained and evaluated end
 to end through the console scripts is tests/apps/test_import_vseinf.py's fine-tuning."""
 
+import importlib.util
+from pathlib import Path
+
 import ml_collections
 import numpy as np
 import pytest
@@ -183,3 +186,35 @@ def test_precomp_captions_are_wordpiece_with_text_pretrained(tmp_path):
   assert [w.tolist() for w in data.train_words.of(0)] == [
     w.tolist() for w in tokenizer.word_ids(captions[0])
   ]
+
+
+CHUNKED_CONFIG = """
+from tests.experiment.test_train_vseinf import vseinf_config
+
+
+def get_config():
+  config = vseinf_config({data_dir!r}, {bert!r})
+  config.batch_size = 32  # 8 devices × 2 chunks of 2 pairs
+  config.token_buckets = (16, 48)  # the plain batches: 48; the short chunk 16 (a compile or two)
+  return config
+"""
+
+
+def test_bench_token_chunks_measures_the_runs_batches_in_chunks(folders, tmp_path, capsys):
+  """``scripts/bench_token_chunks.py``: the chunked batches' mean width is below the one
+  width's, each row is measured, the first is the baseline."""
+  data_dir, bert = folders
+  config_file = tmp_path / "tiny_vseinf.py"
+  config_file.write_text(CHUNKED_CONFIG.format(data_dir=str(data_dir), bert=str(bert)))
+  spec = importlib.util.spec_from_file_location(
+    "bench_token_chunks", Path(__file__).parents[2] / "scripts" / "bench_token_chunks.py"
+  )
+  bench = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(bench)
+  bench.main([f"--config={config_file}", "--chunks=1,2", "--steps=1", "--batches=5"])
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[2] == "| token_chunks | mean padded width | width tuples | step (s) | speed-up |"
+  one, two = (line.strip("|").split("|") for line in lines[4:6])
+  assert [one[0].strip(), two[0].strip(), one[4].strip()] == ["1", "2", "1.00×"]
+  assert float(two[1]) < float(one[1])  # sorted chunks are cut shorter
+  assert float(one[3]) > 0 and float(two[3]) > 0

@@ -51,4 +51,4 @@ def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalM
 
 
 #: The registry's entry for ``"vse"``.
-NETWORK = Network(build, settings_of=create_dual_encoder)
+NETWORK = Network(build, settings_of=create_dual_encoder, token_chunks=True)

@@ -14,6 +14,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jitr.models.common import encode_row_chunks
 from jitr.models.vse.cnn import ConvEncoder
 from jitr.models.vse.region_encoder import RegionEncoder
 from jitr.models.vse.text_gru import GRUTextEncoder
@@ -23,7 +24,9 @@ class DualEncoder(nn.Module):
   """``(images, tokens, lengths, image_mask=None) -> (img [B, E], txt [B', E])``.
 
   ``images`` is whatever the image encoder takes (region features ``[B, K, D]``
-  with ``image_mask`` ``[B, K]``, or pixels ``[B, H, W, 3]``).
+  with ``image_mask`` ``[B, K]``, or pixels ``[B, H, W, 3]``); ``tokens`` ``[B, L]``, or a
+  tuple of row chunks each padded to its own width
+  (:func:`~jitr.models.common.encode_row_chunks`).
   """
 
   image_encoder: nn.Module
@@ -44,7 +47,9 @@ class DualEncoder(nn.Module):
     lengths: jax.Array,
     image_mask: jax.Array | None = None,
   ) -> tuple[jax.Array, jax.Array]:
-    return self.encode_image(images, image_mask), self.encode_text(tokens, lengths)
+    return self.encode_image(images, image_mask), encode_row_chunks(
+      self.encode_text, tokens, lengths
+    )
 
 
 def create_dual_encoder(

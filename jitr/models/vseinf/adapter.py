@@ -140,4 +140,4 @@ def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalM
 
 
 #: The registry's entry for ``"vseinf"``.
-NETWORK = Network(build, settings_of=create_vseinf)
+NETWORK = Network(build, settings_of=create_vseinf, token_chunks=True)

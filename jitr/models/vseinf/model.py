@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr.models.bert import BertConfig, BertEncoder
+from jitr.models.common import encode_row_chunks
 from jitr.models.vseinf.image_encoder import ImageEncoder
 from jitr.models.vseinf.text_encoder import TextEncoder
 
@@ -24,6 +25,8 @@ from jitr.models.vseinf.text_encoder import TextEncoder
 class VSEInfinity(nn.Module):
   """``(images, tokens, lengths, image_mask=None, *, train=False) -> (img [B, E], txt [B, E])``.
 
+  ``tokens``: ``[B, L]``, or a tuple of row chunks each padded to its own width
+  (:func:`~jitr.models.common.encode_row_chunks`).
   ``dtype`` / ``remat`` go to the BERT (its computation dtype; rematerialised layers).
   """
 
@@ -60,5 +63,5 @@ class VSEInfinity(nn.Module):
   ) -> tuple[jax.Array, jax.Array]:
     return (
       self.encode_image(images, image_mask, train=train),
-      self.encode_text(tokens, lengths, train=train),
+      encode_row_chunks(lambda t, n: self.encode_text(t, n, train=train), tokens, lengths),
     )
