@@ -12,8 +12,11 @@ takes them):
   chunk widths (each compiles the train step once);
 * the step: :func:`jitr.experiment.run_estimate.estimate_run` with ``token_chunks`` set
   (the run's network, optimizer and data, the max-violation triplet alone; the median of
-  ``--steps`` steps that ran an already compiled step);
-* the ratio of the baseline's step to each.
+  ``--steps`` steps that ran an already compiled step), and the mean seconds a step that
+  compiled took beyond it (a chunked step holds one text encoder per chunk, so it
+  compiles longer);
+* an epoch's cost, ``steps_per_epoch × step + width tuples × compile`` (the width
+  tuples of the first ``--batches`` batches), and the baseline's step and epoch over each.
 
 Usage::
 
@@ -95,7 +98,9 @@ def main(argv=None) -> None:
     measured = config.copy_and_resolve_references()
     measured.token_chunks = chunks
     estimate = estimate_run(measured, steps=args.steps)
-    rows.append((chunks, mean_width, len(tuples), estimate.step_s))
+    epoch_s = estimate.steps / config.num_epochs * estimate.step_s
+    epoch_s += len(tuples) * estimate.compile_s
+    rows.append((chunks, mean_width, len(tuples), estimate.step_s, estimate.compile_s, epoch_s))
     print(f"chunks {chunks}: {estimate.step_s:.3f} s/step", file=sys.stderr)
 
   device = jax.devices()[0]
@@ -105,11 +110,17 @@ def main(argv=None) -> None:
     f"{' '.join(config_argv)} · batch {config.batch_size}"
   )
   print()
-  print("| token_chunks | mean padded width | width tuples | step (s) | speed-up |")
-  print("|---:|---:|---:|---:|---:|")
-  base = rows[0][3]
-  for chunks, width, distinct, step_s in rows:
-    print(f"| {chunks} | {width:.1f} | {distinct} | {step_s:.3f} | {base / step_s:.2f}× |")
+  print(
+    "| token_chunks | mean padded width | width tuples | step (s) | compile (s) | epoch (s) "
+    "| step speed-up | epoch speed-up |"
+  )
+  print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+  base_step, base_epoch = rows[0][3], rows[0][5]
+  for chunks, width, distinct, step_s, compile_s, epoch_s in rows:
+    print(
+      f"| {chunks} | {width:.1f} | {distinct} | {step_s:.3f} | {compile_s:.0f} | {epoch_s:.0f} "
+      f"| {base_step / step_s:.2f}× | {base_epoch / epoch_s:.2f}× |"
+    )
 
 
 if __name__ == "__main__":

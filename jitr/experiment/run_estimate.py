@@ -54,6 +54,9 @@ class RunEstimate:
   state_bytes: int
   checkpoint_bytes: int
   device: str
+  compile_s: float
+  """The mean seconds a step that compiled took beyond ``step_s`` (one per distinct
+  batch shape: token buckets, chunk widths)."""
 
 
 def batch_shapes(batch: dict) -> tuple:
@@ -91,20 +94,18 @@ def estimate_run(config: ml_collections.ConfigDict, *, steps: int = 3) -> RunEst
     shards=parallel.num_devices,
     augment=train_augment(config, data),
   )
-  times, compiled = [], set()
+  times, compiling, compiled = [], [], set()
   for batch in itertools.islice(batches, COMPILE_ALLOWANCE * (steps + 1)):
     shapes = batch_shapes(batch)  # a shape not seen before compiles the step
     start = time.perf_counter()
     state, metrics = parallel(state, parallel.put_batch(batch))
     jax.block_until_ready(metrics["loss"])
-    if shapes in compiled:
-      times.append(time.perf_counter() - start)
+    (times if shapes in compiled else compiling).append(time.perf_counter() - start)
     compiled.add(shapes)
     if len(times) == steps:
       break
-  if not times:  # every batch compiled its own shapes
-    times = [time.perf_counter() - start]
-  step_s = statistics.median(times)
+  step_s = statistics.median(times or compiling)  # every batch compiled: its own shapes
+  compile_s = max(statistics.mean(compiling) - step_s, 0.0)
   total = steps_per_epoch * config.num_epochs
   device = jax.devices()[0]
   return RunEstimate(
@@ -114,4 +115,5 @@ def estimate_run(config: ml_collections.ConfigDict, *, steps: int = 3) -> RunEst
     state_bytes=state_bytes,
     checkpoint_bytes=SAVES_KEPT * state_bytes,
     device=f"{jax.device_count()} × {getattr(device, 'device_kind', device.platform)}",
+    compile_s=compile_s,
   )

@@ -23,6 +23,7 @@ def test_a_cvse_run_is_measured_with_its_concepts(tmp_path, monkeypatch):
   estimate = estimate_run(config, steps=2)
   assert estimate.steps == (40 * 5 // 16) * 3  # full batches per epoch × epochs
   assert estimate.step_s > 0 and estimate.train_s == estimate.step_s * estimate.steps
+  assert estimate.compile_s > estimate.step_s  # the first step compiles: far slower
   assert estimate.checkpoint_bytes == SAVES_KEPT * estimate.state_bytes
   assert estimate.device == f"{jax.device_count()} × cpu"
   # the state's bytes: every parameter is float32, counted with Adam's two moments
