@@ -13,14 +13,15 @@ so the BERT runs on 42.3 ids a caption. With ``config.token_chunks = k``:
    ``token_chunks/c [B/k, L_c]``: chunk ``c`` holds rows ``c·m/k … (c+1)·m/k − 1`` of each
    device's block (device-major, so a device's rows of chunk ``c`` are its own rows), cut
    to the smallest of the buckets that holds the chunk's longest caption over all
-   blocks. Sorted, the short chunks are cut short: the mean width falls to 27.6 ids with
+   blocks. Sorted, the short chunks are cut short: the mean width falls to 27.7 ids with
    2 chunks, 21.4 with 4 (jitr_shapes' lengths, batches of 128).
 3. The train step (:func:`joined_token_chunks`) gives the network ``tokens`` as the tuple
    of chunks; a network that encodes each caption alone (VSE++, VSE∞) encodes each chunk
    and concatenates the rows, which are the rows of the batch in order.
 
-Each distinct tuple of chunk widths compiles the train step once (jitr_shapes with 4
-chunks: 16 tuples, the 4 most common cover 80% of the batches).
+Each distinct tuple of chunk widths compiles the train step once, and a step of ``k``
+chunks holds ``k`` text encoders, so it compiles longer: jitr_shapes' first epoch meets 4
+tuples with 2 chunks and 12 with 4 (``scripts/bench_token_chunks.py``).
 """
 
 from __future__ import annotations

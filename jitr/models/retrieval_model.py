@@ -119,7 +119,7 @@ class Network:
   token_chunks: bool = False
   """Whether ``forward`` takes ``tokens`` as a tuple of row chunks, each padded to its own
   width (a network that encodes each caption alone,
-  :func:`~jitr.models.common.encode_row_chunks`; ``config.token_chunks``)."""
+  :func:`!jitr.models.common.encode_row_chunks`; ``config.token_chunks``)."""
 
   def __call__(
     self, config: Mapping[str, Any], vocab_size: int, constants: Mapping[str, Any] | None = None

@@ -200,18 +200,39 @@ def get_config():
 """
 
 
-def test_bench_token_chunks_measures_the_runs_batches_in_chunks(folders, tmp_path, capsys):
-  """``scripts/bench_token_chunks.py``: the chunked batches' mean width is below the one
-  width's, each row is measured, the first is the baseline."""
-  data_dir, bert = folders
-  config_file = tmp_path / "tiny_vseinf.py"
-  config_file.write_text(CHUNKED_CONFIG.format(data_dir=str(data_dir), bert=str(bert)))
+def _bench():
   spec = importlib.util.spec_from_file_location(
     "bench_token_chunks", Path(__file__).parents[2] / "scripts" / "bench_token_chunks.py"
   )
   bench = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(bench)
-  bench.main([f"--config={config_file}", "--chunks=1,2", "--steps=1", "--batches=5"])
+  return bench
+
+
+def test_chunks_cut_the_tiny_runs_batches_shorter(folders):
+  """``scripts/bench_token_chunks.py``'s host side on tiny jitr_shapes' WordPiece captions
+  (4 to 35 ids): 2 chunks on each of 8 devices pad a caption to fewer ids than one width,
+  every batch counted once."""
+  data_dir, bert = folders
+  config = vseinf_config(data_dir, bert)
+  train = experiment.load_data(config, str(data_dir), teachers=False).splits["train"]
+  kw = dict(batch_size=32, shards=8, buckets=(16, 48), batches=5)
+  (one, one_tuples), (two, two_tuples) = (
+    _bench().padded_widths(train, chunks=k, **kw) for k in (1, 2)
+  )
+  assert one == 48 and set(one_tuples) == {(48,)}  # every batch holds a caption over 16
+  assert two < one and sum(two_tuples.values()) == 5
+  assert all(a <= b for a, b in two_tuples)  # sorted: the second chunk is the longer
+
+
+@pytest.mark.full
+def test_bench_token_chunks_measures_the_runs_batches_in_chunks(folders, tmp_path, capsys):
+  """``scripts/bench_token_chunks.py`` end to end: the chunked batches' mean width is below
+  the one width's, each row is measured, the first is the baseline."""
+  data_dir, bert = folders
+  config_file = tmp_path / "tiny_vseinf.py"
+  config_file.write_text(CHUNKED_CONFIG.format(data_dir=str(data_dir), bert=str(bert)))
+  _bench().main([f"--config={config_file}", "--chunks=1,2", "--steps=1", "--batches=5"])
   lines = capsys.readouterr().out.splitlines()
   assert lines[2].startswith("| token_chunks | mean padded width | width tuples | step (s) |")
   one, two = (line.strip("|").split("|") for line in lines[4:6])

@@ -26,7 +26,7 @@ class DualEncoder(nn.Module):
   ``images`` is whatever the image encoder takes (region features ``[B, K, D]``
   with ``image_mask`` ``[B, K]``, or pixels ``[B, H, W, 3]``); ``tokens`` ``[B, L]``, or a
   tuple of row chunks each padded to its own width
-  (:func:`~jitr.models.common.encode_row_chunks`).
+  (:func:`!jitr.models.common.encode_row_chunks`).
   """
 
   image_encoder: nn.Module

@@ -26,7 +26,7 @@ class VSEInfinity(nn.Module):
   """``(images, tokens, lengths, image_mask=None, *, train=False) -> (img [B, E], txt [B, E])``.
 
   ``tokens``: ``[B, L]``, or a tuple of row chunks each padded to its own width
-  (:func:`~jitr.models.common.encode_row_chunks`).
+  (:func:`!jitr.models.common.encode_row_chunks`).
   ``dtype`` / ``remat`` go to the BERT (its computation dtype; rematerialised layers).
   """
 
