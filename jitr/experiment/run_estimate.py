@@ -4,14 +4,15 @@ seconds of a train step, the run's training time and the disk of its checkpoints
 The run's data is loaded as jitr-train loads it (:func:`jitr.experiment.load_data`), its
 network and optimizer built (:func:`initial_state`) and its data-parallel step compiled
 and run on the epoch's first batches until ``steps`` of them ran an already compiled
-step (a batch of new token widths compiles it again, and is not counted). The step is the network's
-with the max-violation triplet alone (``config.graded`` left out: the graded losses read
-relevance records that the run precomputes first; at a batch of 128 they cost little
-beside the encoders), so the estimate leaves out the relevance precompute and the
-validations.
+step (a batch of new token widths compiles it again, and is not counted). The step is
+the network's with the max-violation triplet alone (``config.graded`` left out: the
+graded losses read relevance records that the run precomputes first; at a batch of 128
+they cost little beside the encoders), so the estimate leaves out the relevance
+precompute and the validations.
 
 * training time ``T = t_step × steps_per_epoch × num_epochs``, ``t_step`` the median of
-  the measured steps;
+  the measured steps (compiles left out: ``compile_s`` is the mean time a compiling
+  step took beyond ``t_step``);
 * checkpoint disk ``D = 3 × B``: jitr-train keeps the two newest epoch saves and the best
   one (:class:`jitr.training.Checkpoints`), ``B`` the bytes of one saved train state
   (parameters, optimizer state, batch statistics).
