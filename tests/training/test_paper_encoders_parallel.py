@@ -31,16 +31,8 @@ def test_paper_encoders_on_four_devices_equal_one_device(text, pooling):
   state = training.create_train_state(
     jax.jit(model.init)(jax.random.key(0), batch), optax.sgd(1.0), jax.random.key(1)
   )
-  step = training.make_train_step(
-    tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, axis_name=None
+  (ref_state, ref_metrics), (new_state, metrics) = tiny.one_and_parallel_steps(
+    model, state, batch, devices=jax.devices()[:4]
   )
-  ref_state, ref_metrics = jax.jit(step)(state, batch)
-  dp = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn),
-    devices=jax.devices()[:4],
-    donate=False,
-  )
-  new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
   assert float(metrics["loss"]) == pytest.approx(float(ref_metrics["loss"]), abs=1e-5)
-  for want, got in zip(jax.tree.leaves(ref_state.params), jax.tree.leaves(new_state.params)):
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
+  tiny.assert_params_close(ref_state, new_state)

@@ -4,7 +4,6 @@ import jax
 import numpy as np
 import pytest
 
-from jitr import training
 from jitr.training.graded import make_graded_fn
 from tests.training import tiny
 
@@ -29,19 +28,9 @@ def test_eight_devices_equal_one_device_on_hmean_teacher_relevance():
     {"relevance": f"hmean:vectors:x|teacher:{TEACHER}"}, aggregates={"x": "max"}
   )
   batch, state = _batch(), tiny.make_state()
-  single = jax.jit(
-    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=graded_fn, axis_name=None)
+  (ref_state, ref_metrics), (new_state, metrics) = tiny.one_and_parallel_steps(
+    tiny.MODEL, state, batch, graded_fn=graded_fn
   )
-  ref_state, ref_metrics = single(state, batch)
-  dp = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=graded_fn),
-    backend="shard_map",
-    donate=False,
-  )
-  new_state, metrics = dp(dp.put_state(state), dp.put_batch(batch))
   for name in ("loss", "loss/smooth_ndcg", "ndcg_i2t", "ndcg_t2i"):
     assert float(metrics[name]) == pytest.approx(float(ref_metrics[name]), abs=1e-5), name
-  for want, got in zip(
-    jax.tree.leaves(ref_state.params), jax.tree.leaves(dp.get_state(new_state).params)
-  ):
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
+  tiny.assert_params_close(ref_state, new_state)

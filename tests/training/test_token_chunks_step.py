@@ -38,21 +38,12 @@ def test_chunked_vseinf_step_on_two_devices_equals_the_step_at_one_width():
   state = training.create_train_state(
     jax.jit(model.init)(jax.random.key(0), batch), optax.sgd(1.0), jax.random.key(1)
   )
-  step = training.make_train_step(
-    tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn, axis_name=None
-  )
-  want_state, want = jax.jit(step)(state, batch)
-
   # each device's 4 rows sorted by length, then 2 chunks per device, each its own width
   _, chunked = _chunked(batch, 2, 2, (2, 3, 4, 5))
   widths = [chunked[f"token_chunks/{c}"].shape[1] for c in range(2)]
   assert widths[0] < widths[1] <= batch["tokens"].shape[1], widths  # the cut saves padding
-  dp = training.DataParallel(
-    training.make_train_step(tiny.LOSS_FN, model=model, graded_fn=tiny.graded_fn),
-    devices=jax.devices()[:2],
-    donate=False,
+  (want_state, want), (got_state, got) = tiny.one_and_parallel_steps(
+    model, state, batch, devices=jax.devices()[:2], parallel_batch=chunked
   )
-  got_state, got = dp(dp.put_state(state), dp.put_batch(chunked))
   assert float(got["loss"]) == pytest.approx(float(want["loss"]), abs=1e-5)
-  for a, b in zip(jax.tree.leaves(want_state.params), jax.tree.leaves(got_state.params)):
-    np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-5)
+  tiny.assert_params_close(want_state, got_state)

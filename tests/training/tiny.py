@@ -102,3 +102,29 @@ def graded_inputs_fn(images, captions, positives):
 
 
 EVERY_LOSS_FN = losses.objective(EVERY_LOSS, steps_per_epoch=STEPS_PER_EPOCH)
+
+
+def one_and_parallel_steps(
+  model, state, batch, *, graded_fn=graded_fn, devices=None, parallel_batch=None
+):
+  """``((state, metrics), (state, metrics))``: one :data:`LOSS_FN` step from ``state`` on
+  one device (``axis_name=None``) over ``batch``, then the same step under
+  ``DataParallel`` on ``devices`` (all by default) over ``parallel_batch`` (``batch`` by
+  default), nothing donated."""
+  single = training.make_train_step(LOSS_FN, model=model, graded_fn=graded_fn, axis_name=None)
+  want = jax.jit(single)(state, batch)
+  dp = training.DataParallel(
+    training.make_train_step(LOSS_FN, model=model, graded_fn=graded_fn),
+    devices=devices,
+    donate=False,
+  )
+  new_state, metrics = dp(
+    dp.put_state(state), dp.put_batch(batch if parallel_batch is None else parallel_batch)
+  )
+  return want, (dp.get_state(new_state), metrics)
+
+
+def assert_params_close(want_state, got_state, atol=1e-5):
+  """Every parameter of ``got_state`` within ``atol`` of ``want_state``'s."""
+  for want, got in zip(jax.tree.leaves(want_state.params), jax.tree.leaves(got_state.params)):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=atol)
