@@ -27,6 +27,7 @@ from tests.bert_folder import write_bert_folder
 from tests.data.wordpiece_cases import legacy_bert, official_ids
 from tests.evaluation.test_official import reference_i2t, reference_t2i
 from tests.file_fixtures import write_precomp
+from tests.rank_gaps import smallest_rank_gap
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -125,12 +126,17 @@ def official(tmp_path_factory):
   root = tmp_path_factory.mktemp("official_vseinf")
   shutil.copytree(REPO / "configs", root / "configs")
   folder = write_precomp(root / "data", n_images=20, n_eval=N_TEST)
-  test = [CAPTIONS[i % len(CAPTIONS)].replace("A ", f"A {i} ", 1) for i in range(5 * N_TEST)]
+  test = [f"{i}. {CAPTIONS[i % len(CAPTIONS)]}" for i in range(5 * N_TEST)]
   (folder / "test_caps.txt").write_text("\n".join(test) + "\n", encoding="utf-8")
   lines = [(folder / f"{n}_caps.txt").read_text().splitlines() for n in ("train", "dev")]
   words = {w for captions in lines for c in captions for w in basic_words(c)}
   words |= {"man", "red", "shirt", "-", ".", ",", "'", "s", "dogs", "the", "cafe"}
+  # the digits, so that every test caption ("2. …", "12. …") has ids of its own: two
+  # captions with the same ids tie exactly, and a tie's order is float rounding's
+  words |= {*"0123456789", *(f"##{d}" for d in "0123456789")}
   bert = write_bert_folder(root / "bert-base-uncased", words, hidden=HIDDEN)
+  tokenizer = legacy_bert(bert / "vocab.txt")
+  assert len({tuple(official_ids(tokenizer, c)) for c in test}) == len(test)
   vocab_size = len((bert / "vocab.txt").read_text().splitlines())
   towers = {}
   for name, legacy, seed in (("f30k_butd_region_bert", False, 0), ("legacy", True, 1)):
@@ -188,6 +194,7 @@ def test_the_documented_commands_import_evaluate_and_fine_tune(official):
   assert {k: got[k] for k in want} == want
   assert 0 < want["full/i2t/R@1"] < 100 and want["full/t2i/meanr"] > 1
   sims = official_sims(towers["f30k_butd_region_bert"], root)
+  assert smallest_rank_gap(sims) > 1e-5  # jitr's similarities agree to 2e-6 below
   np.testing.assert_allclose(jitr_similarity(imported), sims, atol=2e-6)
   # the fine-tuned VSE∞ run: its vocabulary is the BERT folder's, and jitr-eval reads the
   # workdir's config.json and tokenises the same way: the same numbers as the run's own
@@ -219,6 +226,7 @@ def test_a_legacy_checkpoint_imports_and_scores_as_evalrank(official, tmp_path):
   got = evaluate_workdir(str(tmp_path / "w"), split="test", protocol="official")
   want = evalrank(towers["legacy"], root)
   assert {k: got[k] for k in want} == want
+  assert smallest_rank_gap(official_sims(towers["legacy"], root)) > 1e-5  # no tie decides it
 
 
 def vseinf_config(root: pathlib.Path, spec: str = "f30k,vseinf,triplet", *, bert: bool = True):
