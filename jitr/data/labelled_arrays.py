@@ -64,10 +64,26 @@ def _read_mat(path: str, variable: str, what: str) -> np.ndarray:
   except (ValueError, TypeError, OSError, EOFError, scipy.io.matlab.MatReadError) as err:
     raise LabelledDataError(f"{path}: not a readable .mat file of {what} ({err})") from None
   if value is None:
+    _read_whole_mat(path, variable, what)  # a file cut short reads as one without the rest
     raise LabelledDataError(
       f"{path}: no variable {variable!r}; expected {what} (it holds: {', '.join(names)})"
     )
   return value.toarray() if scipy.sparse.issparse(value) else np.asarray(value)
+
+
+def _read_whole_mat(path: str, variable: str, what: str) -> None:
+  """Reads every variable of ``path``, refusing a file that does not read whole: scipy
+  skips the variables it was not asked for by their recorded sizes and stops quietly at
+  the end of the file, so a file cut short looks like one without ``variable``."""
+  import scipy.io
+
+  try:
+    with paths.open(path, "rb") as f:
+      scipy.io.loadmat(f)
+  except (ValueError, TypeError, OSError, EOFError, scipy.io.matlab.MatReadError) as err:
+    raise LabelledDataError(
+      f"{path}: cut short or damaged ({err}), so {variable!r} cannot be read; expected {what}"
+    ) from None
 
 
 def _numeric(array: np.ndarray, path: str, what: str) -> None:
