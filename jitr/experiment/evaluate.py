@@ -35,7 +35,6 @@ import numpy as np
 from absl import logging
 
 from jitr import fileio, paths
-from jitr.data import pairs
 from jitr.data.wordpiece_vocab import check_same_wordpiece
 from jitr.evaluation import mean_similarity, official, report
 from jitr.evaluation.plots import QueryExample, plot_query_panel
@@ -43,7 +42,7 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.finite_scores import refuse_nonfinite_scores
 from jitr.experiment.loaded_data import LoadedData, load_data
-from jitr.experiment.model_state import initial_state
+from jitr.experiment.model_state import initial_state, template_steps
 from jitr.experiment.pinned_inputs import (
   changes_json,
   pinned_split_difference,
@@ -167,7 +166,7 @@ def split_mismatch(first: Member, other: Member, split: str) -> str | None:
 def restore_member(member: Member, checkpoint: str):
   """``(model, state)``: ``member``'s model and its ``checkpoint`` (``best`` / ``latest``)."""
   config, train = member.config, member.data.splits["train"]
-  steps = pairs.steps_per_epoch(train, config.batch_size)
+  steps = template_steps(train, config.batch_size)
   constants = dataset_constants(member.data.concepts)
   vocab_size = len(member.data.vocab)
   model, like = initial_state(config, vocab_size, train, steps, constants, shapes_only=True)

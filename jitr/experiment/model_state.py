@@ -34,6 +34,14 @@ def model_settings(config) -> dict[str, Any]:
   return settings
 
 
+def template_steps(train_split: pairs.RetrievalSplit, batch_size: int) -> int:
+  """The steps per epoch a restore template's optimizer is built with: full batches of
+  ``train_split``, at least 1. A checkpoint's state does not depend on the schedule's length,
+  so importing or evaluating a workdir whose train split holds fewer captions than
+  ``batch_size`` (no training batch at all) still restores it."""
+  return max(1, train_split.num_captions // batch_size)
+
+
 def initial_state(
   config,
   vocab_size: int,

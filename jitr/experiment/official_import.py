@@ -38,7 +38,6 @@ import ml_collections
 import numpy as np
 
 from jitr import fileio, paths, training
-from jitr.data import pairs
 from jitr.data.official_vocab import read_official_vocab
 from jitr.data.vocab import Vocab
 from jitr.data.wordpiece import read_vocab_lines
@@ -46,7 +45,7 @@ from jitr.data.wordpiece_vocab import WordPieceVocab
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
-from jitr.experiment.model_state import initial_state
+from jitr.experiment.model_state import initial_state, template_steps
 from jitr.experiment.pinned_inputs import VOCAB_ROLE, check_inputs, fingerprint, write_pins
 from jitr.experiment.run_caption_form import with_official_caption_form
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
@@ -427,7 +426,7 @@ def _import_steps(
   concepts = concept_inputs(data.concepts)
   if weights.graph:
     check_concept_graph(config, weights, concepts)
-  steps = pairs.steps_per_epoch(train, config.batch_size)
+  steps = template_steps(train, config.batch_size)
   _, like = initial_state(
     config, len(vocab), train, steps, dataset_constants(data.concepts), shapes_only=True
   )

@@ -31,7 +31,7 @@ import pytest
 from jitr.data import precomp
 from tests.evaluation.test_official import reference_i2t, reference_t2i
 from tests.file_fixtures import write_precomp
-from tests.retrieval_reference import recall_metrics
+from tests.rank_gaps import assert_recall_within_ties
 
 torch = pytest.importorskip("torch")
 
@@ -140,9 +140,10 @@ def console(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
   )
 
 
-def reference_recall(parts, forward, workdir: pathlib.Path, split: str = "test") -> dict:
-  """Recall@K of the PyTorch reference ``parts`` on ``split`` of the imported workdir's data
-  (its captions tokenised by jitr with the imported vocabulary)."""
+def reference_sims(parts, forward, workdir: pathlib.Path, split: str = "test"):
+  """``(sim, caption_image)``: the PyTorch reference ``parts``' similarity matrix of ``split``
+  of the imported workdir's data (its captions tokenised by jitr with the imported
+  vocabulary) and each caption's image."""
   from jitr import experiment
   from jitr.experiment.workdir import data_dir, read_trained_config
 
@@ -155,7 +156,7 @@ def reference_recall(parts, forward, workdir: pathlib.Path, split: str = "test")
     np.array(evaluated.tokens, np.int64),
     np.array(evaluated.lengths, np.int64),
   )
-  return recall_metrics(sim, np.asarray(evaluated.caption_image))
+  return sim, np.asarray(evaluated.caption_image)
 
 
 def sgraf_sims(parts, images, tokens, lengths):
@@ -184,9 +185,13 @@ def jitr_similarity(workdir: pathlib.Path, split: str = "test") -> np.ndarray:
   )
 
 
-def assert_recall_equal(report: dict, reference: dict) -> None:
-  for key in ("full/i2t/R@1", "full/i2t/R@5", "full/t2i/R@1", "full/t2i/R@5", "full/rsum"):
-    assert report[key] == pytest.approx(reference[key], abs=1e-6), key
+def assert_recall_equal(report: dict, reference) -> None:
+  """``report``'s Recall@K, ranks and RSUM those of the reference ``(sim, caption_image)``:
+  equal where no near-tie decides a rank (jitr's scores agree with the reference's to
+  about 1e-7 here), between both ways of breaking it where one does."""
+  sim, caption_image = reference
+  keys = ("full/i2t/R@1", "full/i2t/R@5", "full/t2i/R@1", "full/t2i/R@5", "full/rsum")
+  assert_recall_within_ties({k: report[k] for k in keys}, sim, caption_image, eps=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -239,14 +244,14 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
   checkpoint = root / "official" / "SGR" / "model_best.pth.tar"
   assert record["sha256"] == hashlib.sha256(checkpoint.read_bytes()).hexdigest()
   report = json.loads((imported / "eval_test" / "metrics.json").read_text())
-  assert_recall_equal(report, reference_recall(parts["SGR"], sgraf_sims, imported))
+  assert_recall_equal(report, reference_sims(parts["SGR"], sgraf_sims, imported))
   # the ensemble: the mean of the SGR and SAF similarity matrices, as SGRAF's evalrank
   ensemble = json.loads((imported / "eval_test_ensemble" / "metrics.json").read_text())
 
   def mean_sims(both, *inputs):
     return (sgraf_sims(both[0], *inputs) + sgraf_sims(both[1], *inputs)) / 2
 
-  expected = reference_recall((parts["SGR"], parts["SAF"]), mean_sims, imported)
+  expected = reference_sims((parts["SGR"], parts["SAF"]), mean_sims, imported)
   assert_recall_equal(ensemble, expected)
   # the official protocol: the official i2t / t2i on the members' mean similarity (float64)
   sims = [jitr_similarity(root / "workdirs" / name) for name in ("official_sgr", "official_saf")]
@@ -254,7 +259,9 @@ def test_the_documented_commands_import_evaluate_ensemble_and_fine_tune(official
   names = [f"full/{d}/{m}" for d in ("i2t", "t2i") for m in ("R@1", "R@5", "R@10", "medr", "meanr")]
   want = dict(zip(names, reference_i2t(mean) + reference_t2i(mean)))
   got = json.loads((imported / "eval_test_ensemble_official" / "metrics.json").read_text())
-  assert {k: got[k] for k in names} == want
+  owner = np.arange(mean.shape[1]) // 5
+  if assert_recall_within_ties(got, mean, owner, eps=1e-6) == 0:  # scored in another process
+    assert {k: got[k] for k in names} == want
   tuned = json.loads((root / "workdirs" / "sgr_sndcg" / "config.json").read_text())
   assert tuned["init_from"] == str(imported)
   assert tuned["text"]["tokenizer"] == "nltk"  # the official vocabulary's, as its import
@@ -297,7 +304,7 @@ def test_an_official_vsrn_imports_and_fine_tunes_with_a_fresh_caption_decoder(of
   assert json.loads((workdir / "vocab.json").read_text())["tokenizer"] == "nltk"
   experiment.evaluate_workdir(str(workdir), split="test")
   report = json.loads((workdir / "eval_test" / "metrics.json").read_text())
-  assert_recall_equal(report, reference_recall(parts["VSRN"], vsrn_sims, workdir))
+  assert_recall_equal(report, reference_sims(parts["VSRN"], vsrn_sims, workdir))
   tuned = tiny_paper_config("f30k,vsrn,triplet")
   tuned.init_from, tuned.vocab_file = str(workdir), str(workdir / "vocab.json")
   tuned.num_epochs = 1
@@ -399,14 +406,14 @@ def test_a_workdir_that_is_not_empty_is_refused(official, tmp_path):
   assert os.listdir(tmp_path / "w") == ["notes.txt"]
 
 
-def _import(root: pathlib.Path, workdir, **kwargs) -> dict:
+def _import(root: pathlib.Path, workdir, batch_size: int = 16, **kwargs) -> dict:
   """The record of importing the official SGR (from ``root``, in this process)."""
   from configs import paper
   from jitr.experiment.official_import import import_official
 
   config = paper.get_config("f30k,sgr,triplet")
   config.precomp_root = "data"
-  config.batch_size = 16
+  config.batch_size = batch_size
   with contextlib.chdir(root):
     return import_official(
       config,
@@ -474,3 +481,14 @@ def test_a_config_asking_for_jitrs_tokenizer_is_refused(official, tmp_path):
     "vocabulary of the 'nltk' tokenizer (the official code's); expected 'nltk' or ''"
   )
   assert not (tmp_path / "w").exists()
+
+
+def test_a_train_split_smaller_than_the_batch_still_imports(official, tmp_path):
+  # importing and evaluating take no training batch: 100 train captions, batch_size 1,000
+  from jitr.experiment.evaluate import evaluate_workdir
+
+  root, parts = official
+  record = _import(root, tmp_path / "w", batch_size=1000)
+  assert record["network"] == "sgr"
+  got = evaluate_workdir(str(tmp_path / "w"), split="test", protocol="official")
+  assert_recall_equal(got, reference_sims(parts["SGR"], sgraf_sims, tmp_path / "w"))
