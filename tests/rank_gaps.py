@@ -67,3 +67,9 @@ def assert_recall_within_ties(
     lo, hi = sorted((low[key], high[key]))
     assert lo - 1e-9 <= got[key] <= hi + 1e-9, (key, got[key], (lo, hi))
   return tied
+
+
+def owner_of(sim, per_image: int = 5):
+  """Each caption's image in the official protocol's order: image ``i`` owns captions
+  ``per_image·i … per_image·i + per_image − 1`` of ``sim [images, per_image · images]``."""
+  return np.arange(np.shape(sim)[1]) // per_image

@@ -37,6 +37,7 @@ from tests.models.test_cvse_completion import (
   official_t2i_sep_sim,
 )
 from tests.nltk_reference import nltk_data, official_item, official_name_concepts
+from tests.rank_gaps import assert_recall_within_ties, owner_of
 
 torch = pytest.importorskip("torch")
 
@@ -157,7 +158,8 @@ def official_inputs(root: pathlib.Path) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def official_numbers(ref, workdir: pathlib.Path, inputs) -> tuple[tuple, tuple]:
   """``evalrank`` on the test split with the reference modules and the official ``inputs``
-  (:func:`official_inputs`): ``(r1, r5, r10, medr, meanr)`` both ways."""
+  (:func:`official_inputs`): ``((r1, r5, r10, medr, meanr)`` both ways, the fused
+  similarity matrix ``[images, captions]`` they rank``)``."""
   from jitr import experiment
   from jitr.experiment.workdir import data_dir, read_trained_config
 
@@ -192,7 +194,8 @@ def official_numbers(ref, workdir: pathlib.Path, inputs) -> tuple[tuple, tuple]:
   for sep_sim in (official_i2t_sep_sim, official_t2i_sep_sim):
     recalls, ranks = sep_sim(img_f, cap_f, img_c, cap_c, 0.95)
     out.append((*recalls, np.floor(np.median(ranks)) + 1, ranks.mean() + 1))  # medr, meanr
-  return tuple(out)
+  fused = 0.95 * img_f[::5] @ cap_f.T + 0.05 * img_c[::5] @ cap_c.T  # what sep_sim ranks
+  return tuple(out), fused
 
 
 def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(
@@ -233,7 +236,8 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(
   report = json.loads((workdir / "eval_test_official" / "metrics.json").read_text())
   names = ("R@1", "R@5", "R@10", "medr", "meanr")
   got = [report[f"full/{d}/{m}"] for d in ("i2t", "t2i") for m in names]
-  i2t, t2i = official_numbers(ref, workdir, inputs)
+  (i2t, t2i), fused = official_numbers(ref, workdir, inputs)
+  assert assert_recall_within_ties(report, fused, owner_of(fused), eps=1e-5) == 0  # no tie
   assert got == [*i2t, *t2i]
   # beside CVSE's README row: jitr-tables --imported=1=WORKDIR reads this report back
   from jitr.apps import table_actions
