@@ -14,7 +14,8 @@ removes it and raises ``OSError(ENOSPC, "disk full: could not write PATH ...")``
 ``OSError`` (TensorFlow's file writers, tensorstore under orbax) by their message.
 :func:`write_bytes_atomic`,
 :func:`write_text_atomic` and :func:`write_json_atomic` are the usual
-conveniences on top of it.
+conveniences on top of it; :func:`write_files_together` replaces several files together
+or not at all (each written under a temporary name first, renamed only when all were).
 
 A shared utility (like :mod:`jitr.tf_cpu`): any jitr subpackage may import it.
 """
@@ -31,7 +32,7 @@ import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jitr import paths
@@ -47,6 +48,7 @@ __all__ = [
   "read_utf8_lines",
   "temp_name",
   "write_bytes_atomic",
+  "write_files_together",
   "write_json_atomic",
   "write_text_atomic",
 ]
@@ -235,6 +237,117 @@ def write_json_atomic(
     obj, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan
   )
   write_text_atomic(path, text + "\n")
+
+
+def write_files_together(files: Mapping[str, bytes]) -> None:
+  """Writes ``files`` (``{path: bytes}``) so that they are replaced together or not at all.
+
+  Every file is first written whole under a temporary name beside its target
+  (:func:`temp_name`; a storage URL's as a temporary object beside it) and fsynced. Only
+  when every write succeeded does each take its target's name, the previous file kept
+  (a hard link, or a copy) until all have; a rename that fails puts every previous file
+  back. Whatever fails, no temporary file is left and every target holds what it held
+  before; a full disk (``ENOSPC``) raises ``OSError(ENOSPC, "disk full: could not write
+  PATH ...")`` naming the file (:func:`disk_full_error`). Between the first and the last
+  rename a reader may find some files new and the others not yet.
+  """
+  staged: dict[str, str] = {}
+  try:
+    for target, data in files.items():
+      try:
+        staged[target] = _staged(target, data)
+      except BaseException as err:
+        if is_disk_full(err):
+          raise disk_full_error(target) from err
+        raise
+    _rename_all(staged)
+  except BaseException:
+    for tmp in staged.values():
+      _remove_quietly(tmp)
+    raise
+
+
+def _staged(path: str, data: bytes) -> str:
+  """Writes ``data`` to a fresh temporary name beside ``path`` (fsynced when local) and
+  returns that name; a failed write leaves none."""
+  if paths.is_url(path):
+    tmp = temp_name(path)
+    try:
+      with paths.open(tmp, "wb") as f:
+        f.write(data)
+    except BaseException:
+      _remove_quietly(tmp)
+      raise
+    return tmp
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  tmp = _fresh_temp(os.path.abspath(path))
+  try:
+    with open(tmp, "wb") as f:
+      f.write(data)
+    _fsync_file(tmp)
+  except BaseException:
+    _remove_quietly(tmp)
+    raise
+  return tmp
+
+
+def _kept(path: str) -> str | None:
+  """A temporary copy of the file ``path`` beside it (a hard link where the file system
+  makes one), so the target is never absent while it is replaced; ``None`` when there is
+  no file."""
+  if not paths.exists(path):
+    return None
+  backup = temp_name(path)
+  if not paths.is_url(path):
+    try:
+      os.link(path, backup)
+      return backup
+    except OSError:
+      pass
+  try:
+    with paths.open(path, "rb") as src, paths.open(backup, "wb") as dst:
+      shutil.copyfileobj(src, dst, 1 << 24)
+  except BaseException:
+    _remove_quietly(backup)
+    raise
+  return backup
+
+
+def _rename_all(staged: Mapping[str, str]) -> None:
+  """Moves each temporary file of ``staged`` (``{target: temporary}``) onto its target;
+  if one move fails, the targets already moved get their previous files back (or are
+  removed, where there was none). The kept previous files are removed at the end."""
+  done: list[tuple[str, str | None]] = []
+  current, backup = "", None
+  try:
+    for current, tmp in staged.items():
+      backup = _kept(current)
+      paths.replace(tmp, current)
+      done.append((current, backup))
+      backup = None
+  except BaseException as err:
+    if backup is not None:  # its move failed: the target still holds its previous file
+      _remove_quietly(backup)
+    for target, previous in reversed(done):
+      with contextlib.suppress(OSError):
+        if previous is not None:
+          paths.replace(previous, target)
+        else:  # there was no file before
+          paths.remove(target)
+    if is_disk_full(err):
+      raise disk_full_error(current) from err
+    raise
+  for _, previous in done:
+    if previous is not None:
+      _remove_quietly(previous)
+  for folder in dict.fromkeys(os.path.dirname(t) for t in staged if not paths.is_url(t)):
+    _fsync_folder(os.path.abspath(folder))
+
+
+def _remove_quietly(path: str) -> None:
+  """Removes the file ``path`` if it is there (a temporary file being cleaned up)."""
+  with contextlib.suppress(OSError):
+    paths.remove(path)
 
 
 def read_utf8_lines(path: PathLike) -> list[str]:

@@ -6,11 +6,14 @@ official checkpoint's, and jitr's mean with its ±std bar, a row per published r
 
 The files depend on the comparison alone (no date, no timing; PNG metadata without
 matplotlib's version), so writing the same comparison again gives the same bytes.
-Each file is written whole or not at all (temp name + rename).
+The three are replaced together or not at all (:func:`jitr.fileio.write_files_together`:
+each written under a temporary name first, renamed only when all three were written), so
+a full disk never leaves a new ``.md`` beside an old ``.png``.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Mapping
@@ -18,6 +21,9 @@ from typing import Any
 
 from jitr import fileio
 from jitr.figures import pyplot, save_png
+
+# savefig's options: the same bytes for the same comparison (no matplotlib version)
+PNG_OPTIONS = {"dpi": 100, "metadata": {"Software": None}}
 
 PROTOCOL_WORDS = {
   "full": "the whole test split, the official evaluation's R@K",
@@ -88,9 +94,10 @@ def markdown(comparison: Mapping[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
-def plot(comparison: Mapping[str, Any], path: str) -> None:
+def figure(comparison: Mapping[str, Any]) -> Any:
   """One panel per metric: for each published row (top to bottom) the printed value (open
-  circle) and jitr's mean (filled dot) with a ±std bar; written to ``path`` (PNG)."""
+  circle), an official checkpoint's (cross) and jitr's mean (filled dot) with a ±std bar;
+  a matplotlib figure (the caller closes it)."""
   plt = pyplot()
   metrics = comparison["metrics"]
   rows = comparison["rows"]
@@ -120,17 +127,40 @@ def plot(comparison: Mapping[str, Any], path: str) -> None:
   fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)
   fig.suptitle(f"{comparison['table']}: {comparison['paper']}, {comparison['printed_as']}")
   fig.tight_layout(rect=(0, 0.08, 1, 1))
-  save_png(fig, path, dpi=100, metadata={"Software": None})
+  return fig
+
+
+def plot(comparison: Mapping[str, Any], path: str) -> None:
+  """:func:`figure` of ``comparison`` written to ``path`` (PNG, whole or not at all)."""
+  save_png(figure(comparison), path, **PNG_OPTIONS)
+
+
+def png_bytes(comparison: Mapping[str, Any]) -> bytes:
+  """The PNG file of :func:`figure` of ``comparison``, made in memory."""
+  fig = figure(comparison)
+  buffer = io.BytesIO()
+  try:
+    fig.savefig(buffer, format="png", **PNG_OPTIONS)
+  finally:
+    pyplot().close(fig)
+  return buffer.getvalue()
+
+
+def table_files(comparison: Mapping[str, Any], folder: str) -> dict[str, str]:
+  """``{"md"|"json"|"png": path}``: where the files of ``comparison`` go in ``folder``."""
+  base = os.path.join(folder, comparison["table"])
+  return {"md": base + ".md", "json": base + ".json", "png": base + ".png"}
 
 
 def write_table_files(comparison: Mapping[str, Any], folder: str) -> dict[str, str]:
   """Writes ``NAME.md``, ``NAME.json`` and ``NAME.png`` of ``comparison`` into ``folder``
-  (made when missing; a folder or a gs:// URL); returns ``{"md"|"json"|"png": path}``."""
-  base = os.path.join(folder, comparison["table"])
-  files = {"md": base + ".md", "json": base + ".json", "png": base + ".png"}
-  fileio.write_text_atomic(files["md"], markdown(comparison))
-  fileio.write_text_atomic(
-    files["json"], json.dumps(comparison, indent=2, ensure_ascii=False) + "\n"
-  )
-  plot(comparison, files["png"])
+  (made when missing; a folder or a gs:// URL), the three replaced together or not at all
+  (module docstring); returns ``{"md"|"json"|"png": path}``."""
+  files = table_files(comparison, folder)
+  contents = {
+    files["md"]: markdown(comparison).encode("utf-8"),
+    files["json"]: (json.dumps(comparison, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+    files["png"]: png_bytes(comparison),
+  }
+  fileio.write_files_together(contents)
   return files
