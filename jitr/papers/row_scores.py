@@ -7,20 +7,25 @@ Recall@K tables use the official protocol (``--protocol=official``: the official
 ``evaluation.py``'s ranks, COCO's five 1K folds and 5K), class-labelled tables jitr's
 (class MAP). The report jitr-eval writes (``<first workdir>/eval_test[_ensemble][_official]
 /metrics.json``) is read back when it is newer than every member's ``metrics.json``
-(written when its training finished), so a table is scored once per finished run.
+(written when its training finished), so a table is scored once per finished run. A
+report that cannot be read back (not UTF-8, not JSON, not an object holding a number for
+each of the table's metrics: a damaged file) is treated as absent: one line says so and
+the row is scored again, which writes the report anew.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 
-from jitr import paths
+from jitr import fileio, paths
 from jitr.experiment import evaluate_workdir
 from jitr.papers.published import EVAL_PROTOCOL, Table
 
 SPLIT = "test"
+# what a report holds
+EXPECTED = "the JSON object of metrics jitr-eval writes"
 
 
 def eval_command(table: Table, workdirs: Sequence[str]) -> list[str]:
@@ -39,13 +44,37 @@ def report_path(table: Table, workdirs: Sequence[str]) -> str:
   return os.path.join(workdirs[0], f"eval_{SPLIT}{suffix}", "metrics.json")
 
 
+def read_report(table: Table, path: str) -> dict[str, float]:
+  """The metrics of the jitr-eval report at ``path``; one ``ValueError`` line naming the
+  file when it is not UTF-8 JSON of an object holding a number for every report key of
+  ``table``'s metrics (:meth:`~jitr.papers.published.Table.report_key`)."""
+  metrics = fileio.read_json(path)
+  if not isinstance(metrics, dict):
+    raise ValueError(f"{path}: a JSON {fileio.json_kind(metrics)}; expected {EXPECTED}")
+  for key in dict.fromkeys(table.report_key(m) for m in table.metrics):
+    if key not in metrics:
+      raise ValueError(f"{path}: no {key!r}; expected {EXPECTED}")
+    value = metrics[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+      raise ValueError(f"{path}: {key!r} is {value!r}, not a number; expected {EXPECTED}")
+  return metrics
+
+
+def _say_on_stderr(line: str) -> None:
+  sys.stderr.write(line + "\n")
+
+
 def stored_scores(
-  table: Table, workdirs: Sequence[str], trained: str = "metrics.json"
+  table: Table,
+  workdirs: Sequence[str],
+  trained: str = "metrics.json",
+  say: Callable[[str], None] = _say_on_stderr,
 ) -> dict[str, float] | None:
   """The metrics of a report jitr-eval already wrote for ``workdirs`` that is newer than
   each member's ``trained`` file (``metrics.json``: written when its training finished;
-  ``import.json`` for an imported official checkpoint); ``None`` when there is none (or it
-  is older)."""
+  ``import.json`` for an imported official checkpoint); ``None`` when there is none, it is
+  older, or it cannot be read back (:func:`read_report`: then ``say`` gets one line naming
+  the file, what is wrong with it and that the row is scored again)."""
   path = report_path(table, workdirs)
   if not paths.isfile(path):
     return None
@@ -53,16 +82,23 @@ def stored_scores(
   trained_at = [paths.mtime(os.path.join(w, trained)) for w in workdirs]
   if any(t > written for t in trained_at):
     return None
-  with paths.open(path, encoding="utf-8") as f:
-    return json.load(f)
+  try:
+    return read_report(table, path)
+  except ValueError as err:
+    say(f"{err}; a damaged report: scoring the row again")
+    return None
 
 
 def score_row(
-  table: Table, workdirs: Sequence[str], trained: str = "metrics.json"
+  table: Table,
+  workdirs: Sequence[str],
+  trained: str = "metrics.json",
+  say: Callable[[str], None] = _say_on_stderr,
 ) -> dict[str, float]:
   """The test metrics of the row in ``workdirs`` (:func:`stored_scores`, else jitr-eval's
-  :func:`~jitr.experiment.evaluate_workdir`, which also writes the report)."""
-  stored = stored_scores(table, workdirs, trained)
+  :func:`~jitr.experiment.evaluate_workdir`, which also writes the report; ``say``: where
+  a damaged report is said)."""
+  stored = stored_scores(table, workdirs, trained, say)
   if stored is not None:
     return stored
   evaluate_workdir(
@@ -72,5 +108,4 @@ def score_row(
     protocol=EVAL_PROTOCOL[table.protocol],
     num_queries=0,
   )
-  with paths.open(report_path(table, workdirs), encoding="utf-8") as f:
-    return json.load(f)
+  return read_report(table, report_path(table, workdirs))
