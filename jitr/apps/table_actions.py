@@ -15,14 +15,17 @@ from collections.abc import Sequence
 from jitr import paths
 from jitr.apps.table_run_configs import (
   applicable_sets,
+  check_configs,
   check_runs_match,
   check_sets_apply,
+  parsed_config,
   run_config,
 )
 from jitr.papers import registry
 from jitr.papers.plan import (
   SeededRun,
   Status,
+  check_folder,
   check_sets,
   seeded_runs,
   shell_line,
@@ -33,6 +36,8 @@ from jitr.papers.plan import (
 from jitr.papers.published import Table
 
 ACTIONS = ("plan", "run", "jobs", "slurm", "report")
+# the actions that train runs or print their training commands: those need the data
+TRAINING_ACTIONS = ("run", "jobs", "slurm")
 NAME = "jitr-tables"
 
 
@@ -245,16 +250,16 @@ def row_scores(table: Table, options: Options) -> list[list[dict]]:
       finished = [status(SeededRun(r, seed, w)) for r, w in zip(row.runs, members)]
       if members and all(s == Status.FINISHED for s in finished):
         with contextlib.redirect_stdout(sys.stderr):
-          seeded.append(score_row(table, members))
+          seeded.append(score_row(table, members, say=say))
     scores.append(seeded)
   return scores
 
 
-def imported_rows(table: Table, options: Options) -> dict[int, str]:
-  """``{row index in table: workdir}`` of ``options.imported`` (``ROW=WORKDIR``, ROW
-  numbered as ``--table=list`` prints it); a bad item is one line."""
+def imported_items(table: Table, options: Options) -> list[tuple[str, int, str]]:
+  """``(item, row number, workdir)`` of each ``options.imported`` item (``ROW=WORKDIR``,
+  ROW numbered as ``--table=list`` prints it); a bad item is one line."""
   numbers = [int(r) for r in options.rows] or list(range(1, len(table.rows) + 1))
-  out = {}
+  out = []
   for item in options.imported:
     row, equals, folder = item.partition("=")
     if not (equals and row.isdigit() and folder):
@@ -266,8 +271,41 @@ def imported_rows(table: Table, options: Options) -> dict[int, str]:
         f"--imported={item}: {folder} holds no import.json; expected a workdir that "
         "jitr-import made from an official checkpoint"
       )
-    out[numbers.index(int(row))] = paths.absolute(folder)
+    out.append((item, int(row), paths.absolute(folder)))
   return out
+
+
+def imported_rows(table: Table, options: Options) -> dict[int, str]:
+  """``{row index in table: workdir}`` of ``options.imported`` (:func:`imported_items`)."""
+  numbers = [int(r) for r in options.rows] or list(range(1, len(table.rows) + 1))
+  return {numbers.index(n): folder for _, n, folder in imported_items(table, options)}
+
+
+def check_imported(table: Table, options: Options, sets: Sequence[str]) -> None:
+  """Refuses an ``options.imported`` workdir that is not what its row's runs are: another
+  network, dataset or test split, or other test files than the table's runs read
+  (:func:`jitr.papers.imported.check_imported`), in one line."""
+  from jitr.papers import imported
+
+  numbers = [int(r) for r in options.rows] or list(range(1, len(table.rows) + 1))
+  for item, number, folder in imported_items(table, options):
+    row = table.rows[numbers.index(number)]
+    seeded = [SeededRun(r, 0, workdir(options.root, r, 0)) for r in row.runs]
+    configs = [parsed_config(s, applicable_sets(s, sets)) for s in seeded]
+    imported.check_imported(item, folder, number, row, configs)
+
+
+def check_folders(options: Options) -> None:
+  """Refuses, before anything is written, a ``--runs`` or ``--out`` that is (or lies
+  under) a file (:func:`jitr.papers.plan.check_folder`)."""
+  check_folder(f"--runs={options.runs}", options.root, "of the runs' workdirs")
+  flag = f"--out={options.out}" if options.out else f"--runs={options.runs}"
+  check_folder(flag, options.out_folder, "of the table files")
+
+
+def say(line: str) -> None:
+  """Writes ``jitr-tables: LINE`` to stderr (what the command does)."""
+  sys.stderr.write(f"{NAME}: {line}\n")
 
 
 def report(table: Table, options: Options) -> dict[str, str]:
@@ -280,7 +318,7 @@ def report(table: Table, options: Options) -> dict[str, str]:
   imported = {}
   for index, folder in imported_rows(table, options).items():
     with contextlib.redirect_stdout(sys.stderr):
-      imported[index] = score_row(table, [folder], trained="import.json")
+      imported[index] = score_row(table, [folder], trained="import.json", say=say)
   comparison = compare(table, row_scores(table, options), imported)
   paths = write_table_files(comparison, options.out_folder)
   sys.stdout.write(markdown(comparison))
@@ -294,11 +332,14 @@ def reproduce(action: str, options: Options) -> None:
     list_tables()
     return
   table = selected_table(options)
-  imported_rows(table, options)  # a bad --imported before anything runs
+  check_folders(options)
+  imported_items(table, options)  # a bad --imported before anything runs
   sets = run_sets(options)
   runs = seeded_runs(table, options.root, options.seeds)
   check_sets_apply(runs, sets)
+  check_configs(runs, sets, data=action in TRAINING_ACTIONS)  # as jitr-train checks them
   check_runs_match(runs, sets)  # a run trained with other settings, before anything runs
+  check_imported(table, options, sets)  # an official checkpoint of another row or data
   if action == "plan":
     plan(table, runs)
     if options.estimate:

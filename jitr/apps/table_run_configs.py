@@ -89,14 +89,37 @@ def check_sets_apply(runs: Sequence[SeededRun], sets: Sequence[str]) -> None:
 def run_config(seeded: SeededRun, sets: Sequence[str]) -> Any:
   """``seeded``'s config with the items of ``sets`` it takes, checked as jitr-train checks
   it (:func:`jitr.experiment.run_config.check_train_config`)."""
+  config = parsed_config(seeded, applicable_sets(seeded, sets))
+  _check(seeded, config)
+  return config
+
+
+def _check(seeded: SeededRun, config: Any) -> None:
+  """:func:`jitr.experiment.run_config.check_train_config` of ``config``, its refusal a
+  ``ValueError`` naming the run."""
   from jitr.experiment.run_config import check_train_config
 
-  config = parsed_config(seeded, applicable_sets(seeded, sets))
   try:
     check_train_config(config)
   except ValueError as err:
     raise ValueError(f"{seeded.run.name} ({seeded.run.spec}): {err}") from None
-  return config
+
+
+# what stands for a precomp_root not given where nothing reads the data (check_configs)
+DATA_NOT_READ = "(the data folder: not read here)"
+
+
+def check_configs(runs: Sequence[SeededRun], sets: Sequence[str], *, data: bool) -> None:
+  """Refuses, in :func:`run_config`'s one line naming the run, a run whose config with
+  ``sets`` jitr-train would refuse (``batch_size=abc``, ``num_epochs=0``,
+  ``model.embed_dim=-1``), so that no action prints or trains a command that fails.
+  ``data=False`` (actions that train nothing and print no training command) lets a
+  precomp run without ``precomp_root`` pass; every other field is checked."""
+  for seeded in runs:
+    config = parsed_config(seeded, applicable_sets(seeded, sets))
+    if not data and "precomp_root" in config and not config.precomp_root:
+      config.precomp_root = DATA_NOT_READ
+    _check(seeded, config)
 
 
 def check_runs_match(runs: Sequence[SeededRun], sets: Sequence[str]) -> None:

@@ -28,10 +28,12 @@ needs it. Actions:
   Markdown goes to stdout too.
 
 ``--imported=ROW=WORKDIR`` scores an official checkpoint imported with jitr-import beside
-row ROW (its own line and difference). ``--set=FIELD=VALUE`` (repeatable) sets a config
-field of every run that has it, after the paper's settings (e.g.
-``--set=text.pretrained=/models/bert-base-uncased`` for VSE∞'s BERT); a field no run has
-is refused. Flag parsing, then :func:`!jitr.apps.table_actions.reproduce`.
+row ROW (its own line and difference); a workdir of another network, dataset or test
+split, or imported on other test files than the table's runs read, is refused.
+``--set=FIELD=VALUE`` (repeatable) sets a config field of every run that has it, after the
+paper's settings (e.g. ``--set=text.pretrained=/models/bert-base-uncased`` for VSE∞'s
+BERT); a field no run has, or a value jitr-train would refuse, is refused by every action.
+Flag parsing, then :func:`!jitr.apps.table_actions.reproduce`.
 """
 
 from __future__ import annotations

@@ -96,3 +96,20 @@ def check_sets(sets: Sequence[str]) -> None:
         f"--set={item}: expected FIELD=VALUE with a config field (e.g. "
         "precomp_root=/data/precomp or text.pretrained=/models/bert-base-uncased)"
       )
+
+
+def check_folder(flag: str, path: str, holds: str) -> None:
+  """Refuses, in one line naming ``flag`` (``--runs=VALUE``), a ``path`` where a folder
+  (of ``holds``) is expected but a file is, at ``path`` or at a folder above it; a folder
+  that does not exist yet passes (it is made when written)."""
+  probe = path
+  while probe:
+    if paths.isdir(probe):
+      return
+    if paths.exists(probe):
+      where = "is a file" if probe == path else f"lies under the file {probe}"
+      raise ValueError(f"{flag}: {path} {where}; expected a folder ({holds})")
+    parent = os.path.dirname(probe)
+    if parent == probe or (paths.is_url(probe) and parent.count("/") < 3):  # a bucket's root
+      return
+    probe = parent
