@@ -11,8 +11,10 @@ VSE∞ the BERT folder it was trained from, ``--config.text.pretrained=DIR``, wh
 ``--config`` is a training config of the same network and dataset (its data, loss and
 optimizer serve a later fine-tuning); the model fields the weights fix come from the
 checkpoint and must agree with the ``opt`` it saved. Exit status 0 with one line naming
-the workdir; 1 with one line ``jitr-import: error: ...`` for a bad checkpoint, vocabulary,
-config or a non-empty workdir (nothing written). Flag parsing, then
+the workdir (and a ``note:`` line for a legacy checkpoint without ``--sha256``, and one for
+third-party inputs nothing verified); 1 with one line ``jitr-import: error: ...`` for a bad
+checkpoint, vocabulary, config, a non-empty workdir or an input that is not the published
+file (nothing written). Flag parsing, then
 ``jitr.experiment.official_import.import_official``.
 """
 
@@ -48,6 +50,13 @@ _SHA256 = flags.DEFINE_string(
   "The checkpoint's published SHA-256 (64 hex digits), checked before it is read: the only "
   "check a legacy (non-zip) torch.save file can have.",
 )
+_INPUT_SHA256 = flags.DEFINE_multi_string(
+  "input_sha256",
+  [],
+  "FILE=SHA256: the published SHA-256 of another file the import reads (a BERT folder's "
+  "weights, concept files jitr does not know), checked before anything is written and "
+  "recorded in inputs.json; repeat the flag for more files.",
+)
 _WORKDIR = workdir_flag("The new workdir (absent or empty): a folder or a gs:// URL.")
 
 
@@ -56,11 +65,17 @@ def main() -> None:
   config = loaded_config(_CONFIG)  # a file that did not load: before the imports
   # Imported here, not at the top: `jitr-import --help` answers without loading JAX.
   from jitr.experiment.official_import import UNVERIFIED, import_official
+  from jitr.experiment.pinned_inputs import read_pins, unverified_note
   from jitr.training import reporting
 
   reporting.quiet_library_info_logs()
   record = import_official(
-    config, _CHECKPOINT.value, _VOCAB.value, _WORKDIR.value, sha256=_SHA256.value
+    config,
+    _CHECKPOINT.value,
+    _VOCAB.value,
+    _WORKDIR.value,
+    sha256=_SHA256.value,
+    input_sha256=_INPUT_SHA256.value,
   )
   epoch = f" (epoch {record['epoch']})" if "epoch" in record else ""
   print(
@@ -73,6 +88,9 @@ def main() -> None:
       f"its bytes were not verified (SHA-256 {record['sha256']}; pass --sha256 with the "
       "published one to check it)"
     )
+  note = unverified_note(read_pins(_WORKDIR.value) or {})
+  if note:
+    print(note)
 
 
 def run() -> None:

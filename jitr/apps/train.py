@@ -45,6 +45,13 @@ _ALLOW_CHANGED_INPUTS = flags.DEFINE_bool(
   "inputs.json changed (features, captions, vocabulary, concept files, BERT folder); "
   "inputs.json records the change.",
 )
+_INPUT_SHA256 = flags.DEFINE_multi_string(
+  "input_sha256",
+  [],
+  "FILE=SHA256: the published SHA-256 of a file the run reads (a BERT folder's weights, "
+  "concept files jitr does not know), checked before anything is written and recorded in "
+  "inputs.json; repeat the flag for more files.",
+)
 APP = App("jitr-train", __name__, requires=("config", "workdir"), interrupted=INTERRUPTED_LINE)
 
 
@@ -62,7 +69,10 @@ def main() -> None:
   job = join_configured_job(config.distributed)
   with ending_on_a_lost_process(APP.name, job.process_count):
     result = train_and_evaluate(
-      config, _WORKDIR.value, allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value
+      config,
+      _WORKDIR.value,
+      allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value,
+      input_sha256=_INPUT_SHA256.value,
     )
   if not result.finished:
     status, line = stopped_exit(result.stop_signal, result.step)

@@ -46,6 +46,7 @@ from jitr.experiment.model_state import initial_state, template_steps
 from jitr.experiment.pinned_inputs import (
   changes_json,
   pinned_split_difference,
+  unverified_note,
   verify_inputs,
 )
 from jitr.experiment.run_concepts import dataset_constants
@@ -92,15 +93,16 @@ def query_panel(
 
 @dataclasses.dataclass
 class Member:
-  """One workdir: its absolute path, saved config, data folder and data, and the changes
-  of its pinned inputs that the evaluation was allowed to take
-  (:mod:`!jitr.experiment.pinned_inputs`)."""
+  """One workdir: its absolute path, saved config, data folder and data, the changes of
+  its pinned inputs that the evaluation was allowed to take and its inputs as verified
+  (``{role: Fingerprint}``, :mod:`!jitr.experiment.pinned_inputs`)."""
 
   workdir: str
   config: Any
   data_dir: str
   data: LoadedData
   changes: list = dataclasses.field(default_factory=list)
+  inputs: dict = dataclasses.field(default_factory=dict)
 
 
 def require_checkpoint(workdir: str, checkpoint: str) -> None:
@@ -117,8 +119,8 @@ def load_member(workdir: str, *, allow_changed_inputs: bool = False) -> Member:
   """``workdir``'s ``config.json`` (checked as a training config) and its data (as
   ``jitr-train`` loaded them: a WordPiece vocabulary from ``config.text.pretrained``, refused
   in one line when its ``vocab.txt`` is no longer the one ``vocab.json`` records), after
-  its pinned inputs are verified (a change refused unless ``allow_changed_inputs``);
-  writes nothing into ``workdir``."""
+  its pinned inputs are verified (a change refused unless ``allow_changed_inputs``; a
+  damaged copy of a third-party file jitr knows always); writes nothing into ``workdir``."""
   workdir = paths.absolute(workdir)
   # names the file and the line or field of a damaged config.json
   config = workdir_lib.read_trained_config(workdir)
@@ -130,11 +132,11 @@ def load_member(workdir: str, *, allow_changed_inputs: bool = False) -> Member:
   data_dir = workdir_lib.data_dir(config, workdir)
   check_storage(config, workdir, data_dir)  # a URL that cannot be reached: one line, first
   say_first(f"checking the inputs of {workdir}")
-  _, changes = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
+  inputs, changes = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
   say_first(f"loading the data of {workdir}")
   data = load_data(config, data_dir, teachers=False)
   check_same_wordpiece(data.vocab, os.path.join(workdir, "vocab.json"))
-  return Member(workdir, config, data_dir, data, changes)
+  return Member(workdir, config, data_dir, data, changes, inputs)
 
 
 def say_first(text: str) -> None:
@@ -266,7 +268,8 @@ def evaluate_workdir(
 
   Every member's pinned inputs are verified first (:mod:`!jitr.experiment.pinned_inputs`);
   ``allow_changed_inputs`` takes changed ones, and the report's ``metrics.json`` lists
-  them (``changed_inputs``).
+  them (``changed_inputs``); the third-party files that nothing verified are named in one
+  warning.
 
   With ``ensemble`` workdirs, scores the mean of every member's similarity matrix (each
   restored from its own config, vocabulary and checkpoint) and writes the report to
@@ -292,6 +295,9 @@ def evaluate_workdir(
   members = [
     load_member(w, allow_changed_inputs=allow_changed_inputs) for w in (workdir, *ensemble)
   ]
+  note = unverified_note(*(m.inputs for m in members))
+  if note and jax.process_index() == 0:
+    logging.warning("%s", note)
   first = members[0]
   for other in members[1:]:
     reason = split_mismatch(first, other, split)

@@ -31,7 +31,7 @@ import argparse
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ml_collections
@@ -46,7 +46,13 @@ from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.init_from import shape_mismatch
 from jitr.experiment.loaded_data import load_data
 from jitr.experiment.model_state import initial_state, template_steps
-from jitr.experiment.pinned_inputs import VOCAB_ROLE, check_inputs, fingerprint, write_pins
+from jitr.experiment.pinned_inputs import (
+  VOCAB_ROLE,
+  check_inputs,
+  fingerprint,
+  given_digests,
+  write_pins,
+)
 from jitr.experiment.run_caption_form import with_official_caption_form
 from jitr.experiment.run_concepts import concept_inputs, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
@@ -367,6 +373,7 @@ def import_official(
   workdir: str | os.PathLike,
   *,
   sha256: str = "",
+  input_sha256: Sequence[str] = (),
   progress: bool = True,
 ) -> dict[str, Any]:
   """Writes ``workdir`` from the official ``checkpoint`` and its ``vocab_file``, for the
@@ -376,7 +383,11 @@ def import_official(
 
   ``sha256``: the checkpoint's published SHA-256, checked before anything is read (a
   legacy file has no other checksum; ``import.json``'s ``verified`` names the checks the
-  file passed). Every check runs before anything is written; ``workdir`` must not exist or
+  file passed). The files the run reads besides the checkpoint (its data, concept files,
+  WordNet, BERT folder) are verified first (:mod:`!jitr.experiment.pinned_inputs`: a
+  damaged copy of a third-party file jitr knows is refused; ``input_sha256``: ``FILE=SHA256``
+  entries each file must match) and pinned in the workdir's ``inputs.json``. Every check
+  runs before anything is written; ``workdir`` must not exist or
   be empty, and is built in a temporary folder beside it that takes its name at the end
   (:func:`!jitr.folder_swap.atomic_folder`): an interrupted or failed import leaves no
   workdir behind. ``progress``: one line on stderr per step of :data:`IMPORT_STEPS` and
@@ -385,7 +396,8 @@ def import_official(
   Raises:
     OfficialCheckpointError / ValueError: a damaged or foreign checkpoint or vocabulary,
       another network or dataset than ``config``'s, an ``opt`` or vocabulary that
-      disagrees with the weights, a non-empty ``workdir``.
+      disagrees with the weights, a non-empty ``workdir``, an input that is not the
+      published file.
   """
   checkpoint, workdir = paths.absolute(checkpoint), paths.absolute(workdir)
   if paths.isdir(workdir) and paths.listdir(workdir):
@@ -393,19 +405,28 @@ def import_official(
   if paths.exists(workdir) and not paths.isdir(workdir):
     raise ValueError(f"{workdir}: not a directory")
   check_train_config(config)
+  reads = config.copy_and_resolve_references()
+  reads.vocab_file = ""  # its vocabulary is the workdir's vocab.json, pinned when written
+  pins, _ = check_inputs(reads, workdir, given=given_digests(input_sha256))
   with Steps(IMPORT_STEPS, label="import", enabled=progress) as steps:
     begin = steps.begin
     begin("computing the checkpoint's sha256")
     digest, verified = verified_checkpoint(checkpoint, sha256)
     source = {"checkpoint": checkpoint, "sha256": digest, "verified": verified}
-    return _import_steps(config, source, vocab_file, workdir, begin)
+    return _import_steps(config, source, vocab_file, workdir, begin, pins)
 
 
 def _import_steps(
-  config, source: dict[str, str], vocab_file, workdir: str, begin: Callable[[str], None]
+  config,
+  source: dict[str, str],
+  vocab_file,
+  workdir: str,
+  begin: Callable[[str], None],
+  pins: dict,
 ) -> dict[str, Any]:
   """The body of :func:`import_official` after the checkpoint's hash (``source``: its path,
-  ``sha256`` and ``verified``); ``begin(name)`` before each of :data:`IMPORT_STEPS`."""
+  ``sha256`` and ``verified``); ``begin(name)`` before each of :data:`IMPORT_STEPS`;
+  ``pins``: the verified inputs, pinned with the workdir."""
   checkpoint = source["checkpoint"]
   begin("reading the checkpoint")
   weights = read_official_weights(checkpoint)
@@ -442,7 +463,6 @@ def _import_steps(
     **weights.record,
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},
   }
-  pins, _ = check_inputs(config, workdir)  # what the import read, pinned with the workdir
   # every check passed: only now is the workdir written, all of it or nothing
   begin("writing the workdir")
   with atomic_folder(workdir) as out:

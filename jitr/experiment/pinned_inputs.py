@@ -18,6 +18,16 @@ role, before a resume, an evaluation (ensemble members included), a fine-tuning 
   the file, unless the caller allows changed inputs (``--allow_changed_inputs``), when
   the change is returned to be recorded.
 
+Third-party files are also checked against the published ones jitr knows
+(:mod:`jitr.known_files`: CVSE's official F30K concept files, WordNet 3.0's ``index.noun``
+and ``noun.exc``, all-MiniLM-L6-v2's folder, bert-base-uncased's ``vocab.txt``), from the
+same digests (a file is hashed once): a copy of a known set with a file of other bytes is
+refused in one line (:class:`InputDigestError`), whatever ``--allow_changed_inputs`` says;
+a file given with its SHA-256 (``--input_sha256=FILE=SHA256``, :func:`given_digests`) must
+have it. Each pin records what its file was verified against (``verified``: the known
+file, :data:`GIVEN`, or :data:`UNVERIFIED`); :func:`unverified_note` is the one line
+naming the third-party files that nothing verified.
+
 jitr_shapes is generated, and relevance records carry their own checksums (checked when
 read): neither is pinned here. Hashing costs one read of each file
 (``scripts/bench_pinned_inputs.py``: about 1 s per GiB on the 2-core machine, so an
@@ -29,15 +39,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jitr import fileio, paths
+from jitr import fileio, known_files, paths
 from jitr.data import precomp
+from jitr.data.concept_data import ARRAYS_NAME, HEADER_NAME
 from jitr.data.datasets import dataset_info
 from jitr.data.labelled import LabelledSettings, split_paths
 from jitr.data.wordnet_nouns import NOUN_EXCEPTIONS, NOUN_INDEX
-from jitr.experiment.run_concepts import OFFICIAL_LABELS
+from jitr.experiment.run_concepts import OFFICIAL_LABELS, resolved_labels
 from jitr.experiment.workdir import read_workdir_config
 
 PINS = "inputs.json"
@@ -50,20 +62,41 @@ another workdir besides its checkpoint."""
 BERT_FILES = ("config.json", "vocab.txt", "model.safetensors", "pytorch_model.bin")
 # the files of a WordNet folder the official CVSE labels read
 WORDNET_FILES = (NOUN_INDEX, NOUN_EXCEPTIONS)
+# the roles of third-party files: what :func:`unverified_note` names when nothing verified
+# them (the files of a concept folder jitr wrote are jitr's, checked by their own header)
+THIRD_PARTY_ROLES = (
+  "config.text.pretrained/",
+  "config.concepts.source/",
+  "config.concepts.wordnet/",
+)
+JITR_WRITTEN = (HEADER_NAME, ARRAYS_NAME)
+UNVERIFIED = "none"
+"""A pin's ``verified`` when nothing checked its file's bytes against published ones."""
+GIVEN = "the given SHA-256"
+"""A pin's ``verified`` when its file has the SHA-256 given for it (``--input_sha256``)."""
+SHA256_FLAG = "--input_sha256"
 
 
 class ChangedInputError(ValueError):
   """A pinned input changed (one line naming the file and both hashes)."""
 
 
+class InputDigestError(ValueError):
+  """An input whose bytes are not the published ones: a damaged copy of a file jitr knows
+  (:mod:`jitr.known_files`), or a file without the SHA-256 given for it (one line)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Fingerprint:
-  """One file as pinned: absolute path, size in bytes, ``st_mtime_ns`` and SHA-256."""
+  """One file as pinned: absolute path, size in bytes, ``st_mtime_ns``, SHA-256 and what its
+  bytes were verified against (a known file's ``TITLE: NAME``, :data:`GIVEN` or
+  :data:`UNVERIFIED`)."""
 
   path: str
   size: int
   mtime_ns: int
   sha256: str
+  verified: str = UNVERIFIED
 
   def as_json(self) -> dict[str, Any]:
     return dataclasses.asdict(self)
@@ -86,7 +119,10 @@ def run_inputs(config: Mapping[str, Any], workdir: str) -> dict[str, str]:
     names = sorted(n for n in paths.listdir(source) if paths.isfile(os.path.join(source, n)))
     found.update({f"config.concepts.source/{n}": os.path.join(source, n) for n in names})
   wordnet = config["concepts"]["wordnet"]
-  if wordnet and config["concepts"]["labels"] == OFFICIAL_LABELS:
+  labels = config["concepts"]["labels"]
+  if not labels and hasattr(config, "concepts"):  # a ConfigDict before resolved_config
+    labels = resolved_labels(config)
+  if wordnet and labels == OFFICIAL_LABELS:
     found.update({f"config.concepts.wordnet/{n}": os.path.join(wordnet, n) for n in WORDNET_FILES})
   return {role: paths.absolute(p) for role, p in found.items() if paths.isfile(p)}
 
@@ -175,28 +211,123 @@ class InputChange:
 
 
 def check_inputs(
-  config: Mapping[str, Any], workdir: str, roles: tuple[str, ...] | None = None
+  config: Mapping[str, Any],
+  workdir: str,
+  roles: tuple[str, ...] | None = None,
+  given: Mapping[str, str] | None = None,
 ) -> tuple[dict, list[InputChange]]:
   """``(fingerprints now, changes)``: each file the run of ``config`` reads
   (:func:`run_inputs`; only ``roles`` when given) fingerprinted, hashing only what the pins
-  cannot vouch for (module docstring), and each pinned role whose file changed or is gone."""
+  cannot vouch for (module docstring) and verified (:func:`verified_inputs`; ``given``:
+  :func:`given_digests`), and each pinned role whose file changed or is gone.
+
+  Raises:
+    InputDigestError: a damaged copy of a known file, or a file without its given SHA-256.
+    ValueError: a ``given`` file that the run does not read.
+  """
   pins = read_pins(workdir) or {}
   inputs = run_inputs(config, workdir)
   if roles is not None:
     pins = {r: p for r, p in pins.items() if r in roles}
     inputs = {r: p for r, p in inputs.items() if r in roles}
   now: dict[str, Fingerprint] = {}
-  changes = []
   for role, path in inputs.items():
     pin = pins.get(role)
     if pin is not None and pin.path == path and (pin.size, pin.mtime_ns) == _identity(path):
       now[role] = pin
-      continue
-    now[role] = fingerprint(path)
-    if pin is not None and now[role].sha256 != pin.sha256:
-      changes.append(InputChange(role, pin, now[role]))
+    else:
+      now[role] = fingerprint(path)
+  now = verified_inputs(now, pins, given or {})
+  changes = [
+    InputChange(role, pins[role], now[role])
+    for role in now
+    if role in pins and now[role].sha256 != pins[role].sha256
+  ]
   changes += [InputChange(role, pin, None) for role, pin in pins.items() if role not in now]
   return now, changes
+
+
+def given_digests(entries: Sequence[str]) -> dict[str, str]:
+  """``{absolute path: SHA-256}`` of ``--input_sha256`` entries ``FILE=SHA256`` (the digest
+  in lower case; the last ``=`` splits them); a malformed entry is one line."""
+  out = {}
+  for entry in entries:
+    path, _, digest = entry.rpartition("=")
+    if not path or not re.fullmatch(r"[0-9a-fA-F]{64}", digest):
+      raise ValueError(f"{SHA256_FLAG}={entry}: expected FILE=SHA256 (64 hexadecimal digits)")
+    out[paths.absolute(path)] = digest.lower()
+  return out
+
+
+def verified_inputs(
+  now: Mapping[str, Fingerprint], pins: Mapping[str, Fingerprint], given: Mapping[str, str]
+) -> dict[str, Fingerprint]:
+  """``now`` with each file's ``verified``: :data:`GIVEN` when ``given`` (``{absolute path:
+  SHA-256}``) names it and it has that digest, the known file its bytes are
+  (:func:`jitr.known_files.classify`, each file among the others of its folder), else
+  :data:`GIVEN` when its pin says so and it is the pinned file, else :data:`UNVERIFIED`.
+
+  Raises:
+    InputDigestError: a file without its given SHA-256, or a damaged copy of a known file.
+    ValueError: a ``given`` file that is not among ``now``'s.
+  """
+  read = {fp.path for fp in now.values()}
+  stray = next((p for p in given if p not in read), None)
+  if stray is not None:
+    raise ValueError(
+      f"{SHA256_FLAG}={stray}: not a file this run reads (its features and captions, "
+      "vocabulary, concept files, WordNet files or BERT folder's config.json, vocab.txt and "
+      "weights)"
+    )
+  folders: dict[str, dict[str, str]] = {}
+  for fp in now.values():
+    folders.setdefault(os.path.dirname(fp.path), {})[os.path.basename(fp.path)] = fp.sha256
+  out = {}
+  for role, fp in now.items():
+    expected = given.get(fp.path)
+    if expected is not None:
+      if fp.sha256 != expected:
+        raise InputDigestError(
+          f"{fp.path}: its SHA-256 is {fp.sha256}, not the {expected} given ({SHA256_FLAG}): a "
+          "damaged copy or another file than the one published"
+        )
+      out[role] = dataclasses.replace(fp, verified=GIVEN)
+      continue
+    verdict = known_files.classify(os.path.basename(fp.path), folders[os.path.dirname(fp.path)])
+    if verdict.status == known_files.REFUSED:
+      raise InputDigestError(known_files.refusal(fp.path, verdict, fp.sha256))
+    pin = pins.get(role)
+    if verdict.status == known_files.VERIFIED:
+      verified = verdict.against()
+    elif pin is not None and pin.sha256 == fp.sha256 and pin.verified == GIVEN:
+      verified = GIVEN
+    else:
+      verified = UNVERIFIED
+    out[role] = dataclasses.replace(fp, verified=verified)
+  return out
+
+
+def unverified_note(*inputs: Mapping[str, Fingerprint]) -> str | None:
+  """The one line naming the third-party files (:data:`THIRD_PARTY_ROLES`) of the runs'
+  ``inputs`` (``{role: Fingerprint}`` each, as :func:`verify_inputs` returns them) that
+  nothing verified, each once, or ``None`` when there are none."""
+  names = sorted(
+    {
+      fp.path
+      for now in inputs
+      for role, fp in now.items()
+      if role.startswith(THIRD_PARTY_ROLES)
+      and fp.verified == UNVERIFIED
+      and os.path.basename(fp.path) not in JITR_WRITTEN
+    }
+  )
+  if not names:
+    return None
+  return (
+    f"note: not verified (jitr knows no published SHA-256 of them; inputs.json pins them as "
+    f"found): {', '.join(names)}; check each against its published SHA-256 with "
+    f"{SHA256_FLAG}=FILE=SHA256 (jitr-train, jitr-import)"
+  )
 
 
 def verify_inputs(
@@ -205,16 +336,19 @@ def verify_inputs(
   *,
   allow_changed: bool = False,
   roles: tuple[str, ...] | None = None,
+  given: Mapping[str, str] | None = None,
 ) -> tuple[dict, list[InputChange]]:
   """:func:`check_inputs`, refusing the first change unless ``allow_changed``; ``roles``
   limits the check to those roles (e.g. a fine-tuning source's ``vocab.json``, the one
-  file of it the new run reads).
+  file of it the new run reads); ``given``: :func:`given_digests`.
 
   Raises:
+    InputDigestError: a damaged copy of a known file, or a file without its given SHA-256
+      (even with ``allow_changed``).
     ChangedInputError: a pinned input changed or is gone (one line naming the file, how
       to proceed if the change is meant).
   """
-  now, changes = check_inputs(config, workdir, roles)
+  now, changes = check_inputs(config, workdir, roles, given)
   if changes and not allow_changed:
     raise ChangedInputError(
       f"{changes[0].describe(workdir)}; its results came from the pinned file (pass "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+from collections.abc import Sequence
 
 import jax
 import ml_collections
@@ -36,6 +37,8 @@ from jitr.experiment.pinned_inputs import (
   VOCAB_ROLE,
   check_source_vocab,
   fingerprint,
+  given_digests,
+  unverified_note,
   verify_inputs,
   write_pins,
 )
@@ -108,7 +111,11 @@ def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
 
 
 def train_and_evaluate(
-  config: ml_collections.ConfigDict, workdir: str, *, allow_changed_inputs: bool = False
+  config: ml_collections.ConfigDict,
+  workdir: str,
+  *,
+  allow_changed_inputs: bool = False,
+  input_sha256: Sequence[str] = (),
 ) -> RunResult:
   """Trains per ``config`` in ``workdir`` and evaluates the best checkpoint on the test split.
 
@@ -119,12 +126,15 @@ def train_and_evaluate(
   reads outside its checkpoints are pinned in ``inputs.json``
   (:mod:`!jitr.experiment.pinned_inputs`): a resume, and the ``config.init_from`` source's
   vocabulary, must still be what was pinned, unless ``allow_changed_inputs`` (the change
-  is then recorded in ``inputs.json``).
+  is then recorded in ``inputs.json``). Third-party inputs are verified against the
+  published files jitr knows and the ``input_sha256`` entries (``FILE=SHA256``); a damaged
+  copy of a known file is refused, and the files nothing verified are named in one
+  warning (:func:`!jitr.experiment.pinned_inputs.unverified_note`).
 
   Raises:
     ValueError: a bad config, a workdir trained with another run's config, a changed
-      input, or a ``num_epochs`` below the epochs it already trained (before anything is
-      written).
+      input or one that is not the published file, or a ``num_epochs`` below the epochs it
+      already trained (before anything is written).
   """
   check_train_config(config)
   config = resolved_config(config)
@@ -132,7 +142,11 @@ def train_and_evaluate(
   data_dir = workdir_lib.data_dir(config, workdir)
   check_storage(config, workdir, data_dir)  # a URL that cannot be reached: one line, first
   workdir_lib.check_workdir(config, workdir)  # before anything is written
-  pins, changed = verify_inputs(config, workdir, allow_changed=allow_changed_inputs)
+  given = given_digests(input_sha256)
+  pins, changed = verify_inputs(config, workdir, allow_changed=allow_changed_inputs, given=given)
+  note = unverified_note(pins)
+  if note and jax.process_index() == 0:
+    logging.warning("%s", note)
   if config.init_from and not workdir_lib.saved_steps(workdir):  # a new run: its source
     check_source(config.init_from)
     check_source_vocab(config.init_from, allow_changed_inputs)

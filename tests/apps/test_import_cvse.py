@@ -221,6 +221,11 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(
   assert (config["text"]["tokenizer"], config["text"]["caption_form"]) == ("nltk", "python3_bytes")
   pins = json.loads((workdir / "inputs.json").read_text())["inputs"]
   assert {"config.concepts.wordnet/index.noun", "config.concepts.wordnet/noun.exc"} <= set(pins)
+  # Debian's WordNet 3.0 is verified by content; the test's concept files are no official ones
+  assert pins["config.concepts.wordnet/index.noun"]["verified"] == (
+    "WordNet 3.0 (Debian's wordnet-base): index.noun"
+  )
+  assert pins["config.concepts.source/f30k_adj_concepts.pkl"]["verified"] == "none"
   # jitr's inputs are the official data.py's: the ids of str(bytes), the WordNet labels
   from jitr import experiment
   from jitr.experiment.workdir import data_dir, read_trained_config
