@@ -58,7 +58,12 @@ class OfficialCheckpointError(ValueError):
 
 class RefusedGlobalError(OfficialCheckpointError, pickle.UnpicklingError):
   """A checkpoint whose pickle names a global that weights-only loading refuses; also a
-  :class:`pickle.UnpicklingError`, what ``torch.load`` itself raises for it."""
+  :class:`pickle.UnpicklingError`, what ``torch.load`` itself raises for it. ``refused``:
+  the object's name (``'posix.system'``)."""
+
+  def __init__(self, message: str, refused: str = ""):
+    super().__init__(message)
+    self.refused = refused
 
 
 def _one_line(text: str) -> str:
@@ -215,7 +220,8 @@ def _torch_load(path: str, fmt: str) -> Any:
       raise RefusedGlobalError(
         f"{path}: holds objects jitr does not unpickle (refused to unpickle {refused!r}); an "
         "official checkpoint holds only tensors, containers and argparse.Namespace; the file "
-        "is intact, but not such a checkpoint"
+        "is intact, but not such a checkpoint",
+        refused,
       ) from None
     raise OfficialCheckpointError(
       f"{path}: truncated or damaged PyTorch checkpoint ({fmt} torch.save file: {_torch_reason(e)})"

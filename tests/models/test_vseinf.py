@@ -183,11 +183,46 @@ def test_registry_builds_vseinf_through_the_one_signature():
 
 
 def test_a_wrong_pretrained_folder_is_one_line(tmp_path):
+  """Named by the field a run sets, config.text.pretrained (config.model has none)."""
   with pytest.raises(ValueError) as err:
     MODELS["vseinf"]({"pretrained": str(tmp_path / "nowhere")}, VOCAB, {})
-  message = str(err.value)
-  assert "\n" not in message and message.startswith("config.model.pretrained: ")
-  assert "nowhere" in message
+  assert str(err.value) == (
+    f"config.text.pretrained: {tmp_path / 'nowhere'}: no such folder (expected a Hugging Face "
+    "BERT folder)"
+  )
+
+
+class _System:
+  """Unpickles into a call of ``os.system`` (what a weights file must never run)."""
+
+  def __init__(self, command: str):
+    self.command = command
+
+  def __reduce__(self):
+    import os
+
+    return (os.system, (self.command,))
+
+
+def test_a_pickle_payload_as_pytorch_model_bin_is_not_a_state_dict(tmp_path):
+  """A BERT folder whose pytorch_model.bin would call os.system when unpickled: nothing
+  runs, and the file is named as what it is not (never "an official checkpoint")."""
+  from tests.bert_folder import write_bert_folder
+
+  folder = write_bert_folder(tmp_path / "bert")
+  (folder / "model.safetensors").unlink()
+  ran = tmp_path / "ran"
+  torch.save(
+    {"embeddings.word_embeddings.weight": _System(f"touch {ran}")}, folder / "pytorch_model.bin"
+  )
+  with pytest.raises(ValueError) as err:
+    MODELS["vseinf"]({"pretrained": str(folder)}, VOCAB, {})
+  assert str(err.value) == (
+    f"config.text.pretrained: {folder / 'pytorch_model.bin'}: not a weights-only PyTorch state "
+    "dict (it holds 'posix.system', which jitr does not unpickle); expected the tensors of a "
+    "BERT as save_pretrained writes them"
+  )
+  assert not ran.exists()
 
 
 def test_pretrained_folder_fills_the_bert_subtree(tmp_path):

@@ -4,7 +4,9 @@ params.
 A folder as ``save_pretrained`` writes it: ``config.json`` (read by
 :func:`~jitr.models.read_config`), ``vocab.txt`` (the WordPiece vocabulary, for the
 tokenizer) and ``model.safetensors`` (read with the safetensors numpy API) or else
-``pytorch_model.bin`` (``torch.load(weights_only=True)``; torch is imported only then).
+``pytorch_model.bin`` (``torch.load(weights_only=True)``; torch is imported only then; a
+pickle of anything but tensors and containers, e.g. one that would call ``os.system``, is
+refused in one line: not a weights-only PyTorch state dict).
 Nothing is downloaded at run time. To get ``bert-base-uncased`` once, on a machine with
 network::
 
@@ -37,7 +39,7 @@ import numpy as np
 
 from jitr import paths
 from jitr.models.bert.config import BertConfig, read_config
-from jitr.models.official_checkpoint import load_checkpoint
+from jitr.models.official_checkpoint import RefusedGlobalError, load_checkpoint
 
 _PREFIX = "bert."
 _IGNORED = ("pooler.", "cls.", "embeddings.position_ids", "embeddings.token_type_ids")
@@ -174,7 +176,13 @@ def _read_weights(folder: str) -> tuple[str, Mapping[str, Any]]:
       raise ValueError(f"{safetensors}: not a readable safetensors file ({reason})") from None
   torch_file = os.path.join(folder, "pytorch_model.bin")
   if paths.isfile(torch_file):
-    state = load_checkpoint(torch_file)
+    try:
+      state = load_checkpoint(torch_file)
+    except RefusedGlobalError as err:  # a pickle that would build objects or call functions
+      raise ValueError(
+        f"{torch_file}: not a weights-only PyTorch state dict (it holds {err.refused!r}, which "
+        "jitr does not unpickle); expected the tensors of a BERT as save_pretrained writes them"
+      ) from None
     if not isinstance(state, Mapping):
       raise ValueError(f"{torch_file}: holds a {type(state).__name__}, expected a state dict")
     return torch_file, state

@@ -27,6 +27,10 @@ from jitr.models.retrieval_model import (
 from jitr.models.vseinf.init import torch_gpo_params
 from jitr.models.vseinf.model import VSEInfinity
 
+# the run config's field that names the BERT folder (a run's config.model has no
+# ``pretrained``: jitr.experiment.model_state passes config.text.pretrained as it)
+PRETRAINED_FIELD = "config.text.pretrained"
+
 
 def vseinf_model(module: VSEInfinity, bert_params: Any | None = None) -> RetrievalModel:
   """The :class:`RetrievalModel` of ``module``; ``bert_params`` (``None``: random) replace
@@ -113,10 +117,10 @@ def create_vseinf(
     try:
       config, params = load_pretrained(pretrained)
     except (OSError, ValueError) as e:  # load_pretrained's one-line refusals
-      raise ValueError(f"config.model.pretrained: {e}") from e
+      raise ValueError(f"{PRETRAINED_FIELD}: {e}") from e
     if vocab_size > config.vocab_size:
       raise ValueError(
-        f"config.model.pretrained: the vocabulary has {vocab_size} ids, the BERT of "
+        f"{PRETRAINED_FIELD}: the vocabulary has {vocab_size} ids, the BERT of "
         f"{pretrained!r} embeds {config.vocab_size}"
       )
   else:
