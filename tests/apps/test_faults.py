@@ -335,6 +335,7 @@ def test_main_exits_with_the_preempted_status_when_stopped(monkeypatch):
   monkeypatch.setattr(train, "_CONFIG", type("C", (), {"value": default.get_config()})())
   monkeypatch.setattr(train, "_WORKDIR", type("W", (), {"value": "/nonexistent"})())
   monkeypatch.setattr(train, "_ALLOW_CHANGED_INPUTS", type("A", (), {"value": False})())
+  monkeypatch.setattr(train, "_INPUT_SHA256", type("S", (), {"value": []})())
   with pytest.raises(SystemExit) as err:
     train.main()
   assert err.value.code == train.PREEMPTED_EXIT_STATUS == 75
