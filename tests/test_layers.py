@@ -16,7 +16,16 @@ import pytest
 JITR = pathlib.Path(__file__).resolve().parents[1] / "jitr"
 
 SHARED = frozenset(
-  {"fileio", "paths", "tf_cpu", "folder_swap", "figures", "progress", "known_files"}
+  {
+    "fileio",
+    "paths",
+    "tf_cpu",
+    "folder_swap",
+    "figures",
+    "progress",
+    "known_files",
+    "config_fields",
+  }
 )
 """The top-level modules any floor may import; they import none of the subpackages."""
 

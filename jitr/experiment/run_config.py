@@ -15,25 +15,32 @@ line naming it.
 
 from __future__ import annotations
 
-import math
-import numbers
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import ml_collections
 
 from jitr import paths
-from jitr.data.concept_data import VECTOR_CHOICES
-from jitr.data.datasets import DATASETS, DatasetInfo, captions_per_image, dataset_info
-from jitr.data.labelled import POSITIVES
-from jitr.experiment.run_caption_form import check_caption_form_setting, resolved_caption_form
-from jitr.experiment.run_concepts import LABEL_CHOICES, OFFICIAL_LABELS, resolved_labels
-from jitr.experiment.run_tokenizer import check_tokenizer_setting, resolved_tokenizer
+from jitr.config_fields import check_bool, check_number
+from jitr.experiment.dataset_config import (
+  LABELLED_FIELDS,
+  check_dataset,
+  check_graded_source,
+  check_labelled,
+)
+from jitr.experiment.loss_config import check_loss_terms
+from jitr.experiment.network_config import (
+  check_concepts,
+  check_text,
+  check_text_input,
+  check_token_chunks,
+)
+from jitr.experiment.run_caption_form import resolved_caption_form
+from jitr.experiment.run_concepts import resolved_labels
+from jitr.experiment.run_tokenizer import resolved_tokenizer
 from jitr.losses import objective
 from jitr.models.model_settings import check_model_settings
-from jitr.models.registry import MODELS, network_name, network_of
-from jitr.training.graded import SOURCES, CombinedSource, GradedSource, parse_source
+from jitr.training.graded import CombinedSource, GradedSource, parse_source
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
 COUNTS: dict[str, int] = {
@@ -132,21 +139,7 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
   "concepts": ("source", "num_concepts", "vectors", "labels", "wordnet"),
   "text": ("pretrained", "word_augment", "tokenizer", "caption_form"),
   "image": ("region_drop",),
-  "labelled": (
-    "folder",
-    "images",
-    "texts",
-    "labels",
-    "image_variable",
-    "text_variable",
-    "label_variable",
-    "train_name",
-    "val_name",
-    "test_name",
-    "first_class",
-    "val_pairs",
-    "positives",
-  ),
+  "labelled": LABELLED_FIELDS,
   "distributed": (
     "coordinator_address",
     "num_processes",
@@ -204,62 +197,10 @@ OPTIMIZER_NUMBERS: dict[str, tuple[float, bool]] = {
   "learning_rate": (0.0, False),
   "grad_clip": (0.0, True),  # 0: no clipping
 }
-TERM_NUMBERS: dict[str, tuple[float, bool]] = {
-  "weight": (0.0, True),
-  "margin": (0.0, True),
-  "max_margin": (0.0, True),
-  "triplet_margin": (0.0, True),
-  "temperature": (0.0, False),
-  "sharpness": (0.0, False),
-}
 # Fields that name a file or a workdir, or are empty ("").
 OPTIONAL_STRINGS: tuple[str, ...] = ("init_from", "vocab_file")
 # Switches: fields of the config and of every loss term that take True or False.
 BOOLEANS: tuple[str, ...] = ("compilation_cache",)
-TERM_BOOLEANS: tuple[str, ...] = ("keep_triplet",)
-
-
-def check_number(field: str, value: Any, minimum: float, inclusive: bool) -> None:
-  """Raises ``ValueError`` ``config.FIELD: expected a finite number > / >= MINIMUM, got V``
-  unless ``value`` is such a number (a bool or a string is not one)."""
-  expected = f"a finite number {'>=' if inclusive else '>'} {minimum:g}"
-  if isinstance(value, bool) or not isinstance(value, numbers.Real):
-    raise ValueError(f"config.{field}: expected {expected}, got {value!r} ({type(value).__name__})")
-  v = float(value)
-  if not (math.isfinite(v) and (v >= minimum if inclusive else v > minimum)):
-    raise ValueError(f"config.{field}: expected {expected}, got {value!r}")
-
-
-def check_bool(field: str, value: Any) -> None:
-  """Raises ``ValueError`` ``config.FIELD: expected True or False, got V`` unless
-  ``value`` is a bool."""
-  if not isinstance(value, bool):
-    raise ValueError(
-      f"config.{field}: expected True or False, got {value!r} ({type(value).__name__})"
-    )
-
-
-def _check_captions_per_image(config: Any, dataset: DatasetInfo) -> None:
-  """``config.captions_per_image``: a non-negative integer, required (positive) for a
-  precomp folder jitr does not know; jitr_shapes' own 5 or 0."""
-  count = captions_per_image(dataset, config.captions_per_image)
-  if dataset.kind == "shapes" and count != dataset.captions_per_image:
-    raise ValueError(
-      f"config.captions_per_image: {dataset.name} has {dataset.captions_per_image} captions "
-      f"per image; expected 0 or {dataset.captions_per_image}, got {count}"
-    )
-
-
-def _check_test_split(config: Any, kind: str) -> None:
-  """``config.test_split`` must be a split of the dataset (jitr_shapes: ``test``)."""
-  if "test_split" not in config:
-    return
-  splits = dataset_info(config.dataset).splits if kind == "precomp" else ("test",)
-  if config.test_split not in splits:
-    raise ValueError(
-      f"config.test_split: expected one of {', '.join(map(repr, splits))} "
-      f"(the splits of {config.dataset}), got {config.test_split!r}"
-    )
 
 
 def check_token_buckets(config: Any) -> None:
@@ -273,27 +214,6 @@ def check_token_buckets(config: Any) -> None:
     raise ValueError(
       "config.token_buckets: expected a list of whole numbers >= 1 (caption widths), or () "
       f"for the split's longest caption, got {value!r}"
-    )
-
-
-def _check_token_chunks(config: Any) -> None:
-  """``config.token_chunks`` > 1 needs a network that encodes each caption alone
-  (:attr:`!jitr.models.Network.token_chunks`) and a ``batch_size`` it divides (the
-  devices' share is checked when they are known, :func:`!jitr.data.token_chunks.chunked_tokens`)."""
-  chunks = config.token_chunks
-  if chunks == 1:
-    return
-  name, network = network_of(config.model)
-  if not network.token_chunks:
-    takers = sorted(n for n, net in MODELS.items() if net.token_chunks)
-    raise ValueError(
-      f"config.token_chunks: the {name!r} network does not encode its captions in chunks; "
-      f"expected 1, or a network of {takers}"
-    )
-  if config.batch_size % chunks:
-    raise ValueError(
-      f"config.token_chunks: expected a divisor of config.batch_size ({config.batch_size}), "
-      f"got {chunks}"
     )
 
 
@@ -330,254 +250,25 @@ def _check_optimizer(config: Any) -> None:
       check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
 
 
-# Probabilities of the training augmentation: each in [0, 1).
-PROBABILITIES: tuple[str, ...] = ("text.word_augment", "image.region_drop")
-# What a Hugging Face BERT folder must hold to tokenise the captions and build the BERT.
-BERT_FOLDER_FILES: tuple[str, ...] = ("vocab.txt", "config.json")
-# The network that reads WordPiece captions and a pretrained BERT.
-WORDPIECE_NETWORK = "vseinf"
-
-
-def check_probability(field: str, value: Any) -> None:
-  """Raises ``ValueError`` ``config.FIELD: expected a probability in [0, 1), got V`` unless
-  ``value`` is a number (not a bool) in [0, 1)."""
-  if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
-    raise ValueError(f"config.{field}: expected a probability in [0, 1), got {value!r}")
-
-
-def _check_text(config: Any) -> None:
-  """``config.text`` and ``config.image`` (configs/default.py): the probabilities in
-  [0, 1); ``text.pretrained`` a string naming a folder with ``vocab.txt`` and
-  ``config.json``. The ``"vseinf"`` network and ``text.pretrained`` go together: the
-  network reads WordPiece captions (``[CLS]`` ... ``[SEP]``) and its BERT is the folder's,
-  so either without the other is refused, and so is a ``config.model.pretrained`` (the
-  folder is ``text.pretrained``). ``text.word_augment`` > 0 needs ``text.pretrained``
-  (it rewrites WordPiece captions); ``vocab_file`` must then be empty, and
-  ``text.tokenizer`` too (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`).
-  ``text.caption_form``: :func:`jitr.experiment.run_caption_form.check_caption_form_setting`."""
-  for field in PROBABILITIES:
-    group, name = field.split(".")
-    check_probability(field, config[group][name])
-  folder = config.text.pretrained
-  if not isinstance(folder, str):
-    raise ValueError(
-      f"config.text.pretrained: expected a string (a BERT folder or ''), got {folder!r}"
-    )
-  network = network_name(config.model)
-  if "pretrained" in config.model:
-    raise ValueError(
-      "config.model.pretrained: not a run setting; give the BERT folder as "
-      "--config.text.pretrained=FOLDER (its vocab.txt also tokenises the captions)"
-    )
-  if network == WORDPIECE_NETWORK and not folder:
-    raise ValueError(
-      f"config.text.pretrained: the {WORDPIECE_NETWORK!r} network needs a Hugging Face BERT "
-      "folder; give --config.text.pretrained=FOLDER"
-    )
-  if folder and network != WORDPIECE_NETWORK:
-    raise ValueError(
-      f"config.text.pretrained: only the {WORDPIECE_NETWORK!r} network reads WordPiece "
-      f"captions and a BERT; config.model.name is {network!r}"
-    )
-  if config.text.word_augment and not folder:
-    raise ValueError(
-      "config.text.word_augment: needs config.text.pretrained (the augmentation rewrites "
-      "WordPiece captions)"
-    )
-  if folder and config.vocab_file:
-    raise ValueError(
-      "config.vocab_file: expected '' with config.text.pretrained (its vocab.txt is the vocabulary)"
-    )
-  check_tokenizer_setting(config)
-  check_caption_form_setting(config)
-  for name in BERT_FOLDER_FILES if folder else ():
-    if not paths.isfile(os.path.join(folder, name)):
-      raise ValueError(
-        f"config.text.pretrained: {folder} holds no {name}; expected a Hugging Face BERT "
-        "folder (config.json, vocab.txt, the weights)"
-      )
-
-
-# config.labelled's whole-number fields and their smallest value; the others are strings.
-LABELLED_COUNTS: dict[str, int] = {"first_class": 0, "val_pairs": 0}
-
-
-def _check_labelled(config: Any, dataset: DatasetInfo) -> None:
-  """``config.labelled`` (configs/default.py): strings, whole numbers, ``positives`` one of
-  :data:`!jitr.data.labelled.POSITIVES`; for a labelled vector dataset a ``folder``, and a
-  validation split (``val_name``, or ``val_pairs`` > 0 held out of the training pairs)."""
-  group = config.labelled
-  for name in REQUIRED_GROUP_FIELDS["labelled"]:
-    value = group[name]
-    if name in LABELLED_COUNTS:
-      minimum = LABELLED_COUNTS[name]
-      if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(
-          f"config.labelled.{name}: expected a whole number >= {minimum}, got {value!r}"
-        )
-    elif not isinstance(value, str):
-      raise ValueError(f"config.labelled.{name}: expected a string, got {value!r}")
-  if group.positives not in POSITIVES:
-    raise ValueError(
-      f"config.labelled.positives: expected one of {', '.join(map(repr, POSITIVES))} (pairs "
-      f"sharing a class are positives, or only a pair is), got {group.positives!r}"
-    )
-  if dataset.kind != "labelled":
-    return
-  if not group.folder:
-    raise ValueError(
-      f"config.labelled.folder: the folder of {config.dataset}'s image vectors, text vectors "
-      "and labels is required"
-    )
-  if not group.val_pairs and not group.val_name:
-    raise ValueError(
-      "config.labelled.val_name: expected the name of the validation files, or "
-      "config.labelled.val_pairs > 0 training pairs held out for validation"
-    )
-
-
-def _check_text_input(config: Any, dataset: DatasetInfo) -> None:
-  """The network reads the dataset's captions (:attr:`!DatasetInfo.text_input`: word ids or
-  text vectors), a dataset of text vectors has no vocabulary file, and regions are dropped
-  only for a network that reads them (``image_mask``)."""
-  name, network = network_of(config.model)
-  if config.image.region_drop and "image_mask" not in network.inputs:
-    raise ValueError(
-      f"config.image.region_drop: the {name!r} network reads no image regions; expected 0"
-    )
-  if dataset.text_input not in network.inputs:
-    readers = sorted(n for n, net in MODELS.items() if dataset.text_input in net.inputs)
-    raise ValueError(
-      f"config.model.name: {config.dataset}'s captions are {dataset.text_input!r}, which the "
-      f"{name!r} network does not read; expected one of {readers}"
-    )
-  if dataset.text_input != "tokens" and config.vocab_file:
-    raise ValueError(
-      f"config.vocab_file: expected '' for {config.dataset} (text vectors, no words)"
-    )
-
-
-def _check_graded_source(config: Any, name: str, leaves, dataset: DatasetInfo) -> None:
-  """What a graded source needs of the dataset (``SourceKind.needs``): exact relevance
-  (``oracle``), class labels (``labels``, which grades nothing beyond the positives when
-  pairs sharing a class are positives), captions' words (every stored source)."""
-  for leaf in leaves:
-    needs = SOURCES[leaf.kind].needs
-    if needs is not None and not getattr(dataset, needs):
-      have = ", ".join(d.name for d in DATASETS.values() if getattr(d, needs))
-      raise ValueError(
-        f"config.graded.{name}: {leaf.kind!r} relevance needs a dataset with "
-        f"{needs.replace('_', ' ')} ({have}), not {config.dataset}"
-      )
-    if needs == "class_labels" and config.labelled.positives == "class":
-      raise ValueError(
-        f"config.graded.{name}: {leaf.kind!r} grades the pairs sharing some classes, which "
-        "config.labelled.positives = 'class' makes positives (relevance 1); set it to 'pair'"
-      )
-    if leaf.stored is not None and dataset.text_input != "tokens":
-      raise ValueError(
-        f"config.graded.{name}: {leaf.spec()!r} reads relevance of captions' words; "
-        f"{config.dataset} has text vectors: use 'labels' (with config.labelled.positives = "
-        "'pair') or no graded input"
-      )
-
-
-def _check_concepts(config: Any) -> None:
-  """``config.concepts``: ``source`` a string, ``num_concepts`` a whole
-  number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`,
-  ``labels`` one of :data:`!jitr.experiment.run_concepts.LABEL_CHOICES`, ``wordnet`` a
-  string, not empty with ``labels`` ``"official"``."""
-  concepts = config.concepts
-  source = concepts.source
-  if not isinstance(source, str):
-    raise ValueError(f"config.concepts.source: expected a string (a folder or ''), got {source!r}")
-  count = concepts.num_concepts
-  if isinstance(count, bool) or not isinstance(count, int) or count < 2:
-    raise ValueError(f"config.concepts.num_concepts: expected a whole number >= 2, got {count!r}")
-  vectors = concepts.vectors
-  if vectors not in VECTOR_CHOICES:
-    raise ValueError(
-      f"config.concepts.vectors: expected one of {', '.join(VECTOR_CHOICES)}, got {vectors!r}"
-    )
-  labels = concepts.labels
-  if not isinstance(labels, str) or labels not in LABEL_CHOICES:
-    raise ValueError(
-      f"config.concepts.labels: expected one of {', '.join(map(repr, LABEL_CHOICES))} ('' is "
-      f"{OFFICIAL_LABELS!r} with official concept files and a WordNet), got {labels!r}"
-    )
-  wordnet = concepts.wordnet
-  if not isinstance(wordnet, str):
-    raise ValueError(
-      f"config.concepts.wordnet: expected a string (a folder or ''), got {wordnet!r}"
-    )
-  if labels == OFFICIAL_LABELS and not wordnet:
-    raise ValueError(
-      f"config.concepts.wordnet: the {OFFICIAL_LABELS!r} labels lemmatise with WordNet; give "
-      "the folder of its index.noun and noun.exc (e.g. /usr/share/wordnet of Debian's "
-      "wordnet-base)"
-    )
-
-
-def _check_loss_terms(config: Any) -> None:
-  """Every loss term's numbers and switches; a term that starts at or after the last
-  epoch (``from_epoch >= num_epochs``) would never train."""
-  loss = config.loss
-  num_epochs = config.num_epochs
-  for term_name in loss.keys():
-    term = loss[term_name]
-    if not hasattr(term, "keys"):
-      continue
-    for name, (minimum, inclusive) in TERM_NUMBERS.items():
-      if name in term and term[name] is not None:
-        check_number(f"loss.{term_name}.{name}", term[name], minimum, inclusive)
-    for name in TERM_BOOLEANS:
-      if name in term:
-        check_bool(f"loss.{term_name}.{name}", term[name])
-    start = term.get("from_epoch")
-    if (
-      isinstance(num_epochs, int)
-      and isinstance(start, numbers.Real)
-      and not isinstance(start, bool)
-      and start >= num_epochs
-    ):
-      raise ValueError(
-        f"config.loss.{term_name}.from_epoch: expected less than config.num_epochs "
-        f"({num_epochs}), got {start}: the term would never train; raise num_epochs or "
-        "lower from_epoch"
-      )
-
-
 def check_train_config(config: Any) -> None:
-  """Raises ``ValueError`` naming the first bad field: an unknown ``dataset``, a
-  ``*_precomp`` dataset without ``precomp_root``, ``oracle`` relevance outside
-  jitr_shapes, an unparsable ``graded`` source, a count out of range
-  (:func:`check_counts`: ``batch_size``, ``num_epochs``, ``eval_batch_size``,
-  ``log_every_steps`` ...), a ``test_split`` the dataset does not have, a bad
-  ``token_buckets`` (:func:`check_token_buckets`), a ``token_chunks`` the network or the
-  batch cannot take (:func:`!_check_token_chunks`), an
-  ``optimizer.learning_rate`` / ``grad_clip`` out of range (:data:`OPTIMIZER_NUMBERS`),
-  a loss term's weight, margin, temperature ... out of range (:data:`TERM_NUMBERS`), a
-  switch that is not a bool (:data:`BOOLEANS`, :data:`TERM_BOOLEANS`), an
-  :data:`OPTIONAL_STRINGS` field that is not a string, a ``distributed`` count out of
-  range (:func:`check_distributed`), a loss term that
-  starts at or after ``num_epochs``, a bad ``text`` / ``image`` group
-  (:func:`!_check_text`), a bad ``labelled`` group (:func:`!_check_labelled`), a network
-  that does not read the dataset's captions (:func:`!_check_text_input`), a graded source
-  the dataset cannot give (:func:`!_check_graded_source`), a bad ``calibration`` chain;
-  first, a missing field
-  or one of the wrong kind (:func:`check_required_fields`) and a ``model`` the network
-  it names does not take (:func:`jitr.models.model_settings.check_model_settings`)."""
+  """Raises ``ValueError`` naming the first bad field, in this order: a missing field or
+  one of the wrong kind (:func:`check_required_fields`), a count out of range
+  (:func:`check_counts`), a ``distributed`` count (:func:`check_distributed`), a ``model``
+  the network it names does not take
+  (:func:`jitr.models.model_settings.check_model_settings`), the dataset's fields
+  (:func:`!jitr.experiment.dataset_config.check_dataset`), a bad ``token_buckets``, an
+  optimizer number (:data:`OPTIMIZER_NUMBERS`), a setting that cannot learn
+  (:func:`check_learnable`), ``vocab_min_coverage``, the network's fields
+  (:mod:`!jitr.experiment.network_config`: concepts, text, captions it reads, caption
+  chunks), the ``labelled`` group, a switch that is not a bool (:data:`BOOLEANS`), an
+  :data:`OPTIONAL_STRINGS` field that is not a string, the loss terms
+  (:func:`!jitr.experiment.loss_config.check_loss_terms`), a ``graded`` source that does
+  not parse or that the dataset cannot give, a bad ``calibration`` chain."""
   check_required_fields(config)
   check_counts(config)
   check_distributed(config)
   check_model_settings(config.model)
-  dataset = dataset_info(config.dataset)
-  if dataset.kind == "precomp" and not config.precomp_root:
-    raise ValueError(
-      f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
-    )
-  _check_test_split(config, dataset.kind)
-  _check_captions_per_image(config, dataset)
+  dataset = check_dataset(config)
   check_token_buckets(config)
   _check_optimizer(config)
   check_learnable(config)
@@ -587,11 +278,11 @@ def check_train_config(config: Any) -> None:
       f"config.vocab_min_coverage: expected a share of the words in [0, 1], got "
       f"{config.vocab_min_coverage!r}"
     )
-  _check_concepts(config)
-  _check_text(config)
-  _check_labelled(config, dataset)
-  _check_text_input(config, dataset)
-  _check_token_chunks(config)
+  check_concepts(config)
+  check_text(config)
+  check_labelled(config, dataset)
+  check_text_input(config, dataset)
+  check_token_chunks(config)
   for name in BOOLEANS:
     if name in config:
       check_bool(name, config[name])
@@ -599,13 +290,13 @@ def check_train_config(config: Any) -> None:
     if name in config and not isinstance(config[name], str):
       value = config[name]
       raise ValueError(f"config.{name}: expected a string, got {value!r} ({type(value).__name__})")
-  _check_loss_terms(config)
+  check_loss_terms(config)
   for name, source in dict(config.graded).items():
     try:
       leaves = parse_source(source).leaves()
     except ValueError as err:
       raise ValueError(f"config.graded.{name}: {err}") from None
-    _check_graded_source(config, name, leaves, dataset)
+    check_graded_source(config, name, leaves, dataset)
   # a bad calibration chain or table fails here, before any data is built
   objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
 

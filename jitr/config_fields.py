@@ -1,0 +1,35 @@
+"""Checks of single config values, shared by every component that checks its own config
+slice: each raises ``ValueError`` in one line ``config.FIELD: expected ..., got ...``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+
+def check_number(field: str, value: Any, minimum: float, inclusive: bool) -> None:
+  """Raises ``ValueError`` ``config.FIELD: expected a finite number > / >= MINIMUM, got V``
+  unless ``value`` is such a number (a bool or a string is not one)."""
+  expected = f"a finite number {'>=' if inclusive else '>'} {minimum:g}"
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    raise ValueError(f"config.{field}: expected {expected}, got {value!r} ({type(value).__name__})")
+  v = float(value)
+  if not (math.isfinite(v) and (v >= minimum if inclusive else v > minimum)):
+    raise ValueError(f"config.{field}: expected {expected}, got {value!r}")
+
+
+def check_bool(field: str, value: Any) -> None:
+  """Raises ``ValueError`` ``config.FIELD: expected True or False, got V`` unless
+  ``value`` is a bool."""
+  if not isinstance(value, bool):
+    raise ValueError(
+      f"config.{field}: expected True or False, got {value!r} ({type(value).__name__})"
+    )
+
+
+def check_probability(field: str, value: Any) -> None:
+  """Raises ``ValueError`` ``config.FIELD: expected a probability in [0, 1), got V`` unless
+  ``value`` is a number (not a bool) in [0, 1)."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+    raise ValueError(f"config.{field}: expected a probability in [0, 1), got {value!r}")

@@ -1,0 +1,156 @@
+"""The config fields a run's network reads, checked before anything is built: the text
+group (the BERT folder and the WordPiece network, the augmentation probabilities), the
+network reading the dataset's captions, caption chunks and CVSE's concept files
+(``config.concepts``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from jitr import paths
+from jitr.config_fields import check_probability
+from jitr.data.concept_data import VECTOR_CHOICES
+from jitr.data.datasets import DatasetInfo
+from jitr.experiment.run_caption_form import check_caption_form_setting
+from jitr.experiment.run_concepts import LABEL_CHOICES, OFFICIAL_LABELS
+from jitr.experiment.run_tokenizer import check_tokenizer_setting
+from jitr.models.registry import MODELS, network_name, network_of
+
+# Probabilities of the training augmentation: each in [0, 1).
+PROBABILITIES: tuple[str, ...] = ("text.word_augment", "image.region_drop")
+# What a Hugging Face BERT folder must hold to tokenise the captions and build the BERT.
+BERT_FOLDER_FILES: tuple[str, ...] = ("vocab.txt", "config.json")
+# The network that reads WordPiece captions and a pretrained BERT.
+WORDPIECE_NETWORK = "vseinf"
+
+
+def check_text(config: Any) -> None:
+  """``config.text`` and ``config.image`` (configs/default.py): the probabilities in
+  [0, 1); ``text.pretrained`` a string naming a folder with ``vocab.txt`` and
+  ``config.json``. The ``"vseinf"`` network and ``text.pretrained`` go together: the
+  network reads WordPiece captions (``[CLS]`` ... ``[SEP]``) and its BERT is the folder's,
+  so either without the other is refused, and so is a ``config.model.pretrained`` (the
+  folder is ``text.pretrained``). ``text.word_augment`` > 0 needs ``text.pretrained``
+  (it rewrites WordPiece captions); ``vocab_file`` must then be empty, and
+  ``text.tokenizer`` too (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`).
+  ``text.caption_form``: :func:`jitr.experiment.run_caption_form.check_caption_form_setting`."""
+  for field in PROBABILITIES:
+    group, name = field.split(".")
+    check_probability(field, config[group][name])
+  folder = config.text.pretrained
+  if not isinstance(folder, str):
+    raise ValueError(
+      f"config.text.pretrained: expected a string (a BERT folder or ''), got {folder!r}"
+    )
+  network = network_name(config.model)
+  if "pretrained" in config.model:
+    raise ValueError(
+      "config.model.pretrained: not a run setting; give the BERT folder as "
+      "--config.text.pretrained=FOLDER (its vocab.txt also tokenises the captions)"
+    )
+  if network == WORDPIECE_NETWORK and not folder:
+    raise ValueError(
+      f"config.text.pretrained: the {WORDPIECE_NETWORK!r} network needs a Hugging Face BERT "
+      "folder; give --config.text.pretrained=FOLDER"
+    )
+  if folder and network != WORDPIECE_NETWORK:
+    raise ValueError(
+      f"config.text.pretrained: only the {WORDPIECE_NETWORK!r} network reads WordPiece "
+      f"captions and a BERT; config.model.name is {network!r}"
+    )
+  if config.text.word_augment and not folder:
+    raise ValueError(
+      "config.text.word_augment: needs config.text.pretrained (the augmentation rewrites "
+      "WordPiece captions)"
+    )
+  if folder and config.vocab_file:
+    raise ValueError(
+      "config.vocab_file: expected '' with config.text.pretrained (its vocab.txt is the vocabulary)"
+    )
+  check_tokenizer_setting(config)
+  check_caption_form_setting(config)
+  for name in BERT_FOLDER_FILES if folder else ():
+    if not paths.isfile(os.path.join(folder, name)):
+      raise ValueError(
+        f"config.text.pretrained: {folder} holds no {name}; expected a Hugging Face BERT "
+        "folder (config.json, vocab.txt, the weights)"
+      )
+
+
+def check_token_chunks(config: Any) -> None:
+  """``config.token_chunks`` > 1 needs a network that encodes each caption alone
+  (:attr:`!jitr.models.Network.token_chunks`) and a ``batch_size`` it divides (the
+  devices' share is checked when they are known, :func:`!jitr.data.token_chunks.chunked_tokens`)."""
+  chunks = config.token_chunks
+  if chunks == 1:
+    return
+  name, network = network_of(config.model)
+  if not network.token_chunks:
+    takers = sorted(n for n, net in MODELS.items() if net.token_chunks)
+    raise ValueError(
+      f"config.token_chunks: the {name!r} network does not encode its captions in chunks; "
+      f"expected 1, or a network of {takers}"
+    )
+  if config.batch_size % chunks:
+    raise ValueError(
+      f"config.token_chunks: expected a divisor of config.batch_size ({config.batch_size}), "
+      f"got {chunks}"
+    )
+
+
+def check_concepts(config: Any) -> None:
+  """``config.concepts``: ``source`` a string, ``num_concepts`` a whole
+  number >= 2, ``vectors`` one of :data:`!jitr.data.concept_data.VECTOR_CHOICES`,
+  ``labels`` one of :data:`!jitr.experiment.run_concepts.LABEL_CHOICES`, ``wordnet`` a
+  string, not empty with ``labels`` ``"official"``."""
+  concepts = config.concepts
+  source = concepts.source
+  if not isinstance(source, str):
+    raise ValueError(f"config.concepts.source: expected a string (a folder or ''), got {source!r}")
+  count = concepts.num_concepts
+  if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+    raise ValueError(f"config.concepts.num_concepts: expected a whole number >= 2, got {count!r}")
+  vectors = concepts.vectors
+  if vectors not in VECTOR_CHOICES:
+    raise ValueError(
+      f"config.concepts.vectors: expected one of {', '.join(VECTOR_CHOICES)}, got {vectors!r}"
+    )
+  labels = concepts.labels
+  if not isinstance(labels, str) or labels not in LABEL_CHOICES:
+    raise ValueError(
+      f"config.concepts.labels: expected one of {', '.join(map(repr, LABEL_CHOICES))} ('' is "
+      f"{OFFICIAL_LABELS!r} with official concept files and a WordNet), got {labels!r}"
+    )
+  wordnet = concepts.wordnet
+  if not isinstance(wordnet, str):
+    raise ValueError(
+      f"config.concepts.wordnet: expected a string (a folder or ''), got {wordnet!r}"
+    )
+  if labels == OFFICIAL_LABELS and not wordnet:
+    raise ValueError(
+      f"config.concepts.wordnet: the {OFFICIAL_LABELS!r} labels lemmatise with WordNet; give "
+      "the folder of its index.noun and noun.exc (e.g. /usr/share/wordnet of Debian's "
+      "wordnet-base)"
+    )
+
+
+def check_text_input(config: Any, dataset: DatasetInfo) -> None:
+  """The network reads the dataset's captions (:attr:`!DatasetInfo.text_input`: word ids or
+  text vectors), a dataset of text vectors has no vocabulary file, and regions are dropped
+  only for a network that reads them (``image_mask``)."""
+  name, network = network_of(config.model)
+  if config.image.region_drop and "image_mask" not in network.inputs:
+    raise ValueError(
+      f"config.image.region_drop: the {name!r} network reads no image regions; expected 0"
+    )
+  if dataset.text_input not in network.inputs:
+    readers = sorted(n for n, net in MODELS.items() if dataset.text_input in net.inputs)
+    raise ValueError(
+      f"config.model.name: {config.dataset}'s captions are {dataset.text_input!r}, which the "
+      f"{name!r} network does not read; expected one of {readers}"
+    )
+  if dataset.text_input != "tokens" and config.vocab_file:
+    raise ValueError(
+      f"config.vocab_file: expected '' for {config.dataset} (text vectors, no words)"
+    )
