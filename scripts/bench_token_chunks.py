@@ -52,8 +52,7 @@ def padded_widths(split, *, batch_size: int, chunks: int, shards: int, buckets, 
     seed=0,
     epoch=0,
     buckets=buckets,
-    token_chunks=chunks,
-    shards=shards,
+    chunking=pairs.TokenChunking(chunks, shards=shards),
   )
   for batch in itertools.islice(epoch, batches):
     if chunks == 1:
@@ -77,9 +76,9 @@ def main(argv=None) -> None:
 
   import jax
 
-  from jitr.apps.table_run_configs import command_config
   from jitr.experiment.loaded_data import load_data
   from jitr.experiment.run_estimate import estimate_run
+  from jitr.papers.run_configs import command_config
 
   config = command_config(["bench_token_chunks", *config_argv])
   counts = [int(c) for c in args.chunks.split(",")]

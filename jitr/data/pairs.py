@@ -223,6 +223,18 @@ def steps_per_epoch(split: RetrievalSplit, batch_size: int) -> int:
   return steps
 
 
+@dataclasses.dataclass(frozen=True)
+class TokenChunking:
+  """How :func:`epoch_batches` cuts a batch's tokens into length-sorted chunks
+  (:mod:`!jitr.data.token_chunks`); the default leaves ``tokens`` whole."""
+
+  chunks: int = 1
+  """Chunks of each batch's tokens (``config.token_chunks``); 1: one ``tokens`` array."""
+  shards: int = 1
+  """Device blocks of a batch, each sorted by caption length on its own (the device
+  count)."""
+
+
 def epoch_batches(
   split: RetrievalSplit,
   *,
@@ -232,8 +244,7 @@ def epoch_batches(
   rows: slice = slice(None),
   buckets: Sequence[int] = TOKEN_BUCKETS,
   augment: BatchAugment | None = None,
-  token_chunks: int = 1,
-  shards: int = 1,
+  chunking: TokenChunking = TokenChunking(),
 ) -> Iterator[dict[str, np.ndarray]]:
   """The batches of one epoch, identical for the same ``(seed, epoch)``.
 
@@ -242,20 +253,19 @@ def epoch_batches(
   widths of :func:`make_batch`. ``augment(batch, rng)`` (training's augmentation,
   :class:`!jitr.data.train_augment.TrainAugment`) rewrites each global batch before its
   rows are taken, with ``rng = numpy.random.default_rng([seed, epoch, b])`` for batch
-  ``b`` of the epoch. ``token_chunks`` > 1 (:mod:`!jitr.data.token_chunks`): each of the
-  ``shards`` device blocks of a batch holds its pairs sorted by caption length, and the
-  tokens come as that many chunks, each cut to its own bucket.
+  ``b`` of the epoch. ``chunking.chunks`` > 1 (:mod:`!jitr.data.token_chunks`): each of
+  the ``chunking.shards`` device blocks of a batch holds its pairs sorted by caption
+  length, and the tokens come as that many chunks, each cut to its own bucket.
   """
+  chunks, shards = chunking.chunks, chunking.shards
   order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
   for b in range(steps_per_epoch(split, batch_size)):
     captions = order[b * batch_size : (b + 1) * batch_size]
-    if token_chunks > 1:
+    if chunks > 1:
       captions = captions[length_sorted(split.lengths[captions], shards)]
     batch = make_batch(split, captions, buckets=buckets)
     if augment is not None:
       batch = augment(batch, np.random.default_rng([seed, epoch, b]))
-    if token_chunks > 1:
-      batch = chunked_tokens(batch, chunks=token_chunks, shards=shards, buckets=buckets)
-    yield {
-      k: v[chunk_rows(rows, token_chunks) if is_token_chunk(k) else rows] for k, v in batch.items()
-    }
+    if chunks > 1:
+      batch = chunked_tokens(batch, chunks=chunks, shards=shards, buckets=buckets)
+    yield {k: v[chunk_rows(rows, chunks) if is_token_chunk(k) else rows] for k, v in batch.items()}

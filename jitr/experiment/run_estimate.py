@@ -91,8 +91,7 @@ def estimate_run(config: ml_collections.ConfigDict, *, steps: int = 3) -> RunEst
     seed=config.seed,
     epoch=0,
     buckets=tuple(config.token_buckets),
-    token_chunks=config.token_chunks,
-    shards=parallel.num_devices,
+    chunking=pairs.TokenChunking(config.token_chunks, shards=parallel.num_devices),
     augment=train_augment(config, data),
   )
   times, compiling, compiled = [], [], set()

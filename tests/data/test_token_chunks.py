@@ -96,7 +96,7 @@ def test_epoch_batches_in_chunks_hold_the_same_pairs_sorted_per_device():
   split = _split()
   kw = dict(batch_size=16, seed=3, epoch=1, buckets=(4, 8, 16))
   plain = list(pairs.epoch_batches(split, **kw))
-  chunked = list(pairs.epoch_batches(split, **kw, token_chunks=2, shards=2))
+  chunked = list(pairs.epoch_batches(split, **kw, chunking=pairs.TokenChunking(2, shards=2)))
   assert len(plain) == len(chunked) == 2
   for p, c in zip(plain, chunked):
     assert "tokens" not in c
@@ -120,7 +120,9 @@ def test_epoch_batches_in_chunks_hold_the_same_pairs_sorted_per_device():
       width = min([b for b in (4, 8, 16) if b >= longest] or [longest])  # beyond: its own
       np.testing.assert_array_equal(c[f"token_chunks/{k}"], split.tokens[captions[members], :width])
   # a process's rows: its half of every chunk, the rest of its rows as before
-  second = list(pairs.epoch_batches(split, **kw, token_chunks=2, shards=2, rows=slice(8, 16)))
+  second = list(
+    pairs.epoch_batches(split, **kw, chunking=pairs.TokenChunking(2, shards=2), rows=slice(8, 16))
+  )
   for whole, part in zip(chunked, second):
     np.testing.assert_array_equal(part["caption_indices"], whole["caption_indices"][8:])
     for k in range(2):
