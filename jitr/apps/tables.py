@@ -33,15 +33,18 @@ split, or imported on other test files than the table's runs read, is refused.
 ``--set=FIELD=VALUE`` (repeatable) sets a config field of every run that has it, after the
 paper's settings (e.g. ``--set=text.pretrained=/models/bert-base-uncased`` for VSE∞'s
 BERT); a field no run has, or a value jitr-train would refuse, is refused by every action.
-Flag parsing, then :func:`!jitr.apps.table_actions.reproduce`.
+Flag parsing, then :func:`!jitr.papers.actions.reproduce`.
 """
 
 from __future__ import annotations
 
+import sys
+
 from absl import flags
 
 from jitr.apps._cli import App, flag_inputs
-from jitr.apps.table_actions import ACTIONS, Options, reproduce
+from jitr.apps.stopped_runs import stopped_exit
+from jitr.papers.table_options import ACTIONS, Options
 
 APP = App("jitr-tables", __name__, requires=("table",), inputs=flag_inputs("precomp_root"))
 
@@ -81,7 +84,11 @@ _SET = flags.DEFINE_multi_string(
 
 
 def main() -> None:
-  """Does ``--action`` for ``--table`` (``list``: prints the tables)."""
+  """Does ``--action`` for ``--table`` (``list``: prints the tables); a run stopped by a
+  signal (saved) ends the command with jitr-train's exit status and line."""
+  from jitr.papers.actions import reproduce  # JAX loads only when the app runs
+  from jitr.papers.train_runs import RunStopped
+
   options = Options(
     table=_TABLE.value,
     runs=_RUNS.value,
@@ -93,7 +100,12 @@ def main() -> None:
     estimate=_ESTIMATE.value,
     imported=tuple(_IMPORTED.value),
   )
-  reproduce(_ACTION.value, options)
+  try:
+    reproduce(_ACTION.value, options)
+  except RunStopped as stopped:
+    code, line = stopped_exit(stopped.stop_signal, stopped.step)
+    sys.stderr.write(f"{APP.name}: {stopped.run} {line}\n")
+    raise SystemExit(code) from None
 
 
 def run() -> None:

@@ -63,6 +63,11 @@ def status(run: SeededRun) -> Status:
   return Status.MISSING
 
 
+def to_train(runs: Sequence[SeededRun]) -> list[SeededRun]:
+  """The runs of ``runs`` not finished (missing or started)."""
+  return [r for r in runs if status(r) != Status.FINISHED]
+
+
 def config_overrides(run: SeededRun, sets: Sequence[str]) -> list[str]:
   """The ``--config.FIELD=VALUE`` arguments of ``run``: its seed, the run's own fields,
   then ``sets`` (``FIELD=VALUE``, the command's ``--set``: the data folders, a BERT

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from jitr.apps import _config_files
+from jitr.papers import config_files as _config_files
 from tests.apps.test_one_line_faults import _app
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -245,7 +245,7 @@ def test_the_documented_commands_import_and_evaluate_with_the_official_numbers(
   assert assert_recall_within_ties(report, fused, owner_of(fused), eps=1e-5) == 0  # no tie
   assert got == [*i2t, *t2i]
   # beside CVSE's README row: jitr-tables --imported=1=WORKDIR reads this report back
-  from jitr.apps import table_actions
+  from jitr.papers import actions as table_actions
 
   options = table_actions.Options(
     table="cvse.readme.f30k", runs=str(root / "papers"), seeds=1, imported=(f"1={workdir}",)

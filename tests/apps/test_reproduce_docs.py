@@ -12,8 +12,8 @@ import shutil
 
 import pytest
 
-from jitr.apps import table_run_configs
 from jitr.papers import registry
+from jitr.papers import run_configs as table_run_configs
 from jitr.papers.plan import SeededRun
 from jitr.papers.published import Run
 from tests.apps.test_faults import _defined_flags

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from jitr.apps import table_actions
+from jitr.papers import actions, table_options
 from tests.bert_folder import write_bert_folder
 from tests.file_fixtures import WORDS, write_precomp
 
@@ -165,7 +165,7 @@ def test_a_stopped_run_goes_on_and_a_second_invocation_trains_nothing(folders, c
   # the same command again (here in this process): nothing trained or scored again, the
   # same table bytes
   before = folder_files(root / "runs")
-  options = table_actions.Options(
+  options = table_options.Options(
     table="cvse.readme.f30k",
     runs=str(root / "runs"),
     seeds=2,
@@ -173,7 +173,7 @@ def test_a_stopped_run_goes_on_and_a_second_invocation_trains_nothing(folders, c
     sets=tuple(a.split("=", 1)[1] for a in [*TINY, *CVSE_TINY, "--set=num_epochs=3"]),
     estimate=False,
   )
-  table_actions.reproduce("run", options)
+  actions.reproduce("run", options)
   third = capsys.readouterr()
   assert "run 1/" not in third.err
   assert folder_files(root / "runs") == before
@@ -197,17 +197,17 @@ def test_a_stopped_run_goes_on_and_a_second_invocation_trains_nothing(folders, c
 
 def test_a_bad_option_is_one_line_before_anything_runs(folders, tmp_path, capsys):
   with pytest.raises(ValueError, match=r"^--set=model\.sim_dmi=8: no run of the table has"):
-    table_actions.reproduce(
+    actions.reproduce(
       "run",
-      table_actions.Options(
+      table_options.Options(
         table="cvse.readme.f30k", runs=str(tmp_path / "r"), sets=("model.sim_dmi=8",)
       ),
     )
   with pytest.raises(ValueError, match=r"^--rows: 3: cvse.readme.f30k has rows 1 to 1$"):
-    table_actions.reproduce("plan", table_actions.Options(table="cvse.readme.f30k", rows=("3",)))
+    actions.reproduce("plan", table_options.Options(table="cvse.readme.f30k", rows=("3",)))
   with pytest.raises(ValueError, match=r"^--imported=1=nope: nope holds no import.json"):
-    table_actions.reproduce(
-      "report", table_actions.Options(table="cvse.readme.f30k", imported=("1=nope",))
+    actions.reproduce(
+      "report", table_options.Options(table="cvse.readme.f30k", imported=("1=nope",))
     )
   assert not (tmp_path / "r").exists()
 
@@ -215,16 +215,16 @@ def test_a_bad_option_is_one_line_before_anything_runs(folders, tmp_path, capsys
 def test_a_run_trained_with_other_settings_is_refused_before_anything_runs(folders, capsys):
   """A finished run is not trained again, so a command whose --set values differ from the
   ones it was trained with must not report it as its own: one line naming the run."""
-  from jitr.apps.table_run_configs import run_config
   from jitr.experiment.run_config import resolved_config
   from jitr.experiment.workdir import record_config
   from jitr.papers.plan import seeded_runs
+  from jitr.papers.run_configs import run_config
 
   root = folders
   sets = [a.split("=", 1)[1] for a in [*TINY, *CVSE_TINY]]
 
-  def options(*extra: str) -> table_actions.Options:
-    return table_actions.Options(
+  def options(*extra: str) -> table_options.Options:
+    return table_options.Options(
       table="cvse.readme.f30k",
       runs=str(root / "runs"),
       seeds=1,
@@ -233,13 +233,13 @@ def test_a_run_trained_with_other_settings_is_refused_before_anything_runs(folde
       estimate=False,
     )
 
-  (seeded,) = seeded_runs(table_actions.selected_table(options()), str(root / "runs"), 1)
-  run_sets = table_actions.run_sets(options())
+  (seeded,) = seeded_runs(table_options.selected_table(options()), str(root / "runs"), 1)
+  run_sets = table_options.run_sets(options())
   pathlib.Path(seeded.workdir).mkdir(parents=True)
   record_config(resolved_config(run_config(seeded, run_sets)), seeded.workdir)
   (pathlib.Path(seeded.workdir) / "metrics.json").write_text("{}")
   before = folder_files(root)
-  table_actions.reproduce("plan", options())  # the settings it was trained with
+  actions.reproduce("plan", options())  # the settings it was trained with
   assert "1 finished, 0 started, 0 missing" in capsys.readouterr().out
   w = seeded.workdir
   fix = f"give the --set values it was trained with, another --runs folder, or delete {w}"
@@ -250,6 +250,6 @@ def test_a_run_trained_with_other_settings_is_refused_before_anything_runs(folde
   }
   for (action, extra), want in refusals.items():
     with pytest.raises(ValueError) as err:
-      table_actions.reproduce(action, options(extra))
+      actions.reproduce(action, options(extra))
     assert str(err.value) == f"f30k_cvse_triplet seed 0: {want}"
   assert folder_files(root) == before

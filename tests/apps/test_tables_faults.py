@@ -19,9 +19,17 @@ import shutil
 import pytest
 
 from jitr import fileio, paths
-from jitr.apps import _cli, table_actions
+from jitr.apps import _cli
 from jitr.experiment.pinned_inputs import fingerprint
-from jitr.papers import imported, registry, row_scores, table_files
+from jitr.papers import (
+  actions,
+  imported,
+  registry,
+  row_scores,
+  table_files,
+  table_options,
+  table_report,
+)
 from jitr.papers.comparison import compare
 from jitr.papers.published import Row, Run
 from jitr.papers.table_files import write_table_files
@@ -80,8 +88,8 @@ def _imported(
   return str(workdir)
 
 
-def _options(root: pathlib.Path, **fields) -> table_actions.Options:
-  return table_actions.Options(
+def _options(root: pathlib.Path, **fields) -> table_options.Options:
+  return table_options.Options(
     table=TABLE,
     runs=str(root / "runs"),
     seeds=1,
@@ -105,14 +113,14 @@ def test_an_imported_workdir_of_another_network_or_split_is_one_line(tmp_path, c
   before = snapshot(tmp_path)
   for action in ("report", "plan", "jobs"):
     line = _one_line_exit(
-      functools.partial(table_actions.reproduce, action, _options(tmp_path, imported=(f"1={sgr}",)))
+      functools.partial(actions.reproduce, action, _options(tmp_path, imported=(f"1={sgr}",)))
     )
     assert line == (
       f"jitr-tables: error: --imported=1={sgr}: {sgr} holds a sgr network, row 1 (CVSE) is "
       f"cvse{FIX}"
     )
   line = _one_line_exit(
-    lambda: table_actions.reproduce("report", _options(tmp_path, imported=(f"1={coco}",)))
+    lambda: actions.reproduce("report", _options(tmp_path, imported=(f"1={coco}",)))
   )
   assert line == (
     f"jitr-tables: error: --imported=1={coco}: {coco} is tested on coco_precomp split "
@@ -151,7 +159,7 @@ def test_an_imported_workdir_on_other_test_data_is_one_line_and_the_same_bytes_p
   theirs = hashlib.sha256((other / "test_caps.txt").read_bytes()).hexdigest()
   for workdir in (pinned, unpinned):
     options = _options(tmp_path, imported=(f"1={workdir}",))
-    line = _one_line_exit(functools.partial(table_actions.reproduce, "report", options))
+    line = _one_line_exit(functools.partial(actions.reproduce, "report", options))
     assert line == (
       f"jitr-tables: error: --imported=1={workdir}: {workdir} was imported on other test "
       f"data than the table's: its f30k_precomp/test_caps.txt is {other}/test_caps.txt "
@@ -165,7 +173,7 @@ def test_an_imported_workdir_on_other_test_data_is_one_line_and_the_same_bytes_p
   same = _imported(tmp_path / "same", tmp_path / "data")
   copied = _imported(tmp_path / "copied", tmp_path / "copy")
   items = (f"1={same}", f"1={copied}")
-  table_actions.reproduce("plan", _options(tmp_path, imported=items))
+  actions.reproduce("plan", _options(tmp_path, imported=items))
   assert "0 finished, 0 started, 1 missing" in capsys.readouterr().out
 
 
@@ -182,9 +190,9 @@ SETS = {
 def test_every_action_refuses_a_set_value_jitr_train_refuses(tmp_path, capsys, item):
   _precomp(tmp_path / "data")
   before = snapshot(tmp_path)
-  for action in table_actions.ACTIONS:
+  for action in table_options.ACTIONS:
     options = _options(tmp_path, sets=(item,))
-    line = _one_line_exit(functools.partial(table_actions.reproduce, action, options))
+    line = _one_line_exit(functools.partial(actions.reproduce, action, options))
     assert line == f"jitr-tables: error: f30k_cvse_triplet (f30k,cvse,triplet): {SETS[item]}"
   assert capsys.readouterr().out == ""
   assert snapshot(tmp_path) == before and not (tmp_path / "runs").exists()
@@ -255,8 +263,8 @@ def test_a_damaged_reused_report_is_scored_again_and_said_in_one_line(
   data, says = DAMAGED[damage]
   workdir, path = _finished_run(tmp_path, data)
   calls = _scored_again(monkeypatch)
-  table = table_actions.selected_table(_options(tmp_path))
-  assert table_actions.row_scores(table, _options(tmp_path)) == [[REPORT]]
+  table = table_options.selected_table(_options(tmp_path))
+  assert table_report.row_scores(table, _options(tmp_path)) == [[REPORT]]
   assert capsys.readouterr() == (
     "",
     f"jitr-tables: {path}{says}; a damaged report: scoring the row again\n",
@@ -265,7 +273,7 @@ def test_a_damaged_reused_report_is_scored_again_and_said_in_one_line(
     (str(workdir), dict(split="test", ensemble=[], protocol="official", num_queries=0))
   ]
   assert path.read_bytes() == GOOD
-  assert table_actions.row_scores(table, _options(tmp_path)) == [[REPORT]]  # reused now
+  assert table_report.row_scores(table, _options(tmp_path)) == [[REPORT]]  # reused now
   assert len(calls) == 1 and capsys.readouterr().err == ""
 
 
@@ -399,10 +407,10 @@ def test_a_file_where_runs_or_out_expects_a_folder_is_one_line(tmp_path, capsys)
     for action in ("plan", "jobs", "report"):
       options = _options(tmp_path)
       if flag == "--runs":
-        options = table_actions.Options(**{**options.__dict__, "runs": value})
+        options = table_options.Options(**{**options.__dict__, "runs": value})
       else:
-        options = table_actions.Options(**{**options.__dict__, "out": value})
-      line = _one_line_exit(functools.partial(table_actions.reproduce, action, options))
+        options = table_options.Options(**{**options.__dict__, "out": value})
+      line = _one_line_exit(functools.partial(actions.reproduce, action, options))
       assert line == f"jitr-tables: error: {want}", (flag, value, action)
   assert capsys.readouterr().out == ""
   assert snapshot(tmp_path) == before

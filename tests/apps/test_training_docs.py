@@ -5,8 +5,8 @@ jitr-train's checks; every jitr-eval and jitr-check-data flag exists."""
 import re
 import shlex
 
-from jitr.apps.table_run_configs import command_config
 from jitr.experiment.run_config import check_train_config
+from jitr.papers.run_configs import command_config
 from tests.apps.test_faults import _defined_flags
 from tests.apps.test_import_official import REPO
 

@@ -5,12 +5,12 @@ the printed numbers agree with each other where the paper prints a sum or a mean
 import numpy as np
 import pytest
 
-from jitr.apps.table_run_configs import parsed_config
 from jitr.evaluation.official import official_recall
 from jitr.experiment.evaluate import official_metrics
 from jitr.experiment.run_config import check_train_config
 from jitr.papers import TABLES, SeededRun
 from jitr.papers.published import RECALL_METRICS
+from jitr.papers.run_configs import parsed_config
 from tests.bert_folder import write_bert_folder
 
 RUNS = {run for table in TABLES.values() for run in table.runs()}
