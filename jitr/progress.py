@@ -34,6 +34,7 @@ the line of a job of a few named steps (one :func:`say` line per step).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -309,6 +310,20 @@ def say(text: str, *, enabled: bool = True, stream: IO[str] | None = None) -> No
   _show_again(top)
 
 
+@dataclasses.dataclass(frozen=True)
+class Display:
+  """Where a :class:`Progress` line goes and how it is drawn."""
+
+  stream: IO[str] | None = None
+  """Where the line goes; ``sys.stderr`` when None."""
+  interval_s: float = LOG_INTERVAL_S
+  """Seconds between two lines when the stream is not a terminal."""
+  redraw: bool | None = None
+  """Redraw one line in place (``\\r``); None: when the stream is a terminal."""
+  clock: Callable[[], float] = time.monotonic
+  """Seconds, monotonic (``time.monotonic``; tests pass their own)."""
+
+
 class Progress:
   """Draws :func:`progress_line` of a job of ``total`` items on ``stream`` (stderr).
 
@@ -326,12 +341,9 @@ class Progress:
     label: what the job is; the line starts with ``LABEL: ``.
     enabled: False draws nothing (e.g. on every process but the first).
     min_total: a total below it draws nothing (a job too small to watch).
-    stream: where the line goes; ``sys.stderr`` when None.
-    interval_s: seconds between two lines when the stream is not a terminal.
-    redraw: redraw one line in place (``\\r``); None: when the stream is a terminal.
-    clock: seconds, monotonic (``time.monotonic``; tests pass their own).
     initial: items done before the job started here (a resumed run's restored steps):
       counted in the total done, not in the rate.
+    display: where the line goes, how often and how it is drawn (:class:`Display`).
   """
 
   def __init__(
@@ -342,21 +354,18 @@ class Progress:
     label: str = "",
     enabled: bool = True,
     min_total: int = 1,
-    stream: IO[str] | None = None,
-    interval_s: float = LOG_INTERVAL_S,
-    redraw: bool | None = None,
-    clock: Callable[[], float] = time.monotonic,
     initial: int = 0,
+    display: Display = Display(),
   ) -> None:
     self.total, self.unit, self.label = int(total), unit, label
     self.done = int(initial)
     self.counted = 0  # items the rate counts: done here, not while paused
     self.enabled = bool(enabled) and self.total >= min_total
-    self.stream = sys.stderr if stream is None else stream
-    self.redraw = is_terminal(self.stream) if redraw is None else bool(redraw)
-    self.interval_s = TTY_INTERVAL_S if self.redraw else float(interval_s)
-    self.clock = clock
-    self.start = clock()
+    self.stream = sys.stderr if display.stream is None else display.stream
+    self.redraw = is_terminal(self.stream) if display.redraw is None else bool(display.redraw)
+    self.interval_s = TTY_INTERVAL_S if self.redraw else float(display.interval_s)
+    self.clock = display.clock
+    self.start = self.clock()
     self.excluded_s = 0.0  # seconds left out of the rate (paused, compiling)
     self._paused_since: float | None = None
     self._pauses = 0  # nested paused() blocks open
@@ -512,8 +521,9 @@ class Steps:
         steps.begin("writing the workdir")
         ...
 
-  ``names`` are the steps in order; ``enabled``, ``stream``, ``redraw`` and ``clock`` are
-  :class:`Progress`'s; ``say_names``: whether the names are said (None: on a terminal).
+  ``names`` are the steps in order; ``enabled`` is :class:`Progress`'s, ``stream``,
+  ``redraw`` and ``clock`` its :class:`Display`'s; ``say_names``: whether the names are
+  said (None: on a terminal).
   """
 
   def __init__(
@@ -535,9 +545,7 @@ class Steps:
       "steps",
       label=label,
       enabled=enabled,
-      stream=stream,
-      redraw=redraw,
-      clock=clock,
+      display=Display(stream=stream, redraw=redraw, clock=clock),
     )
 
   def begin(self, name: str) -> None:

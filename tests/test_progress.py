@@ -13,6 +13,7 @@ import pytest
 
 from jitr import progress
 from jitr.progress import (
+  Display,
   Progress,
   Steps,
   eta_seconds,
@@ -86,7 +87,12 @@ def test_the_line_while_running_and_when_closed():
 
 def test_a_log_gets_a_line_after_the_first_item_then_one_per_interval_and_a_final_line():
   clock, out = FakeClock(), io.StringIO()
-  shown = Progress(100, "images", label="job", stream=out, interval_s=10, redraw=False, clock=clock)
+  shown = Progress(
+    100,
+    "images",
+    label="job",
+    display=Display(stream=out, interval_s=10, redraw=False, clock=clock),
+  )
   assert out.getvalue() == ""  # nothing at the start
   for second in range(1, 36):  # 2 images a second for 35 s: lines at 1, 11, 21 and 31 s
     clock.now = float(second)
@@ -106,7 +112,9 @@ def test_a_log_gets_a_line_after_the_first_item_then_one_per_interval_and_a_fina
 
 def test_a_log_gets_the_whole_total_once_in_the_final_line():
   clock, out = FakeClock(), io.StringIO()
-  with Progress(2, "estimators", stream=out, interval_s=10, redraw=False, clock=clock) as shown:
+  with Progress(
+    2, "estimators", display=Display(stream=out, interval_s=10, redraw=False, clock=clock)
+  ) as shown:
     clock.now = 30.0
     shown.advance()
     clock.now = 60.0
@@ -119,7 +127,7 @@ def test_a_log_gets_the_whole_total_once_in_the_final_line():
 
 def test_a_finished_job_ends_with_its_total_even_when_it_took_less_than_an_interval():
   clock, out = FakeClock(100.0), io.StringIO()
-  with Progress(5, "captions", stream=out, redraw=False, clock=clock) as shown:
+  with Progress(5, "captions", display=Display(stream=out, redraw=False, clock=clock)) as shown:
     for _ in range(5):
       clock.now += 0.5
       shown.advance()
@@ -132,7 +140,7 @@ def test_a_finished_job_ends_with_its_total_even_when_it_took_less_than_an_inter
 def test_an_error_in_the_block_still_writes_how_far_the_job_got():
   clock, out = FakeClock(), io.StringIO()
   with pytest.raises(RuntimeError):
-    with Progress(4, "shards", stream=out, redraw=False, clock=clock) as shown:
+    with Progress(4, "shards", display=Display(stream=out, redraw=False, clock=clock)) as shown:
       clock.now = 3.0
       shown.advance()
       raise RuntimeError("disk full")
@@ -144,7 +152,9 @@ def test_an_error_in_the_block_still_writes_how_far_the_job_got():
 
 def test_a_terminal_gets_one_line_redrawn_in_place():
   clock, out, logged = FakeClock(), io.StringIO(), []
-  shown = Progress(100, "images", label="job", stream=out, redraw=True, clock=clock)
+  shown = Progress(
+    100, "images", label="job", display=Display(stream=out, redraw=True, clock=clock)
+  )
   first = "job: 0/100 images (0%)"  # the total at once
   assert out.getvalue() == "\r" + first
   clock.now = 0.1
@@ -177,7 +187,7 @@ def test_a_terminal_gets_one_line_redrawn_in_place():
 
 def test_a_shorter_redrawn_line_blanks_the_rest_of_the_longer_one():
   clock, out = FakeClock(), io.StringIO()
-  shown = Progress(100, "items", stream=out, redraw=True, clock=clock)
+  shown = Progress(100, "items", display=Display(stream=out, redraw=True, clock=clock))
   clock.now = 1.0
   shown.advance(1)
   clock.now = 2.0
@@ -192,9 +202,9 @@ def test_a_shorter_redrawn_line_blanks_the_rest_of_the_longer_one():
 
 def test_a_log_or_a_silenced_job_gets_log_itself_back():
   out = io.StringIO()
-  in_log = Progress(10, "items", stream=out, redraw=False)
+  in_log = Progress(10, "items", display=Display(stream=out, redraw=False))
   assert in_log.wrap_log(print) is print
-  off = Progress(10, "items", stream=out, redraw=True, enabled=False)
+  off = Progress(10, "items", enabled=False, display=Display(stream=out, redraw=True))
   assert off.wrap_log(print) is print
   assert out.getvalue() == ""
 
@@ -210,7 +220,9 @@ def test_a_log_or_a_silenced_job_gets_log_itself_back():
 @pytest.mark.parametrize("redraw", [False, True])
 def test_a_silenced_progress_writes_nothing(kwargs, redraw):
   clock, out = FakeClock(), io.StringIO()
-  with Progress(unit="items", stream=out, redraw=redraw, clock=clock, **kwargs) as shown:
+  with Progress(
+    unit="items", **kwargs, display=Display(stream=out, redraw=redraw, clock=clock)
+  ) as shown:
     clock.now = 60.0
     shown.advance(10)
   assert out.getvalue() == ""
@@ -230,7 +242,7 @@ def test_a_broken_stream_silences_the_progress_not_the_job():
       raise BrokenPipeError("stderr closed")
 
   clock = FakeClock()
-  with Progress(3, "items", stream=Broken(), redraw=True, clock=clock) as shown:
+  with Progress(3, "items", display=Display(stream=Broken(), redraw=True, clock=clock)) as shown:
     clock.now = 5.0
     shown.advance(3)
     shown.wrap_log(lambda message: None)("still logged")
@@ -241,7 +253,9 @@ def test_the_rate_leaves_out_paused_time_excluded_time_and_earlier_items():
   """A resumed job (40 of 100 done before) that works 2 s a step, pauses 30 s (a
   validation, one item done in it) and compiles 4 s: the rate is 2 s a step throughout."""
   clock, out = FakeClock(), io.StringIO()
-  shown = Progress(100, "steps", label="train", stream=out, redraw=False, clock=clock, initial=40)
+  shown = Progress(
+    100, "steps", label="train", initial=40, display=Display(stream=out, redraw=False, clock=clock)
+  )
   clock.now = 6.0
   shown.exclude(4.0)  # 4 s of the first 6 compiled
   shown.advance()
@@ -264,7 +278,7 @@ def test_the_rate_leaves_out_paused_time_excluded_time_and_earlier_items():
 
 def test_update_sets_the_items_done_and_never_goes_back():
   clock, out = FakeClock(), io.StringIO()
-  shown = Progress(10, "images", stream=out, redraw=False, clock=clock)
+  shown = Progress(10, "images", display=Display(stream=out, redraw=False, clock=clock))
   clock.now = 2.0
   shown.update(4)
   shown.update(3)
@@ -273,9 +287,13 @@ def test_update_sets_the_items_done_and_never_goes_back():
 
 def test_a_second_line_takes_the_place_of_the_first_until_it_is_closed():
   clock, out = FakeClock(), io.StringIO()
-  outer = Progress(10, "steps", label="train", stream=out, redraw=True, clock=clock)
+  outer = Progress(
+    10, "steps", label="train", display=Display(stream=out, redraw=True, clock=clock)
+  )
   first = "train: 0/10 steps (0%)"
-  inner = Progress(4, "pairs", label="scoring val", stream=out, redraw=True, clock=clock)
+  inner = Progress(
+    4, "pairs", label="scoring val", display=Display(stream=out, redraw=True, clock=clock)
+  )
   assert (
     out.getvalue()
     == "\r" + first + "\r" + " " * len(first) + "\r" + "\rscoring val: 0/4 pairs (0%)"
@@ -304,7 +322,7 @@ def test_say_and_log_records_go_above_the_line(capsys):
   logger.addHandler(handler)
   logger.propagate = False
   try:
-    with Progress(10, "steps", stream=out, redraw=True, clock=clock) as shown:
+    with Progress(10, "steps", display=Display(stream=out, redraw=True, clock=clock)) as shown:
       progress.keep_line_below_logs(logger)
       progress.keep_line_below_logs(logger)  # once
       line = shown.line(0.0)
@@ -465,7 +483,7 @@ def test_a_shard_moves_the_line_per_piece_of_the_estimators_work(tmp_path):
   assert reports == [(2, 5), (4, 5), (5, 5)]
   estimator.top_k(np.arange(5), 3, images_per_block=2)  # outside the block: not reported
   assert len(reports) == 3
-  shown = Progress(10, "images", stream=io.StringIO(), redraw=False, initial=3)
+  shown = Progress(10, "images", initial=3, display=Display(stream=io.StringIO(), redraw=False))
   report = shard_share(shown, 3, 5)
   moved = []
   for done, total in reports:

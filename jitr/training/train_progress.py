@@ -113,9 +113,8 @@ class TrainProgress:
       "steps",
       label="train",
       enabled=self.enabled,
-      stream=self.stream,
-      redraw=self.redraw,
       initial=int(step),
+      display=progress.Display(stream=self.stream, redraw=self.redraw),
     )
     self._compile_seconds = self._compiles.enter_context(CompileSeconds())
 
