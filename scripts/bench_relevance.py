@@ -158,13 +158,13 @@ def tokens_fit_child(flickr8k: str, n: int, max_fit_tokens: int) -> None:
   import json
   import resource
 
-  from jitr.relevance.token_coverage import TokenCoverageEstimator
+  from jitr.relevance.token_coverage import TokenCoverageEstimator, TokenCoverageSettings
 
   cs = read_flickr8k_tokens(os.path.join(flickr8k, "Flickr8k.token.txt"))
   images = int(np.searchsorted(cs.image_offsets, n, side="right")) - 1  # whole images only
   sub = cs.subset(range(images))
   n = sub.num_captions
-  est = TokenCoverageEstimator(max_fit_tokens=max_fit_tokens)
+  est = TokenCoverageEstimator(TokenCoverageSettings(max_fit_tokens=max_fit_tokens))
   est.tokens(list(cs.captions[-64:]))  # load + warm up
   peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # noqa: E731
   before = peak()

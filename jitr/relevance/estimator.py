@@ -85,6 +85,9 @@ class RelevanceEstimator(abc.ABC):
   # what the relevance is: "cosine" (RSC) or "coverage" (token coverage), both of
   # per-caption vectors, or "score" (image-caption scores, stored as top-K lists)
   relevance_kind: ClassVar[str]
+  # the frozen dataclass of the estimator's settings when its constructor takes them as
+  # one (``cls(settings_type(**settings))``); None: its keyword arguments are the settings
+  settings_type: ClassVar[type | None] = None
 
   @property
   def stores_vectors(self) -> bool:

@@ -40,7 +40,8 @@ ESTIMATORS: Mapping[str, type[RelevanceEstimator]] = {
 
 
 def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
-  """A new estimator ``ESTIMATORS[name](**kwargs)``.
+  """A new estimator ``ESTIMATORS[name](**kwargs)`` (``cls(cls.settings_type(**kwargs))``
+  for an estimator whose settings are one dataclass).
 
   Raises:
     ValueError: an unknown name, or keyword arguments the estimator does not take.
@@ -51,8 +52,9 @@ def make_estimator(name: str, **kwargs: Any) -> RelevanceEstimator:
   ValueError: unknown estimator 'bm25' (expected one of ['cider', 'lsa', 'sentence', 'tokens'])
   """
   _check_known(name)
+  cls = ESTIMATORS[name]
   try:
-    return ESTIMATORS[name](**kwargs)
+    return cls(cls.settings_type(**kwargs)) if cls.settings_type else cls(**kwargs)
   except TypeError as err:
     raise ValueError(f"estimator {name!r}: {err}") from None
 
@@ -78,9 +80,10 @@ def _check_known(name: str) -> None:
 
 
 def _keyword_defaults(cls: type[RelevanceEstimator]) -> dict[str, Any]:
-  """``{keyword: default}`` of ``cls``'s constructor (every one must have a default)."""
+  """``{keyword: default}`` of ``cls``'s constructor, or of its ``settings_type``'s fields
+  (every one must have a default)."""
   out = {}
-  for param in inspect.signature(cls).parameters.values():
+  for param in inspect.signature(cls.settings_type or cls).parameters.values():
     if param.default is inspect.Parameter.empty:
       raise TypeError(f"estimator {cls.name!r}: setting {param.name!r} has no default")
     out[param.name] = param.default

@@ -23,6 +23,7 @@ all-MiniLM-L6-v2, offline), contextual, unit-norm, special tokens dropped.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -88,55 +89,66 @@ def coverage_scores(reference_profiles: np.ndarray, candidate_profiles: np.ndarr
   return np.clip(candidate_profiles[:, c:] @ cover, 0.0, 1.0)
 
 
-class TokenCoverageEstimator(RelevanceEstimator):
-  """Token-coverage relevance (see the module docstring).
+@dataclasses.dataclass(frozen=True)
+class TokenCoverageSettings:
+  """The settings of a :class:`TokenCoverageEstimator`: the fields of
+  ``config.estimators.tokens`` (one default each, here).
 
-  Args:
-    model: a Sentence-Transformers model name or local path (its word-piece vectors).
-    codebook_size: C, the codebook's entries (each caption stores ``2C`` numbers).
-    seed: the codebook's initial draw and the token sample.
-    iterations: spherical k-means iterations at most.
-    max_fit_tokens: tokens sampled to fit the codebook (all of them when fewer).
-    batch_size: captions per forward pass of the model.
-    chunk_texts: distinct captions encoded per call when the fit streams over them (their
-      token vectors are held together; the values do not depend on it).
-    device: torch device.
-    show_progress: show the model's own progress bars (loading, each encoding call).
+  Raises:
+    ValueError: ``chunk_texts`` below 1, or ``codebook_size`` not in ``[1, max_fit_tokens]``.
   """
+
+  model: str = DEFAULT_MODEL
+  """A Sentence-Transformers model name or local path (its word-piece vectors)."""
+  codebook_size: int = 256
+  """C, the codebook's entries (each caption stores ``2C`` numbers)."""
+  seed: int = 0
+  """The codebook's initial draw and the token sample."""
+  iterations: int = 25
+  """Spherical k-means iterations at most."""
+  max_fit_tokens: int = 200_000
+  """Tokens sampled to fit the codebook (all of them when fewer)."""
+  batch_size: int = 128
+  """Captions per forward pass of the model."""
+  chunk_texts: int = 4096
+  """Distinct captions encoded per call when the fit streams over them (their token vectors
+  are held together; the values do not depend on it)."""
+  device: str = "cpu"
+  """Torch device."""
+  show_progress: bool = False
+  """Show the model's own progress bars (loading, each encoding call)."""
+
+  def __post_init__(self) -> None:
+    if self.chunk_texts < 1:
+      raise ValueError(f"chunk_texts={self.chunk_texts}: expected >= 1")
+    if self.codebook_size < 1 or self.max_fit_tokens < self.codebook_size:
+      raise ValueError(
+        f"codebook_size={self.codebook_size}, max_fit_tokens={self.max_fit_tokens}: expected "
+        "1 <= codebook_size <= max_fit_tokens"
+      )
+
+
+class TokenCoverageEstimator(RelevanceEstimator):
+  """Token-coverage relevance (see the module docstring), with ``settings``
+  (:class:`TokenCoverageSettings`; the registry builds them from
+  ``config.estimators.tokens``)."""
 
   name = "tokens"
   relevance_kind = "coverage"
   relevance_scale = 1.0
+  settings_type = TokenCoverageSettings
 
-  def __init__(
-    self,
-    model: str = DEFAULT_MODEL,
-    codebook_size: int = 256,
-    seed: int = 0,
-    iterations: int = 25,
-    max_fit_tokens: int = 200_000,
-    batch_size: int = 128,
-    chunk_texts: int = 4096,
-    device: str = "cpu",
-    show_progress: bool = False,
-  ) -> None:
+  def __init__(self, settings: TokenCoverageSettings = TokenCoverageSettings()) -> None:
     super().__init__()
-    if chunk_texts < 1:
-      raise ValueError(f"chunk_texts={chunk_texts}: expected >= 1")
-    if codebook_size < 1 or max_fit_tokens < codebook_size:
-      raise ValueError(
-        f"codebook_size={codebook_size}, max_fit_tokens={max_fit_tokens}: expected "
-        "1 <= codebook_size <= max_fit_tokens"
-      )
-    self.model_name = model
-    self.codebook_size = int(codebook_size)
-    self.seed = int(seed)
-    self.iterations = int(iterations)
-    self.max_fit_tokens = int(max_fit_tokens)
-    self.batch_size = batch_size
-    self.chunk_texts = int(chunk_texts)
-    self.device = device
-    self.show_progress = show_progress
+    self.model_name = settings.model
+    self.codebook_size = int(settings.codebook_size)
+    self.seed = int(settings.seed)
+    self.iterations = int(settings.iterations)
+    self.max_fit_tokens = int(settings.max_fit_tokens)
+    self.batch_size = settings.batch_size
+    self.chunk_texts = int(settings.chunk_texts)
+    self.device = settings.device
+    self.show_progress = settings.show_progress
     self._model = None
     self._idf: dict[int, float] = {}
     self._unseen_idf = 0.0

@@ -210,7 +210,7 @@ def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.precompute import precompute_relevance
-  from jitr.relevance.token_coverage import TokenCoverageEstimator
+  from jitr.relevance.token_coverage import TokenCoverageEstimator, TokenCoverageSettings
 
   out = tmp_path / "rel"
   settings = _default_settings()
@@ -224,7 +224,7 @@ def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file
   assert table.header["params"]["codebook_size"] == 8 and table.header["params"]["seed"] == 3
   assert table.header["relevance"]["kind"] == "coverage"
   cs = read_precomp_captions(str(small_caps_file))
-  est = TokenCoverageEstimator(codebook_size=8, seed=3).fit(cs)
+  est = TokenCoverageEstimator(TokenCoverageSettings(codebook_size=8, seed=3)).fit(cs)
   np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), atol=1e-6)
 
 

@@ -12,6 +12,7 @@ from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.spherical_kmeans import nearest_centroids, spherical_kmeans
 from jitr.relevance.token_coverage import (
   TokenCoverageEstimator,
+  TokenCoverageSettings,
   coverage_profiles,
   coverage_scores,
   idf_weights,
@@ -93,7 +94,7 @@ def sentence_model():
 
 
 def _estimator(model, **kw):
-  est = TokenCoverageEstimator(**kw)
+  est = TokenCoverageEstimator(TokenCoverageSettings(**kw))
   est._model = model  # loading is the slow part: one model for the module
   return est
 
