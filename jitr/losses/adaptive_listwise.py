@@ -39,12 +39,19 @@ def _masked_logsumexp(values: jax.Array, mask: jax.Array) -> jax.Array:
   return jnp.where(any_valid, jnp.log(jnp.where(any_valid, total, 1.0)) + peak, -jnp.inf)
 
 
-def _adaptive_listwise_row(scores, positives, where, sharpness):
-  """Mean over valid positives p of ``log(1 + Σ_k exp((s_k − s_p + m_k)/β))``.
+def adaptive_listwise_query(
+  query: qr.Query, *, sharpness: float = 0.5, alpha: float = 0.4
+) -> tuple[jax.Array, jax.Array]:
+  """One query's ``mean_p log(1 + Σ_k exp((s_k − s_p + m_k)/β))`` over its valid positives
+  p and valid negatives k, and whether it counts (it has a valid positive).
 
-  Computed as ``softplus(A − s_p/β)`` with ``A = logsumexp_k((s_k + m_k)/β)``
-  over the valid negatives, so one row costs O(M log M).
+  ``m_k`` are the rank-adaptive margins (:func:`rank_adaptive_margins`), ``β`` the
+  sharpness. Computed as ``softplus(A − s_p/β)`` with ``A = logsumexp_k((s_k + m_k)/β)``,
+  so one row costs O(M log M). ``alpha`` weighs the directions, not the query:
+  ``α·L_i2t + (1 − α)·L_t2i``.
   """
+  del alpha  # the direction weights (ADAPTIVE_LISTWISE.direction_weights)
+  scores, positives, where = query.sim, query.positives, query.where
   pos = positives & where
   neg = where & ~positives
   margins = rank_adaptive_margins(scores, neg)
@@ -54,40 +61,19 @@ def _adaptive_listwise_row(scores, positives, where, sharpness):
   return jnp.sum(jnp.where(pos, per_positive, 0.0)) / jnp.maximum(n_pos, 1), n_pos > 0
 
 
-def _unweighted_queries(rows: qr.QueryRows, *, key: jax.Array | None = None, sharpness: float):
-  """The per-query losses of a block of rows, without the direction weight (``key`` unused)."""
-  del key
-  checks.check_positive("sharpness", sharpness)
-  rows = qr.without_padding(rows)
-  row = jax.vmap(_adaptive_listwise_row, in_axes=(0, 0, 0, None))
-  loss, weight = row(rows.sim, rows.positives, rows.where, sharpness)
-  return checks.propagate_nonfinite(loss, rows.where, rows.sim), weight
+#: The CMAL²R loss, written once as :func:`adaptive_listwise_query`; image->text weighs
+#: α, text->image 1 − α.
+ADAPTIVE_LISTWISE = qr.QueryLoss(
+  adaptive_listwise_query,
+  ranges={"sharpness": checks.POSITIVE, "alpha": checks.UNIT_INTERVAL},
+  direction_weights=lambda hyper: (hyper["alpha"], 1.0 - hyper["alpha"]),
+)
 
+#: The core of :func:`adaptive_listwise` on a block of query rows, already weighted by
+#: its direction (α for image->text, 1 − α for text->image; ``key`` unused).
+adaptive_listwise_queries = ADAPTIVE_LISTWISE.per_query
 
-def adaptive_listwise_queries(
-  rows: qr.QueryRows,
-  *,
-  key: jax.Array | None = None,
-  sharpness: float = 0.5,
-  alpha: float = 0.4,
-) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`adaptive_listwise`, already weighted by its
-  direction (α for image->text, 1 − α for text->image; ``key`` unused)."""
-  checks.check_unit_interval("alpha", alpha)
-  loss, weight = _unweighted_queries(rows, key=key, sharpness=sharpness)
-  scale = alpha if rows.direction == qr.IMAGE_TO_TEXT else 1.0 - alpha
-  return scale * loss, weight
-
-
-def adaptive_listwise(
-  sim: jax.Array,
-  *,
-  positives: jax.Array | None = None,
-  where: jax.Array | None = None,
-  sharpness: float = 0.5,
-  alpha: float = 0.4,
-  reduction: qr.Reduction = "mean",
-) -> jax.Array | qr.DirectionalLoss:
+adaptive_listwise = ADAPTIVE_LISTWISE.function(
   """CMAL²R adaptive listwise loss, ``α·L_i2t + (1 − α)·L_t2i``.
 
   For a query with positive p and valid negatives k:
@@ -108,15 +94,4 @@ def adaptive_listwise(
   >>> round(float(adaptive_listwise(sim)), 5)  # log(1 + exp((0 − .5 + .75)/.5))
   0.97408
   """
-  checks.check_unit_interval("alpha", alpha)
-  # Unweighted per-query values; the direction weights apply in the reduction.
-  return qr.both_ways(
-    _unweighted_queries,
-    sim,
-    positives=positives,
-    where=where,
-    reduction=reduction,
-    image_to_text_weight=alpha,
-    text_to_image_weight=1.0 - alpha,
-    sharpness=sharpness,
-  )
+)

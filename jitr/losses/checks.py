@@ -5,6 +5,10 @@ range. Hyper-parameters are checked when they are Python / numpy numbers (or
 concrete arrays); a traced array (e.g. a scheduled temperature inside ``jit``)
 is not checked. A bool or a string is never taken for a number.
 
+Each loss declares the range of every hyper-parameter (a :class:`Range` per name beside
+its per-query function); the same declaration checks a call (:meth:`Range.check`, the lines
+above) and a config field (:meth:`Range.check_config`, ``config.FIELD: expected ...``).
+
 NaN convention (every loss): a non-finite value in a *valid* entry (``where``
 True) of ``sim`` or of the graded matrix of a query that counts makes that
 query's loss NaN and the gradient of that query's valid ``sim`` entries NaN
@@ -14,6 +18,7 @@ padded entries (``where`` False) never matter, even if NaN.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Collection
@@ -23,7 +28,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jitr import config_fields
+
 __all__ = [
+  "BLOCK_SIZE",
+  "FINITE",
+  "NONNEGATIVE",
+  "POSITIVE",
+  "SWITCH",
+  "UNIT_INTERVAL",
+  "Bound",
+  "Choice",
+  "Range",
   "check_bool",
   "check_block_size",
   "check_choice",
@@ -50,26 +66,17 @@ def _static(name: str, value: Any, expected: str) -> float | None:
 
 def check_positive(name: str, value: Any) -> None:
   """``value`` must be a finite number > 0 (a temperature, a sharpness)."""
-  expected = "a finite number > 0"
-  v = _static(name, value, expected)
-  if v is not None and not (math.isfinite(v) and v > 0):
-    raise ValueError(f"{name}: expected {expected}, got {value!r}")
+  POSITIVE.check(name, value)
 
 
 def check_nonnegative(name: str, value: Any) -> None:
   """``value`` must be a finite number >= 0 (a margin, a term weight)."""
-  expected = "a finite number >= 0"
-  v = _static(name, value, expected)
-  if v is not None and not (math.isfinite(v) and v >= 0):
-    raise ValueError(f"{name}: expected {expected}, got {value!r}")
+  NONNEGATIVE.check(name, value)
 
 
 def check_finite(name: str, value: Any) -> None:
   """``value`` must be a finite number (of either sign)."""
-  expected = "a finite number"
-  v = _static(name, value, expected)
-  if v is not None and not math.isfinite(v):
-    raise ValueError(f"{name}: expected {expected}, got {value!r}")
+  FINITE.check(name, value)
 
 
 def check_unit_interval(name: str, value: Any) -> None:
@@ -117,3 +124,119 @@ def propagate_nonfinite(
       z = z + jnp.sum(jnp.where(where, x.astype(loss.dtype) * 0, 0), axis=-1)
   valid_sim = jnp.where(where, sim.astype(loss.dtype), 0)
   return loss + jnp.sum(valid_sim * jax.lax.stop_gradient(z)[..., None], axis=-1)
+
+
+class Range:
+  """What one hyper-parameter takes: :meth:`check` a call's value, :meth:`check_config` a
+  config field's."""
+
+  def check(self, name: str, value: Any) -> None:
+    """Raises ``ValueError`` ``NAME: expected ..., got V`` (a traced value passes)."""
+    raise NotImplementedError
+
+  def check_config(self, field: str, value: Any) -> None:
+    """Raises ``ValueError`` ``config.FIELD: expected ..., got V``."""
+    raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound(Range):
+  """A finite number ``>= minimum`` (``inclusive``) or ``> minimum``; any finite number when
+  ``minimum`` is None. ``optional``: None is also taken (a switched-off clip)."""
+
+  minimum: float | None = None
+  inclusive: bool = True
+  optional: bool = False
+
+  @property
+  def expected(self) -> str:
+    """``a finite number >= 0`` and the like, as every line says it."""
+    if self.minimum is None:
+      return "a finite number"
+    return f"a finite number {'>=' if self.inclusive else '>'} {self.minimum:g}"
+
+  def within(self, value: float) -> bool:
+    """Whether the float ``value`` is in range."""
+    if not math.isfinite(value) or self.minimum is None:
+      return math.isfinite(value)
+    return value >= self.minimum if self.inclusive else value > self.minimum
+
+  def check(self, name: str, value: Any) -> None:
+    if value is None and self.optional:
+      return
+    v = _static(name, value, self.expected)
+    if v is not None and not self.within(v):
+      raise ValueError(f"{name}: expected {self.expected}, got {value!r}")
+
+  def check_config(self, field: str, value: Any) -> None:
+    if value is None and self.optional:
+      return
+    if self.minimum is not None:
+      config_fields.check_number(field, value, self.minimum, self.inclusive)
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+      raise ValueError(
+        f"config.{field}: expected {self.expected}, got {value!r} ({type(value).__name__})"
+      )
+    elif not self.within(float(value)):
+      raise ValueError(f"config.{field}: expected {self.expected}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _UnitInterval(Range):
+  """A number in [0, 1] (a direction weight)."""
+
+  def check(self, name: str, value: Any) -> None:
+    check_unit_interval(name, value)
+
+  def check_config(self, field: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+      raise ValueError(f"config.{field}: expected a number in [0, 1], got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Switch(Range):
+  """True or False."""
+
+  def check(self, name: str, value: Any) -> None:
+    check_bool(name, value)
+
+  def check_config(self, field: str, value: Any) -> None:
+    config_fields.check_bool(field, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class _BlockSize(Range):
+  """An int >= 1."""
+
+  def check(self, name: str, value: Any) -> None:
+    check_block_size(name, value)
+
+  def check_config(self, field: str, value: Any) -> None:
+    check_block_size(f"config.{field}", value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice(Range):
+  """One of ``options`` (strings)."""
+
+  options: tuple[str, ...]
+
+  def check(self, name: str, value: Any) -> None:
+    check_choice(name, value, self.options)
+
+  def check_config(self, field: str, value: Any) -> None:
+    check_choice(f"config.{field}", value, self.options)
+
+
+#: A margin, a term weight: a finite number >= 0.
+NONNEGATIVE = Bound(0.0)
+#: A temperature, a sharpness: a finite number > 0.
+POSITIVE = Bound(0.0, inclusive=False)
+#: A finite number of either sign (LSEH's λ).
+FINITE = Bound()
+#: A number in [0, 1] (CMAL²R's α).
+UNIT_INTERVAL = _UnitInterval()
+#: True or False.
+SWITCH = _Switch()
+#: An int >= 1 (rows mapped at once).
+BLOCK_SIZE = _BlockSize()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import numbers
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -11,51 +12,35 @@ import jax.numpy as jnp
 
 from jitr.losses import checks
 from jitr.losses import query_rows as qr
-from jitr.losses.adaptive_listwise import adaptive_listwise, adaptive_listwise_queries
+from jitr.losses.adaptive_listwise import ADAPTIVE_LISTWISE
 from jitr.losses.calibration import Calibration, parse_calibration
-from jitr.losses.semantic_hard_negatives import (
-  semantic_hard_negatives,
-  semantic_hard_negatives_queries,
-)
-from jitr.losses.semantic_margin_triplet import semantic_margin_queries, semantic_margin_triplet
-from jitr.losses.smooth_ndcg import smooth_ndcg, smooth_ndcg_queries
-from jitr.losses.triplet import triplet, triplet_queries
+from jitr.losses.semantic_hard_negatives import SEMANTIC_HARD_NEGATIVES
+from jitr.losses.semantic_margin_triplet import SEMANTIC_MARGIN_TRIPLET
+from jitr.losses.smooth_ndcg import SMOOTH_NDCG
+from jitr.losses.triplet import TRIPLET
 
+#: A loss of the registry: its per-query formula and everything derived from it
+#: (:class:`jitr.losses.query_rows.QueryLoss`): ``fn`` the functional loss, ``per_query``
+#: its core on a block of query rows (direction weights folded into the loss; the
+#: objective and the data-parallel train step only use this), ``graded`` the kind of
+#: graded matrix it reads (None: none), ``needs_key`` whether it draws random numbers,
+#: ``ranges`` its hyper-parameters' ranges.
+LossSpec = qr.QueryLoss
 
-@dataclasses.dataclass(frozen=True)
-class LossSpec:
-  """A loss of the registry.
-
-  Attributes:
-    fn: the functional loss ``fn(sim, [graded,] *, positives, where, ...)``.
-    per_query: its per-query core ``per_query(rows: QueryRows, *, key, **hyper)
-      -> (loss [Q], weight [Q])``, direction weights folded into ``loss``; the
-      objective and the data-parallel train step only use this.
-    graded: what its graded matrix is (``"relevance"``, ``"metric"``,
-      ``"semantic"``), None when it takes none. The objective term reads
-      ``graded[term["input"]]`` (``input`` defaults to ``"relevance"``).
-    needs_key: whether it draws random numbers (SAM's random negatives).
-  """
-
-  fn: Callable[..., Any]
-  per_query: Callable[..., tuple[jax.Array, jax.Array]]
-  graded: str | None = None
-  needs_key: bool = False
-
-
-#: The losses by the name an objective's terms use: each one's function, its per-query
-#: core, the graded matrix it reads and whether it draws random numbers.
+#: The losses by the name an objective's terms use.
 LOSSES: dict[str, LossSpec] = {
-  "triplet": LossSpec(triplet, triplet_queries),
-  "smooth_ndcg": LossSpec(smooth_ndcg, smooth_ndcg_queries, graded="relevance"),
-  "adaptive_listwise": LossSpec(adaptive_listwise, adaptive_listwise_queries),
-  "semantic_margin_triplet": LossSpec(
-    semantic_margin_triplet, semantic_margin_queries, graded="metric", needs_key=True
-  ),
-  "semantic_hard_negatives": LossSpec(
-    semantic_hard_negatives, semantic_hard_negatives_queries, graded="semantic"
-  ),
+  spec.name: spec
+  for spec in (
+    TRIPLET,
+    SMOOTH_NDCG,
+    ADAPTIVE_LISTWISE,
+    SEMANTIC_MARGIN_TRIPLET,
+    SEMANTIC_HARD_NEGATIVES,
+  )
 }
+
+#: The fields of an objective term that are not its loss's hyper-parameters.
+TERM_FIELDS = ("loss", "weight", "input", "reduction", "from_epoch", "until_epoch")
 
 
 class PartialSums(NamedTuple):
@@ -255,6 +240,10 @@ def objective(
     window = _step_window(
       name, spec.pop("from_epoch", None), spec.pop("until_epoch", None), steps_per_epoch
     )
+    try:
+      LOSSES[loss_name].hyper(spec)
+    except TypeError as err:
+      raise ValueError(f"objective term {name!r}: {err}") from None
     specs[name] = _Term(LOSSES[loss_name], weight, graded_input, spec, reduction, window)
   if not specs:
     raise ValueError("objective: expected at least one loss term, got none")
@@ -308,3 +297,44 @@ def _step_window(
       f"objective term {name!r}: from_epoch ({start}) must be before until_epoch ({stop})"
     )
   return lo, hi
+
+
+def check_terms(terms: Mapping[str, Any], *, num_epochs: Any = None, field: str = "loss") -> None:
+  """A config's objective terms (``config.loss``), each against the loss it names.
+
+  Per term, in one line each: ``weight`` (a finite number >= 0), every hyper-parameter it
+  sets against its loss's declared range (``LossSpec.ranges``), a field that is neither a
+  term field (:data:`TERM_FIELDS`) nor a hyper-parameter of its loss, and a term that starts
+  at or after the last epoch (``from_epoch >= num_epochs``), which would never train:
+  ``config.FIELD.TERM.NAME: expected ..., got V``. A term that names no known loss is
+  left to :func:`objective`.
+  """
+  for term_name in terms.keys():
+    term = terms[term_name]
+    if not hasattr(term, "keys"):
+      continue
+    prefix = f"{field}.{term_name}"
+    if term.get("weight") is not None:
+      checks.NONNEGATIVE.check_config(f"{prefix}.weight", term["weight"])
+    loss_name = term.get("loss", term_name)
+    spec = LOSSES.get(loss_name)
+    if spec is not None:
+      spec.check_config(prefix, term)
+      for name in term.keys():
+        if name not in TERM_FIELDS and name not in spec.ranges:
+          raise ValueError(
+            f"config.{prefix}.{name}: not a setting of {loss_name}; expected one of "
+            f"{sorted((*TERM_FIELDS, *spec.ranges))}"
+          )
+    start = term.get("from_epoch")
+    if (
+      isinstance(num_epochs, int)
+      and isinstance(start, numbers.Real)
+      and not isinstance(start, bool)
+      and start >= num_epochs
+    ):
+      raise ValueError(
+        f"config.{prefix}.from_epoch: expected less than config.num_epochs "
+        f"({num_epochs}), got {start}: the term would never train; raise num_epochs or "
+        "lower from_epoch"
+      )

@@ -9,43 +9,37 @@ import jax.numpy as jnp
 
 from jitr.losses import checks
 from jitr.losses import query_rows as qr
-from jitr.losses.triplet import triplet_per_query
+from jitr.losses.triplet import triplet_query
 
 
-def semantic_hard_negatives_queries(
-  rows: qr.QueryRows,
-  *,
-  key: jax.Array | None = None,
-  margin: float = 0.185,
-  semantic_weight: float = 0.025,
+def semantic_hard_negatives_query(
+  query: qr.Query, *, margin: float = 0.185, semantic_weight: float = 0.025
 ) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`semantic_hard_negatives`; ``rows.graded`` is S.
+  """One query's ``mean_p [α + max_n (s_n + λ·S_n) − s_p]_+`` over its valid positives p
+  and valid negatives n (``S = query.graded``, α the margin, λ the semantic weight), and
+  whether it counts (it has a valid positive).
 
-  Raising negatives by λ·S is the plain LMH triplet on the shifted scores;
-  positives keep their own score (the shift only applies where ~positives).
+  Raising the negatives by λ·S is the plain LMH triplet
+  (:func:`!jitr.losses.triplet.triplet_query`) on the shifted scores; positives keep their
+  own score.
   """
-  del key
-  if rows.graded is None:
-    raise ValueError("semantic_hard_negatives: needs a semantic matrix (rows.graded is None)")
-  checks.check_nonnegative("margin", margin)
-  checks.check_finite("semantic_weight", semantic_weight)
-  rows = qr.without_padding(rows)
-  lift = semantic_weight * rows.graded.astype(rows.sim.dtype)
-  shifted = rows.sim + jnp.where(rows.positives, 0.0, lift)
-  loss, weight = triplet_per_query(shifted, rows.positives, rows.where, margin=margin, mining="max")
-  return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
+  lift = semantic_weight * query.graded.astype(query.sim.dtype)
+  shifted = query._replace(sim=query.sim + jnp.where(query.positives, 0.0, lift))
+  return triplet_query(shifted, margin=margin, mining="max")
 
 
-def semantic_hard_negatives(
-  sim: jax.Array,
-  semantic: jax.Array,
-  *,
-  positives: jax.Array | None = None,
-  where: jax.Array | None = None,
-  margin: float = 0.185,
-  semantic_weight: float = 0.025,
-  reduction: qr.Reduction = "mean",
-) -> jax.Array | qr.DirectionalLoss:
+#: The LSEH loss, written once as :func:`semantic_hard_negatives_query`.
+SEMANTIC_HARD_NEGATIVES = qr.QueryLoss(
+  semantic_hard_negatives_query,
+  ranges={"margin": checks.NONNEGATIVE, "semantic_weight": checks.FINITE},
+  graded="semantic",
+)
+
+#: The core of :func:`semantic_hard_negatives` on a block of query rows; ``rows.graded``
+#: is S (``key`` unused).
+semantic_hard_negatives_queries = SEMANTIC_HARD_NEGATIVES.per_query
+
+semantic_hard_negatives = SEMANTIC_HARD_NEGATIVES.function(
   """LSEH triplet: ``max_j [α + s_ij + λ·S(D_i, D_j) − s_ii]_+`` in both directions.
 
   The semantic similarity ``S`` (cosine of TF-IDF + SVD caption vectors) raises
@@ -70,14 +64,4 @@ def semantic_hard_negatives(
   >>> round(float(semantic_hard_negatives(sim, sem, reduction="sum")), 4)
   0.21
   """
-  return qr.both_ways(
-    semantic_hard_negatives_queries,
-    sim,
-    positives=positives,
-    where=where,
-    graded=semantic,
-    graded_name="semantic",
-    reduction=reduction,
-    margin=margin,
-    semantic_weight=semantic_weight,
-  )
+)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from jitr.losses import checks
 from jitr.losses import query_rows as qr
-from jitr.losses.triplet import triplet, triplet_queries
+from jitr.losses.triplet import triplet_query
 
 Sampling = Literal["hard", "soft", "random"]
 
@@ -42,78 +42,64 @@ def choose_negative(
   raise ValueError(f"sampling: expected 'hard', 'soft' or 'random', got {sampling!r}")
 
 
-def _semantic_margin_row(
-  scores, metric, positives, where, key, *, sampling, temperature, max_margin
-):
-  pos = positives & where
-  neg = where & ~positives
-  has_neg = jnp.any(neg)
-  m = choose_negative(scores, neg, sampling=sampling, key=key)
-  margin = (metric - metric[m]) / temperature  # one margin per positive p
-  if max_margin is not None:
-    margin = jnp.minimum(margin, max_margin)
-  hinge = jnp.where(has_neg, jax.nn.relu(margin + scores[m] - scores), 0.0)
-  n_pos = jnp.sum(pos)
-  return jnp.sum(jnp.where(pos, hinge, 0.0)) / jnp.maximum(n_pos, 1), n_pos > 0
-
-
-def semantic_margin_queries(
-  rows: qr.QueryRows,
+def semantic_margin_triplet_query(
+  query: qr.Query,
   *,
-  key: jax.Array | None = None,
   temperature: float = 5.0,
   sampling: Sampling = "hard",
   max_margin: float | None = None,
   keep_triplet: bool = False,
   triplet_margin: float = 0.2,
 ) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`semantic_margin_triplet`; ``rows.graded`` is φ.
+  """One query's SAM loss and whether it counts (it has a valid positive).
 
-  Random negatives use one key per query, ``fold_in(split(key)[direction],
-  global_row)``, so the draw does not depend on how queries are split over
-  devices. ``keep_triplet`` adds the VSE++ LMH term of the same query (both
-  count for the same queries, so the mean of the sum is the sum of the means).
+  With one negative m of the query (:func:`choose_negative`, ``query.key`` for
+  ``"random"``) and ``φ = query.graded``: ``mean_p [α_p + s_m − s_p]_+`` over the valid
+  positives p, ``α_p = (φ_p − φ_m)/τ``, clipped at ``max_margin`` when it is set;
+  ``keep_triplet`` adds the VSE++ LMH triplet of the query with ``triplet_margin``
+  (:func:`!jitr.losses.triplet.triplet_query`; it counts for the same queries, so the
+  mean of the sum is the sum of the means). No candidate: loss 0, not counted.
   """
-  if rows.graded is None:
-    raise ValueError("semantic_margin_triplet: needs a metric matrix (rows.graded is None)")
-  checks.check_positive("temperature", temperature)
-  checks.check_choice("sampling", sampling, ("hard", "soft", "random"))
+  scores, positives, where = query.sim, query.positives, query.where
+  if scores.shape[-1] == 0:  # no candidates: no query counts
+    return jnp.zeros((), scores.dtype), jnp.zeros((), bool)
+  metric = query.graded.astype(scores.dtype)
+  pos = positives & where
+  neg = where & ~positives
+  has_neg = jnp.any(neg)
+  m = choose_negative(scores, neg, sampling=sampling, key=query.key)
+  margin = (metric - metric[m]) / temperature  # one margin per positive p
   if max_margin is not None:
-    checks.check_nonnegative("max_margin", max_margin)
-  checks.check_bool("keep_triplet", keep_triplet)
-  checks.check_nonnegative("triplet_margin", triplet_margin)
-  if sampling == "random" and key is None:
-    raise ValueError("key: sampling='random' needs an explicit jax.random key")
-  rows = qr.without_padding(rows)
-  if rows.sim.shape[-1] == 0:  # no candidates: no query counts
-    return jnp.zeros(rows.sim.shape[:1], rows.sim.dtype), jnp.zeros(rows.sim.shape[:1], bool)
-  keys = qr.row_keys(key, rows) if sampling == "random" else None
-  row = jax.vmap(
-    lambda s, phi, p, w, k: _semantic_margin_row(
-      s, phi, p, w, k, sampling=sampling, temperature=temperature, max_margin=max_margin
-    ),
-    in_axes=(0, 0, 0, 0, None if keys is None else 0),
-  )
-  loss, weight = row(rows.sim, rows.graded.astype(rows.sim.dtype), rows.positives, rows.where, keys)
+    margin = jnp.minimum(margin, max_margin)
+  hinge = jnp.where(has_neg, jax.nn.relu(margin + scores[m] - scores), 0.0)
+  n_pos = jnp.sum(pos)
+  loss = jnp.sum(jnp.where(pos, hinge, 0.0)) / jnp.maximum(n_pos, 1)
   if keep_triplet:
-    loss = loss + triplet_queries(rows, margin=triplet_margin, mining="max")[0]
-  return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
+    loss = loss + triplet_query(query, margin=triplet_margin, mining="max")[0]
+  return loss, n_pos > 0
 
 
-def semantic_margin_triplet(
-  sim: jax.Array,
-  metric: jax.Array,
-  *,
-  positives: jax.Array | None = None,
-  where: jax.Array | None = None,
-  temperature: float = 5.0,
-  sampling: Sampling = "hard",
-  key: jax.Array | None = None,
-  max_margin: float | None = None,
-  keep_triplet: bool = False,
-  triplet_margin: float = 0.2,
-  reduction: qr.Reduction = "mean",
-) -> jax.Array | qr.DirectionalLoss:
+#: The SAM loss, written once as :func:`semantic_margin_triplet_query`; random negatives
+#: use one key per query, ``fold_in(split(key)[direction], global_row)``, so the draw does
+#: not depend on how queries are split over devices.
+SEMANTIC_MARGIN_TRIPLET = qr.QueryLoss(
+  semantic_margin_triplet_query,
+  ranges={
+    "temperature": checks.POSITIVE,
+    "sampling": checks.Choice(("hard", "soft", "random")),
+    "max_margin": checks.Bound(0.0, optional=True),
+    "keep_triplet": checks.SWITCH,
+    "triplet_margin": checks.NONNEGATIVE,
+  },
+  graded="metric",
+  needs_key=True,
+)
+
+#: The core of :func:`semantic_margin_triplet` on a block of query rows; ``rows.graded``
+#: is φ.
+semantic_margin_queries = SEMANTIC_MARGIN_TRIPLET.per_query
+
+semantic_margin_triplet = SEMANTIC_MARGIN_TRIPLET.function(
   """SAM semantic adaptive margin triplet loss in both directions.
 
   For query p with positive c_p and one sampled negative c_m:
@@ -134,25 +120,8 @@ def semantic_margin_triplet(
     key: ``jax.random`` key, required for ``"random"``.
     max_margin: optional upper clip of α (the official code clips at 1.0).
     keep_triplet: add the original VSE++ LMH triplet with ``triplet_margin``.
-    reduction: ``"mean"``, ``"sum"`` or ``"none"`` (SAM term only).
+    triplet_margin: the margin of the kept triplet (0.2).
+    reduction: ``"mean"``, ``"sum"`` or ``"none"`` (per query: the SAM term plus the
+      kept triplet).
   """
-  checks.check_bool("keep_triplet", keep_triplet)
-  checks.check_nonnegative("triplet_margin", triplet_margin)
-  total = qr.both_ways(
-    semantic_margin_queries,
-    sim,
-    positives=positives,
-    where=where,
-    graded=metric,
-    graded_name="metric",
-    reduction=reduction,
-    key=key,
-    temperature=temperature,
-    sampling=sampling,
-    max_margin=max_margin,
-  )
-  if keep_triplet and reduction != "none":
-    total = total + triplet(
-      sim, positives=positives, where=where, margin=triplet_margin, reduction=reduction
-    )
-  return total
+)

@@ -4,7 +4,6 @@ arXiv:2305.16566, eq. 9–21; code AAA-Zheng/Listwise_ITR)."""
 
 from __future__ import annotations
 
-import chex
 import jax
 import jax.numpy as jnp
 
@@ -13,51 +12,39 @@ from jitr.losses import query_rows as qr
 from jitr.losses import ranks as ranks_lib
 
 
-def smooth_ndcg_queries(
-  rows: qr.QueryRows,
-  *,
-  key: jax.Array | None = None,
-  temperature: float | jax.Array = 0.01,
-  block_size: int = 16,
+def smooth_ndcg_query(
+  query: qr.Query, *, temperature: float | jax.Array = 0.01, block_size: int = 16
 ) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`smooth_ndcg`: ``(1 − NDCĜ_q [Q], weight [Q])``.
+  """One query's ``1 − NDCĜ`` and whether it counts (it has a relevant valid item).
 
-  ``rows.graded`` is the relevance, set to 1 on ``rows.positives`` (``key`` unused).
-  Rows are processed ``block_size`` at a time with ``lax.map`` so neither the
-  forward nor the backward pass holds more than ``block_size × C × C`` pairwise
-  terms (and XLA fuses those into the reductions); the ranks' custom VJP keeps
-  the residuals at O(Q·C).
+  ``query.graded`` is the relevance ``r``, set to 1 on ``query.positives``;
+  ``π̂_j = 1 + Σ_{k≠j} σ((s_k − s_j)/τ)`` (:func:`!jitr.losses.ranks.approx_ranks`, its
+  custom VJP keeps the residuals at O(C)), ``DCĜ = Σ_j (2^{r_j} − 1) / log2(1 + π̂_j)``,
+  IDCG from ``r`` sorted. Rows are mapped ``block_size`` at a time (``lax.map``), so
+  neither pass holds more than ``block_size × C × C`` pairwise terms.
   """
-  del key
-  if rows.graded is None:
-    raise ValueError("smooth_ndcg: needs a relevance matrix (rows.graded is None)")
-  checks.check_positive("temperature", temperature)
-  checks.check_block_size("block_size", block_size)
-  rows = qr.without_padding(rows)
-  relevance = jnp.where(rows.positives, 1.0, rows.graded.astype(rows.sim.dtype))
-
-  def one_row(row):
-    scores, rel, valid = row
-    ranks = ranks_lib.approx_ranks(scores, temperature=temperature, where=valid)
-    value, has_relevant = dcg.ndcg_from_ranks(ranks, rel, where=valid)
-    return 1.0 - value, has_relevant & jnp.any(valid)
-
-  loss, weight = jax.lax.map(
-    one_row, (rows.sim, relevance, rows.where), batch_size=min(block_size, rows.sim.shape[0])
-  )
-  return checks.propagate_nonfinite(loss, rows.where, rows.sim, rows.graded), weight
+  del block_size  # how many rows are mapped at once (SMOOTH_NDCG.block)
+  relevance = jnp.where(query.positives, 1.0, query.graded.astype(query.sim.dtype))
+  ranks = ranks_lib.approx_ranks(query.sim, temperature=temperature, where=query.where)
+  value, has_relevant = dcg.ndcg_from_ranks(ranks, relevance, where=query.where)
+  return 1.0 - value, has_relevant & jnp.any(query.where)
 
 
-def smooth_ndcg(
-  sim: jax.Array,
-  relevance: jax.Array,
-  *,
-  positives: jax.Array | None = None,
-  where: jax.Array | None = None,
-  temperature: float | jax.Array = 0.01,
-  block_size: int = 16,
-  reduction: qr.Reduction = "mean",
-) -> jax.Array | qr.DirectionalLoss:
+#: Smooth-NDCG, written once as :func:`smooth_ndcg_query`.
+SMOOTH_NDCG = qr.QueryLoss(
+  smooth_ndcg_query,
+  ranges={"temperature": checks.POSITIVE, "block_size": checks.BLOCK_SIZE},
+  graded="relevance",
+  block="block_size",
+  identity_positives=False,
+)
+
+#: The core of :func:`smooth_ndcg` on a block of query rows: ``(rows, *, key=None,
+#: temperature=0.01, block_size=16) -> (1 − NDCĜ [Q], weight [Q])``; ``rows.graded`` is
+#: the relevance (``key`` unused).
+smooth_ndcg_queries = SMOOTH_NDCG.per_query
+
+smooth_ndcg = SMOOTH_NDCG.function(
   """Smooth-NDCG loss ``1 − NDCĜ`` in both directions.
 
   For a query row with scores ``s`` and relevance ``r`` (positives set to 1):
@@ -88,18 +75,4 @@ def smooth_ndcg(
   >>> round(float(smooth_ndcg(sim, rel, temperature=1e-3)), 6)  # perfectly ranked
   0.0
   """
-  chex.assert_rank(sim, 2)
-  chex.assert_equal_shape([sim, relevance])
-  if positives is None:  # no annotated pairs: the relevance is used as given
-    positives = jnp.zeros(sim.shape, bool)
-  return qr.both_ways(
-    smooth_ndcg_queries,
-    sim,
-    positives=positives,
-    where=where,
-    graded=relevance,
-    graded_name="relevance",
-    reduction=reduction,
-    temperature=temperature,
-    block_size=block_size,
-  )
+)

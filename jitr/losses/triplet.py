@@ -3,6 +3,7 @@ Hard Negatives", BMVC 2018): max of hinges (LMH) and sum of hinges (LSH)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import jax
@@ -31,64 +32,52 @@ def _sum_of_hinges(scores: jax.Array, negatives: jax.Array, margin: float) -> ja
   return prefix[count] + count.astype(scores.dtype) * (margin - scores)
 
 
-def triplet_per_query(
-  sim: jax.Array,
-  positives: jax.Array,
-  where: jax.Array,
-  *,
-  margin: float,
-  mining: Mining,
+def triplet_query(
+  query: qr.Query, *, margin: float = 0.2, mining: Mining = "max"
 ) -> tuple[jax.Array, jax.Array]:
-  """Per-row triplet loss of ``[Q, C]`` arrays: ``(loss [Q], weight [Q])``.
+  """One query's triplet loss and whether it counts (it has a valid positive).
 
-  For query i with valid positives P_i and valid negatives N_i:
-  LMH: ``mean_{p∈P_i} [margin + max_{n∈N_i} s_in − s_ip]_+``;
-  LSH: ``mean_{p∈P_i} Σ_{n∈N_i} [margin + s_in − s_ip]_+``.
-  With one positive per query these are exactly VSE++'s two losses. A query
-  with no valid positive has weight 0; with no negative its loss is 0.
+  With valid positives P and valid negatives N of the query:
+  LMH (``mining="max"``): ``mean_{p∈P} [margin + max_{n∈N} s_n − s_p]_+``;
+  LSH (``mining="sum"``): ``mean_{p∈P} Σ_{n∈N} [margin + s_n − s_p]_+``.
+  With one positive per query these are exactly VSE++'s two losses; with no negative the
+  loss is 0.
   """
+  sim, positives, where = query.sim, query.positives, query.where
   pos = positives & where
   neg = where & ~positives
   if mining == "max":
-    hardest = jnp.max(jnp.where(neg, sim, -jnp.inf), axis=-1, keepdims=True, initial=-jnp.inf)
-    has_neg = jnp.any(neg, axis=-1, keepdims=True)
+    hardest = jnp.max(jnp.where(neg, sim, -jnp.inf), initial=-jnp.inf)
+    has_neg = jnp.any(neg)
     hinge = jnp.where(has_neg, jax.nn.relu(margin + jnp.where(has_neg, hardest, 0.0) - sim), 0.0)
   elif mining == "sum":
-    hinge = jax.vmap(_sum_of_hinges, in_axes=(0, 0, None))(sim, neg, margin)
+    hinge = _sum_of_hinges(sim, neg, margin)
   else:
     raise ValueError(f"mining: expected 'max' (LMH) or 'sum' (LSH), got {mining!r}")
-  n_pos = jnp.sum(pos, axis=-1)
-  loss = jnp.sum(jnp.where(pos, hinge, 0.0), axis=-1) / jnp.maximum(n_pos, 1)
-  return loss, n_pos > 0
+  n_pos = jnp.sum(pos)
+  return jnp.sum(jnp.where(pos, hinge, 0.0)) / jnp.maximum(n_pos, 1), n_pos > 0
 
 
-def triplet_queries(
-  rows: qr.QueryRows,
-  *,
-  key: jax.Array | None = None,
-  margin: float = 0.2,
-  mining: Mining = "max",
+#: The triplet loss, written once as :func:`triplet_query`.
+TRIPLET = qr.QueryLoss(
+  triplet_query, ranges={"margin": checks.NONNEGATIVE, "mining": checks.Choice(("max", "sum"))}
+)
+
+#: The core of :func:`triplet` on a block of query rows: ``(rows, *, key=None, margin=0.2,
+#: mining="max") -> (loss [Q], weight [Q])`` (``key`` unused).
+triplet_queries = TRIPLET.per_query
+
+
+def triplet_per_query(
+  sim: jax.Array, positives: jax.Array, where: jax.Array, *, margin: float, mining: Mining
 ) -> tuple[jax.Array, jax.Array]:
-  """The per-query core of :func:`triplet` on a block of query rows (``key`` unused)."""
-  del key
-  rows = qr.without_padding(rows)
-  checks.check_nonnegative("margin", margin)
-  checks.check_choice("mining", mining, ("max", "sum"))
-  loss, weight = triplet_per_query(
-    rows.sim, rows.positives, rows.where, margin=margin, mining=mining
-  )
-  return checks.propagate_nonfinite(loss, rows.where, rows.sim), weight
+  """:func:`triplet_query` of each row of ``[Q, C]`` arrays as they are (padding not
+  cleared, nothing checked): ``(loss [Q], weight [Q])``."""
+  one = functools.partial(triplet_query, margin=margin, mining=mining)
+  return jax.vmap(one)(qr.Query(sim, positives, where, None, None))
 
 
-def triplet(
-  sim: jax.Array,
-  *,
-  positives: jax.Array | None = None,
-  where: jax.Array | None = None,
-  margin: float = 0.2,
-  mining: Mining = "max",
-  reduction: qr.Reduction = "mean",
-) -> jax.Array | qr.DirectionalLoss:
+triplet = TRIPLET.function(
   """VSE++ triplet loss in both directions.
 
   ``L = Σ_dir reduce_q mean_{p∈P_q} [margin + s_qn − s_qp]_+`` with the hardest
@@ -113,12 +102,4 @@ def triplet(
   >>> float(triplet(sim, reduction="sum"))  # [.2+.8-.9]+[.2+.1-.5] + [.2+.1-.9]+[.2+.8-.5]
   0.6...
   """
-  return qr.both_ways(
-    triplet_queries,
-    sim,
-    positives=positives,
-    where=where,
-    reduction=reduction,
-    margin=margin,
-    mining=mining,
-  )
+)
