@@ -1,10 +1,11 @@
 """The datasets jitr trains on, by name: what each one is and where its files live.
 
 :data:`DATASETS` is the one registry of ``config.dataset`` values. Code that needs to
-know something of a dataset (is its relevance exact, does it read a ``*_precomp``
-folder, its splits, its captions per image, which config fields name its data, what its
-captions are, which metric picks the best checkpoint) asks :func:`dataset_info` instead of
-comparing the name as a string.
+know something of a dataset (is its relevance exact, its splits, its captions per image,
+which config fields name its data, what its captions are, which metric picks the best
+checkpoint) asks :func:`dataset_info` instead of comparing the name as a string. What is
+done by the kind of a dataset (how it is loaded, checked and pinned) is the kind's
+``DataSource`` (:mod:`jitr.experiment.data_sources`, keyed by :attr:`DatasetInfo.kind`).
 
 Besides the registered datasets, any ``NAME_precomp`` is a precomp dataset: the folder
 ``<precomp_root>/NAME_precomp/`` with ``train``, ``dev`` and ``test`` splits, whose
@@ -48,10 +49,12 @@ class DatasetInfo:
 
   Attributes:
     name: its ``config.dataset`` value.
-    kind: ``"shapes"`` (the built-in TFDS dataset, generated under ``config.data_dir``),
-      ``"precomp"`` (a ``<precomp_root>/<name>/`` folder of region features and
-      caption files) or ``"labelled"`` (``config.labelled.folder``: image vectors, text
-      vectors and class labels).
+    kind: the key of its ``DataSource`` in
+      :data:`jitr.experiment.data_sources.DATA_SOURCES`: ``"shapes"`` (the built-in TFDS
+      dataset, generated under ``config.data_dir``), ``"precomp"`` (a
+      ``<precomp_root>/<name>/`` folder of region features and caption files) or
+      ``"labelled"`` (``config.labelled.folder``: image vectors, text vectors and class
+      labels).
     exact_relevance: whether the dataset knows the true relevance of every (image,
       caption) pair (``oracle`` graded sources and NDCG against the truth need it).
     data_fields: the config fields that name the data a run trains on, besides
@@ -83,7 +86,8 @@ class DatasetInfo:
     return self.labelled is not None
 
   def data_name(self, config: Mapping[str, Any]) -> str:
-    """The dataset with its data fields, e.g. ``jitr_shapes/tiny`` or ``f30k_precomp``."""
+    """The dataset with its data fields, e.g. ``jitr_shapes/tiny`` or ``f30k_precomp``;
+    ``config`` is read only at :attr:`data_fields`."""
     return "/".join([self.name, *(str(config.get(f)) for f in self.data_fields)])
 
 

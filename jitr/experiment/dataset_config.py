@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitr.data.datasets import DATASETS, DatasetInfo, captions_per_image, dataset_info
+from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
 from jitr.data.labelled import POSITIVES
+from jitr.experiment.data_sources import source_of
 from jitr.training.graded import SOURCES
 
 # The fields of config.labelled (configs/default.py sets each).
@@ -29,40 +30,14 @@ LABELLED_FIELDS: tuple[str, ...] = (
 
 
 def check_dataset(config: Any) -> DatasetInfo:
-  """The :class:`DatasetInfo` of ``config.dataset``; ``ValueError`` for an unknown one, a
-  ``*_precomp`` dataset without ``precomp_root``, a ``test_split`` it does not have or a
-  ``captions_per_image`` it cannot have."""
+  """The :class:`DatasetInfo` of ``config.dataset``; ``ValueError`` for an unknown one, or
+  for what its :class:`~jitr.experiment.data_sources.DataSource` refuses
+  (:meth:`~jitr.experiment.data_sources.DataSource.check_config`: a ``*_precomp`` dataset
+  without ``precomp_root``, a ``test_split`` it does not have, a ``captions_per_image`` it
+  cannot have)."""
   dataset = dataset_info(config.dataset)
-  if dataset.kind == "precomp" and not config.precomp_root:
-    raise ValueError(
-      f"config.precomp_root: the folder holding {config.dataset}/ is required for {config.dataset}"
-    )
-  _check_test_split(config, dataset.kind)
-  _check_captions_per_image(config, dataset)
+  source_of(dataset).check_config(config, dataset)
   return dataset
-
-
-def _check_captions_per_image(config: Any, dataset: DatasetInfo) -> None:
-  """``config.captions_per_image``: a non-negative integer, required (positive) for a
-  precomp folder jitr does not know; jitr_shapes' own 5 or 0."""
-  count = captions_per_image(dataset, config.captions_per_image)
-  if dataset.kind == "shapes" and count != dataset.captions_per_image:
-    raise ValueError(
-      f"config.captions_per_image: {dataset.name} has {dataset.captions_per_image} captions "
-      f"per image; expected 0 or {dataset.captions_per_image}, got {count}"
-    )
-
-
-def _check_test_split(config: Any, kind: str) -> None:
-  """``config.test_split`` must be a split of the dataset (jitr_shapes: ``test``)."""
-  if "test_split" not in config:
-    return
-  splits = dataset_info(config.dataset).splits if kind == "precomp" else ("test",)
-  if config.test_split not in splits:
-    raise ValueError(
-      f"config.test_split: expected one of {', '.join(map(repr, splits))} "
-      f"(the splits of {config.dataset}), got {config.test_split!r}"
-    )
 
 
 # config.labelled's whole-number fields and their smallest value; the others are strings.
@@ -71,8 +46,9 @@ LABELLED_COUNTS: dict[str, int] = {"first_class": 0, "val_pairs": 0}
 
 def check_labelled(config: Any, dataset: DatasetInfo) -> None:
   """``config.labelled`` (configs/default.py): strings, whole numbers, ``positives`` one of
-  :data:`!jitr.data.labelled.POSITIVES`; for a labelled vector dataset a ``folder``, and a
-  validation split (``val_name``, or ``val_pairs`` > 0 held out of the training pairs)."""
+  :data:`!jitr.data.labelled.POSITIVES`; then what the dataset's source requires of the
+  group (:meth:`~jitr.experiment.data_sources.DataSource.check_labelled`: for a labelled
+  vector dataset a ``folder`` and a validation split)."""
   group = config.labelled
   for name in LABELLED_FIELDS:
     value = group[name]
@@ -89,18 +65,7 @@ def check_labelled(config: Any, dataset: DatasetInfo) -> None:
       f"config.labelled.positives: expected one of {', '.join(map(repr, POSITIVES))} (pairs "
       f"sharing a class are positives, or only a pair is), got {group.positives!r}"
     )
-  if dataset.kind != "labelled":
-    return
-  if not group.folder:
-    raise ValueError(
-      f"config.labelled.folder: the folder of {config.dataset}'s image vectors, text vectors "
-      "and labels is required"
-    )
-  if not group.val_pairs and not group.val_name:
-    raise ValueError(
-      "config.labelled.val_name: expected the name of the validation files, or "
-      "config.labelled.val_pairs > 0 training pairs held out for validation"
-    )
+  source_of(dataset).check_labelled(config)
 
 
 def check_graded_source(config: Any, name: str, leaves, dataset: DatasetInfo) -> None:

@@ -5,6 +5,8 @@ the splits it trains and tests on (or the image, text and label files of a label
 dataset's), the vocabulary file it was given, the workdir's own ``vocab.json`` (the only
 record of an imported checkpoint's word ids), CVSE's concept files and the WordNet files
 of its official labels (``index.noun``, ``noun.exc``), the BERT folder of a WordPiece run.
+The dataset's files are those its kind's source names
+(:meth:`jitr.experiment.data_sources.DataSource.pinned_files`).
 ``inputs.json`` in the workdir (:data:`PINS`) records each one by role: its absolute path,
 size, modification time and SHA-256.
 
@@ -44,11 +46,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jitr import fileio, known_files, paths
-from jitr.data import precomp
 from jitr.data.concept_data import ARRAYS_NAME, HEADER_NAME
-from jitr.data.datasets import dataset_info
-from jitr.data.labelled import LabelledSettings, split_paths
 from jitr.data.wordnet_nouns import NOUN_EXCEPTIONS, NOUN_INDEX
+from jitr.experiment.data_sources import data_source
 from jitr.experiment.run_concepts import OFFICIAL_LABELS, resolved_labels
 from jitr.experiment.workdir import read_workdir_config
 
@@ -109,8 +109,7 @@ def run_inputs(config: Mapping[str, Any], workdir: str) -> dict[str, str]:
   vocab_file = config["vocab_file"]
   if vocab_file and paths.absolute(vocab_file) != paths.absolute(found[VOCAB_ROLE]):
     found["config.vocab_file"] = vocab_file
-  found.update(_precomp_files(config))
-  found.update(_labelled_files(config))
+  found.update(data_source(config["dataset"]).pinned_files(config))
   folder = config["text"]["pretrained"]
   if folder:
     found.update({f"config.text.pretrained/{n}": os.path.join(folder, n) for n in BERT_FILES})
@@ -125,34 +124,6 @@ def run_inputs(config: Mapping[str, Any], workdir: str) -> dict[str, str]:
   if wordnet and labels == OFFICIAL_LABELS:
     found.update({f"config.concepts.wordnet/{n}": os.path.join(wordnet, n) for n in WORDNET_FILES})
   return {role: paths.absolute(p) for role, p in found.items() if paths.isfile(p)}
-
-
-def _precomp_files(config: Mapping[str, Any]) -> dict[str, str]:
-  """The features and captions of the splits a precomp run reads (train, dev, test)."""
-  info = dataset_info(config["dataset"])
-  if info.kind != "precomp":
-    return {}
-  short = config["dataset"].removesuffix("_precomp")
-  folder = precomp.precomp_dir(config["precomp_root"], short)
-  out = {}
-  for split in dict.fromkeys(("train", "dev", config["test_split"])):
-    for suffix in ("ims.npy", "caps.txt"):
-      name = f"{split}_{suffix}"
-      out[f"{config['dataset']}/{name}"] = os.path.join(folder, name)
-  return out
-
-
-def _labelled_files(config: Mapping[str, Any]) -> dict[str, str]:
-  """The image, text and label files of the splits a labelled vector run reads (a .mat
-  file that holds several of them once)."""
-  if dataset_info(config["dataset"]).kind != "labelled":
-    return {}
-  settings = LabelledSettings.of(config["labelled"])
-  out = {}
-  for name in settings.split_names().values():
-    for path, _ in split_paths(settings, name).values():
-      out[f"{config['dataset']}/{os.path.basename(path)}"] = path
-  return out
 
 
 def fingerprint(path: str, *, sha256: str | None = None) -> Fingerprint:
@@ -393,17 +364,17 @@ def pinned_split_difference(
   workdir: str, other: str, config: Mapping[str, Any], split: str
 ) -> str | None:
   """Why ``other``'s pinned ``split`` files are not ``workdir``'s (``config``: the first
-  workdir's; their ``{split}_ims.npy`` / ``_caps.txt`` SHA-256s differ), or ``None`` (the
-  same, or not pinned in both)."""
+  workdir's; the SHA-256s of a file of the split differ, e.g. a precomp folder's
+  ``{split}_ims.npy`` / ``_caps.txt``:
+  :meth:`~jitr.experiment.data_sources.DataSource.split_roles`), or ``None`` (the same,
+  not pinned in both, or a dataset whose splits pin no file)."""
   ours, theirs = read_pins(workdir), read_pins(other)
-  if ours is None or theirs is None or dataset_info(config["dataset"]).kind != "precomp":
+  if ours is None or theirs is None:
     return None
-  split_name = "dev" if split == "val" else config["test_split"] if split == "test" else split
-  for suffix in ("ims.npy", "caps.txt"):
-    role = f"{config['dataset']}/{split_name}_{suffix}"
+  for role in data_source(config["dataset"]).split_roles(config, split):
     if role in ours and role in theirs and ours[role].sha256 != theirs[role].sha256:
       return (
-        f"its {split} split's {split_name}_{suffix} is another file (SHA-256 "
+        f"its {split} split's {role.rpartition('/')[2]} is another file (SHA-256 "
         f"{theirs[role].sha256[:16]}… != {ours[role].sha256[:16]}…)"
       )
   return None

@@ -23,19 +23,18 @@ list, another estimator or without top-K lists are refused with one line.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from absl import logging
 
 from jitr import paths
-from jitr.data import precomp
-from jitr.data.datasets import captions_per_image, dataset_info
+from jitr.data.datasets import dataset_info
 from jitr.data.relevance_reader import load_header, load_relevance_table
+from jitr.experiment.data_sources import source_of
 from jitr.experiment.stored_relevance import external_records_dir, relevance_records_dir
-from jitr.relevance.captions_io import CaptionSet, precomp_caption_set, read_precomp_captions
+from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.records import write_relevance_records
 from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 from jitr.training.graded import GradedSource, parse_source
@@ -64,42 +63,14 @@ def parse_semantic(source: str) -> GradedSource:
   return parsed
 
 
-def _precomp_file_split(config, split: str) -> str:
-  """The precomp file name of a run's split: ``val`` is ``dev``, ``test`` is
-  ``config.test_split``."""
-  return {"train": "train", "val": "dev", "test": config.test_split}[split]
-
-
-def _precomp_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
-  folder = precomp.precomp_dir(config.precomp_root, config.dataset.removesuffix("_precomp"))
-  file_split = _precomp_file_split(config, split)
-  per_image = captions_per_image(dataset_info(config.dataset), config.captions_per_image)
-  path = os.path.join(folder, f"{file_split}_caps.txt")
-  return file_split, read_precomp_captions(path, per_image)
-
-
-def _shapes_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
-  from jitr.data.shapes import tfds as shapes_tfds
-
-  texts = shapes_tfds.load_split(
-    split, data_dir=data_dir, config=config.shapes_config, images=False
-  )["captions"]
-  return split, precomp_caption_set(texts, 5, f"jitr_shapes/{config.shapes_config}/{split}")
-
-
-# DatasetInfo.kind -> (config, data_dir, split) -> (the split's file name, its captions)
-SPLIT_CAPTIONS: Mapping[str, Callable[[Any, str, str], tuple[str, CaptionSet]]] = {
-  "precomp": _precomp_captions,
-  "shapes": _shapes_captions,
-}
-
-
 def split_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
   """``(key, captions)``: the evaluated split's captions as ``jitr-precompute`` reads its
   caption file, and the key of its records under ``data_dir`` (``f30k_precomp/test``,
-  ``jitr_shapes/tiny/test``)."""
+  ``jitr_shapes/tiny/test``), from the dataset's source
+  (:meth:`~jitr.experiment.data_sources.DataSource.split_captions`; a dataset without
+  caption files is refused in one line)."""
   info = dataset_info(config.dataset)
-  file_split, captions = SPLIT_CAPTIONS[info.kind](config, data_dir, split)
+  file_split, captions = source_of(info).split_captions(config, data_dir, split)
   return f"{info.data_name(config)}/{file_split}", captions
 
 

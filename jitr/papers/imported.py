@@ -25,14 +25,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jitr.data.datasets import dataset_info
+from jitr.experiment.data_sources import data_source
 from jitr.experiment.pinned_inputs import fingerprint, read_pins, run_inputs
 from jitr.experiment.workdir import CONFIG_NAME, read_workdir_config
 from jitr.models.registry import network_name
 from jitr.papers.published import Row
-
-# the test split's files a precomp run reads, as pinned_inputs names their roles
-SPLIT_FILES = ("ims.npy", "caps.txt")
 
 
 def network(config: Mapping[str, Any]) -> str:
@@ -55,9 +52,11 @@ def imported_config(item: str, workdir: str) -> dict[str, Any]:
 
 
 def split_roles(config: Mapping[str, Any]) -> list[str]:
-  """The pinned roles of the test split's files a precomp run of ``config`` reads
-  (``f30k_precomp/test_ims.npy``, ``..._caps.txt``)."""
-  return [f"{config['dataset']}/{config['test_split']}_{suffix}" for suffix in SPLIT_FILES]
+  """The pinned roles of the test split's files a run of ``config`` reads
+  (``f30k_precomp/test_ims.npy``, ``..._caps.txt``;
+  :meth:`jitr.experiment.data_sources.DataSource.split_roles`), none for a dataset whose
+  splits pin no file."""
+  return list(data_source(config["dataset"]).split_roles(config, "test"))
 
 
 def _files(config: Mapping[str, Any], workdir: str) -> dict[str, str]:
@@ -77,7 +76,7 @@ def test_file_difference(
   SHA-256s; ``None`` when they are the same file or the same bytes, or when either is not
   there to compare (``ours`` without ``precomp_root``; a missing file is jitr-eval's to
   name)."""
-  if not ours["precomp_root"] or dataset_info(ours["dataset"]).kind != "precomp":
+  if not ours["precomp_root"] or not split_roles(ours):
     return None
   table = _files(ours, workdir)
   pins = read_pins(workdir) or {}
