@@ -11,7 +11,8 @@ import optax
 
 from jitr import training
 from jitr.data import pairs
-from jitr.models import RetrievalModel, make_model
+from jitr.models import MODELS, RetrievalModel, make_model
+from jitr.models.registry import network_name
 
 
 def example_inputs(split: pairs.RetrievalSplit, model: RetrievalModel) -> dict:
@@ -22,14 +23,16 @@ def example_inputs(split: pairs.RetrievalSplit, model: RetrievalModel) -> dict:
 
 
 def model_settings(config) -> dict[str, Any]:
-  """The settings ``make_model`` gets: ``config.model``'s, and for the ``"vseinf"`` network
-  ``pretrained = config.text.pretrained`` (the BERT folder whose ``vocab.txt`` tokenised
-  the captions gives the network's BERT; ``config.model`` has no ``pretrained`` of its
-  own: :func:`!jitr.experiment.run_config.check_train_config`). ``config``: a run config
-  or its JSON (a workdir's ``config.json``)."""
+  """The settings ``make_model`` gets: ``config.model``'s, and for a network of WordPiece
+  captions (:attr:`!jitr.models.Network.wordpiece`: ``"vseinf"``) ``pretrained =
+  config.text.pretrained`` (the BERT folder whose ``vocab.txt`` tokenised the captions gives
+  the network's BERT; ``config.model`` has no ``pretrained`` of its own:
+  :func:`!jitr.experiment.run_config.check_train_config`). ``config``: a run config or its
+  JSON (a workdir's ``config.json``)."""
   model = config["model"]
   settings = dict(model.to_dict() if hasattr(model, "to_dict") else model)
-  if settings.get("name") == "vseinf":
+  network = MODELS.get(network_name(settings))
+  if network is not None and network.wordpiece:
     settings["pretrained"] = config["text"]["pretrained"]
   return settings
 

@@ -1,7 +1,9 @@
 """The config fields a run's network reads, checked before anything is built: the text
-group (the BERT folder and the WordPiece network, the augmentation probabilities), the
-network reading the dataset's captions, caption chunks and CVSE's concept files
-(``config.concepts``)."""
+group (the BERT folder and a network of WordPiece captions, the augmentation
+probabilities), the network reading the dataset's captions, caption chunks and the concept
+files of a network that reads concepts (``config.concepts``). What a network reads is its
+registry entry's declaration (:class:`jitr.models.Network`: ``wordpiece``, ``inputs``,
+``token_chunks``), never its name."""
 
 from __future__ import annotations
 
@@ -21,20 +23,25 @@ from jitr.models.registry import MODELS, network_name, network_of
 PROBABILITIES: tuple[str, ...] = ("text.word_augment", "image.region_drop")
 # What a Hugging Face BERT folder must hold to tokenise the captions and build the BERT.
 BERT_FOLDER_FILES: tuple[str, ...] = ("vocab.txt", "config.json")
-# The network that reads WordPiece captions and a pretrained BERT.
-WORDPIECE_NETWORK = "vseinf"
+
+
+def wordpiece_networks() -> list[str]:
+  """The registered networks that read WordPiece captions and a pretrained BERT
+  (:attr:`!jitr.models.Network.wordpiece`), by name."""
+  return sorted(name for name, network in MODELS.items() if network.wordpiece)
 
 
 def check_text(config: Any) -> None:
   """``config.text`` and ``config.image`` (configs/default.py): the probabilities in
   [0, 1); ``text.pretrained`` a string naming a folder with ``vocab.txt`` and
-  ``config.json``. The ``"vseinf"`` network and ``text.pretrained`` go together: the
-  network reads WordPiece captions (``[CLS]`` ... ``[SEP]``) and its BERT is the folder's,
-  so either without the other is refused, and so is a ``config.model.pretrained`` (the
-  folder is ``text.pretrained``). ``text.word_augment`` > 0 needs ``text.pretrained``
-  (it rewrites WordPiece captions); ``vocab_file`` must then be empty, and
-  ``text.tokenizer`` too (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`).
-  ``text.caption_form``: :func:`jitr.experiment.run_caption_form.check_caption_form_setting`."""
+  ``config.json``. A network of WordPiece captions (:func:`wordpiece_networks`: ``"vseinf"``)
+  and ``text.pretrained`` go together: the network reads WordPiece captions (``[CLS]`` ...
+  ``[SEP]``) and its BERT is the folder's, so either without the other is refused, and so
+  is a ``config.model.pretrained`` (the folder is ``text.pretrained``).
+  ``text.word_augment`` > 0 needs ``text.pretrained`` (it rewrites WordPiece captions);
+  ``vocab_file`` must then be empty, and ``text.tokenizer`` too
+  (:func:`jitr.experiment.run_tokenizer.check_tokenizer_setting`). ``text.caption_form``:
+  :func:`jitr.experiment.run_caption_form.check_caption_form_setting`."""
   for field in PROBABILITIES:
     group, name = field.split(".")
     check_probability(field, config[group][name])
@@ -43,22 +50,12 @@ def check_text(config: Any) -> None:
     raise ValueError(
       f"config.text.pretrained: expected a string (a BERT folder or ''), got {folder!r}"
     )
-  network = network_name(config.model)
   if "pretrained" in config.model:
     raise ValueError(
       "config.model.pretrained: not a run setting; give the BERT folder as "
       "--config.text.pretrained=FOLDER (its vocab.txt also tokenises the captions)"
     )
-  if network == WORDPIECE_NETWORK and not folder:
-    raise ValueError(
-      f"config.text.pretrained: the {WORDPIECE_NETWORK!r} network needs a Hugging Face BERT "
-      "folder; give --config.text.pretrained=FOLDER"
-    )
-  if folder and network != WORDPIECE_NETWORK:
-    raise ValueError(
-      f"config.text.pretrained: only the {WORDPIECE_NETWORK!r} network reads WordPiece "
-      f"captions and a BERT; config.model.name is {network!r}"
-    )
+  check_wordpiece(network_name(config.model), folder)
   if config.text.word_augment and not folder:
     raise ValueError(
       "config.text.word_augment: needs config.text.pretrained (the augmentation rewrites "
@@ -76,6 +73,24 @@ def check_text(config: Any) -> None:
         f"config.text.pretrained: {folder} holds no {name}; expected a Hugging Face BERT "
         "folder (config.json, vocab.txt, the weights)"
       )
+
+
+def check_wordpiece(name: str, folder: str) -> None:
+  """The network ``name`` reads WordPiece captions (:attr:`!jitr.models.Network.wordpiece`)
+  exactly when the run names a BERT ``folder`` (``config.text.pretrained``)."""
+  network = MODELS.get(name)
+  wordpiece = network is not None and network.wordpiece
+  if wordpiece and not folder:
+    raise ValueError(
+      f"config.text.pretrained: the {name!r} network needs a Hugging Face BERT "
+      "folder; give --config.text.pretrained=FOLDER"
+    )
+  if folder and not wordpiece:
+    readers = " or ".join(map(repr, wordpiece_networks()))
+    raise ValueError(
+      f"config.text.pretrained: only the {readers} network reads WordPiece "
+      f"captions and a BERT; config.model.name is {name!r}"
+    )
 
 
 def check_token_chunks(config: Any) -> None:

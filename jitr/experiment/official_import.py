@@ -1,21 +1,23 @@
-"""``import_official``: an official SGR, SAF, VSRN, CVSE or VSE∞ checkpoint and its
-vocabulary become a jitr workdir, as ``jitr-import`` runs it.
+"""``import_official``: an official checkpoint of a registered network (SGR, SAF, VSRN,
+CVSE, VSE∞) and its vocabulary become a jitr workdir, as ``jitr-import`` runs it.
 
 The checkpoint is the dict the official ``train.py`` saves (``{'epoch', 'model': [state
 dicts], 'best_rsum', 'opt', 'Eiters'}``), read without unpickling anything but tensors,
 containers and the ``argparse.Namespace`` of ``opt``
 (:func:`jitr.models.official_checkpoint.load_checkpoint`). The network is read from the
-weights (SGRAF's ``sim_enc`` with its SGR or SAF module, VSRN's GCN image encoder,
-CVSE's 8 state dicts, whose concept graph must be that of ``config.concepts``, or VSE∞'s
-two towers with a BERT inside the text one, whose sizes must be those of the BERT folder
-``config.text.pretrained`` names: its ``vocab.txt`` is the vocabulary);
-the model fields the weights fix (embedding and word sizes, SGR steps, GCN layers, VSRN's
+weights: each registered network's :class:`~jitr.models.official_format.OfficialFormat`
+(:attr:`!jitr.models.Network.official`, in its folder of :mod:`jitr.models`) says which
+``model`` lists are its codebase's and converts them; exactly one must hold the checkpoint.
+The model fields the weights fix (embedding and word sizes, SGR steps, GCN layers, VSRN's
 feature BatchNorm) replace the config's, and every one that the saved ``opt`` also states
-must agree with it, as must ``opt.data_name`` with ``config.dataset`` (VSE∞'s ``f30k``
-names ``f30k_precomp``) and the vocabulary file's size with the word embedding. Official
-VSRN checkpoints hold no caption decoder: the workdir's model has ``caption_weight = 0``,
-and fine-tuning it with the captioning loss starts the decoder fresh
-(:func:`jitr.experiment.init_from.start_from`).
+must agree with it (the shared :data:`OPT_FIELDS`, then the codebase's own), as must
+``opt.data_name`` with ``config.dataset`` (VSE∞'s ``f30k`` names ``f30k_precomp``) and the
+vocabulary file's size with the word embedding. A network of WordPiece captions (VSE∞)
+takes its vocabulary from the BERT folder ``config.text.pretrained``, which its format
+checks against the weights; the dataset constants (CVSE's concepts) are checked by the
+format too. Official VSRN checkpoints hold no caption decoder: the workdir's model has
+``caption_weight = 0``, and fine-tuning it with the captioning loss starts the decoder
+fresh (:func:`jitr.experiment.init_from.start_from`).
 
 The workdir gets ``config.json`` (``vocab_file`` naming its ``vocab.json``), the
 vocabulary in jitr's format with the official ids, the converted parameters as its
@@ -35,7 +37,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ml_collections
-import numpy as np
 
 from jitr import fileio, paths, training
 from jitr.data.official_vocab import read_official_vocab
@@ -54,24 +55,17 @@ from jitr.experiment.pinned_inputs import (
   write_pins,
 )
 from jitr.experiment.run_caption_form import with_official_caption_form
-from jitr.experiment.run_concepts import concept_inputs, dataset_constants
+from jitr.experiment.run_concepts import CONCEPTS, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.experiment.run_tokenizer import with_official_tokenizer
 from jitr.folder_swap import atomic_folder
-from jitr.models.bert import BertConfig, read_config
-from jitr.models.cvse import convert as cvse_convert
-from jitr.models.cvse.adapter import concept_graph
-from jitr.models.cvse.graph import THRESHOLD
 from jitr.models.official_checkpoint import (
   OfficialCheckpointError,
   checkpoint_format,
   load_checkpoint,
 )
-from jitr.models.registry import network_name
-from jitr.models.sgraf import convert as sgraf_convert
-from jitr.models.torch_state import flatten_state_dicts
-from jitr.models.vseinf import convert as vseinf_convert
-from jitr.models.vsrn import convert as vsrn_convert
+from jitr.models.official_format import ConvertedWeights, OfficialFormat
+from jitr.models.registry import MODELS, network_name
 from jitr.progress import Steps
 from jitr.training.checkpoints import Checkpoints
 
@@ -92,50 +86,82 @@ class OfficialWeights:
   """An official checkpoint's network, weights and record.
 
   Attributes:
-    network: ``"sgr"``, ``"saf"``, ``"vsrn"``, ``"cvse"`` or ``"vseinf"`` (jitr's
-      ``config.model.name``).
-    fields: the model fields the weights fix (``vocab_size`` included).
-    img_dim: the region feature size the image encoder takes.
-    params, batch_stats: the converted Flax variables.
+    official: the format of the codebase that wrote it (a registered network's
+      :attr:`!jitr.models.Network.official`).
+    converted: its weights as jitr's (the network, the model fields the weights fix, the
+      Flax variables).
     opt: the saved ``opt`` as a dict (empty when absent).
     record: ``epoch``, ``Eiters`` and ``best_rsum`` where the checkpoint has them.
-    graph: CVSE's normalised concept graph ``gen_adj(C_GCN.adj_all)`` and the width of
-      the concept vectors its GCN takes (``{}`` for the other networks).
-    bert: VSE∞'s BERT sizes, read from its tensors (``None`` for the other networks).
   """
 
-  network: str
-  fields: dict[str, Any]
-  img_dim: int
-  params: dict
-  batch_stats: dict
+  official: OfficialFormat
+  converted: ConvertedWeights
   opt: dict[str, Any]
   record: dict[str, Any]
-  graph: dict[str, Any] = dataclasses.field(default_factory=dict)
-  bert: BertConfig | None = None
+
+  @property
+  def network(self) -> str:
+    """The registered network the weights are (jitr's ``config.model.name``)."""
+    return self.converted.network
+
+  @property
+  def fields(self) -> dict[str, Any]:
+    """The model fields the weights fix (``vocab_size`` included)."""
+    return self.converted.fields
+
+  @property
+  def img_dim(self) -> int:
+    """The width of the image features the image encoder takes."""
+    return self.converted.img_dim
+
+  @property
+  def wordpiece(self) -> bool:
+    """Whether the network reads WordPiece captions of a BERT folder."""
+    return MODELS[self.network].wordpiece
 
 
-# In the order they are tried: VSE∞ before VSRN, whose two state dicts have its prefixes
-CONVERTERS = {
-  "sgraf": sgraf_convert,
-  "vseinf": vseinf_convert,
-  "vsrn": vsrn_convert,
-  "cvse": cvse_convert,
-}
+def official_formats() -> list[OfficialFormat]:
+  """The official checkpoint formats of the registered networks, each once, in the
+  registry's order."""
+  formats: list[OfficialFormat] = []
+  for network in MODELS.values():
+    if network.official is not None and network.official not in formats:
+      formats.append(network.official)
+  return formats
 
 
-def _flat_state_dict(path: str, parts: Any) -> tuple[str, dict[str, Any]]:
-  """``(family, flat state dict)``: SGRAF's three state dicts, VSE∞'s or VSRN's two or
-  CVSE's eight."""
-  for family, convert in CONVERTERS.items():
-    flat = flatten_state_dicts(path, parts, convert.PREFIXES)
-    if flat is not None and (family != "vseinf" or vseinf_convert.holds_vseinf(flat)):
-      return family, flat
-  raise OfficialCheckpointError(
-    f"{path}: expected an official SGRAF, VSRN, CVSE or VSE∞ checkpoint, a dict whose "
-    "'model' is the list [img_enc, txt_enc, sim_enc] (SGRAF), [img_enc, txt_enc] (VSRN, "
-    "VSE∞) or the 8 state dicts of CVSE"
+def _expected(path: str, formats: Sequence[OfficialFormat]) -> str:
+  """The refusal of a checkpoint none of ``formats`` holds: which ``model`` lists they read."""
+  layouts: dict[str, list[str]] = {}
+  for official in formats:
+    layouts.setdefault(official.layout(), []).append(official.codebase)
+  names = [official.codebase for official in formats]
+  lists = [f"{layout} ({', '.join(owners)})" for layout, owners in layouts.items()]
+  return (
+    f"{path}: expected an official {_either(names)} checkpoint, a dict whose 'model' is the "
+    f"list {_either(lists)}"
   )
+
+
+def _either(items: Sequence[str]) -> str:
+  """``a, b or c``."""
+  return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def _flat_state_dict(path: str, parts: Any) -> tuple[OfficialFormat, dict[str, Any]]:
+  """``(format, flat state dict)`` of the one registered format whose state dicts
+  ``parts`` are; none, or several, is refused in one line."""
+  formats = official_formats()
+  found = [(f, flat) for f in formats if (flat := f.read(path, parts)) is not None]
+  if len(found) > 1:
+    names = _either([f.codebase for f, _ in found])
+    raise OfficialCheckpointError(
+      f"{path}: its state dicts fit the official formats of {names}: the checkpoint is "
+      "ambiguous to jitr-import"
+    )
+  if not found:
+    raise OfficialCheckpointError(_expected(path, formats))
+  return found[0]
 
 
 def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
@@ -143,40 +169,21 @@ def read_official_weights(path: str | os.PathLike) -> OfficialWeights:
 
   Raises:
     OfficialCheckpointError: the file is not such a checkpoint (one line naming it).
-    ValueError: its weights do not form an SGR, SAF or VSRN (a missing or unexpected key).
+    ValueError: its weights do not form the network (a missing or unexpected key).
   """
   path = os.fspath(path)
   checkpoint = load_checkpoint(path)
   if not isinstance(checkpoint, Mapping):
     raise OfficialCheckpointError(f"{path}: expected the dict an official train.py saves")
-  family, state = _flat_state_dict(path, checkpoint.get("model"))
-  convert = CONVERTERS[family]
-  graph, bert = {}, None
+  official, state = _flat_state_dict(path, checkpoint.get("model"))
   try:
-    fields = convert.config_from_state_dict(state)
-    params, batch_stats = convert.params_from_state_dict(state)
-    if family == "vseinf":
-      bert = vseinf_convert.bert_config_from_state_dict(state)
-    if family == "cvse":
-      graph = {
-        "adjacency": cvse_convert.adjacency_from_state_dict(state),
-        "concept_dim": fields.pop("concept_dim"),
-      }
+    converted = official.convert(state)
   except KeyError as err:
     raise ValueError(f"{path}: {err.args[0]}") from None
-  if family == "sgraf":
-    network = fields.pop("module").lower()
-  elif family in ("cvse", "vseinf"):
-    network = family
-  else:
-    network = "vsrn"
-    if not vsrn_convert.has_caption_model(state):
-      fields["caption_weight"] = 0.0
   opt = checkpoint.get("opt")
   opt = dict(vars(opt)) if isinstance(opt, argparse.Namespace) else dict(opt or {})
   record = {k: _plain(checkpoint[k]) for k in ("epoch", "Eiters", "best_rsum") if k in checkpoint}
-  img_dim = int(state["img_enc.fc.weight"].shape[1])
-  return OfficialWeights(network, fields, img_dim, params, batch_stats, opt, record, graph, bert)
+  return OfficialWeights(official, converted, opt, record)
 
 
 def _plain(value: Any) -> Any:
@@ -188,38 +195,20 @@ def _plain(value: Any) -> Any:
 
 def opt_disagreement(weights: OfficialWeights, config: ml_collections.ConfigDict) -> str | None:
   """Why the saved ``opt`` does not describe these weights or this config's dataset, or
-  ``None``: ``opt.embed_size=2048, but the weights have embed_dim 1024``."""
+  ``None``: ``opt.embed_size=2048, but the weights have embed_dim 1024``. The shared
+  fields (:data:`OPT_FIELDS`), then the codebase's own
+  (:attr:`!jitr.models.official_format.OfficialFormat.opt_disagreement`), then
+  ``opt.data_name``."""
   opt, fixed = weights.opt, {**weights.fields, "img_dim": weights.img_dim}
   for name, field in OPT_FIELDS.items():
     if name in opt and field in fixed and opt[name] != fixed[field]:
       return f"opt.{name}={opt[name]!r}, but the weights have {field} {fixed[field]!r}"
-  width = weights.graph.get("concept_dim")
-  if "input_channel" in opt and width is not None and opt["input_channel"] != width:
-    return f"opt.input_channel={opt['input_channel']!r}, but the weights have concept_dim {width!r}"
-  module = opt.get("module_name")
-  if module is not None and weights.network in ("sgr", "saf") and module.lower() != weights.network:
-    return f"opt.module_name={module!r}, but the weights hold {weights.network.upper()}"
+  reason = weights.official.opt_disagreement(opt, weights.converted)
+  if reason is not None:
+    return reason
   data = opt.get("data_name")
   if data is not None and data not in (config.dataset, config.dataset.removesuffix("_precomp")):
     return f"opt.data_name={data!r}, but config.dataset={config.dataset!r}"
-  if weights.network == "vseinf":
-    return vseinf_opt_disagreement(opt)
-  return None
-
-
-def vseinf_opt_disagreement(opt: Mapping[str, Any]) -> str | None:
-  """Why a VSE∞ ``opt`` describes another network than jitr's ``vseinf``, or ``None``: the
-  image tower of precomputed region features (``precomp_enc_type='basic'``; the others
-  are CNN backbones over pixels), both embeddings l2-normalised."""
-  kind = opt.get("precomp_enc_type", "basic")
-  if kind != "basic":
-    return (
-      f"opt.precomp_enc_type={kind!r}, but jitr's vseinf takes precomputed region features "
-      "(the official 'basic' image encoder)"
-    )
-  for name in ("no_imgnorm", "no_txtnorm"):
-    if opt.get(name):
-      return f"opt.{name}=True, but jitr's vseinf l2-normalises both embeddings"
   return None
 
 
@@ -248,38 +237,24 @@ def imported_config(
 
 
 def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
-  """CVSE: the run's concepts (``config.concepts``) must be the checkpoint's: as many, with
-  vectors of the width its GCN takes, and the same normalised graph (``gen_adj`` of its
-  ``C_GCN.adj_all``, within float32 rounding)."""
-  graph = weights.graph["adjacency"]
-  if concepts is None:
-    raise ValueError("config.concepts: CVSE needs the concepts the checkpoint was trained with")
-  source = config.concepts.source or "the concepts built from the captions"
-  vectors = np.asarray(concepts.vectors)
-  if vectors.shape != (graph.shape[0], weights.graph["concept_dim"]):
-    raise ValueError(
-      f"config.concepts.source: {source} has {vectors.shape[0]} concepts of "
-      f"{vectors.shape[1]}-d vectors, the checkpoint's GCN {graph.shape[0]} of "
-      f"{weights.graph['concept_dim']}-d (use the official concept files it was trained with)"
-    )
-  ours = concept_graph(concepts, config.model.get("concept_threshold", THRESHOLD))
-  if not np.allclose(ours, graph, atol=1e-5):
-    worst = float(np.max(np.abs(ours - graph)))
-    raise ValueError(
-      f"config.concepts.source: the concept graph of {source} differs from the checkpoint's "
-      f"C_GCN.adj_all by up to {worst:.3g} (use the official concept files it was trained with)"
-    )
+  """The run's dataset constants must be the checkpoint's: for CVSE, its concepts
+  (``config.concepts``; ``concepts``: their :class:`~jitr.models.ConceptInputs`, ``None``
+  without) as many, of the width its GCN takes, with the same normalised graph
+  (:attr:`!jitr.models.official_format.OfficialFormat.check_constants`)."""
+  constants = {} if concepts is None else {CONCEPTS: concepts}
+  weights.official.check_constants(config, weights.converted, constants)
 
 
 def imported_vocab(
   config: ml_collections.ConfigDict, weights: OfficialWeights, vocab_file
 ) -> Vocab | WordPieceVocab:
   """The vocabulary the checkpoint was trained with, of as many words as its word
-  embedding has rows: ``vocab_file`` (an official vocabulary file), or for VSE∞ the
-  ``vocab.txt`` of ``config.text.pretrained``, whose BERT must have the checkpoint's sizes
-  (``vocab_file``, when given, must then hold the same tokens)."""
-  if weights.bert is not None:
-    vocab = bert_vocab(config.text.pretrained, weights.bert, vocab_file)
+  embedding has rows: ``vocab_file`` (an official vocabulary file), or for a network of
+  WordPiece captions (VSE∞) the ``vocab.txt`` of ``config.text.pretrained``, whose BERT
+  must be the checkpoint's (``vocab_file``, when given, must then hold the same tokens)."""
+  if weights.wordpiece:
+    weights.official.check_pretrained(config.text.pretrained, weights.converted)
+    vocab = bert_vocab(config.text.pretrained, vocab_file, weights.official.codebase)
   elif not vocab_file:
     raise ValueError(
       f"--vocab: the official {weights.network.upper()} checkpoint needs the vocabulary file "
@@ -289,41 +264,29 @@ def imported_vocab(
     vocab = read_official_vocab(vocab_file)
   if len(vocab) != weights.fields["vocab_size"]:
     raise ValueError(
-      f"{vocab.vocab_file if weights.bert else os.fspath(vocab_file)}: {len(vocab)} words, "
-      f"but the checkpoint's word embedding has {weights.fields['vocab_size']} rows: not the "
-      "vocabulary it was trained with"
+      f"{vocab.vocab_file if weights.wordpiece else os.fspath(vocab_file)}: {len(vocab)} "
+      f"words, but the checkpoint's word embedding has {weights.fields['vocab_size']} rows: "
+      "not the vocabulary it was trained with"
     )
   return vocab
 
 
-# The BERT sizes a VSE∞ checkpoint's tensors show, each compared with the folder's config.json
-BERT_SIZES = (
-  "vocab_size",
-  "hidden_size",
-  "num_hidden_layers",
-  "intermediate_size",
-  "max_position_embeddings",
-  "type_vocab_size",
-)
+def imported_variables(converted: ConvertedWeights) -> dict[str, Any]:
+  """The Flax variables of converted weights: ``params``, and ``batch_stats`` when the
+  network keeps any (as its ``init`` gives them)."""
+  stats = {"batch_stats": converted.batch_stats} if converted.batch_stats else {}
+  return {"params": converted.params, **stats}
 
 
-def bert_vocab(folder: str, sizes: BertConfig, vocab_file) -> WordPieceVocab:
-  """The WordPiece vocabulary of the BERT ``folder`` after checking that its
-  ``config.json`` has the ``sizes`` of the checkpoint's BERT and that ``vocab_file`` (when
-  given) holds its ``vocab.txt``'s tokens."""
-  ours = read_config(os.path.join(folder, "config.json"))
-  for name in BERT_SIZES:
-    if getattr(ours, name) != getattr(sizes, name):
-      raise ValueError(
-        f"config.text.pretrained: the BERT of {folder} has {name} {getattr(ours, name)}, the "
-        f"checkpoint's {getattr(sizes, name)}: use the BERT folder it was trained from "
-        "(bert-base-uncased for the official VSE∞ models)"
-      )
+def bert_vocab(folder: str, vocab_file, codebase: str) -> WordPieceVocab:
+  """The WordPiece vocabulary of the BERT ``folder``, after checking that ``vocab_file``
+  (when given) holds its ``vocab.txt``'s tokens (``codebase``: the official code that
+  tokenises with it, as the message names it)."""
   vocab = WordPieceVocab.from_folder(folder)
   if vocab_file and tuple(read_vocab_lines(os.fspath(vocab_file))) != vocab.words:
     raise ValueError(
       f"--vocab: {os.fspath(vocab_file)} is not the vocab.txt of config.text.pretrained "
-      f"({folder}), which VSE∞ tokenises with (omit --vocab)"
+      f"({folder}), which {codebase} tokenises with (omit --vocab)"
     )
   return vocab
 
@@ -444,21 +407,18 @@ def _import_steps(
       f"dimensions, the checkpoint's image encoder takes {weights.img_dim}"
     )
   begin("checking the weights against config.model")
-  concepts = concept_inputs(data.concepts)
-  if weights.graph:
-    check_concept_graph(config, weights, concepts)
+  constants = dataset_constants(data.concepts)
+  weights.official.check_constants(config, weights.converted, constants)
   steps = template_steps(train, config.batch_size)
-  _, like = initial_state(
-    config, len(vocab), train, steps, dataset_constants(data.concepts), shapes_only=True
-  )
-  converted = {"params": weights.params, "batch_stats": weights.batch_stats}
+  _, like = initial_state(config, len(vocab), train, steps, constants, shapes_only=True)
+  converted = imported_variables(weights.converted)
   mismatch = shape_mismatch(converted, like.variables)
   if mismatch is not None:
     raise ValueError(f"{checkpoint}: its weights do not fit config.model: {mismatch}")
   state = training.create_train_state(converted, like.tx, like.rng)
   record = {
     **source,
-    "vocab_file": paths.absolute(vocab.vocab_file if weights.bert else vocab_file),
+    "vocab_file": paths.absolute(vocab.vocab_file if weights.wordpiece else vocab_file),
     "network": weights.network,
     **weights.record,
     "opt": {k: _plain(v) for k, v in sorted(weights.opt.items())},

@@ -6,8 +6,10 @@
   an official CVSE checkpoint was trained and evaluated with. It needs the ``"nltk"``
   tokenizer (the official ``word_tokenize``): jitr's would split ``b'a`` into ``b`` and
   ``a``, a WordPiece vocabulary (``config.text.pretrained``) reads no words;
-- ``""`` (the default) is ``"text"``, except that ``jitr-import`` of an official CVSE
-  checkpoint makes it ``"python3_bytes"`` (:func:`with_official_caption_form`).
+- ``""`` (the default) is ``"text"``, except that ``jitr-import`` of an official checkpoint
+  makes it the form its codebase's data loader reads
+  (:attr:`!jitr.models.official_format.OfficialFormat.caption_form`: CVSE's
+  ``"python3_bytes"``; :func:`with_official_caption_form`).
 
 Every split's captions take the form before they are tokenised (a vocabulary built by the
 run is built from them too); concept labels are computed from the captions themselves
@@ -23,12 +25,10 @@ import ml_collections
 
 from jitr.data import vocab as vocab_lib
 from jitr.data.caption_forms import CAPTION_FORMS, PYTHON3_BYTES, TEXT
+from jitr.models.registry import MODELS
 
 CAPTION_FORM_CHOICES: tuple[str, ...] = ("", *CAPTION_FORMS)
 """``config.text.caption_form``'s values: ``""`` (resolved) and the forms' names."""
-OFFICIAL_CAPTION_FORMS: dict[str, str] = {"cvse": PYTHON3_BYTES}
-"""The caption form of each official codebase whose data loader does not read the
-caption itself, by the network ``jitr-import`` recognises in its checkpoint."""
 
 
 def check_caption_form_setting(config: Any) -> None:
@@ -71,15 +71,23 @@ def caption_form(config: Any) -> str:
   return config.text.caption_form or TEXT
 
 
+def official_caption_form(network: str) -> str:
+  """The caption form the official code of the registered ``network`` reads (its
+  :attr:`!jitr.models.Network.official` format's; ``""``: the caption itself, or no
+  official checkpoint)."""
+  official = MODELS[network].official if network in MODELS else None
+  return official.caption_form if official is not None else ""
+
+
 def with_official_caption_form(
   config: ml_collections.ConfigDict, network: str
 ) -> ml_collections.ConfigDict:
   """``config`` for a checkpoint of the official ``network``: a copy whose
-  ``text.caption_form`` is that codebase's (:data:`OFFICIAL_CAPTION_FORMS`: CVSE's
-  ``"python3_bytes"``) when the field is ``""``; ``config`` itself otherwise (another
-  network, or a form the config names)."""
-  form = OFFICIAL_CAPTION_FORMS.get(network)
-  if form is None or config.text.caption_form:
+  ``text.caption_form`` is that codebase's (:func:`official_caption_form`: CVSE's
+  ``"python3_bytes"``) when the field is ``""``; ``config`` itself otherwise (a codebase
+  that reads the caption itself, or a form the config names)."""
+  form = official_caption_form(network)
+  if not form or config.text.caption_form:
     return config
   config = config.copy_and_resolve_references()
   config.text.caption_form = form

@@ -15,8 +15,11 @@ every network through one interface, :class:`RetrievalModel` (built by name from
 :class:`Network` s, each declaring the batch keys and dataset constants it needs).
 
 Each network is a package: :mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
-:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse` (its modules, its adapter to
-:class:`RetrievalModel`, its registry entry and its converter of official weights).
+:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse`, :mod:`!jitr.models.vseinf`,
+:mod:`!jitr.models.twobranch` (its modules, its adapter to :class:`RetrievalModel`, built
+on :func:`!jitr.models.dual_encoder.dual_encoder` for a dual encoder, its registry entry
+``network.NETWORK``, and where it has one its converter of official weights and their
+format, :class:`!jitr.models.official_format.OfficialFormat`).
 """
 
 from jitr.models.bert import BertConfig, BertEncoder, bert_params, load_pretrained, read_config

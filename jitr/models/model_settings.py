@@ -19,19 +19,11 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from jitr.models.registry import MODELS, network_name
 
-# The callable whose keyword arguments are each network's settings (its Network.settings_of).
-SETTINGS_OF: dict[str, Callable[..., Any]] = {
-  name: network.settings_of for name, network in MODELS.items() if network.settings_of
-}
-# Settings the builder takes besides those keyword arguments, with their defaults.
-EXTRA_SETTINGS: dict[str, dict[str, Any]] = {
-  name: dict(network.extra_settings) for name, network in MODELS.items() if network.extra_settings
-}
 # Keyword arguments that are not settings of a config (given by the builder or by Flax).
 NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})
 # Whole-number settings that count repeated layers or steps: 0 builds the network without
@@ -39,15 +31,24 @@ NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"}
 MAY_BE_ZERO = frozenset({"sgr_step", "gcn_layers", "bert_layers"})
 
 
+def settings_networks() -> list[str]:
+  """The registered networks whose settings are known (a :attr:`!Network.settings_of`), by
+  name, read from the registry when asked (a network registered later is included)."""
+  return sorted(name for name, network in MODELS.items() if network.settings_of)
+
+
 def model_settings(name: str) -> dict[str, Any]:
-  """``{setting: default}`` of network ``name`` (a key of :data:`SETTINGS_OF`)."""
-  params = inspect.signature(SETTINGS_OF[name]).parameters
+  """``{setting: default}`` of network ``name`` (one of :func:`settings_networks`): the
+  keyword arguments of its :attr:`!Network.settings_of`, then its
+  :attr:`!Network.extra_settings`."""
+  network = MODELS[name]
+  params = inspect.signature(network.settings_of).parameters
   settings = {
     key: p.default
     for key, p in params.items()
     if key not in NOT_SETTINGS and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
   }
-  return {**settings, **EXTRA_SETTINGS.get(name, {})}
+  return {**settings, **network.extra_settings}
 
 
 def expected_kind(default: Any) -> str | None:
@@ -90,7 +91,7 @@ def smallest_value(key: str) -> int:
 
 def check_model_settings(model: Any, field: str = "config.model") -> None:
   """Raises ``ValueError`` naming the first bad part of ``model`` (``config.model``): not
-  an object, a ``name`` that is not a network (:data:`SETTINGS_OF`), a setting the
+  an object, a ``name`` that is not a network (:func:`settings_networks`), a setting the
   network does not have (the known ones listed), a value of the wrong type
   (:func:`expected_kind`), or a whole number below :func:`smallest_value` (a size of 0
   or below)."""
@@ -99,8 +100,9 @@ def check_model_settings(model: Any, field: str = "config.model") -> None:
       f"{field}: expected an object of model settings, got {model!r} ({type(model).__name__})"
     )
   name = network_name(model)
-  if name not in SETTINGS_OF:
-    raise ValueError(f"{field}.name: expected one of {sorted(SETTINGS_OF)}, got {name!r}")
+  known = settings_networks()
+  if name not in known:
+    raise ValueError(f"{field}.name: expected one of {known}, got {name!r}")
   settings = model_settings(name)
   for key in model.keys():
     if key == "name":

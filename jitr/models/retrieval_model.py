@@ -29,10 +29,11 @@ per-caption moments gathered), so the step's ``pmean`` of it is exact.
 NLL per pair) that the step adds with weight ``aux_weights[name]``.
 
 Each network's package (:mod:`!jitr.models.vse`, :mod:`!jitr.models.sgraf`,
-:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse`) holds its adapter to this interface
+:mod:`!jitr.models.vsrn`, :mod:`!jitr.models.cvse`, ...) holds its adapter to this interface
 (:func:`~jitr.models.dual_encoder_model`, :func:`~jitr.models.sgraf_model`,
-:func:`~jitr.models.vsrn_model`, :func:`~jitr.models.cvse_model`) and a :class:`Network`:
-how the registry builds it from a config, and what it declares it needs.
+:func:`~jitr.models.vsrn_model`, :func:`~jitr.models.cvse_model`) and a :class:`Network`
+(its ``network.py``): how the registry builds it from a config, what it declares it needs,
+the text it reads and the format of its official checkpoint.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jitr.models.official_format import OfficialFormat
 
 Batch = Mapping[str, jax.Array]
 Variables = Mapping[str, Any]
@@ -120,6 +123,12 @@ class Network:
   """Whether ``forward`` takes ``tokens`` as a tuple of row chunks, each padded to its own
   width (a network that encodes each caption alone,
   :func:`!jitr.models.common.encode_row_chunks`; ``config.token_chunks``)."""
+  wordpiece: bool = False
+  """Whether its captions are WordPiece ids of the BERT folder ``config.text.pretrained``,
+  whose BERT it builds (the run gives the folder as its ``pretrained`` setting); ``False``:
+  ids of a word vocabulary, or no words at all (text vectors)."""
+  official: OfficialFormat | None = None
+  """The format of its official checkpoint (``jitr-import``); ``None``: none is read."""
 
   def __call__(
     self, config: Mapping[str, Any], vocab_size: int, constants: Mapping[str, Any] | None = None

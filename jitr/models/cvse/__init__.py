@@ -1,17 +1,18 @@
 """CVSE: the network (``model``: instance level ``attention``, consensus level over the
 concept ``graph`` through a ``gcn``), its adapter to :class:`~jitr.models.RetrievalModel`
-with its loss terms and registry entry (``adapter``), the official evaluation's label
-completion (``completion``) and the converter of official weights (``convert``)."""
+with its loss terms (``adapter``), its registry entry (``network``), the official
+evaluation's label completion (``completion``), the converter of official weights
+(``convert``) and its official checkpoint's format (``official``)."""
 
 from jitr.models.cvse.adapter import (
   CONCEPT_LABELS,
   CONCEPTS,
-  NETWORK,
   ConceptInputs,
   concept_graph,
   cvse_model,
 )
 from jitr.models.cvse.model import CVSE, CVSEEmbeddings
+from jitr.models.cvse.network import NETWORK
 
 __all__ = [
   "CONCEPTS",

@@ -43,13 +43,12 @@ from jitr.losses.triplet import triplet_per_query
 from jitr.models.cvse.completion import DATASETS, complete_labels, completion_neighbours
 from jitr.models.cvse.graph import THRESHOLD, concept_adjacency, normalized_adjacency
 from jitr.models.cvse.model import CVSE, CVSEEmbeddings
+from jitr.models.dual_encoder import dual_encoder
 from jitr.models.retrieval_model import (
   INPUTS,
   ModelOutput,
-  Network,
   RetrievalModel,
   apply_collections,
-  dot_score,
   image_mask_of,
   require_constants,
 )
@@ -230,15 +229,13 @@ def cvse_model(
     neighbours = completion_neighbours(fused_captions, fused_images, label_completion)
     return complete_labels(np.asarray(labels), neighbours)
 
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=dot_score,
+  return dual_encoder(
+    module,
+    init,
+    forward,
     encode_images=encode_images,
     encode_captions=encode_captions,
     aux_weights={name: float(w) for name, w in weights.items() if w > 0},
-    module=module,
     complete_caption_labels=complete_caption_labels if label_completion else None,
     eval_similarity=eval_similarity,
     inputs=(*INPUTS, CONCEPT_LABELS),
@@ -267,13 +264,3 @@ def build(config: dict[str, Any], vocab_size: int, constants: Mapping[str, Any])
   graph = concept_graph(concepts, config.pop("concept_threshold", THRESHOLD))
   module = CVSE(vocab_size=vocab_size, **config)
   return cvse_model(module, concepts.vectors, graph, **builder)
-
-
-#: The registry's entry for ``"cvse"``.
-NETWORK = Network(
-  build,
-  inputs=(*INPUTS, CONCEPT_LABELS),
-  constants=(CONCEPTS,),
-  settings_of=CVSE,
-  extra_settings={**BUILDER_DEFAULTS, "concept_threshold": THRESHOLD},
-)

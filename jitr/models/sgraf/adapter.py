@@ -3,18 +3,14 @@ registry's builders (``config.model.name = "sgr"`` / ``"saf"``: :class:`SGRAF`'s
 
 from __future__ import annotations
 
-from typing import Any
-
 import flax.linen as nn
 
 from jitr.models.retrieval_model import (
   ModelOutput,
-  Network,
   RetrievalModel,
   apply_collections,
   image_mask_of,
 )
-from jitr.models.sgraf.model import SGRAF
 
 
 def sgraf_model(module: nn.Module) -> RetrievalModel:
@@ -52,13 +48,3 @@ def sgraf_model(module: nn.Module) -> RetrievalModel:
     encode_captions=lambda v, t, n: module.apply(v, t, n, False, method="encode_text"),
     module=module,
   )
-
-
-def network(module: str) -> Network:
-  """The registry's entry for SGRAF's ``module`` (``"SGR"`` or ``"SAF"``)."""
-
-  def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalModel:
-    del constants  # SGRAF reads no dataset constants
-    return sgraf_model(SGRAF(vocab_size=vocab_size, module=module, **config))
-
-  return Network(build, settings_of=SGRAF)

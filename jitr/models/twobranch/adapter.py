@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitr.models.retrieval_model import ModelOutput, Network, RetrievalModel, dot_score
+from jitr.models.dual_encoder import dual_encoder
+from jitr.models.retrieval_model import ModelOutput, RetrievalModel
 from jitr.models.twobranch.model import TwoBranch
 
 TEXT_VECTORS = "text_vectors"
@@ -32,16 +33,7 @@ def two_branch_model(module: TwoBranch) -> RetrievalModel:
     img, txt = module.apply(variables, batch["images"], batch[TEXT_VECTORS], train, rngs=rngs)
     return ModelOutput(img, txt, {}), {}
 
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=dot_score,
-    encode_images=lambda v, images: module.apply(v, images, method="encode_image"),
-    encode_captions=lambda v, texts: module.apply(v, texts, method="encode_text"),
-    module=module,
-    inputs=INPUTS,
-  )
+  return dual_encoder(module, init, forward, inputs=INPUTS)
 
 
 def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalModel:
@@ -52,7 +44,3 @@ def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalM
     if key in config:
       config[key] = tuple(config[key])
   return two_branch_model(TwoBranch(**config))
-
-
-#: The registry's entry for ``"twobranch"``.
-NETWORK = Network(build, inputs=INPUTS, settings_of=TwoBranch)

@@ -8,7 +8,8 @@ from typing import Any
 
 import flax.linen as nn
 
-from jitr.models.retrieval_model import ModelOutput, Network, RetrievalModel, dot_score
+from jitr.models.dual_encoder import dual_encoder
+from jitr.models.retrieval_model import ModelOutput, RetrievalModel
 from jitr.models.vse.model import create_dual_encoder
 
 
@@ -33,22 +34,10 @@ def dual_encoder_model(module: nn.Module) -> RetrievalModel:
     )
     return ModelOutput(img, txt, {}), {}
 
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=dot_score,
-    encode_images=lambda v, x, m: module.apply(v, x, m, method="encode_image"),
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
-    module=module,
-  )
+  return dual_encoder(module, init, forward)
 
 
 def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalModel:
   """The registry's builder: ``config``'s keys are :func:`create_dual_encoder`'s."""
   del constants  # the dual encoder reads no dataset constants
   return dual_encoder_model(create_dual_encoder(vocab_size=vocab_size, **config))
-
-
-#: The registry's entry for ``"vse"``.
-NETWORK = Network(build, settings_of=create_dual_encoder, token_chunks=True)

@@ -17,12 +17,11 @@ import jax
 import jax.numpy as jnp
 
 from jitr.models.bert import BertConfig, load_pretrained
+from jitr.models.dual_encoder import dual_encoder
 from jitr.models.retrieval_model import (
   ModelOutput,
-  Network,
   RetrievalModel,
   apply_collections,
-  dot_score,
 )
 from jitr.models.vseinf.init import torch_gpo_params
 from jitr.models.vseinf.model import VSEInfinity
@@ -69,15 +68,7 @@ def vseinf_model(module: VSEInfinity, bert_params: Any | None = None) -> Retriev
     )
     return ModelOutput(img, txt, {}), state
 
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=dot_score,
-    encode_images=lambda v, x, m: module.apply(v, x, m, method="encode_image"),
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
-    module=module,
-  )
+  return dual_encoder(module, init, forward)
 
 
 def _same_tree(variables: dict, bert_params: Any) -> Any:
@@ -141,7 +132,3 @@ def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalM
   """The registry's builder: ``config``'s keys are :func:`create_vseinf`'s."""
   del constants  # VSE∞ reads no dataset constants
   return vseinf_model(*create_vseinf(vocab_size=vocab_size, **config))
-
-
-#: The registry's entry for ``"vseinf"``.
-NETWORK = Network(build, settings_of=create_vseinf, token_chunks=True)

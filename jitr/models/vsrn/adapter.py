@@ -9,12 +9,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jitr.models.dual_encoder import dual_encoder
 from jitr.models.retrieval_model import (
   ModelOutput,
-  Network,
   RetrievalModel,
   apply_collections,
-  dot_score,
   image_mask_of,
 )
 from jitr.models.vsrn.model import VSRN, vsrn_dataset_options
@@ -82,15 +81,12 @@ def vsrn_model(module: nn.Module, caption_weight: float = 1.0) -> RetrievalModel
   def encode_images(variables, images, image_mask):
     return module.apply(variables, images, image_mask, False, method="encode_image")[0]
 
-  return RetrievalModel(
-    pairwise=False,
-    init=init,
-    forward=forward,
-    score=dot_score,
+  return dual_encoder(
+    module,
+    init,
+    forward,
     encode_images=encode_images,
-    encode_captions=lambda v, t, n: module.apply(v, t, n, method="encode_text"),
     aux_weights={"caption": float(caption_weight)} if with_caption else {},
-    module=module,
   )
 
 
@@ -103,9 +99,3 @@ def build(config: dict[str, Any], vocab_size: int, constants: Any) -> RetrievalM
   dataset = config.pop("dataset", None)
   options = vsrn_dataset_options(dataset) if dataset is not None else {}
   return vsrn_model(VSRN(vocab_size=vocab_size, **{**options, **config}), caption_weight)
-
-
-#: The registry's entry for ``"vsrn"``.
-NETWORK = Network(
-  build, settings_of=VSRN, extra_settings={"caption_weight": 1.0, "dataset": "f30k"}
-)
