@@ -18,7 +18,7 @@ the *image* j against caption i), i.e. it reuses the image->text matrix untransp
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -97,6 +97,19 @@ def triplet_sndcg(
   return (1.0 - sndcg_weight) * pairwise + sndcg_weight * listwise, metrics
 
 
+def _hyper(given: dict[str, Any]) -> dict[str, Any]:
+  """:func:`triplet_sndcg`'s hyper-parameters: its defaults updated by ``given``, checked."""
+  hyper = qr.keyword_defaults(triplet_sndcg)
+  del hyper["where"]
+  unknown = sorted(set(given) - set(hyper))
+  if unknown:
+    raise TypeError(f"triplet_sndcg_rows() got an unexpected keyword argument {unknown[0]!r}")
+  hyper.update(given)
+  checks.check_choice("orientation", hyper["orientation"], ORIENTATIONS)
+  checks.check_unit_interval("sndcg_weight", hyper["sndcg_weight"])
+  return hyper
+
+
 def _real_ndcg_sum(sim: jax.Array, relevance: jax.Array, where: jax.Array):
   """``(Σ_q NDCG_q, #queries)`` with exact ranks, over the queries with a valid entry."""
   values = jax.vmap(lambda s, r, w: ndcg(s, r, where=w))(sim, relevance, where)
@@ -112,11 +125,7 @@ def triplet_sndcg_rows(
   index: jax.Array,
   valid: jax.Array,
   count: jax.Array,
-  *,
-  margin: float = 0.2,
-  temperature: float = 0.01,
-  sndcg_weight: float = 0.5,
-  orientation: Orientation = "corrected",
+  **hyper: Any,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
   """One process's share of :func:`triplet_sndcg`: the terms of its own queries only.
 
@@ -134,7 +143,8 @@ def triplet_sndcg_rows(
     index: int ``[b]`` global index of each own pair (−1: a padding row).
     valid: bool ``[M]`` the valid pairs of the global batch (False: padding).
     count: the number of valid pairs of the global batch (a 0-d array).
-    margin, temperature, sndcg_weight, orientation: as :func:`triplet_sndcg`.
+    **hyper: ``margin``, ``temperature``, ``sndcg_weight``, ``orientation``, with
+      :func:`triplet_sndcg`'s defaults (read from its signature).
 
   Returns:
     ``(share, sums)``: ``share`` of the loss; ``sums`` has ``pairwise`` and
@@ -143,8 +153,7 @@ def triplet_sndcg_rows(
     (exact NDCG) with their query counts ``count_t`` / ``count_v`` /
     ``real_count_t`` / ``real_count_v``.
   """
-  checks.check_choice("orientation", orientation, ORIENTATIONS)
-  checks.check_unit_interval("sndcg_weight", sndcg_weight)
+  hyper = _hyper(hyper)
   m = i2t_sim.shape[1]
   own = index >= 0
   safe = jnp.where(own, index, 0)
@@ -157,7 +166,7 @@ def triplet_sndcg_rows(
   cols_r = relevance_from_embeddings(
     reference_embeddings, caption_embeddings[safe], positives=positives.T
   ).T.astype(i2t_sim.dtype)
-  t2i_relevance = cols_r if orientation == "corrected" else rows_r
+  t2i_relevance = cols_r if hyper["orientation"] == "corrected" else rows_r
   i2t = qr.QueryRows(i2t_sim, positives, where, rows_r, safe, qr.IMAGE_TO_TEXT)
   t2i = qr.QueryRows(t2i_sim, positives, where, t2i_relevance, safe, qr.TEXT_TO_IMAGE)
   count = jnp.maximum(jnp.asarray(count, i2t_sim.dtype), 1.0)
@@ -173,8 +182,10 @@ def triplet_sndcg_rows(
     (l_t, w_t), (l_v, w_v) = terms
     return (qr.masked_sum(l_t, w_t) + qr.masked_sum(l_v, w_v)) / (2 * count)
 
-  pairwise = share(per_query(triplet_queries, margin=margin))
-  (l_t, w_t), (l_v, w_v) = ndcg_terms = per_query(smooth_ndcg_queries, temperature=temperature)
+  pairwise = share(per_query(triplet_queries, margin=hyper["margin"]))
+  (l_t, w_t), (l_v, w_v) = ndcg_terms = per_query(
+    smooth_ndcg_queries, temperature=hyper["temperature"]
+  )
   listwise = share(ndcg_terms)
   real_t, real_count_t = _real_ndcg_sum(i2t_sim, rows_r, where)
   real_v, real_count_v = _real_ndcg_sum(t2i_sim, t2i_relevance, where)
@@ -190,4 +201,5 @@ def triplet_sndcg_rows(
     "real_ndcg_v": real_v,
     "real_count_v": real_count_v,
   }
-  return (1.0 - sndcg_weight) * pairwise + sndcg_weight * listwise, sums
+  weight = hyper["sndcg_weight"]
+  return (1.0 - weight) * pairwise + weight * listwise, sums
