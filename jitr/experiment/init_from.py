@@ -24,6 +24,8 @@ from jitr.data.vocab import Vocab, vocab_difference
 from jitr.data.wordpiece_vocab import load_workdir_vocab
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
 from jitr.experiment.workdir_variables import DamagedSourceError, restore_variables
+from jitr.models import MODELS, Network
+from jitr.models.registry import network_name
 from jitr.training import TrainState
 from jitr.training.checkpoints import all_steps_damaged
 from jitr.training.teacher import newest_checkpoint
@@ -93,18 +95,18 @@ def shape_mismatch(theirs: Any, ours: Any) -> str | None:
   return None
 
 
-def with_fresh_caption_decoder(source: dict, fresh: Any, workdir: str) -> dict:
-  """``source``'s params, with this run's freshly initialised VSRN caption decoder
-  (``caption_model``) when this run has one and the source has none (an official VSRN
-  checkpoint, or a run with ``caption_weight = 0``), saying so in the log."""
-  if "caption_model" in source or "caption_model" not in fresh:
-    return source
-  logging.warning(
-    "config.init_from: %s holds no VSRN caption decoder (official VSRN checkpoints have "
-    "none): this run starts it fresh",
-    workdir,
-  )
-  return {**source, "caption_model": fresh["caption_model"]}
+def with_fresh_params(source: dict, fresh: Any, workdir: str, network: Network | None) -> dict:
+  """``source``'s params, with this run's freshly initialised parts of them that the
+  network may start fresh (:attr:`!jitr.models.Network.fresh_params`: VSRN's caption
+  decoder, ``caption_model``) where this run has one and the source has none (an official
+  VSRN checkpoint, or a run with ``caption_weight = 0``), saying so in the log."""
+  params = dict(source)
+  for key, what in (network.fresh_params if network is not None else {}).items():
+    if key in params or key not in fresh:
+      continue
+    logging.warning("config.init_from: %s holds no %s: this run starts it fresh", workdir, what)
+    params[key] = fresh[key]
+  return params
 
 
 def start_from(
@@ -140,7 +142,8 @@ def start_from(
     raise damaged_source(workdir, str(err)) from None
   except ValueError as err:
     raise ValueError(f"config.init_from: {workdir}: {err}") from None
-  params = with_fresh_caption_decoder(variables.pop("params"), state.params, workdir)
+  network = MODELS.get(network_name(saved.model))
+  params = with_fresh_params(variables.pop("params"), state.params, workdir, network)
   mismatch = shape_mismatch({"params": params, **variables}, state.variables)
   if mismatch is not None:
     raise ValueError(

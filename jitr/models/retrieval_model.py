@@ -129,6 +129,10 @@ class Network:
   ids of a word vocabulary, or no words at all (text vectors)."""
   official: OfficialFormat | None = None
   """The format of its official checkpoint (``jitr-import``); ``None``: none is read."""
+  fresh_params: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  """``{params key: what it is}``: the parts of its parameters a run may start fresh when
+  the workdir it starts from (``config.init_from``) has none (VSRN's caption decoder,
+  which official VSRN checkpoints do not hold)."""
 
   def __call__(
     self, config: Mapping[str, Any], vocab_size: int, constants: Mapping[str, Any] | None = None

@@ -11,4 +11,5 @@ NETWORK = Network(
   settings_of=VSRN,
   extra_settings={"caption_weight": 1.0, "dataset": "f30k"},
   official=OFFICIAL,
+  fresh_params={"caption_model": "VSRN caption decoder (official VSRN checkpoints have none)"},
 )
