@@ -20,8 +20,7 @@ line (each worker its own share: images written of the total, images per second,
 ``--noprogress`` for none); stdout gets only the closing summary. With ``--scores=NAME=FILE``
 instead of ``--estimator``, scores computed elsewhere (SPICE) are stored as the top-K records
 of estimator NAME (``topk:NAME``), every caption kept unless ``--top_k`` says otherwise.
-Flag parsing, then :func:`jitr.relevance.precompute.precompute_relevance` or
-:func:`jitr.relevance.precompute.precompute_external_scores`.
+Flag parsing, then :func:`!jitr.relevance.precompute.precompute`.
 """
 
 from __future__ import annotations
@@ -29,8 +28,9 @@ from __future__ import annotations
 from absl import flags, logging
 
 from jitr.apps._cli import App, config_dict_flag, flag_inputs
-from jitr.relevance.precompute import precompute_external_scores, precompute_relevance
+from jitr.relevance.precompute import PrecomputeOptions, PrecomputeSource, precompute
 from jitr.relevance.registry import ESTIMATORS, estimators_config
+from jitr.training.cluster import worker_share
 
 APP = App(
   "jitr-precompute",
@@ -118,67 +118,25 @@ _CONFIG = config_dict_flag(
 )
 
 
-def check_source() -> None:
-  """One of ``--estimator`` and ``--scores``, else one line saying so."""
-  if _ESTIMATOR.value is not None and _SCORES.value is not None:
-    raise ValueError("give --estimator or --scores, not both")
-  if _SCORES.value is not None and _VECTORS.value:
-    raise ValueError("--vectors: scores computed elsewhere have no per-caption vectors")
-  if _ESTIMATOR.value is None and _SCORES.value is None:
-    raise ValueError(
-      f"--estimator (one of: {', '.join(sorted(ESTIMATORS))}) or --scores=NAME=FILE is required"
-    )
-
-
 def main() -> None:
   """Writes this worker's shards of ``--out`` and prints the closing summary."""
-  check_source()
-  num_workers, worker_index = workers()
-  shared = {
-    "caption_format": _FORMAT.value,
-    "captions_per_image": _CAPS_PER_IMAGE.value,
-    "top_k": _TOP_K.value,
-    "images_per_shard": _IMAGES_PER_SHARD.value,
-    "num_workers": num_workers,
-    "worker_index": worker_index,
-    "log": logging.info,
-    "progress": _PROGRESS.value,
-  }
-  if _SCORES.value is not None:
-    line = precompute_external_scores(
-      _CAPTIONS.value,
-      _SCORES.value,
-      _OUT.value,
-      scale=_SCALE.value,
-      image_ids=_IMAGE_IDS.value,
-      **shared,
-    )
-  else:
-    line = precompute_relevance(
-      _CAPTIONS.value,
-      _ESTIMATOR.value,
-      _OUT.value,
-      settings=_CONFIG.value.estimators,
-      vectors=_VECTORS.value,
-      **shared,
-    )
+  source = PrecomputeSource(
+    _ESTIMATOR.value, _SCORES.value, _VECTORS.value, _SCALE.value, _IMAGE_IDS.value
+  )
+  num_workers, worker_index = worker_share(_NUM_WORKERS.value, _WORKER_INDEX.value)
+  options = PrecomputeOptions(
+    caption_format=_FORMAT.value,
+    captions_per_image=_CAPS_PER_IMAGE.value,
+    top_k=_TOP_K.value,
+    images_per_shard=_IMAGES_PER_SHARD.value,
+    num_workers=num_workers,
+    worker_index=worker_index,
+    log=logging.info,
+    progress=_PROGRESS.value,
+  )
+  settings = _CONFIG.value.estimators
+  line = precompute(_CAPTIONS.value, _OUT.value, source, settings=settings, options=options)
   print(line)
-
-
-def workers() -> tuple[int, int]:
-  """``(num_workers, worker_index)``: the flags when either is given, else the process
-  count and index of the job JAX's cluster detection finds (1 and 0 without one). The
-  workers share no computation, so they do not connect: each writes its own shards, and
-  none waits for the others to finish."""
-  if _NUM_WORKERS.value is not None or _WORKER_INDEX.value is not None:
-    return (
-      1 if _NUM_WORKERS.value is None else _NUM_WORKERS.value,
-      0 if _WORKER_INDEX.value is None else _WORKER_INDEX.value,
-    )
-  from jitr.training.cluster import detected_job
-
-  job = detected_job()
-  return (1, 0) if job is None else (job.num_processes, job.process_id)
 
 
 def run() -> None:

@@ -41,7 +41,13 @@ from jitr.data.official_vocab import (
   read_sgraf_vocab,
   read_vocab_file,
 )
-from jitr.data.pairs import RetrievalSplit, epoch_batches, make_batch, steps_per_epoch
+from jitr.data.pairs import (
+  RetrievalSplit,
+  TokenChunking,
+  epoch_batches,
+  make_batch,
+  steps_per_epoch,
+)
 from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
 from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
@@ -67,6 +73,7 @@ __all__ = [
   "RelevanceTable",
   "RetrievalSplit",
   "SplitCheck",
+  "TokenChunking",
   "Vocab",
   "TrainAugment",
   "WordPiece",

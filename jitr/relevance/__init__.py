@@ -34,7 +34,11 @@ from jitr.relevance.captions_io import CaptionFileError, CaptionSet, read_captio
 from jitr.relevance.cider import CiderD, cider_d
 from jitr.relevance.estimator import RelevanceEstimator, TopK, select_top_k
 from jitr.relevance.external_scores import ExternalScores
-from jitr.relevance.precompute import precompute_external_scores, precompute_relevance
+from jitr.relevance.precompute import (
+  PrecomputeOptions,
+  precompute_external_scores,
+  precompute_relevance,
+)
 from jitr.relevance.registry import (
   ESTIMATORS,
   default_estimator_settings,
@@ -50,6 +54,7 @@ __all__ = [
   "make_estimator_from_settings",
   "precompute_external_scores",
   "precompute_relevance",
+  "PrecomputeOptions",
   "ESTIMATORS",
   "CaptionFileError",
   "CaptionSet",

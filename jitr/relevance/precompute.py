@@ -5,11 +5,14 @@ settings (:func:`~jitr.relevance.registry.make_estimator_from_settings`) and wri
 finishes) its records with :func:`~jitr.relevance.records.write_relevance_records`.
 :func:`precompute_external_scores` does the same for scores computed elsewhere (a scores
 file, :class:`~jitr.relevance.external_scores.ExternalScores`), read and checked against
-the captions before anything is written.
+the captions before anything is written. Both take how the caption file is read and the
+records written as one :class:`PrecomputeOptions`; :func:`precompute` runs the one that a
+:class:`PrecomputeSource` (``jitr-precompute``'s flags) names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,49 +37,70 @@ def progress_line(
   )
 
 
+@dataclasses.dataclass(frozen=True)
+class PrecomputeOptions:
+  """How :func:`precompute_relevance` and :func:`precompute_external_scores` read the
+  caption file and write the records (``jitr-precompute``'s flags of the same names)."""
+
+  caption_format: str = "auto"
+  """``auto``, ``precomp`` or ``flickr8k`` (:func:`!read_captions`)."""
+  captions_per_image: int = 5
+  """Lines per image of a precomp caption file."""
+  top_k: int | None = None
+  """The K best captions kept per image; None: the estimator's default
+  (:func:`!write_relevance_records`), every caption for scores computed elsewhere."""
+  images_per_shard: int = 1024
+  """Images per TFRecord shard."""
+  num_workers: int = 1
+  """Processes sharing the shards of ``out`` (one per ``worker_index``)."""
+  worker_index: int = 0
+  """This process's index in ``[0, num_workers)``: it writes shards ``s % N == i``."""
+  log: Callable[[str], None] = print
+  """Where the lines saying what was read and written go."""
+  progress: bool = False
+  """One line on stderr: this worker's images done of its total, images per second, ETA."""
+
+  @property
+  def workers(self) -> tuple[int, int]:
+    """``(worker_index, num_workers)``."""
+    return self.worker_index, self.num_workers
+
+
 def precompute_relevance(
   captions_path: str,
   estimator: str,
   out: str,
   *,
   settings: Mapping[str, Any],
-  caption_format: str = "auto",
-  captions_per_image: int = 5,
   vectors: bool | None = None,
-  top_k: int | None = None,
-  images_per_shard: int = 1024,
-  num_workers: int = 1,
-  worker_index: int = 0,
-  log: Callable[[str], None] = print,
-  progress: bool = False,
+  options: PrecomputeOptions = PrecomputeOptions(),
 ) -> str:
   """Writes the ``estimator`` relevance of the captions in ``captions_path`` to ``out`` and
   returns the :func:`!progress_line` to print.
 
   Args:
     captions_path: precomp ``*_caps.txt`` or ``Flickr8k.token.txt``
-      (:func:`!read_captions` with ``caption_format``).
+      (:func:`!read_captions` with ``options.caption_format``).
     estimator: a registry name; built from ``settings`` (``{name: {keyword: value}}``).
-    vectors, top_k, images_per_shard, num_workers, worker_index, log, progress: as
-      :func:`!write_relevance_records` (``progress``: one line on
-      stderr, this worker's images done of its total, images per second, ETA).
+    vectors: as :func:`!write_relevance_records`.
+    options: the caption file's form and how the records are written
+      (:class:`PrecomputeOptions`).
   """
-  captions = read_captions(captions_path, caption_format, captions_per_image)
-  log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
+  captions = read_captions(captions_path, options.caption_format, options.captions_per_image)
+  options.log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
   header = write_relevance_records(
     out,
     captions,
     make_estimator_from_settings(estimator, settings),
     vectors=vectors,
-    top_k=top_k,
-    images_per_shard=images_per_shard,
-    num_workers=num_workers,
-    worker_index=worker_index,
-    log=log,
-    progress=progress,
+    top_k=options.top_k,
+    images_per_shard=options.images_per_shard,
+    num_workers=options.num_workers,
+    worker_index=options.worker_index,
+    log=options.log,
+    progress=options.progress,
   )
-  workers = (worker_index, num_workers)
-  return progress_line(header, estimator, out, captions.num_images, workers=workers)
+  return progress_line(header, estimator, out, captions.num_images, workers=options.workers)
 
 
 def scores_spec(spec: str) -> tuple[str, str]:
@@ -99,14 +123,7 @@ def precompute_external_scores(
   *,
   scale: float = 1.0,
   image_ids: str | None = None,
-  caption_format: str = "auto",
-  captions_per_image: int = 5,
-  top_k: int | None = None,
-  images_per_shard: int = 1024,
-  num_workers: int = 1,
-  worker_index: int = 0,
-  log: Callable[[str], None] = print,
-  progress: bool = False,
+  options: PrecomputeOptions = PrecomputeOptions(),
 ) -> str:
   """Writes the scores of a file computed elsewhere as the top-K relevance records of the
   captions in ``captions_path`` to ``out``; returns the :func:`!progress_line` to print.
@@ -120,29 +137,89 @@ def precompute_external_scores(
     scale: the largest possible score (1 for SPICE); relevance = score / scale.
     image_ids: a file of the images' ids, one per line (the scores file names images by
       them), else the caption file's ids.
-    top_k: the K best captions kept per image (default: every caption, the whole matrix).
-
-  ``caption_format``, ``captions_per_image``, ``images_per_shard``, ``num_workers``,
-  ``worker_index``, ``log`` and ``progress`` are :func:`precompute_relevance`'s.
+    options: :func:`precompute_relevance`'s; ``options.top_k``: the K best captions kept
+      per image (default: every caption, the whole matrix).
   """
   name, path = scores_spec(scores)
   estimator = ExternalScores(name, path, scale=scale, image_ids=image_ids)
-  captions = read_captions(captions_path, caption_format, captions_per_image)
-  log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
+  captions = read_captions(captions_path, options.caption_format, options.captions_per_image)
+  options.log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
   estimator.fit(captions)
-  log(f"{path}: {len(estimator.scores.scores)} scored pairs")
+  options.log(f"{path}: {len(estimator.scores.scores)} scored pairs")
   header = write_relevance_records(
     out,
     captions,
     estimator,
     vectors=False,
-    top_k=top_k or captions.num_captions,
-    images_per_shard=images_per_shard,
+    top_k=options.top_k or captions.num_captions,
+    images_per_shard=options.images_per_shard,
     fit=False,
-    num_workers=num_workers,
-    worker_index=worker_index,
-    log=log,
-    progress=progress,
+    num_workers=options.num_workers,
+    worker_index=options.worker_index,
+    log=options.log,
+    progress=options.progress,
   )
-  workers = (worker_index, num_workers)
-  return progress_line(header, name, out, captions.num_images, workers=workers)
+  return progress_line(header, name, out, captions.num_images, workers=options.workers)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrecomputeSource:
+  """What a precompute stores: the relevance of a registered ``estimator``, or ``scores``
+  computed elsewhere (``jitr-precompute``'s ``--estimator`` or ``--scores`` and the flags
+  that go with each).
+
+  Raises:
+    ValueError: both or neither of ``estimator`` and ``scores``, or ``vectors`` with
+      ``scores`` (one line saying so).
+  """
+
+  estimator: str | None = None
+  """A registry name (:func:`precompute_relevance`)."""
+  scores: str | None = None
+  """``NAME=FILE`` of scores computed elsewhere (:func:`precompute_external_scores`)."""
+  vectors: bool | None = None
+  """With ``estimator``: store per-caption vectors (None: the estimator's default)."""
+  scale: float = 1.0
+  """With ``scores``: the largest possible score; relevance = score / scale."""
+  image_ids: str | None = None
+  """With ``scores``: a file of the images' ids, one per line."""
+
+  def __post_init__(self) -> None:
+    if self.estimator is not None and self.scores is not None:
+      raise ValueError("give --estimator or --scores, not both")
+    if self.scores is not None and self.vectors:
+      raise ValueError("--vectors: scores computed elsewhere have no per-caption vectors")
+    if self.estimator is None and self.scores is None:
+      raise ValueError(
+        f"--estimator (one of: {', '.join(sorted(ESTIMATORS))}) or --scores=NAME=FILE is required"
+      )
+
+
+def precompute(
+  captions_path: str,
+  out: str,
+  source: PrecomputeSource,
+  *,
+  settings: Mapping[str, Any],
+  options: PrecomputeOptions = PrecomputeOptions(),
+) -> str:
+  """``source``'s records of the captions in ``captions_path``, written to ``out``
+  (:func:`precompute_external_scores` for scores computed elsewhere, else
+  :func:`precompute_relevance` with the estimators' ``settings``); the line to print."""
+  if source.scores is not None:
+    return precompute_external_scores(
+      captions_path,
+      source.scores,
+      out,
+      scale=source.scale,
+      image_ids=source.image_ids,
+      options=options,
+    )
+  return precompute_relevance(
+    captions_path,
+    source.estimator,
+    out,
+    settings=settings,
+    vectors=source.vectors,
+    options=options,
+  )

@@ -83,3 +83,14 @@ def detected_job(initialization_timeout_s: int = 300) -> DetectedJob | None:
     os.environ.get("JAX_COORDINATOR_ADDRESS"), None, None, None, None, initialization_timeout_s
   )
   return DetectedJob(env.__name__, address, int(count), int(index), local_ids)
+
+
+def worker_share(num_workers: int | None, worker_index: int | None) -> tuple[int, int]:
+  """``(num_workers, worker_index)`` of a job whose workers share no computation (each
+  writes its own part, as ``jitr-precompute``'s): the given values when either is given
+  (1 and 0 for the one left out), else the process count and index of the job
+  :func:`detected_job` finds (1 and 0 without one). The workers do not connect."""
+  if num_workers is not None or worker_index is not None:
+    return (1 if num_workers is None else num_workers, 0 if worker_index is None else worker_index)
+  job = detected_job()
+  return (1, 0) if job is None else (job.num_processes, job.process_id)

@@ -24,7 +24,7 @@ from jitr.experiment import evaluate
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.semantic_scores import semantic_scores
 from jitr.experiment.stored_relevance import external_records_dir
-from jitr.relevance.precompute import precompute_external_scores
+from jitr.relevance.precompute import PrecomputeOptions, precompute_external_scores
 from tests.experiment.test_evaluate_workdir import make_workdir
 from tests.file_fixtures import precomp_config, snapshot, write_precomp
 
@@ -207,7 +207,7 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
     str(root / "data" / "f30k_precomp" / "test_caps.txt"),
     f"spice={root / 'spice_test.json'}",
     str(records),
-    log=lambda _: None,
+    options=PrecomputeOptions(log=lambda _: None),
   )
   before = snapshot(root / "workdirs")
   cases = [

@@ -13,7 +13,7 @@ from jitr.experiment.stored_relevance import caption_set, external_records_dir, 
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
-from jitr.relevance.precompute import precompute_external_scores
+from jitr.relevance.precompute import PrecomputeOptions, precompute_external_scores
 from jitr.training.graded import make_graded_fn
 from tests.relevance.conftest import SMALL_CAPTIONS
 
@@ -156,7 +156,9 @@ def test_topk_of_scores_computed_elsewhere_reads_the_records_jitr_precompute_wro
     "jitr-precompute --captions=<the f30k_precomp/train caption file> --scores=spice=FILE "
     f"--out={folder}"
   )
-  precompute_external_scores(str(caps), f"spice={tmp_path / 'spice.csv'}", folder, top_k=4)
+  precompute_external_scores(
+    str(caps), f"spice={tmp_path / 'spice.csv'}", folder, options=PrecomputeOptions(top_k=4)
+  )
   _, topk, _ = stored_relevance(captions, config, data_dir)
   indices, got = topk["spice"]
   given = np.where((np.arange(5)[:, None] + np.arange(25)) % 3 > 0, scores, 0.0)

@@ -39,7 +39,7 @@ def test_precompute_cider_and_a_bad_caption_file(small_caps_file, tmp_path):
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
-  from jitr.relevance.precompute import precompute_relevance
+  from jitr.relevance.precompute import PrecomputeOptions, precompute_relevance
 
   out = tmp_path / "rel"
   args = [
@@ -63,7 +63,11 @@ def test_precompute_cider_and_a_bad_caption_file(small_caps_file, tmp_path):
   bad.write_text("\n".join(cs.captions[:7]) + "\n")
   with pytest.raises(ValueError) as err:
     precompute_relevance(
-      str(bad), "cider", str(tmp_path / "bad_rel"), settings=DEFAULT_SETTINGS, log=lambda _: None
+      str(bad),
+      "cider",
+      str(tmp_path / "bad_rel"),
+      settings=DEFAULT_SETTINGS,
+      options=PrecomputeOptions(log=lambda _: None),
     )
   assert str(err.value) == (
     f"{bad}: 7 caption lines is not a multiple of 5 (expected 5 lines per image)"
@@ -109,7 +113,7 @@ def test_documented_job_array_form_writes_the_bytes_of_one_process(tmp_path):
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
-  from jitr.relevance.precompute import precompute_relevance
+  from jitr.relevance.precompute import PrecomputeOptions, precompute_relevance
 
   if shutil.which("jitr-precompute", path=console_env()["PATH"]) is None:
     pytest.skip("the jitr-precompute console script is not installed (pip install -e .)")
@@ -127,8 +131,8 @@ def test_documented_job_array_form_writes_the_bytes_of_one_process(tmp_path):
   )  # fmt: skip
   assert split.returncode == 0, split.stderr
   single = precompute_relevance(
-    str(caps), "cider", str(tmp_path / "one"), settings=DEFAULT_SETTINGS, top_k=100,
-    log=lambda _: None,
+    str(caps), "cider", str(tmp_path / "one"), settings=DEFAULT_SETTINGS,
+    options=PrecomputeOptions(top_k=100, log=lambda _: None),
   )  # fmt: skip
   assert "wrote 2 shards of cider relevance for 1030 images" in single
 
@@ -209,7 +213,7 @@ def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file
   estimator through the command line: test_precompute_takes_the_estimators_settings_from_config)."""
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
-  from jitr.relevance.precompute import precompute_relevance
+  from jitr.relevance.precompute import PrecomputeOptions, precompute_relevance
   from jitr.relevance.token_coverage import TokenCoverageEstimator, TokenCoverageSettings
 
   out = tmp_path / "rel"
@@ -217,7 +221,11 @@ def test_precompute_token_coverage_stores_the_estimators_vectors(small_caps_file
   settings.tokens.codebook_size = 8
   settings.tokens.seed = 3
   line = precompute_relevance(
-    str(small_caps_file), "tokens", str(out), settings=settings, log=lambda _: None
+    str(small_caps_file),
+    "tokens",
+    str(out),
+    settings=settings,
+    options=PrecomputeOptions(log=lambda _: None),
   )
   assert "of tokens relevance for 5 images" in line
   table = load_relevance_table(str(out))

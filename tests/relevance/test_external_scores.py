@@ -16,7 +16,7 @@ import pytest
 
 from jitr.data.pairs import RetrievalSplit, make_batch
 from jitr.data.relevance_reader import load_relevance_table
-from jitr.relevance.precompute import precompute_external_scores
+from jitr.relevance.precompute import PrecomputeOptions, precompute_external_scores
 from jitr.relevance.records import RecordsMismatchError
 from jitr.relevance.scores_file import ScoresFileError
 from jitr.training.graded import make_graded_fn
@@ -103,7 +103,11 @@ def test_a_csv_file_becomes_the_top_k_records_training_reads(caps_file, tmp_path
   write_csv(path, scores)
   out = tmp_path / "rel"
   line = precompute_external_scores(
-    str(caps_file), f"bleu={path}", str(out), scale=scale, top_k=4, images_per_shard=2, log=quiet
+    str(caps_file),
+    f"bleu={path}",
+    str(out),
+    scale=scale,
+    options=PrecomputeOptions(top_k=4, images_per_shard=2, log=quiet),
   )
   assert line == f"wrote 3 shards of bleu relevance for 5 images to {out}"
   header = load_relevance_table(str(out)).header
@@ -117,13 +121,21 @@ def test_a_csv_file_becomes_the_top_k_records_training_reads(caps_file, tmp_path
   )
   # the same file again: every shard reused; another file into the same folder: refused
   precompute_external_scores(
-    str(caps_file), f"bleu={path}", str(out), scale=scale, top_k=4, images_per_shard=2, log=quiet
+    str(caps_file),
+    f"bleu={path}",
+    str(out),
+    scale=scale,
+    options=PrecomputeOptions(top_k=4, images_per_shard=2, log=quiet),
   )
   scores[0, 0] = 1.0
   write_csv(path, scores)
   with pytest.raises(RecordsMismatchError, match="field 'params'"):
     precompute_external_scores(
-      str(caps_file), f"bleu={path}", str(out), scale=scale, top_k=4, images_per_shard=2
+      str(caps_file),
+      f"bleu={path}",
+      str(out),
+      scale=scale,
+      options=PrecomputeOptions(top_k=4, images_per_shard=2),
     )
 
 
@@ -138,7 +150,7 @@ def test_spice_json_keyed_by_image_ids_keeps_the_whole_matrix(caps_file, tmp_pat
     f"spice={tmp_path / 'spice.json'}",
     str(out),
     image_ids=str(tmp_path / "ids.txt"),
-    log=quiet,
+    options=PrecomputeOptions(log=quiet),
   )
   assert load_relevance_table(str(out)).header["contents"]["top_k"] == N_CAP  # every caption
   np.testing.assert_allclose(
@@ -213,7 +225,9 @@ def test_a_bad_scores_file_is_one_line_and_nothing_is_written(caps_file, tmp_pat
   path = tmp_path / name
   path.write_text(text)
   with pytest.raises(ScoresFileError) as err:
-    precompute_external_scores(str(caps_file), f"spice={path}", str(tmp_path / "rel"), log=quiet)
+    precompute_external_scores(
+      str(caps_file), f"spice={path}", str(tmp_path / "rel"), options=PrecomputeOptions(log=quiet)
+    )
   want = f"{path}" + message.replace("{caps}", str(caps_file)).replace("{path}", str(path))
   assert str(err.value).startswith(want) and "\n" not in str(err.value), str(err.value)
   assert sorted(os.listdir(tmp_path)) == [name]

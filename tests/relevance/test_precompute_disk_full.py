@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pytest
 
-from jitr.relevance.precompute import precompute_relevance
+from jitr.relevance.precompute import PrecomputeOptions, precompute_relevance
 from jitr.relevance.registry import default_estimator_settings
 from tests.apps.test_disk_and_interrupt import REPO, run_on_small_disk
 from tests.file_fixtures import WORDS, snapshot
@@ -46,7 +46,11 @@ def _captions(root: pathlib.Path) -> pathlib.Path:
 
 def _precompute(captions, out) -> str:
   return precompute_relevance(
-    str(captions), "lsa", str(out), settings=_settings(), images_per_shard=20, log=lambda _: None
+    str(captions),
+    "lsa",
+    str(out),
+    settings=_settings(),
+    options=PrecomputeOptions(images_per_shard=20, log=lambda _: None),
   )
 
 
