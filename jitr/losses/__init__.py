@@ -6,12 +6,14 @@ valid pairs), computes image->text on rows and text->image on columns, and
 returns a scalar (or per-query values with ``reduction="none"``).
 
 :mod:`jitr.losses.query_rows` holds what every loss shares: ``QueryRows``, the masks, the
-two directions and the reduction rule. Each loss is one per-query core in a module named
-for its function (``triplet``, ``smooth_ndcg``, ``adaptive_listwise``,
-``semantic_margin_triplet``, ``semantic_hard_negatives``; ``triplet_sndcg`` is Listwise
-ITR's whole objective). The exported function hides its module of the same name as an
-attribute of this package: reach the module's other names with ``from
-jitr.losses.triplet import triplet_queries``.
+two directions, the reduction rule and ``QueryLoss``, which makes a loss from the formula of
+one query. Each loss is that formula, with its hyper-parameters' defaults in its signature
+and their ranges declared beside it, in a module named for its function (``triplet``,
+``smooth_ndcg``, ``adaptive_listwise``, ``semantic_margin_triplet``,
+``semantic_hard_negatives``; ``triplet_sndcg`` is Listwise ITR's whole objective); the
+exported function and the core on query rows are derived from it. The exported function
+hides its module of the same name as an attribute of this package: reach the module's
+other names with ``from jitr.losses.triplet import triplet_queries``.
 """
 
 from jitr.losses.adaptive_listwise import adaptive_listwise, rank_adaptive_margins

@@ -6,9 +6,15 @@ transposed masks and graded matrix). Masks follow rax: ``where`` marks valid ent
 (padding is ``False``), ``positives`` marks annotated pairs (several captions of one
 image are all positives, never negatives).
 
-Every loss is one per-query core on a block of query rows of one direction,
-``core(rows: QueryRows, *, key, **hyper) -> (loss [Q], weight [Q])``, and its
-whole-matrix function is :func:`both_ways` of that core. The registry
+Every loss is written once, as the formula of one query,
+``formula(query: Query, *, **hyper) -> (loss, counts)`` with its hyper-parameters
+keyword-only and their defaults in its signature, and a :class:`QueryLoss` beside it that
+declares the range of each hyper-parameter (:mod:`!jitr.losses.checks`), the graded matrix
+it reads, whether it draws random numbers and its direction weights. :class:`QueryLoss`
+derives the rest: the core on a block of query rows of one direction,
+``core(rows: QueryRows, *, key, **hyper) -> (loss [Q], weight [Q])`` (the formula mapped
+over the rows), and the whole-matrix function, :func:`both_ways` of that core (the rows of
+``sim`` and of ``sim.T``) reduced with the direction weights. The registry
 (:data:`jitr.losses.LOSSES`), ``objective`` and the data-parallel train step call the
 same cores on any block of rows (a device's own queries against all candidates).
 
