@@ -15,7 +15,7 @@ from __future__ import annotations
 from absl import flags, logging
 
 from jitr.apps._cli import App, config_dict_flag, flag_inputs
-from jitr.relevance.agreement_report import DEFAULT_ESTIMATORS, agreement_report
+from jitr.relevance.agreement_report import DEFAULT_ESTIMATORS, ProtocolOptions, agreement_report
 from jitr.relevance.registry import estimators_config
 
 APP = App(
@@ -67,9 +67,7 @@ def main() -> None:
   report = agreement_report(
     _CAPTIONS.value,
     _JUDGMENTS.value,
-    judgments_format=_FORMAT.value,
-    expert_scores=_EXPERT_SCORES.value,
-    own_caption=_OWN.value,
+    protocol=ProtocolOptions(_FORMAT.value, _EXPERT_SCORES.value, _OWN.value),
     estimators=_ESTIMATORS.value,
     settings=_CONFIG.value.estimators,
     output=_OUTPUT.value,

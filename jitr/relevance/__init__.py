@@ -28,7 +28,7 @@
 Heavy dependencies (TensorFlow, torch, scikit-learn) are imported only where used.
 """
 
-from jitr.relevance.agreement_report import agreement_report
+from jitr.relevance.agreement_report import ProtocolOptions, agreement_report
 from jitr.relevance.calibration_fit import fit_calibration_tables
 from jitr.relevance.captions_io import CaptionFileError, CaptionSet, read_captions
 from jitr.relevance.cider import CiderD, cider_d
@@ -55,6 +55,7 @@ __all__ = [
   "precompute_external_scores",
   "precompute_relevance",
   "PrecomputeOptions",
+  "ProtocolOptions",
   "ESTIMATORS",
   "CaptionFileError",
   "CaptionSet",
