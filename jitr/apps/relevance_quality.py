@@ -79,14 +79,12 @@ def main() -> None:
   """Prints (and with ``--output`` writes) the quality table of the flags' sources."""
   # Imported here, not at the top: `jitr-relevance-quality --help` answers without loading
   # TensorFlow Datasets and the training stack.
-  from jitr.experiment.relevance_quality import relevance_quality_report
+  from jitr.experiment.relevance_quality import QualityGrid, relevance_quality_report
 
   table = relevance_quality_report(
     _DATA_DIR.value,
+    QualityGrid(_SPLITS.value, _ESTIMATORS.value, _CALIBRATIONS.value),
     shapes_config=_SHAPES_CONFIG.value,
-    splits=_SPLITS.value,
-    estimators=_ESTIMATORS.value,
-    calibrations=_CALIBRATIONS.value,
     settings=_CONFIG.value.estimators,
     output=_OUTPUT.value,
     log=logging.info,

@@ -12,12 +12,13 @@ from jitr.experiment.evaluate import evaluate_workdir
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
-from jitr.experiment.relevance_quality import relevance_quality_report
+from jitr.experiment.relevance_quality import QualityGrid, relevance_quality_report
 from jitr.experiment.train import RunResult, train_and_evaluate
 
 __all__ = [
   "Evaluator",
   "LoadedData",
+  "QualityGrid",
   "RunResult",
   "evaluate_workdir",
   "initial_state",

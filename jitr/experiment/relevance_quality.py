@@ -3,16 +3,17 @@
 For each split of ``jitr_shapes`` (built under ``data_dir`` if absent), each graded source
 (the language of ``config.graded``, :func:`jitr.training.graded.parse_source`: ``oracle``,
 ``constant``, ``vectors:NAME``, ``coverage:NAME``, ``topk:NAME``, ``teacher:WORKDIR``,
-``hmean:A|B`` / ``mean:A|B``) and each calibration chain, :func:`relevance_quality_rows`
-scores the source's in-split relevance (:mod:`jitr.experiment.split_relevance`) against the
-exact relevance (:mod:`jitr.experiment.quality_table`); :func:`relevance_quality_report`
-also writes the rows as JSON and returns the markdown table. Every teacher encodes each
-split once (:func:`jitr.experiment.teachers.shapes_split_embeddings`), however many
-sources reuse it.
+``hmean:A|B`` / ``mean:A|B``) and each calibration chain (the three lists: a
+:class:`QualityGrid`), :func:`relevance_quality_rows` scores the source's in-split
+relevance (:mod:`jitr.experiment.split_relevance`) against the exact relevance
+(:mod:`jitr.experiment.quality_table`); :func:`relevance_quality_report` also writes the
+rows as JSON and returns the markdown table. Every teacher encodes each split once
+(:func:`jitr.experiment.teachers.shapes_split_embeddings`), however many sources reuse it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,32 +30,46 @@ from jitr.relevance.registry import default_estimator_settings
 CAPTIONS_PER_IMAGE = 5  # jitr_shapes
 
 
+@dataclasses.dataclass(frozen=True)
+class QualityGrid:
+  """What a relevance quality table compares: every split, graded source and calibration
+  chain, in that order (each stored as a tuple)."""
+
+  splits: Sequence[str]
+  """Splits of ``jitr_shapes``, e.g. ``("val", "test")``."""
+  estimators: Sequence[str]
+  """Graded sources, e.g. ``("oracle", "vectors:sentence", "topk:cider")``."""
+  calibrations: Sequence[str]
+  """Calibration chains, e.g. ``("none", "minmax,power:2")``."""
+
+  def __post_init__(self) -> None:
+    for name in ("splits", "estimators", "calibrations"):
+      object.__setattr__(self, name, tuple(getattr(self, name)))
+
+
 def relevance_quality_rows(
   data_dir: str,
+  grid: QualityGrid,
   *,
   shapes_config: str = "default",
-  splits: Sequence[str],
-  estimators: Sequence[str],
-  calibrations: Sequence[str],
   settings: Mapping[str, Any] | None = None,
   log: Callable[[str], None] = print,
   progress: bool = False,
 ) -> list[dict]:
   """``{"split", "estimator", "calibration", <metric>: fraction}`` for every split, graded
-  source (``estimators``) and calibration chain, in that order. Bad sources and chains
-  are refused before anything is built or computed.
+  source (``estimators``) and calibration chain of ``grid``, in that order. Bad sources and
+  chains are refused before anything is built or computed.
 
   Args:
     data_dir: the TFDS data dir holding (or to hold) ``jitr_shapes/<shapes_config>``.
-    splits: e.g. ``("val", "test")``.
-    estimators: graded sources, e.g. ``("oracle", "vectors:sentence", "topk:cider")``.
-    calibrations: calibration chains, e.g. ``("none", "minmax,power:2")``.
+    grid: the splits, graded sources and calibration chains (:class:`QualityGrid`).
     settings: the estimators' settings (default
       :func:`~jitr.relevance.registry.default_estimator_settings`).
     progress: one :class:`~jitr.progress.Progress` line on stderr: (split, source) pairs
       scored of ``len(splits) * len(estimators)``, seconds each, ETA (and the images
       generated, when jitr_shapes is built first).
   """
+  splits, estimators, calibrations = grid.splits, grid.estimators, grid.calibrations
   for spec in calibrations:
     parse_calibration(spec)
   for spec in estimators:
@@ -94,11 +109,9 @@ def _plain(settings: Mapping[str, Any]) -> dict:
 
 def relevance_quality_report(
   data_dir: str,
+  grid: QualityGrid,
   *,
   shapes_config: str = "default",
-  splits: Sequence[str],
-  estimators: Sequence[str],
-  calibrations: Sequence[str],
   settings: Mapping[str, Any] | None = None,
   output: str | None = None,
   log: Callable[[str], None] = print,
@@ -110,10 +123,8 @@ def relevance_quality_report(
   settings = default_estimator_settings() if settings is None else settings
   rows = relevance_quality_rows(
     data_dir,
+    grid,
     shapes_config=shapes_config,
-    splits=splits,
-    estimators=estimators,
-    calibrations=calibrations,
     settings=settings,
     log=log,
     progress=progress,
@@ -122,7 +133,9 @@ def relevance_quality_report(
     meta = {
       "shapes_config": shapes_config,
       "estimators": _plain(settings),
-      "teachers": {w: paths.absolute(w) for w in teacher_workdirs(dict(enumerate(estimators)))},
+      "teachers": {
+        w: paths.absolute(w) for w in teacher_workdirs(dict(enumerate(grid.estimators)))
+      },
     }
     write_json_atomic(output, {"settings": meta, "rows": rows})
   return format_table(rows)

@@ -143,12 +143,12 @@ def test_command_prints_and_writes_the_table(tiny_val, quality_run):
   ]  # fmt: skip
   # a bad calibration is refused with the message the command prints after its name (the
   # command's one-line error form: test_command_scores_a_teacher_and_refuses_a_missing_one)
-  from jitr.experiment.relevance_quality import relevance_quality_report
+  from jitr.experiment.relevance_quality import QualityGrid, relevance_quality_report
 
   with pytest.raises(ValueError) as err:
     relevance_quality_report(
-      data_dir, shapes_config="tiny", splits=["val"], estimators=["oracle"],
-      calibrations=["sharpen"], log=lambda _: None,
+      data_dir, QualityGrid(["val"], ["oracle"], ["sharpen"]), shapes_config="tiny",
+      log=lambda _: None,
     )  # fmt: skip
   assert "\n" not in str(err.value)
   assert str(err.value).startswith("calibration 'sharpen': unknown transform")
