@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from jitr.evaluation.checks import check_sizes
-from jitr.evaluation.engine import SweepConfig, sweep
+from jitr.evaluation.engine import SweepConfig, SweepData, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
 
@@ -77,10 +77,8 @@ def class_map(
   res = sweep(
     src,
     PositiveSets.empty(src.num_queries, src.num_gallery),
-    cfg=SweepConfig(),
-    query_labels=ql,
-    gallery_labels=gl,
-    class_map_k=k,
+    cfg=SweepConfig(class_map_k=k),
+    data=SweepData(query_labels=ql, gallery_labels=gl),
     chunk_size=chunk_size,
   )
   return mean_class_ap(res.class_ap, res.class_valid)

@@ -24,7 +24,7 @@ import numpy as np
 
 from jitr.evaluation import recall as recall_lib
 from jitr.evaluation.checks import check_ks, check_sizes
-from jitr.evaluation.engine import SweepConfig, sweep
+from jitr.evaluation.engine import SweepConfig, SweepData, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
 
@@ -109,7 +109,7 @@ def extended_metrics(
     src,
     positives,
     cfg=SweepConfig(num_extended=1, with_gt=False),
-    extended=(positives,),
+    data=SweepData(extended=(positives,)),
     chunk_size=chunk_size,
   )
   hits = None
@@ -119,7 +119,7 @@ def extended_metrics(
       src,
       positives,
       cfg=SweepConfig(map_sets=(0,), topk=topk, with_gt=False),
-      extended=(positives,),
+      data=SweepData(extended=(positives,)),
       query_rows=map_rows([positives]),
       chunk_size=chunk_size,
     ).extended_hits.get(0)

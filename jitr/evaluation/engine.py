@@ -29,11 +29,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jitr.evaluation import kernels
+from jitr.evaluation.folds import FoldGroups
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import Scores, default_chunk_size, iter_chunks
 from jitr.losses import dcg
 
-__all__ = ["SweepConfig", "SweepResult", "sweep", "class_average_precision_block"]
+__all__ = ["SweepConfig", "SweepData", "SweepResult", "sweep", "class_average_precision_block"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,8 @@ class SweepConfig:
     semantic_n: number of semantically relevant items of Semantic Recall.
     with_gt: rank the annotated positives (False for passes that only need
       the top-k, e.g. the mAP@R pass over a subset of queries).
+    class_map_k: truncate class AP (computed when the sweep's data has class labels)
+      to the top ``k`` (None: full ranking).
   """
 
   with_groups: bool = False
@@ -63,6 +66,30 @@ class SweepConfig:
   semantic_k: int = 0
   semantic_n: int = 1
   with_gt: bool = True
+  class_map_k: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepData:
+  """What a sweep reads besides the scores and the annotated positives, all of one
+  direction (``Q`` queries over ``G`` items); what is left out is not read.
+
+  Attributes:
+    folds: sub-galleries (e.g. COCO 1K folds): ``groups`` ``(M, G)`` bool and
+      ``group_of_query`` ``(Q,)``, the one each query is ranked in.
+    extended: extended positive sets (Q x G each).
+    relevance: graded relevance source (required when ``cfg.ndcg_k``).
+    semantic: semantic-score source (required when ``cfg.semantic_k``).
+    query_labels / gallery_labels: ``(Q, C)`` / ``(G, C)`` bool class memberships;
+      when given, class-label average precision is computed.
+  """
+
+  folds: FoldGroups | None = None
+  extended: Sequence[PositiveSets] = ()
+  relevance: Scores | None = None
+  semantic: Scores | None = None
+  query_labels: np.ndarray | None = None
+  gallery_labels: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,15 +317,8 @@ def sweep(
   gt: PositiveSets,
   *,
   cfg: SweepConfig,
-  groups: np.ndarray | None = None,
-  group_of_query: np.ndarray | None = None,
-  extended: Sequence[PositiveSets] = (),
-  relevance: Scores | None = None,
-  semantic: Scores | None = None,
-  query_labels: np.ndarray | None = None,
+  data: SweepData = SweepData(),
   query_rows: np.ndarray | None = None,
-  gallery_labels: np.ndarray | None = None,
-  class_map_k: int | None = None,
   chunk_size: int | None = None,
 ) -> SweepResult:
   """Runs the per-block kernel over all queries of one direction.
@@ -307,14 +327,7 @@ def sweep(
     scores: the direction's (Q, G) score source.
     gt: annotated positives (Q queries over G items).
     cfg: what to compute (see :class:`SweepConfig`).
-    groups: ``(M, G)`` bool sub-galleries (e.g. COCO 1K folds), with
-      ``group_of_query`` ``(Q,)`` saying which one each query is ranked in.
-    extended: extended positive sets (Q x G each).
-    relevance: graded relevance source (required when ``cfg.ndcg_k``).
-    semantic: semantic-score source (required when ``cfg.semantic_k``).
-    query_labels / gallery_labels: ``(Q, C)`` / ``(G, C)`` bool class
-      memberships; when given, class-label average precision is computed.
-    class_map_k: truncate class AP to the top ``k`` (None: full ranking).
+    data: the other inputs it reads (see :class:`SweepData`).
     query_rows: restrict the sweep to these queries (others get zeros).
     chunk_size: queries per block.
 
@@ -324,7 +337,10 @@ def sweep(
   """
   q, g = scores.num_queries, scores.num_gallery
   size = chunk_size or default_chunk_size(g)
-  sets, segments = _query_sets(q, g, groups if cfg.with_groups else None, group_of_query)
+  extended, relevance, semantic = data.extended, data.relevance, data.semantic
+  query_labels, gallery_labels = data.query_labels, data.gallery_labels
+  folds = data.folds if cfg.with_groups else None
+  sets, segments = _query_sets(q, g, folds)
   if query_rows is not None:
     keep = np.zeros(q, bool)
     keep[np.asarray(query_rows)] = True
@@ -366,23 +382,24 @@ def sweep(
       if with_class:
         qlab = np.asarray(query_labels[rows], np.float32)
         relevant = (qlab @ glab.T) > 0.5
-        ap, valid = class_average_precision_block(np.asarray(block), relevant, class_map_k)
+        ap, valid = class_average_precision_block(np.asarray(block), relevant, cfg.class_map_k)
         store("class_ap", rows, n, ap)
         store("class_valid", rows, n, valid)
   return _as_result(results, cfg)
 
 
 def _query_sets(
-  q: int, g: int, groups: np.ndarray | None, group_of_query: np.ndarray | None
+  q: int, g: int, folds: FoldGroups | None
 ) -> tuple[list[tuple[np.ndarray, np.ndarray | None]], int | None]:
   """``[(query rows, gallery mask or None)]`` per sub-gallery, and the segment count.
 
-  Without ``groups`` all queries rank over the whole gallery. When the groups
+  Without ``folds`` all queries rank over the whole gallery. When the groups
   are equal contiguous column segments (the COCO layout) the count is returned,
   so one counting pass gives both the full and the in-group rank.
   """
-  if groups is None:
+  if folds is None:
     return [(np.arange(q), None)], None
+  groups, group_of_query = folds
   f = groups.shape[0]
   sets = [(np.flatnonzero(group_of_query == m), np.asarray(groups[m], bool)) for m in range(f)]
   contiguous = g % f == 0 and np.array_equal(

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr.evaluation.checks import check_ks
-from jitr.evaluation.engine import SweepConfig, sweep
+from jitr.evaluation.engine import SweepConfig, SweepData, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores, scores_like
 
@@ -61,5 +61,6 @@ def ndcg_at_k(
   ks = check_ks(ks)
   k = min(max(ks), src.num_gallery)
   none = PositiveSets.empty(src.num_queries, src.num_gallery)
-  res = sweep(src, none, cfg=SweepConfig(topk=k, ndcg_k=k), relevance=rel, chunk_size=chunk_size)
+  cfg = SweepConfig(topk=k, ndcg_k=k)
+  res = sweep(src, none, cfg=cfg, data=SweepData(relevance=rel), chunk_size=chunk_size)
   return summarize_ndcg(res.dcg, res.idcg, ks)

@@ -134,6 +134,7 @@ def sweep_config(plan: EvaluationPlan, direction: str) -> SweepConfig:
     ndcg_k=ndcg_k,
     semantic_k=max(plan.semantic_ks) if plan.semantic_ks else 0,
     semantic_n=plan.semantic_num_relevant,
+    class_map_k=plan.class_map_k,
   )
 
 

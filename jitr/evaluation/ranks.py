@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from jitr.evaluation.checks import check_sizes
-from jitr.evaluation.engine import SweepConfig, sweep
+from jitr.evaluation.engine import SweepConfig, SweepData, sweep
+from jitr.evaluation.folds import FoldGroups
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
 
@@ -79,8 +80,7 @@ def best_positive_ranks(
     src,
     positives,
     cfg=SweepConfig(with_groups=with_groups),
-    groups=groups,
-    group_of_query=group_of_query,
+    data=SweepData(folds=FoldGroups(groups, group_of_query) if with_groups else None),
     chunk_size=chunk_size,
   )
   return out.rank.astype(np.int64), (out.group_rank.astype(np.int64) if with_groups else None)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr.evaluation.checks import check_ks
-from jitr.evaluation.engine import SweepConfig, sweep
+from jitr.evaluation.engine import SweepConfig, SweepData, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores, scores_like
 
@@ -96,7 +96,7 @@ def semantic_metrics(
     src,
     positives,
     cfg=SweepConfig(semantic_k=k, semantic_n=int(num_relevant)),
-    semantic=sem,
+    data=SweepData(semantic=sem),
     chunk_size=chunk_size,
   )
   return summarize_semantic(res.ncs_num, res.ncs_den, res.sr_hit, ks)

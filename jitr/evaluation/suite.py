@@ -46,7 +46,7 @@ from jitr.evaluation import recall as recall_lib
 from jitr.evaluation.class_map import mean_class_ap
 from jitr.evaluation.cross_modal import DIRECTIONS, CrossModalScores
 from jitr.evaluation.eccv import map_rows, summarize_extended
-from jitr.evaluation.engine import SweepResult, sweep
+from jitr.evaluation.engine import SweepData, SweepResult, sweep
 from jitr.evaluation.folds import fold_average
 from jitr.evaluation.ndcg import summarize_ndcg
 from jitr.evaluation.options import DEFAULT_OPTIONS, EvalOptions
@@ -160,14 +160,14 @@ def sweep_direction(
     src,
     plan.positives[direction],
     cfg=sweep_config(plan, direction),
-    groups=folds.groups if folds else None,
-    group_of_query=folds.group_of_query if folds else None,
-    extended=extended,
-    relevance=plan.relevance.direction(direction) if plan.relevance else None,
-    semantic=plan.semantic.direction(direction) if plan.semantic else None,
-    query_labels=labels[0],
-    gallery_labels=labels[1],
-    class_map_k=plan.class_map_k,
+    data=SweepData(
+      folds=folds,
+      extended=extended,
+      relevance=plan.relevance.direction(direction) if plan.relevance else None,
+      semantic=plan.semantic.direction(direction) if plan.semantic else None,
+      query_labels=labels[0],
+      gallery_labels=labels[1],
+    ),
     chunk_size=chunk_size,
   )
   cfg = map_config(plan, direction)
@@ -177,7 +177,7 @@ def sweep_direction(
     src,
     plan.positives[direction],
     cfg=cfg,
-    extended=extended,
+    data=SweepData(extended=extended),
     query_rows=map_rows([extended[i] for i in cfg.map_sets]),
     chunk_size=chunk_size,
   ).extended_hits

@@ -9,7 +9,7 @@ import pytest
 import jitr.evaluation
 from jitr.evaluation import EvalOptions, coco_recalls, evaluate_retrieval, positives_from_lists
 from jitr.evaluation.checks import check_ks, check_sizes
-from jitr.evaluation.engine import SweepConfig, SweepResult, sweep
+from jitr.evaluation.engine import SweepConfig, SweepData, SweepResult, sweep
 from jitr.evaluation.folds import fold_groups
 from jitr.evaluation.plan import map_config, plan_evaluation, sweep_config
 from jitr.evaluation.positives import PositiveSets, positives_from_owner
@@ -38,7 +38,7 @@ def test_sweep_returns_a_typed_result_with_hand_computed_values():
     as_scores(sim),
     i2t,
     cfg=SweepConfig(num_extended=1, map_sets=(0,), topk=2),
-    extended=(ext,),
+    data=SweepData(extended=(ext,)),
   )
   assert isinstance(res, SweepResult)
   np.testing.assert_array_equal(res.rank, [0, 1])  # image 1: caption 0 (.8) above 3 (.7)
