@@ -8,9 +8,9 @@ image are all positives, never negatives).
 
 Every loss is written once, as the formula of one query,
 ``formula(query: Query, *, **hyper) -> (loss, counts)`` with its hyper-parameters
-keyword-only and their defaults in its signature, and a :class:`QueryLoss` beside it that
+keyword-only and their defaults in its signature, and a :class:`!QueryLoss` beside it that
 declares the range of each hyper-parameter (:mod:`!jitr.losses.checks`), the graded matrix
-it reads, whether it draws random numbers and its direction weights. :class:`QueryLoss`
+it reads, whether it draws random numbers and its direction weights. :class:`!QueryLoss`
 derives the rest: the core on a block of query rows of one direction,
 ``core(rows: QueryRows, *, key, **hyper) -> (loss [Q], weight [Q])`` (the formula mapped
 over the rows), and the whole-matrix function, :func:`both_ways` of that core (the rows of
@@ -218,7 +218,7 @@ def both_ways(
   ``L = reduce_i l_i + reduce_j l_j`` over the image queries i (rows of ``sim``) and the
   caption queries j (rows of ``sim.T``, with the masks and ``graded`` transposed), each
   ``(l, w) = core(rows, **hyper)``, reduced by ``reduction`` (module documentation;
-  :func:`reduce_directions` weighs the directions). Resolves the masks
+  :func:`!reduce_directions` weighs the directions). Resolves the masks
   (:func:`!resolve_masks`) and checks that ``graded`` has ``sim``'s shape.
 
   A core of one's own becomes a loss of the whole matrix, both directions reduced:
@@ -234,7 +234,7 @@ def both_ways(
   >>> round(float(both_ways(hardest_negative, sim, reduction="sum")), 6)
   1.0
 
-  (:class:`QueryLoss` derives this, the core and the registry entry from one query's
+  (:class:`!QueryLoss` derives this, the core and the registry entry from one query's
   formula.)
   """
   checks.check_choice("reduction", reduction, REDUCTIONS)
