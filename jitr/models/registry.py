@@ -10,7 +10,7 @@ keyword arguments; ``constants`` holds the dataset constants a network declares 
 - ``"vsrn"``: :class:`jitr.models.VSRN`, plus ``caption_weight`` (default 1, the
   official weight; 0 turns the captioning branch off) and ``dataset`` (``"coco"`` or
   ``"f30k"``: :func:`jitr.models.vsrn_dataset_options`, overridable by explicit keys);
-- ``"cvse"``: :class:`jitr.models.CVSE`, plus the keys of :func:`jitr.models.cvse_model`
+- ``"cvse"``: :class:`jitr.models.CVSE`, plus the fields of :class:`jitr.models.cvse.CVSETerms`
   (``instance_weight``, ``consensus_weight``, ``kl_weight``, ``margin``, ``mining``,
   ``eval_fused_weight``, ``label_completion``: ``""`` for none) and ``concept_threshold``
   (the graph's ``t``, default 0.3). It needs the dataset's concepts,

@@ -8,6 +8,7 @@ from jitr.models.cvse.adapter import (
   CONCEPT_LABELS,
   CONCEPTS,
   ConceptInputs,
+  CVSETerms,
   concept_graph,
   cvse_model,
 )
@@ -19,6 +20,7 @@ __all__ = [
   "CONCEPT_LABELS",
   "CVSE",
   "CVSEEmbeddings",
+  "CVSETerms",
   "ConceptInputs",
   "NETWORK",
   "concept_graph",

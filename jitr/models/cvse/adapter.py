@@ -31,7 +31,7 @@ mentions, completes its labels from its neighbours' (``complete_caption_labels``
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -133,32 +133,57 @@ def mixed_similarity(images: Any, captions: Any, fused_weight: float) -> Any:
   return fused_weight * fused + (1.0 - fused_weight) * consensus
 
 
+@dataclasses.dataclass(frozen=True)
+class CVSETerms:
+  """CVSE's own loss terms and evaluation (the settings a model config gives
+  :func:`cvse_model` rather than the module): the weights of its instance, consensus and
+  concept-KL terms relative to the objective's fused term, the triplets' ``margin`` and
+  ``mining``, the evaluation's fused weight ``w`` (:func:`mixed_similarity`) and
+  ``label_completion``, the neighbour merge of the official evaluation (``"f30k"`` or
+  ``"coco"``, :mod:`!jitr.models.cvse.completion`; ``None``: captions keep their labels)."""
+
+  instance_weight: float = 5.0 / 3.0
+  consensus_weight: float = 1.0 / 3.0
+  kl_weight: float = 2.0 / 3.0
+  margin: float = 0.2
+  mining: str = "max"
+  eval_fused_weight: float = 0.95
+  label_completion: str | None = "f30k"
+
+  def __post_init__(self):
+    for name, w in self.weights().items():
+      if w < 0:
+        raise ValueError(f"cvse_model: {name}_weight must be >= 0, got {w}")
+    if not 0.0 <= self.eval_fused_weight <= 1.0:
+      raise ValueError(
+        f"cvse_model: eval_fused_weight must be in [0, 1], got {self.eval_fused_weight}"
+      )
+    if self.label_completion is not None and self.label_completion not in DATASETS:
+      raise ValueError(
+        f"cvse_model: label_completion must be one of {sorted(DATASETS)} or None, "
+        f"got {self.label_completion!r}"
+      )
+
+  def weights(self) -> dict[str, float]:
+    """``{term: weight}`` of the auxiliary terms (:data:`AUX_TERMS`)."""
+    return {
+      "instance": self.instance_weight,
+      "consensus": self.consensus_weight,
+      "concept_kl": self.kl_weight,
+    }
+
+
 def cvse_model(
-  module: CVSE,
-  concept_vectors: np.ndarray,
-  adjacency: np.ndarray,
-  *,
-  instance_weight: float = 5.0 / 3.0,
-  consensus_weight: float = 1.0 / 3.0,
-  kl_weight: float = 2.0 / 3.0,
-  margin: float = 0.2,
-  mining: str = "max",
-  eval_fused_weight: float = 0.95,
-  label_completion: str | None = "f30k",
+  module: CVSE, concept_vectors: np.ndarray, adjacency: np.ndarray, **settings: Any
 ) -> RetrievalModel:
   """A :class:`jitr.models.CVSE` as a dual encoder (module docstring). ``concept_vectors``
   ``[C, D]`` and the normalised ``adjacency`` ``[C, C]`` are the dataset's constants
   (:func:`!jitr.models.cvse.graph.normalized_adjacency`). The batch carries
   ``concept_labels [B, C]``. BatchNorms over the batch are synchronised over
-  ``axis_name`` in training. ``label_completion``: the neighbour merge of the official
-  evaluation (``"f30k"`` or ``"coco"``, :mod:`!jitr.models.cvse.completion`), ``None``:
-  captions keep their labels."""
-  weights = {"instance": instance_weight, "consensus": consensus_weight, "concept_kl": kl_weight}
-  for name, w in weights.items():
-    if w < 0:
-      raise ValueError(f"cvse_model: {name}_weight must be >= 0, got {w}")
-  if not 0.0 <= eval_fused_weight <= 1.0:
-    raise ValueError(f"cvse_model: eval_fused_weight must be in [0, 1], got {eval_fused_weight}")
+  ``axis_name`` in training. ``settings``: :class:`CVSETerms`' fields."""
+  terms = CVSETerms(**settings)
+  weights, margin, mining = terms.weights(), terms.margin, terms.mining
+  eval_fused_weight, label_completion = terms.eval_fused_weight, terms.label_completion
   vectors = np.asarray(concept_vectors, np.result_type(concept_vectors, np.float32))
   adj = np.asarray(adjacency, vectors.dtype)
   if vectors.ndim != 2 or adj.shape != (vectors.shape[0], vectors.shape[0]):
@@ -167,11 +192,6 @@ def cvse_model(
       f"{vectors.shape} and {adj.shape}"
     )
   num_concepts = vectors.shape[0]
-  if label_completion is not None and label_completion not in DATASETS:
-    raise ValueError(
-      f"cvse_model: label_completion must be one of {sorted(DATASETS)} or None, "
-      f"got {label_completion!r}"
-    )
   embed_dim = module.embed_dim
 
   def labels_of(batch) -> jax.Array:
@@ -242,18 +262,16 @@ def cvse_model(
   )
 
 
-#: ``{keyword: default}`` of :func:`cvse_model`: the CVSE settings a model config gives
+#: ``{setting: default}`` of :class:`CVSETerms`: the CVSE settings a model config gives
 #: the builder rather than the module.
 BUILDER_DEFAULTS: dict[str, Any] = {
-  p.name: p.default
-  for p in inspect.signature(cvse_model).parameters.values()
-  if p.kind == p.KEYWORD_ONLY
+  field.name: field.default for field in dataclasses.fields(CVSETerms)
 }
 
 
 def build(config: dict[str, Any], vocab_size: int, constants: Mapping[str, Any]) -> RetrievalModel:
-  """The registry's builder: :class:`CVSE`'s fields, plus the keywords of
-  :func:`cvse_model` (``label_completion``: ``""`` for none) and ``concept_threshold``
+  """The registry's builder: :class:`CVSE`'s fields, plus :class:`CVSETerms`' fields
+  (``label_completion``: ``""`` for none) and ``concept_threshold``
   (the graph's ``t``, default 0.3); ``constants["concepts"]``: the dataset's
   :class:`ConceptInputs`."""
   require_constants("cvse", "CVSE", {CONCEPTS: CONCEPTS_NEEDED}, constants)

@@ -18,6 +18,7 @@ nodes; the moments are returned so the caller can update the running statistics.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -179,6 +180,21 @@ def _by_length(word_mask: jax.Array) -> tuple[jax.Array, jax.Array]:
   return order, jnp.argsort(order)
 
 
+@dataclasses.dataclass(frozen=True)
+class PairBlocks:
+  """How :func:`score_all_pairs` walks the captions: ``size`` captions a block, each block
+  cut to one of ``length_buckets`` widths, ``remat`` (:data:`REMAT_MODES`) in the backward
+  pass."""
+
+  size: int
+  remat: str = "full"
+  length_buckets: int = 8
+
+  def __post_init__(self):
+    if self.remat not in REMAT_MODES:
+      raise ValueError(f"remat must be one of {REMAT_MODES}, got {self.remat!r}")
+
+
 def score_all_pairs(
   head: Params,
   images: tuple[jax.Array, jax.Array, jax.Array],
@@ -188,32 +204,29 @@ def score_all_pairs(
   smooth: float,
   train: bool,
   eps: float,
-  block_size: int,
-  remat: str = "full",
-  n_length_buckets: int = 8,
+  blocks: PairBlocks,
 ) -> tuple[jax.Array, CaptionMoments | None]:
-  """``sim [I, N]`` for all images against all ``N`` captions, ``block_size`` captions at
+  """``sim [I, N]`` for all images against all ``N`` captions, ``blocks.size`` captions at
   a time (``lax.map`` over blocks).
 
   * **Length buckets.** The captions are scored in order of their word count, and each
-    block is cut to the smallest of :func:`length_buckets` ``(L, n_length_buckets)``
+    block is cut to the smallest of :func:`length_buckets` ``(L, blocks.length_buckets)``
     that holds its longest caption (``lax.switch`` picks the branch, so only that
     one runs): a block of short captions costs what its words cost, not ``L``.
     Padding never changes a score, so the cut is exact; ``sim`` and SAF's moments
     come back in the captions' order.
-  * **Rematerialisation** (``remat``, :data:`REMAT_MODES`): by default (``"full"``)
+  * **Rematerialisation** (``blocks.remat``, :data:`REMAT_MODES`): by default (``"full"``)
     the backward pass recomputes each block's ``[I, block, L, D]`` activations from
     its inputs instead of storing them.
   """
-  if remat not in REMAT_MODES:
-    raise ValueError(f"remat must be one of {REMAT_MODES}, got {remat!r}")
+  block_size, remat, n_length_buckets = blocks.size, blocks.remat, blocks.length_buckets
   n, max_length = captions[1].shape
   order, inverse = _by_length(captions[1])
   captions = tuple(jnp.take(jnp.asarray(x), order, axis=0) for x in captions)
   n_blocks = -(-n // block_size)
   pad = n_blocks * block_size - n
 
-  def blocks(x):
+  def in_blocks(x):
     x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
     return x.reshape((n_blocks, block_size) + x.shape[1:])
 
@@ -240,7 +253,7 @@ def score_all_pairs(
       one_block, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable
     )
   sims, moments = jax.lax.map(
-    lambda caps: one_block(head, images, caps), tuple(blocks(x) for x in captions)
+    lambda caps: one_block(head, images, caps), tuple(in_blocks(x) for x in captions)
   )
   sims = jnp.moveaxis(sims, 0, 1).reshape(sims.shape[1], -1)[:, :n][:, inverse]
   if moments is not None:

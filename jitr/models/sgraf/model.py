@@ -46,6 +46,7 @@ from jitr.models.masked_ops import (
 from jitr.models.sgraf.head import (
   BatchNormState,
   Linear,
+  PairBlocks,
   score_all_pairs,
   sequential_running_update,
 )
@@ -260,9 +261,7 @@ class SGRAFSimilarity(nn.Module):
       smooth=self.smooth,
       train=train,
       eps=self.eps,
-      block_size=self.block_size,
-      remat=self.remat,
-      n_length_buckets=self.length_buckets,
+      blocks=PairBlocks(self.block_size, self.remat, self.length_buckets),
     )
     if moments is not None and not self.is_initializing():
       if self.axis_name is not None:

@@ -3,7 +3,7 @@ to :class:`~jitr.models.RetrievalModel` and its registry entry (``network``, ``"
 
 from jitr.models.vse.adapter import dual_encoder_model
 from jitr.models.vse.cnn import ConvEncoder
-from jitr.models.vse.model import DualEncoder, create_dual_encoder
+from jitr.models.vse.model import DualEncoder, DualEncoderSettings, create_dual_encoder
 from jitr.models.vse.network import NETWORK
 from jitr.models.vse.region_encoder import RegionEncoder, SetPool
 from jitr.models.vse.text_gru import GRUTextEncoder
@@ -12,6 +12,7 @@ __all__ = [
   "NETWORK",
   "ConvEncoder",
   "DualEncoder",
+  "DualEncoderSettings",
   "GRUTextEncoder",
   "RegionEncoder",
   "SetPool",

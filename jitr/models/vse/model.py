@@ -8,6 +8,7 @@ caption embeddings; the similarity matrix the losses take is
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import flax.linen as nn
@@ -52,40 +53,50 @@ class DualEncoder(nn.Module):
     )
 
 
-def create_dual_encoder(
-  *,
-  vocab_size: int,
-  image: str = "regions",
-  text: str = "gru",
-  embed_dim: int = 1024,
-  word_dim: int = 300,
-  image_pooling: str = "max",
-  text_pooling: str = "last",
-  unroll: int = 1,
-  dtype: Any = jnp.float32,
-) -> DualEncoder:
-  """The paper encoders by name.
+@dataclasses.dataclass(frozen=True)
+class DualEncoderSettings:
+  """The paper encoders' settings (``config.model`` of ``"vse"``).
 
-  ``image``: ``'regions'`` (Dense + ``image_pooling``; VSE++† with ``'max'``,
-  VSE∞ with ``'gpo'``) or ``'pixels'`` (:class:`ConvEncoder`; ``image_pooling``
-  over its 4×4 grid). ``text``: ``'gru'`` or ``'bigru'`` with ``text_pooling``
-  (``'last'`` VSE++, ``'gpo'`` VSE∞).
+  ``image``: ``'regions'`` (Dense + ``image_pooling``; VSE++† with ``'max'``, VSE∞ with
+  ``'gpo'``) or ``'pixels'`` (:class:`ConvEncoder`; ``image_pooling`` over its 4×4 grid).
+  ``text``: ``'gru'`` or ``'bigru'`` with ``text_pooling`` (``'last'`` VSE++, ``'gpo'``
+  VSE∞). ``unroll``: the GRU scan's unroll; ``dtype``: the towers' computation dtype.
   """
-  if image == "regions":
-    img = RegionEncoder(embed_dim=embed_dim, pooling=image_pooling, dtype=dtype)
-  elif image == "pixels":
-    img = ConvEncoder(embed_dim=embed_dim, pooling=image_pooling, dtype=dtype)
+
+  image: str = "regions"
+  text: str = "gru"
+  embed_dim: int = 1024
+  word_dim: int = 300
+  image_pooling: str = "max"
+  text_pooling: str = "last"
+  unroll: int = 1
+  dtype: Any = jnp.float32
+
+
+def create_dual_encoder(*, vocab_size: int, **settings: Any) -> DualEncoder:
+  """The paper encoders by name: ``settings`` are :class:`DualEncoderSettings`' fields
+  (:func:`dual_encoder_of`)."""
+  return dual_encoder_of(DualEncoderSettings(**settings), vocab_size)
+
+
+def dual_encoder_of(settings: DualEncoderSettings, vocab_size: int) -> DualEncoder:
+  """The :class:`DualEncoder` ``settings`` describe, over a vocabulary of ``vocab_size``."""
+  s = settings
+  if s.image == "regions":
+    img = RegionEncoder(embed_dim=s.embed_dim, pooling=s.image_pooling, dtype=s.dtype)
+  elif s.image == "pixels":
+    img = ConvEncoder(embed_dim=s.embed_dim, pooling=s.image_pooling, dtype=s.dtype)
   else:
-    raise ValueError(f"create_dual_encoder: image must be 'regions' or 'pixels', got {image!r}")
-  if text not in ("gru", "bigru"):
-    raise ValueError(f"create_dual_encoder: text must be 'gru' or 'bigru', got {text!r}")
+    raise ValueError(f"create_dual_encoder: image must be 'regions' or 'pixels', got {s.image!r}")
+  if s.text not in ("gru", "bigru"):
+    raise ValueError(f"create_dual_encoder: text must be 'gru' or 'bigru', got {s.text!r}")
   txt = GRUTextEncoder(
     vocab_size=vocab_size,
-    word_dim=word_dim,
-    embed_dim=embed_dim,
-    bidirectional=text == "bigru",
-    pooling=text_pooling,
-    unroll=unroll,
-    dtype=dtype,
+    word_dim=s.word_dim,
+    embed_dim=s.embed_dim,
+    bidirectional=s.text == "bigru",
+    pooling=s.text_pooling,
+    unroll=s.unroll,
+    dtype=s.dtype,
   )
   return DualEncoder(image_encoder=img, text_encoder=txt)

@@ -3,7 +3,7 @@ checkpoint is read)."""
 
 from jitr.models.retrieval_model import Network
 from jitr.models.vse.adapter import build
-from jitr.models.vse.model import create_dual_encoder
+from jitr.models.vse.model import DualEncoderSettings
 
 #: The registry's entry for ``"vse"``.
-NETWORK = Network(build, settings_of=create_dual_encoder, token_chunks=True)
+NETWORK = Network(build, settings_of=DualEncoderSettings, token_chunks=True)

@@ -3,7 +3,7 @@ BERT captions (Linear, GPO), its adapter to :class:`~jitr.models.RetrievalModel`
 registry entry (``network``, ``"vseinf"``: WordPiece captions), the converter of official
 weights (``convert``) and its official checkpoint's format (``official``)."""
 
-from jitr.models.vseinf.adapter import create_vseinf, vseinf_model
+from jitr.models.vseinf.adapter import VSEInfSettings, create_vseinf, vseinf_model
 from jitr.models.vseinf.image_encoder import ImageEncoder, ResidualMLP
 from jitr.models.vseinf.model import VSEInfinity
 from jitr.models.vseinf.network import NETWORK
@@ -14,6 +14,7 @@ __all__ = [
   "ImageEncoder",
   "ResidualMLP",
   "TextEncoder",
+  "VSEInfSettings",
   "VSEInfinity",
   "create_vseinf",
   "vseinf_model",

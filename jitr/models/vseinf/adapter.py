@@ -81,49 +81,70 @@ def _same_tree(variables: dict, bert_params: Any) -> Any:
   return jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), bert_params)
 
 
-def create_vseinf(
-  *,
-  vocab_size: int,
-  embed_dim: int = 1024,
-  img_dim: int = 2048,
-  pretrained: str = "",
-  bert_hidden: int = 768,
-  bert_layers: int = 12,
-  bert_heads: int = 12,
-  bert_intermediate: int = 3072,
-  bert_dropout: float = 0.1,
-  dtype: Any = jnp.float32,
-  remat: bool = False,
-) -> tuple[VSEInfinity, Any | None]:
-  """``(VSEInfinity, pretrained BERT params or None)``.
+@dataclasses.dataclass(frozen=True)
+class VSEInfSettings:
+  """VSE∞'s settings (``config.model`` of ``"vseinf"``; the run gives ``pretrained``).
 
   ``pretrained``: a Hugging Face BERT folder (its ``config.json`` sets the BERT, the
   ``bert_*`` sizes are then unused); ``""``: a random BERT of hidden ``bert_hidden``,
-  ``bert_layers`` layers of ``bert_heads`` heads and feed-forward ``bert_intermediate``,
-  vocabulary ``vocab_size`` (bert-base-uncased: 768, 12, 12, 3072, 30522).
-  ``bert_dropout``: the BERT's hidden and attention dropout in training (either BERT).
-  ``dtype``: the BERT's computation dtype (``"bfloat16"`` or a JAX dtype).
+  ``bert_layers`` layers of ``bert_heads`` heads and feed-forward ``bert_intermediate``
+  (bert-base-uncased: 768, 12, 12, 3072). ``bert_dropout``: the BERT's hidden and attention
+  dropout in training (either BERT). ``dtype``: the BERT's computation dtype
+  (``"bfloat16"`` or a JAX dtype); ``remat``: rematerialise its layers.
   """
-  if pretrained:
-    try:
-      config, params = load_pretrained(pretrained)
-    except (OSError, ValueError) as e:  # load_pretrained's one-line refusals
-      raise ValueError(f"{PRETRAINED_FIELD}: {e}") from e
-    if vocab_size > config.vocab_size:
-      raise ValueError(
-        f"{PRETRAINED_FIELD}: the vocabulary has {vocab_size} ids, the BERT of "
-        f"{pretrained!r} embeds {config.vocab_size}"
-      )
-  else:
-    config, params = (
-      BertConfig(vocab_size, bert_hidden, bert_layers, bert_heads, bert_intermediate),
-      None,
+
+  embed_dim: int = 1024
+  img_dim: int = 2048
+  pretrained: str = ""
+  bert_hidden: int = 768
+  bert_layers: int = 12
+  bert_heads: int = 12
+  bert_intermediate: int = 3072
+  bert_dropout: float = 0.1
+  dtype: Any = jnp.float32
+  remat: bool = False
+
+
+def create_vseinf(*, vocab_size: int, **settings: Any) -> tuple[VSEInfinity, Any | None]:
+  """``(VSEInfinity, pretrained BERT params or None)``: ``settings`` are
+  :class:`VSEInfSettings`' fields (:func:`vseinf_of`); a random BERT's vocabulary is
+  ``vocab_size`` (bert-base-uncased: 30522)."""
+  return vseinf_of(VSEInfSettings(**settings), vocab_size)
+
+
+def bert_of(settings: VSEInfSettings, vocab_size: int) -> tuple[BertConfig, Any | None]:
+  """``(BertConfig, pretrained params or None)``: the folder's BERT, or a random one of the
+  ``bert_*`` sizes; a folder whose BERT embeds fewer ids than ``vocab_size`` is refused."""
+  if not settings.pretrained:
+    s = settings
+    return BertConfig(
+      vocab_size, s.bert_hidden, s.bert_layers, s.bert_heads, s.bert_intermediate
+    ), None
+  try:
+    config, params = load_pretrained(settings.pretrained)
+  except (OSError, ValueError) as e:  # load_pretrained's one-line refusals
+    raise ValueError(f"{PRETRAINED_FIELD}: {e}") from e
+  if vocab_size > config.vocab_size:
+    raise ValueError(
+      f"{PRETRAINED_FIELD}: the vocabulary has {vocab_size} ids, the BERT of "
+      f"{settings.pretrained!r} embeds {config.vocab_size}"
     )
+  return config, params
+
+
+def vseinf_of(settings: VSEInfSettings, vocab_size: int) -> tuple[VSEInfinity, Any | None]:
+  """``(VSEInfinity, pretrained BERT params or None)`` of ``settings``."""
+  config, params = bert_of(settings, vocab_size)
+  dropout = settings.bert_dropout
   config = dataclasses.replace(
-    config, hidden_dropout_prob=bert_dropout, attention_probs_dropout_prob=bert_dropout
+    config, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout
   )
   module = VSEInfinity(
-    config, embed_dim=embed_dim, img_dim=img_dim, dtype=jnp.dtype(dtype), remat=remat
+    config,
+    embed_dim=settings.embed_dim,
+    img_dim=settings.img_dim,
+    dtype=jnp.dtype(settings.dtype),
+    remat=settings.remat,
   )
   return module, params
 
