@@ -1,7 +1,9 @@
 """A network is one folder: a toy network written in a package of its own, registered with
 one line, trains through ``train_and_evaluate`` on the built-in tiny dataset, and its
 official checkpoint (a ``torch.save`` of its state dict) imports through
-``jitr.experiment.official_import``, with nothing else of jitr told about it."""
+``jitr.experiment.official_import``, with nothing else of jitr told about it; the importer
+recognises a checkpoint by the one registered format that holds it, whatever the
+registry's order, and refuses one that none or two hold."""
 
 from __future__ import annotations
 
@@ -17,12 +19,16 @@ import pytest
 
 from configs import default
 from jitr import experiment
-from jitr.experiment.official_import import import_official, read_official_weights
-from jitr.models import MODELS
+from jitr.experiment.official_import import (
+  import_official,
+  official_formats,
+  read_official_weights,
+)
+from jitr.models import MODELS, Network
+from jitr.models.official_checkpoint import OfficialCheckpointError
+from jitr.models.official_format import ConvertedWeights, OfficialFormat
 
 torch = pytest.importorskip("torch")
-
-pytestmark = pytest.mark.slow
 
 # The toy network's folder: its module, adapter, official format and registry entry.
 TOY_PACKAGE = '''
@@ -129,6 +135,7 @@ def official_checkpoint(path, img_dim: int) -> dict[str, np.ndarray]:
   return state
 
 
+@pytest.mark.slow
 def test_a_network_in_a_folder_of_its_own_trains_and_imports(toy, tmp_path):
   config = toy_config(tmp_path)
   run = tmp_path / "run"
@@ -168,3 +175,42 @@ def test_a_network_in_a_folder_of_its_own_trains_and_imports(toy, tmp_path):
   assert json.loads((imported / "vocab.json").read_text())["words"] == WORDS
   metrics = experiment.evaluate_workdir(str(imported), split="test")
   assert math.isfinite(metrics["full/rsum"])
+
+
+def _unreadable(flat) -> ConvertedWeights:
+  raise AssertionError("a refused checkpoint is never converted")
+
+
+def test_formats_of_the_same_prefixes_never_both_hold_a_checkpoint():
+  """VSRN's and VSE∞'s checkpoints are both [img_enc, txt_enc]: the text tower tells them
+  apart, whatever the registry's order."""
+  gru = {"img_enc.fc.weight": 0, "txt_enc.rnn.weight_ih_l0": 0}
+  bert = {"img_enc.fc.weight": 0, "txt_enc.bert.embeddings.word_embeddings.weight": 0}
+  two = [f for f in official_formats() if f.prefixes == ("img_enc", "txt_enc")]
+  assert sorted(f.codebase for f in two) == ["VSE∞", "VSRN"]
+  assert [[f.codebase for f in two if f.holds(flat)] for flat in (gru, bert)] == [
+    ["VSRN"],
+    ["VSE∞"],
+  ]
+
+
+def test_a_checkpoint_that_none_or_two_formats_hold_is_one_line(monkeypatch, tmp_path):
+  path = tmp_path / "model.pth"
+  torch.save({"model": [{"w": torch.ones(2)}] * 5}, path)
+  with pytest.raises(OfficialCheckpointError) as err:
+    read_official_weights(path)
+  assert str(err.value) == (
+    f"{path}: expected an official SGRAF, VSRN, CVSE or VSE∞ checkpoint, a dict whose "
+    "'model' is the list [img_enc, txt_enc, sim_enc] (SGRAF), [img_enc, txt_enc] (VSRN, "
+    "VSE∞) or 8 state dicts [img_enc, ..., Multi_feature_fusing] (CVSE)"
+  )
+  torch.save({"model": [{"w": torch.ones(2)}]}, path)
+  for name in ("A", "B"):
+    official = OfficialFormat(name, (name.lower(),), _unreadable)
+    monkeypatch.setitem(MODELS, name.lower(), Network(MODELS["vse"].build, official=official))
+  with pytest.raises(OfficialCheckpointError) as err:
+    read_official_weights(path)
+  assert str(err.value) == (
+    f"{path}: its state dicts fit the official formats of A or B: the checkpoint is "
+    "ambiguous to jitr-import"
+  )
