@@ -169,14 +169,18 @@ def jitr_comparable(sim, owner, ext):
 
 
 def jitr_full(sim, owner, ext, rel, labels):
-  from jitr.evaluation import EvalOptions, evaluate_retrieval  # pylint: disable=g-import-not-at-top
+  from jitr.evaluation import (  # pylint: disable=g-import-not-at-top
+    ClassLabels,
+    EvalOptions,
+    evaluate_retrieval,
+  )
 
   return evaluate_retrieval(
     sim,
     caption_to_image=owner,
     extended_positives=ext,
     relevance=rel,
-    image_labels=labels,
+    labels=ClassLabels(labels),
     options=EvalOptions(folds=5, percent=False),
   )
 

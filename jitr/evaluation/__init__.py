@@ -7,7 +7,7 @@ per direction and returns a flat ``{name: float}`` dict; :class:`EvalOptions`
 says which metrics and how.
 """
 
-from jitr.evaluation.class_map import as_multihot, class_map
+from jitr.evaluation.class_map import ClassLabels, as_multihot, class_map
 from jitr.evaluation.coco import coco_recalls
 from jitr.evaluation.eccv import extended_metrics
 from jitr.evaluation.ensemble import mean_similarity
@@ -41,6 +41,7 @@ from jitr.evaluation.suite import CrossModalScores, evaluate_retrieval
 
 __all__ = [
   "CallableScores",
+  "ClassLabels",
   "CrossModalScores",
   "DenseScores",
   "EmbeddingScores",

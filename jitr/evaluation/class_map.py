@@ -14,6 +14,9 @@ block, exact); ``k`` bounds the work for very large galleries.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 
 from jitr.evaluation.checks import check_sizes
@@ -21,7 +24,18 @@ from jitr.evaluation.engine import SweepConfig, SweepData, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores
 
-__all__ = ["as_multihot", "class_map"]
+__all__ = ["ClassLabels", "as_multihot", "class_map"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassLabels:
+  """The class labels of the class-label MAP of
+  :func:`~jitr.evaluation.evaluate_retrieval` (its ``labels``)."""
+
+  images: Any
+  """Each image's class ids ``(num_images,)`` or memberships ``(num_images, C)``."""
+  captions: Any = None
+  """Each caption's, in the same forms; None: its image's labels."""
 
 
 def as_multihot(labels, *, num_classes: int | None = None, name: str = "labels") -> np.ndarray:

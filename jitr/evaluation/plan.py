@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from jitr.evaluation.class_map import as_multihot
+from jitr.evaluation.class_map import ClassLabels, as_multihot
 from jitr.evaluation.cross_modal import DIRECTIONS, CrossModalScores, as_cross_modal
 from jitr.evaluation.engine import SweepConfig
 from jitr.evaluation.folds import FoldGroups, contiguous_folds, fold_groups
@@ -78,8 +78,7 @@ def plan_evaluation(
   extended_positives: ExtendedPositives | None = None,
   relevance: Any = None,
   semantic: Any = None,
-  image_labels: Any = None,
-  caption_labels: Any = None,
+  labels: ClassLabels | None = None,
   options: EvalOptions = DEFAULT_OPTIONS,
 ) -> EvaluationPlan:
   """Checks ``evaluate_retrieval``'s data (same names, same meaning) against each other
@@ -100,7 +99,7 @@ def plan_evaluation(
     _check_finite("relevance", rel.i2t, options.chunk_size)
   ndcg_ks = options.ndcg_ks if rel is not None else ()
   sem, semantic_ks = _semantic_inputs(semantic, rel, options.semantic_ks, shape)
-  labels = _class_labels(image_labels, caption_labels, owner, shape)
+  labels = _class_labels(labels, owner, shape)
   for d in options.directions if semantic_ks else ():
     gallery = scores.direction(d).num_gallery
     check_semantic_k(max(semantic_ks), options.semantic_num_relevant, positives[d], gallery)
@@ -243,26 +242,28 @@ def _semantic_inputs(
 
 
 def _class_labels(
-  image_labels: Any, caption_labels: Any, owner: np.ndarray, shape: tuple[int, int]
+  labels: ClassLabels | None, owner: np.ndarray, shape: tuple[int, int]
 ) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
   """Multi-hot ``(query, gallery)`` labels per direction; captions default to their image's."""
-  if image_labels is None:
-    if caption_labels is not None:
-      raise ValueError("`caption_labels` needs `image_labels`")
+  if labels is None:
     return None
+  if labels.images is None:
+    raise ValueError("`labels.images` is required (captions default to their image's labels)")
   n_img, n_cap = shape
-  il = np.asarray(image_labels)
+  il = np.asarray(labels.images)
   if il.ndim not in (1, 2) or il.shape[0] != n_img:
-    raise ValueError(f"`image_labels` must have {n_img} rows (one per image), got shape {il.shape}")
-  cl = il[owner] if caption_labels is None else np.asarray(caption_labels)
+    raise ValueError(
+      f"`labels.images` must have {n_img} rows (one per image), got shape {il.shape}"
+    )
+  cl = il[owner] if labels.captions is None else np.asarray(labels.captions)
   num_classes = None
   if il.ndim == 1 and cl.ndim == 1:
     num_classes = int(max(il.max(initial=0), cl.max(initial=0))) + 1
-  il = as_multihot(il, num_classes=num_classes, name="image_labels")
-  cl = as_multihot(cl, num_classes=il.shape[1], name="caption_labels")
+  il = as_multihot(il, num_classes=num_classes, name="labels.images")
+  cl = as_multihot(cl, num_classes=il.shape[1], name="labels.captions")
   if il.shape[0] != n_img or cl.shape[0] != n_cap:
     raise ValueError(
-      f"`image_labels` / `caption_labels` must have {n_img} / {n_cap} "
+      f"`labels.images` / `labels.captions` must have {n_img} / {n_cap} "
       f"rows, got {il.shape[0]} / {cl.shape[0]}"
     )
   return {"i2t": (il, cl), "t2i": (cl, il)}

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jitr.evaluation import recall as recall_lib
-from jitr.evaluation.class_map import mean_class_ap
+from jitr.evaluation.class_map import ClassLabels, mean_class_ap
 from jitr.evaluation.cross_modal import DIRECTIONS, CrossModalScores
 from jitr.evaluation.eccv import map_rows, summarize_extended
 from jitr.evaluation.engine import SweepData, SweepResult, sweep
@@ -85,8 +85,7 @@ def evaluate_retrieval(
   extended_positives: Mapping[str, tuple[PositiveSets, PositiveSets]] | None = None,
   relevance: Any = None,
   semantic: Any = None,
-  image_labels: Any = None,
-  caption_labels: Any = None,
+  labels: ClassLabels | None = None,
   options: EvalOptions = DEFAULT_OPTIONS,
 ) -> dict[str, float]:
   """Computes the full metric set; see the module docstring for the keys.
@@ -107,8 +106,9 @@ def evaluate_retrieval(
     semantic: semantic scores (same forms) for NCS / Semantic Recall; defaults
       to ``relevance`` when ``options.semantic_ks`` is non-empty and only
       ``relevance`` is given.
-    image_labels / caption_labels: class ids ``(n,)`` or memberships
-      ``(n, C)`` for class MAP; captions default to their image's labels.
+    labels: the images' (and captions') class ids ``(n,)`` or memberships ``(n, C)``
+      for class MAP (:class:`~jitr.evaluation.class_map.ClassLabels`); captions default
+      to their image's labels.
     options: what to compute and how (:class:`~jitr.evaluation.options.EvalOptions`:
       cut-offs, folds, mAP@R sets, directions, percent, block size).
 
@@ -130,8 +130,7 @@ def evaluate_retrieval(
     extended_positives=extended_positives,
     relevance=relevance,
     semantic=semantic,
-    image_labels=image_labels,
-    caption_labels=caption_labels,
+    labels=labels,
     options=options,
   )
   scale = 100.0 if options.percent else 1.0

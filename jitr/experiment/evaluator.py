@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from jitr.evaluation.class_map import ClassLabels
 from jitr.evaluation.options import EvalOptions
 from jitr.evaluation.positives import positives_from_lists
 from jitr.evaluation.suite import evaluate_retrieval
@@ -99,10 +100,11 @@ class Evaluator:
     if semantic is not None:
       options = dataclasses.replace(options, semantic_ks=SEMANTIC_KS)
       inputs = {**inputs, "semantic": semantic}
+    labels = self.splits[split].class_labels  # captions: their image's
     metrics = evaluate_retrieval(
       sim,
       caption_to_image=self.splits[split].caption_image,
-      image_labels=self.splits[split].class_labels,  # captions: their image's
+      labels=None if labels is None else ClassLabels(labels),
       options=options,
       **inputs,
     )

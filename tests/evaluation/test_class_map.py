@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jitr.evaluation import EvalOptions, class_map, evaluate_retrieval
+from jitr.evaluation import ClassLabels, EvalOptions, class_map, evaluate_retrieval
 
 
 def test_hand_computed():
@@ -45,7 +45,7 @@ def test_in_the_suite_both_directions():
   owner = np.repeat(np.arange(12), 3)
   labels = rng.integers(0, 3, 12)
   m = evaluate_retrieval(
-    sim, caption_to_image=owner, image_labels=labels, options=EvalOptions(percent=False)
+    sim, caption_to_image=owner, labels=ClassLabels(labels), options=EvalOptions(percent=False)
   )
   assert m["class/i2t/mAP"] == pytest.approx(class_map(sim, labels, labels[owner]))
   assert m["class/t2i/mAP"] == pytest.approx(class_map(sim.T, labels[owner], labels))

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jitr.evaluation import (
+  ClassLabels,
   EvalOptions,
   best_positive_ranks,
   class_map,
@@ -142,7 +143,7 @@ def _suite(sim, **options):
     sim,
     caption_to_image=owner,
     relevance=rel,
-    image_labels=np.array([0, 1, 0]),
+    labels=ClassLabels(np.array([0, 1, 0])),
     options=EvalOptions(ndcg_ks=(1, 2), semantic_ks=(), curve_ks=(1, 2), **options),
   )
 

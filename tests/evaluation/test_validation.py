@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from jitr.evaluation import (
+  ClassLabels,
   CrossModalScores,
   EmbeddingScores,
   EvalOptions,
@@ -24,8 +25,12 @@ OWNER = np.repeat(np.arange(4), 2)
     (dict(caption_to_image=OWNER, fold_ids=np.zeros(3, int)), "fold_ids"),
     (dict(caption_to_image=OWNER, fold_ids=np.zeros(4), options=EvalOptions(folds=2)), "not both"),
     (dict(caption_to_image=OWNER, relevance=np.zeros((4, 7))), "relevance"),
-    (dict(caption_to_image=OWNER, image_labels=np.zeros(3, int)), "image_labels"),
-    (dict(caption_to_image=OWNER, caption_labels=np.zeros(8, int)), "caption_labels"),
+    (dict(caption_to_image=OWNER, labels=ClassLabels(np.zeros(3, int))), "labels.images"),
+    (dict(caption_to_image=OWNER, labels=ClassLabels(None, np.zeros(8, int))), "labels.images"),
+    (
+      dict(caption_to_image=OWNER, labels=ClassLabels(np.zeros(4, int), np.zeros(7, int))),
+      "labels.captions",
+    ),
     (
       dict(
         caption_to_image=OWNER,
