@@ -45,6 +45,19 @@ def test_a_slurm_step_is_read_as_jax_reads_it(no_cluster, monkeypatch):
   assert cluster.detected_job().coordinator_address == "node007:1234"
 
 
+def test_a_worker_share_is_the_flags_or_the_detected_job(no_cluster, monkeypatch):
+  """``jitr-precompute``'s ``(num_workers, worker_index)``: the given values (1 and 0 for
+  the one left out), else the detected job's process count and index, else one worker."""
+  assert cluster.worker_share(4, 3) == (4, 3)
+  assert cluster.worker_share(4, None) == (4, 0)
+  assert cluster.worker_share(None, 2) == (1, 2)
+  assert cluster.worker_share(None, None) == (1, 0)
+  for name, value in SLURM_STEP.items():
+    monkeypatch.setenv(name, value)
+  assert cluster.worker_share(None, None) == (3, 2)
+  assert cluster.worker_share(2, None) == (2, 0)
+
+
 @pytest.fixture
 def joins(monkeypatch):
   """The ``initialize`` calls ``join_job`` makes (none reaches JAX)."""
