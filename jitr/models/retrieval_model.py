@@ -47,8 +47,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jitr.models.official_format import OfficialFormat
-
 Batch = Mapping[str, jax.Array]
 Variables = Mapping[str, Any]
 
@@ -127,8 +125,9 @@ class Network:
   """Whether its captions are WordPiece ids of the BERT folder ``config.text.pretrained``,
   whose BERT it builds (the run gives the folder as its ``pretrained`` setting); ``False``:
   ids of a word vocabulary, or no words at all (text vectors)."""
-  official: OfficialFormat | None = None
-  """The format of its official checkpoint (``jitr-import``); ``None``: none is read."""
+  official: Any = None
+  """The format of its official checkpoint (``jitr-import``), a
+  :class:`!jitr.models.official_format.OfficialFormat`; ``None``: none is read."""
   fresh_params: Mapping[str, str] = dataclasses.field(default_factory=dict)
   """``{params key: what it is}``: the parts of its parameters a run may start fresh when
   the workdir it starts from (``config.init_from``) has none (VSRN's caption decoder,

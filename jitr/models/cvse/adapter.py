@@ -180,7 +180,9 @@ def cvse_model(
   ``[C, D]`` and the normalised ``adjacency`` ``[C, C]`` are the dataset's constants
   (:func:`!jitr.models.cvse.graph.normalized_adjacency`). The batch carries
   ``concept_labels [B, C]``. BatchNorms over the batch are synchronised over
-  ``axis_name`` in training. ``settings``: :class:`CVSETerms`' fields."""
+  ``axis_name`` in training. ``settings``: the fields of
+  :class:`!jitr.models.cvse.CVSETerms` (its loss terms' weights, ``margin``, ``mining``,
+  ``eval_fused_weight``, ``label_completion``)."""
   terms = CVSETerms(**settings)
   weights, margin, mining = terms.weights(), terms.margin, terms.mining
   eval_fused_weight, label_completion = terms.eval_fused_weight, terms.label_completion

@@ -74,8 +74,9 @@ class DualEncoderSettings:
 
 
 def create_dual_encoder(*, vocab_size: int, **settings: Any) -> DualEncoder:
-  """The paper encoders by name: ``settings`` are :class:`DualEncoderSettings`' fields
-  (:func:`dual_encoder_of`)."""
+  """The paper encoders by name: ``settings`` are the fields of
+  :class:`!jitr.models.vse.DualEncoderSettings` (``image``, ``text``, ``embed_dim``,
+  ``word_dim``, ``image_pooling``, ``text_pooling``, ``unroll``, ``dtype``)."""
   return dual_encoder_of(DualEncoderSettings(**settings), vocab_size)
 
 
