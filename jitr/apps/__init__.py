@@ -19,6 +19,8 @@ import re
 import sys
 from collections.abc import Sequence
 
+from jitr.apps.interrupts import exit_on_ctrl_c_while_starting
+
 # The top-level modules of the `train` extra's packages, in the order they are checked
 # (`orbax` for orbax-checkpoint: finding `orbax.checkpoint` would import `orbax`).
 TRAIN_MODULES = (
@@ -73,8 +75,6 @@ def answer_ctrl_c_while_starting() -> None:
   (a program importing jitr.apps) nothing changes."""
   script = console_script_name((getattr(sys, "argv", None) or [""])[0])
   if script is not None:
-    from jitr.apps.interrupts import exit_on_ctrl_c_while_starting
-
     exit_on_ctrl_c_while_starting(script)
 
 

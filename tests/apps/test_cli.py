@@ -10,11 +10,13 @@ registry to define their flags), four at a time.
 import concurrent.futures
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from configs import default
-from jitr.apps import _cli
+from jitr.apps import _flag_names, _inputs
 from tests.apps.test_faults import _APPS, _defined_flags
 from tests.apps.test_one_line_faults import _app
 
@@ -256,7 +258,7 @@ def test_train_help_with_a_config_lists_that_config_s_fields(tmp_path):
 # ---------------------------------------------------------------- units of the messages
 def test_given_flag_names_reads_both_flag_forms_and_stops_at_the_end():
   argv = ["jitr-x", "--a=1", "-b", "v", "--c=", "--d.e=2", "stray", "--", "--f=1"]
-  assert _cli.given_flag_names(argv) == {"a", "b", "d.e"}
+  assert _flag_names.given_flag_names(argv) == {"a", "b", "d.e"}
 
 
 @pytest.mark.parametrize(
@@ -270,11 +272,29 @@ def test_given_flag_names_reads_both_flag_forms_and_stops_at_the_end():
   ],
 )
 def test_what_an_input_is_expected_to_be_reads_on_from_its_flag_help(help_text, expected):
-  assert _cli._lower_first(help_text) == expected
+  assert _inputs.lower_first(help_text) == expected
 
 
 def test_an_unknown_flag_suggests_the_closest_of_the_app_s_flags():
-  assert _cli.unknown_flag_error("wokdir", ["workdir", "config"]) == (
+  assert _flag_names.unknown_flag_error("wokdir", ["workdir", "config"]) == (
     "unknown flag --wokdir (did you mean --workdir?); expected one of --config, --workdir "
     "(--helpfull also lists absl's flags)"
   )
+
+
+_HELP_PROBE = """
+import contextlib, importlib, io, sys
+sys.argv = ["jitr-x", "--help"]
+app = importlib.import_module("jitr.apps.{module}")
+with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+  app.run()
+print(sorted(m for m in ("jax", "tensorflow") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("module", ["evaluate", "check_data", "tables"])
+def test_help_of_an_app_whose_flags_need_no_jax_loads_neither_jax_nor_tensorflow(module):
+  code = _HELP_PROBE.format(module=module)
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert out.stdout.strip() == "[]"

@@ -1,11 +1,12 @@
-"""``jitr.apps._config_files``: the meanings of config fields read from a config file's
+"""The apps' help of a config (``jitr.apps._field_meanings``, ``_config_tree``, ``_plain_text``,
+``_config_files``): the meanings of config fields read from a config file's
 comments, the config as a tree, help text without Sphinx markup, the shipped files' list."""
 
 import ml_collections
 import pytest
 
 from configs import default
-from jitr.apps import _config_files
+from jitr.apps import _config_files, _config_tree, _field_meanings, _plain_text
 from tests.apps.test_config_paths import REPO
 
 SOURCE = """
@@ -44,7 +45,7 @@ def get_config():
 
 
 def test_field_meanings_are_the_comments_at_the_end_of_or_above_each_assignment():
-  assert _config_files.field_meanings(SOURCE) == {
+  assert _field_meanings.field_meanings(SOURCE) == {
     "data_dir": "Where the data is.",
     "top_k": "length of the top-K lists",
     "both": "the end of the line",
@@ -82,7 +83,7 @@ def test_every_top_level_field_of_the_default_config_has_its_meaning():
   ],
 )
 def test_first_sentence_is_one_line_of_at_most_the_width(text, expected):
-  assert _config_files.first_sentence(text) == expected
+  assert _plain_text.first_sentence(text) == expected
 
 
 def test_plain_text_drops_sphinx_markup():
@@ -90,7 +91,7 @@ def test_plain_text_drops_sphinx_markup():
     "``jitr-train``: see :func:`jitr.experiment.train_and_evaluate`, :mod:`!jitr.x.quality`, "
     ":class:`~jitr.data.Vocab`, :py:func:`f`, ``a`` and ``b``."
   )
-  assert _config_files.plain_text(rst) == (
+  assert _plain_text.plain_text(rst) == (
     "jitr-train: see jitr.experiment.train_and_evaluate, jitr.x.quality, Vocab, f, a and b."
   )
 
@@ -100,7 +101,7 @@ def test_config_tree_indents_groups_and_aligns_meanings():
     {"seed": 0, "name": "", "model": {"embed_dim": 8, "pool": {"k": (1, 2)}}, "graded": {}}
   )
   meanings = {"model.embed_dim": "joint space width", "seed": "random seed"}
-  assert _config_files.config_tree(config, meanings) == [
+  assert _config_tree.config_tree(config, meanings) == [
     "graded: {}",
     "model:",
     "  embed_dim: 8   joint space width",

@@ -32,7 +32,8 @@ import orbax.checkpoint as ocp
 import pytest
 
 from jitr import fileio
-from jitr.apps import _cli, train
+from jitr.apps import _one_line as _cli
+from jitr.apps import train
 from jitr.training import checkpoints as checkpoints_lib
 from jitr.training.checkpoint_manifest import MANIFEST_NAME, verify_manifest, write_manifest
 from jitr.training.checkpoints import (

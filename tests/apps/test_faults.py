@@ -24,7 +24,8 @@ import pytest
 
 from configs import default
 from jitr import experiment, fileio
-from jitr.apps import _cli, train
+from jitr.apps import _one_line as _cli
+from jitr.apps import train
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.run_config import resolved_config
 from jitr.training.finite import NonFiniteTrainingError

@@ -4,7 +4,7 @@ job with one line and ``os._exit(1)``; a single process sees the error as raised
 import jax
 import pytest
 
-from jitr.apps import _cli
+from jitr.apps import _job as _cli
 
 
 def _failed_collective():

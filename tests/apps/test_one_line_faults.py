@@ -16,7 +16,8 @@ import sys
 import pytest
 
 from configs import paper, shapes
-from jitr.apps import _cli, _config_files
+from jitr.apps import _config_files
+from jitr.apps import _one_line as _cli
 from tests.apps.test_faults import REPO, _jitr_train, _last_line
 
 SHAPES_NAMES = (
