@@ -353,14 +353,17 @@ def _small_caps(path: Path) -> Path:
 def test_each_precompute_worker_shows_its_own_share(tmp_path, capsys):
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
-  from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.records import RecordsWriting, write_relevance_records
 
   captions = read_precomp_captions(str(_small_caps(tmp_path / "caps.txt")))
   out = str(tmp_path / "rel")
 
   def progress_lines(**kwargs) -> list[str]:
     write_relevance_records(
-      out, captions, CiderEstimator(), images_per_shard=1, log=lambda _: None, **kwargs
+      out,
+      captions,
+      CiderEstimator(),
+      writing=RecordsWriting(images_per_shard=1, log=lambda _: None, **kwargs),
     )
     written = capsys.readouterr()
     assert written.out == ""

@@ -35,7 +35,7 @@ from jitr.data.relevance_reader import load_header, load_relevance_table
 from jitr.experiment.data_sources import source_of
 from jitr.experiment.stored_relevance import external_records_dir, relevance_records_dir
 from jitr.relevance.captions_io import CaptionSet
-from jitr.relevance.records import write_relevance_records
+from jitr.relevance.records import RecordsWriting, write_relevance_records
 from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 from jitr.training.graded import GradedSource, parse_source
 
@@ -101,7 +101,11 @@ def records_folder(
   top_k = captions.num_captions
   out = relevance_records_dir(data_dir, key, estimator, top_k=top_k)
   write_relevance_records(
-    out, captions, estimator, vectors=False, top_k=top_k, log=logging.info, progress=progress
+    out,
+    captions,
+    estimator,
+    vectors=False,
+    writing=RecordsWriting(top_k=top_k, log=logging.info, progress=progress),
   )
   return out
 

@@ -23,7 +23,7 @@ from jitr import paths
 from jitr.data.relevance_reader import load_header, load_relevance_table
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.estimator import RelevanceEstimator
-from jitr.relevance.records import write_relevance_records
+from jitr.relevance.records import RecordsWriting, write_relevance_records
 from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 from jitr.training.graded import check_vectors_kind, parse_source
 
@@ -130,9 +130,7 @@ def stored_relevance(
       captions,
       estimator,
       vectors=top_k is None,
-      top_k=top_k,
-      log=logging.info,
-      progress=say is not None,
+      writing=RecordsWriting(top_k=top_k, log=logging.info, progress=say is not None),
     )
     table = load_relevance_table(out, expected_fingerprint=captions.fingerprint())
     if top_k is None:

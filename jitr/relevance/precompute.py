@@ -13,12 +13,12 @@ records written as one :class:`PrecomputeOptions`; :func:`precompute` runs the o
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from jitr.relevance.captions_io import read_captions
 from jitr.relevance.external_scores import ExternalScores, check_scores_name
-from jitr.relevance.records import write_relevance_records
+from jitr.relevance.records import RecordsWriting, write_relevance_records
 from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 
 
@@ -38,32 +38,16 @@ def progress_line(
 
 
 @dataclasses.dataclass(frozen=True)
-class PrecomputeOptions:
+class PrecomputeOptions(RecordsWriting):
   """How :func:`precompute_relevance` and :func:`precompute_external_scores` read the
-  caption file and write the records (``jitr-precompute``'s flags of the same names)."""
+  caption file and write the records (``jitr-precompute``'s flags of the same names): the
+  caption file's form, and the records' :class:`~jitr.relevance.records.RecordsWriting`
+  (``top_k`` None: the estimator's default, every caption for scores computed elsewhere)."""
 
   caption_format: str = "auto"
   """``auto``, ``precomp`` or ``flickr8k`` (:func:`!read_captions`)."""
   captions_per_image: int = 5
   """Lines per image of a precomp caption file."""
-  top_k: int | None = None
-  """The K best captions kept per image; None: the estimator's default
-  (:func:`!write_relevance_records`), every caption for scores computed elsewhere."""
-  images_per_shard: int = 1024
-  """Images per TFRecord shard."""
-  num_workers: int = 1
-  """Processes sharing the shards of ``out`` (one per ``worker_index``)."""
-  worker_index: int = 0
-  """This process's index in ``[0, num_workers)``: it writes shards ``s % N == i``."""
-  log: Callable[[str], None] = print
-  """Where the lines saying what was read and written go."""
-  progress: bool = False
-  """One line on stderr: this worker's images done of its total, images per second, ETA."""
-
-  @property
-  def workers(self) -> tuple[int, int]:
-    """``(worker_index, num_workers)``."""
-    return self.worker_index, self.num_workers
 
 
 def precompute_relevance(
@@ -93,12 +77,7 @@ def precompute_relevance(
     captions,
     make_estimator_from_settings(estimator, settings),
     vectors=vectors,
-    top_k=options.top_k,
-    images_per_shard=options.images_per_shard,
-    num_workers=options.num_workers,
-    worker_index=options.worker_index,
-    log=options.log,
-    progress=options.progress,
+    writing=options,
   )
   return progress_line(header, estimator, out, captions.num_images, workers=options.workers)
 
@@ -151,13 +130,8 @@ def precompute_external_scores(
     captions,
     estimator,
     vectors=False,
-    top_k=options.top_k or captions.num_captions,
-    images_per_shard=options.images_per_shard,
     fit=False,
-    num_workers=options.num_workers,
-    worker_index=options.worker_index,
-    log=options.log,
-    progress=options.progress,
+    writing=dataclasses.replace(options, top_k=options.top_k or captions.num_captions),
   )
   return progress_line(header, name, out, captions.num_images, workers=options.workers)
 

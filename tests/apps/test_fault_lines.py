@@ -142,12 +142,14 @@ def test_a_relevance_header_contents_field_of_the_wrong_type_names_the_file_and_
   from jitr.data.relevance_reader import load_relevance_table
   from jitr.relevance.captions_io import read_precomp_captions
   from jitr.relevance.cider_estimator import CiderEstimator
-  from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.records import RecordsWriting, write_relevance_records
 
   (tmp_path / "caps.txt").write_text("\n".join(CAPTIONS) + "\n")
   captions = read_precomp_captions(str(tmp_path / "caps.txt"))
   out = tmp_path / "rel"
-  write_relevance_records(str(out), captions, CiderEstimator(), top_k=3, log=lambda _: None)
+  write_relevance_records(
+    str(out), captions, CiderEstimator(), writing=RecordsWriting(top_k=3, log=lambda _: None)
+  )
   header = json.loads((out / "relevance.json").read_text())
   header["contents"][field] = value
   (out / "relevance.json").write_text(json.dumps(header))

@@ -16,7 +16,7 @@ from jitr.relevance import agreement, calibration_fit
 from jitr.relevance.agreement_report import agreement_report
 from jitr.relevance.captions_io import CaptionFileError, read_flickr8k_tokens, read_precomp_captions
 from jitr.relevance.cider_estimator import CiderEstimator
-from jitr.relevance.records import write_relevance_records
+from jitr.relevance.records import RecordsWriting, write_relevance_records
 
 DAMAGED = "(a damaged header: delete the folder and re-run jitr-precompute)"
 
@@ -26,7 +26,9 @@ def records(small_caps_file, tmp_path):
   """A records folder of CIDEr-D top-3 lists of the 5 small images; its header path."""
   out = tmp_path / "rel"
   captions = read_precomp_captions(str(small_caps_file))
-  write_relevance_records(str(out), captions, CiderEstimator(), top_k=3, log=lambda _: None)
+  write_relevance_records(
+    str(out), captions, CiderEstimator(), writing=RecordsWriting(top_k=3, log=lambda _: None)
+  )
   return out, out / "relevance.json"
 
 

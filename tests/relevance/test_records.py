@@ -21,9 +21,9 @@ from jitr.relevance.captions_io import read_precomp_captions
 from jitr.relevance.checksums import ChecksumCache, file_sha256
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
+from jitr.relevance.records import RecordsWriting, write_relevance_records
 from jitr.relevance.records import manifests as record_manifests
 from jitr.relevance.records import schema as record_schema
-from jitr.relevance.records import write_relevance_records
 from jitr.relevance.records import writer as records
 from jitr.relevance.records.header import RecordsCorruptError, RecordsMismatchError, fit_digest
 from jitr.relevance.records.shards import worker_shards
@@ -38,7 +38,7 @@ def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   est = CiderEstimator()
   header = write_relevance_records(
-    str(tmp_path / "rel"), cs, est, top_k=6, images_per_shard=2, log=quiet
+    str(tmp_path / "rel"), cs, est, writing=RecordsWriting(top_k=6, images_per_shard=2, log=quiet)
   )
   assert header["num_shards"] == 3 and header["schema_version"] == 1
   assert header["dataset"]["fingerprint"] == cs.fingerprint()
@@ -94,7 +94,9 @@ def test_round_trip_topk_and_inbatch_matrix(small_caps_file, tmp_path):
 def test_round_trip_vectors(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   est = LsaEstimator(k=6, n_iter=20)
-  write_relevance_records(str(tmp_path / "rel"), cs, est, images_per_shard=4, log=quiet)
+  write_relevance_records(
+    str(tmp_path / "rel"), cs, est, writing=RecordsWriting(images_per_shard=4, log=quiet)
+  )
   table = load_relevance_table(str(tmp_path / "rel"))
   assert table.topk_indices is None and table.caption_vectors.shape == (25, 6)
   np.testing.assert_allclose(table.caption_vectors, est.caption_vectors(np.arange(25)), rtol=1e-6)
@@ -131,7 +133,9 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
 
   monkeypatch.setattr(record_schema, "serialize_example", dies_on_the_fourth_record)
   with pytest.raises(KeyboardInterrupt):
-    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+    )
   names = sorted(os.listdir(out))
   assert names[:2] == [
     "relevance-00000-of-00003.tfrecord",
@@ -144,14 +148,19 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
 
   monkeypatch.setattr(record_schema, "serialize_example", real)
   lines: list[str] = []
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=lines.append)
+  )
   assert lines[0].startswith("removing unfinished file relevance-00001-of-00003.tfrecord.tmp-")
   assert "shard 1/3: complete, skipped" in lines
   assert os.stat(os.path.join(out, names[0])).st_mtime_ns == done
   assert not [n for n in os.listdir(out) if ".tmp-" in n]
 
   write_relevance_records(
-    str(tmp_path / "clean"), cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet
+    str(tmp_path / "clean"),
+    cs,
+    CiderEstimator(),
+    writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet),
   )
   resumed, clean = load_relevance_table(out), load_relevance_table(str(tmp_path / "clean"))
   np.testing.assert_array_equal(resumed.topk_indices, clean.topk_indices)
@@ -161,7 +170,9 @@ def test_resume_after_interrupted_write(small_caps_file, tmp_path, monkeypatch):
 def test_mismatched_fingerprint_and_schema_are_refused(small_caps_file, small_captions, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   before = {n: os.path.getsize(os.path.join(out, n)) for n in os.listdir(out)}
 
   other_file = tmp_path / "other_caps.txt"
@@ -170,13 +181,20 @@ def test_mismatched_fingerprint_and_schema_are_refused(small_caps_file, small_ca
   with pytest.raises(
     RecordsMismatchError, match=r"relevance.json: computed for another caption list"
   ):
-    write_relevance_records(out, other, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+    write_relevance_records(
+      out, other, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+    )
   with pytest.raises(RecordsMismatchError, match=r"field 'params'"):
     write_relevance_records(
-      out, cs, CiderEstimator(sigma=3.0), top_k=5, images_per_shard=2, log=quiet
+      out,
+      cs,
+      CiderEstimator(sigma=3.0),
+      writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet),
     )
   with pytest.raises(RecordsMismatchError, match=r"field 'contents'"):
-    write_relevance_records(out, cs, CiderEstimator(), top_k=7, images_per_shard=2, log=quiet)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(top_k=7, images_per_shard=2, log=quiet)
+    )
   with pytest.raises(RelevanceRecordsError, match=r"dataset.fingerprint"):
     load_header(out, expected_fingerprint=other.fingerprint())
   assert {
@@ -190,7 +208,9 @@ def test_mismatched_fingerprint_and_schema_are_refused(small_caps_file, small_ca
   with pytest.raises(
     RecordsMismatchError, match="written with schema version 2, this jitr writes version 1"
   ):
-    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+    )
   with pytest.raises(
     RelevanceRecordsError, match=r"'schema_version' is 2, this reader supports \[1\]"
   ):
@@ -219,7 +239,9 @@ def test_malformed_header_fields_are_named(small_caps_file, tmp_path, damage, me
   building the message)."""
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   path = os.path.join(out, "relevance.json")
   with open(path) as f:
     header = json.load(f)
@@ -234,7 +256,9 @@ def test_malformed_header_fields_are_named(small_caps_file, tmp_path, damage, me
 def test_truncated_shard_is_refused_then_rewritten(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   good = load_relevance_table(out)
   shard = os.path.join(out, "relevance-00001-of-00003.tfrecord")
   size = os.path.getsize(shard)
@@ -246,7 +270,9 @@ def test_truncated_shard_is_refused_then_rewritten(small_caps_file, tmp_path):
   ):
     load_relevance_table(out)
   lines: list[str] = []
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=lines.append)
+  )
   assert lines == [
     "shard 1/3: complete, skipped",
     "shard 2/3: relevance-00001-of-00003.tfrecord is missing, truncated or corrupt (sha256); "
@@ -264,7 +290,9 @@ def test_flipped_bytes_of_unchanged_size_are_refused_then_rewritten(small_caps_f
   and the command that repairs it, and a re-run rewrites exactly that shard."""
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   before = folder_bytes(out)
   shard = os.path.join(out, "relevance-00001-of-00003.tfrecord")
   data = bytearray(before["relevance-00001-of-00003.tfrecord"])
@@ -278,7 +306,9 @@ def test_flipped_bytes_of_unchanged_size_are_refused_then_rewritten(small_caps_f
     "re-run jitr-precompute (or jitr-train) with the same arguments to rewrite it"
   )
   lines: list[str] = []
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=lines.append)
+  )
   assert lines[1:3] == [
     "shard 2/3: relevance-00001-of-00003.tfrecord is missing, truncated or corrupt (sha256); "
     "rewriting it",
@@ -290,7 +320,9 @@ def test_flipped_bytes_of_unchanged_size_are_refused_then_rewritten(small_caps_f
 def test_non_finite_scores_are_refused_with_the_shard_and_image(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   # Rewrite shard 2 (images 2, 3) with a NaN score, as a buggy writer would, header included.
   from jitr.tf_cpu import import_tf
 
@@ -316,7 +348,9 @@ def test_non_finite_scores_are_refused_with_the_shard_and_image(small_caps_file,
 def test_vectors_of_a_non_cosine_estimator_are_refused(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   with pytest.raises(ValueError, match="the cider estimator has no per-caption vectors"):
-    write_relevance_records(str(tmp_path / "rel"), cs, CiderEstimator(), vectors=True, log=quiet)
+    write_relevance_records(
+      str(tmp_path / "rel"), cs, CiderEstimator(), vectors=True, writing=RecordsWriting(log=quiet)
+    )
 
 
 # ------------------------------------------------------------------ work split over workers
@@ -354,7 +388,10 @@ def test_bad_worker_settings_are_refused_before_anything_is_written(
   out = tmp_path / "rel"
   with pytest.raises(ValueError, match=message):
     write_relevance_records(
-      str(out), cs, CiderEstimator(), top_k=5, num_workers=workers, worker_index=index, log=quiet
+      str(out),
+      cs,
+      CiderEstimator(),
+      writing=RecordsWriting(top_k=5, num_workers=workers, worker_index=index, log=quiet),
     )
   assert not out.exists()
 
@@ -362,13 +399,19 @@ def test_bad_worker_settings_are_refused_before_anything_is_written(
 def test_two_workers_write_the_bytes_of_one_process(small_caps_file, tmp_path):
   cs = read_precomp_captions(str(small_caps_file))
   one, split = str(tmp_path / "one"), str(tmp_path / "split")
-  write_relevance_records(one, cs, CiderEstimator(), top_k=6, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    one, cs, CiderEstimator(), writing=RecordsWriting(top_k=6, images_per_shard=2, log=quiet)
+  )
 
   lines: list[str] = []
   first = write_relevance_records(
-    split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=2, worker_index=0,
-    log=lines.append,
-  )  # fmt: skip
+    split,
+    cs,
+    CiderEstimator(),
+    writing=RecordsWriting(
+      top_k=6, images_per_shard=2, num_workers=2, worker_index=0, log=lines.append
+    ),
+  )
   assert lines == [
     "worker 0 of 2: 2 of 3 shards",
     "shard 1/3: wrote 2 images to relevance-00000-of-00003.tfrecord",
@@ -380,9 +423,11 @@ def test_two_workers_write_the_bytes_of_one_process(small_caps_file, tmp_path):
     load_header(split)  # readers refuse the set until the last worker is done
 
   last = write_relevance_records(
-    split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=2, worker_index=1,
-    log=quiet,
-  )  # fmt: skip
+    split,
+    cs,
+    CiderEstimator(),
+    writing=RecordsWriting(top_k=6, images_per_shard=2, num_workers=2, worker_index=1, log=quiet),
+  )
   assert all(last["shards"])
   assert folder_bytes(split) == folder_bytes(one)  # every file, byte for byte
   load_header(split, verify_checksums=True)
@@ -390,9 +435,13 @@ def test_two_workers_write_the_bytes_of_one_process(small_caps_file, tmp_path):
   # a finished set re-run by any worker, with any worker count, is left as it is
   lines.clear()
   write_relevance_records(
-    split, cs, CiderEstimator(), top_k=6, images_per_shard=2, num_workers=3, worker_index=2,
-    log=lines.append,
-  )  # fmt: skip
+    split,
+    cs,
+    CiderEstimator(),
+    writing=RecordsWriting(
+      top_k=6, images_per_shard=2, num_workers=3, worker_index=2, log=lines.append
+    ),
+  )
   assert lines == [f"{split}: every shard complete, reused without fitting the estimator"]
   assert folder_bytes(split) == folder_bytes(one)
 
@@ -401,16 +450,22 @@ def test_a_worker_with_other_settings_is_refused_and_damages_nothing(small_caps_
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
   kwargs = {"images_per_shard": 2, "num_workers": 2, "log": quiet}
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, worker_index=0, **kwargs)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, worker_index=0, **kwargs)
+  )
   before = folder_bytes(out)
   header_path = os.path.join(out, "relevance.json")
   with pytest.raises(RecordsMismatchError, match=rf"{header_path}: field 'contents'"):
-    write_relevance_records(out, cs, CiderEstimator(), top_k=7, worker_index=1, **kwargs)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(top_k=7, worker_index=1, **kwargs)
+    )
   with pytest.raises(RecordsMismatchError, match=rf"{header_path}: field 'images_per_shard' is 2"):
     write_relevance_records(
-      out, cs, CiderEstimator(), top_k=5, images_per_shard=3, num_workers=2, worker_index=1,
-      log=quiet,
-    )  # fmt: skip
+      out,
+      cs,
+      CiderEstimator(),
+      writing=RecordsWriting(top_k=5, images_per_shard=3, num_workers=2, worker_index=1, log=quiet),
+    )
   assert folder_bytes(out) == before
 
 
@@ -427,19 +482,25 @@ def test_fit_digest_is_deterministic_and_a_different_fit_is_refused(
 
   out = str(tmp_path / "rel")
   kwargs = {"top_k": 5, "images_per_shard": 2, "num_workers": 2, "log": quiet}
-  header = write_relevance_records(out, cs, CiderEstimator(), worker_index=0, **kwargs)
+  header = write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(worker_index=0, **kwargs)
+  )
   assert header["fit_sha256"] == cider
   before = folder_bytes(out)
   monkeypatch.setattr(records, "fit_digest", lambda *_: "f" * 64)  # a worker that fits otherwise
   with pytest.raises(RecordsMismatchError, match=r"relevance.json: written by an estimator fitted"):
-    write_relevance_records(out, cs, CiderEstimator(), worker_index=1, **kwargs)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(worker_index=1, **kwargs)
+    )
   os.remove(os.path.join(out, "relevance.json"))  # without the header, the manifests refuse it
   with pytest.raises(
     RecordsMismatchError,
     match=r"relevance-00000-of-00003.tfrecord.json: written by an estimator fitted differently "
     rf"\(fit digest {cider[:12]}\.\.\., this worker's fit has ffffffffffff\.\.\.\)",
   ):
-    write_relevance_records(out, cs, CiderEstimator(), worker_index=1, **kwargs)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(worker_index=1, **kwargs)
+    )
   assert folder_bytes(out) == {k: v for k, v in before.items() if k != "relevance.json"}
 
 
@@ -471,7 +532,9 @@ def test_a_late_stale_header_write_is_corrected_by_its_writer(
   the manifests after writing and rewrites the header, so the last header is complete."""
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   complete = folder_bytes(out)
   header = json.loads(complete["relevance.json"])
   identity = {k: v for k, v in header.items() if k != "shards"}
@@ -510,7 +573,9 @@ def test_a_damaged_header_stops_the_writer_with_one_line(
   out.mkdir()
   (out / "relevance.json").write_text(text)
   with pytest.raises(error) as err:
-    write_relevance_records(str(out), cs, CiderEstimator(), top_k=5, log=quiet)
+    write_relevance_records(
+      str(out), cs, CiderEstimator(), writing=RecordsWriting(top_k=5, log=quiet)
+    )
   assert message in str(err.value)
   assert sorted(os.listdir(out)) == ["relevance.json"]
   assert (out / "relevance.json").read_text() == text
@@ -521,7 +586,9 @@ def test_a_complete_set_is_reused_without_fitting(small_caps_file, tmp_path, mon
   write; an incomplete set, or one storing other contents, still fits and writes."""
   cs = read_precomp_captions(str(small_caps_file))
   out = str(tmp_path / "rel")
-  first = write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+  first = write_relevance_records(
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+  )
   before = folder_bytes(out)
 
   def no_fit(self, captions):
@@ -530,10 +597,12 @@ def test_a_complete_set_is_reused_without_fitting(small_caps_file, tmp_path, mon
   monkeypatch.setattr(CiderEstimator, "fit", no_fit)
   lines = []
   again = write_relevance_records(
-    out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=lines.append
+    out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=lines.append)
   )
   assert again == first and folder_bytes(out) == before
   assert lines == [f"{out}: every shard complete, reused without fitting the estimator"]
   os.remove(os.path.join(out, first["shards"][1]["file"]))  # damaged: the fit is needed again
   with pytest.raises(AssertionError, match="fitted a complete set"):
-    write_relevance_records(out, cs, CiderEstimator(), top_k=5, images_per_shard=2, log=quiet)
+    write_relevance_records(
+      out, cs, CiderEstimator(), writing=RecordsWriting(top_k=5, images_per_shard=2, log=quiet)
+    )

@@ -86,12 +86,14 @@ def test_default_model_resolves_to_the_bundled_copy():
 def test_inbatch_matrix_equals_numpy(model, small_caps_file, tmp_path):
   from jitr import losses
   from jitr.data.relevance_reader import load_relevance_table
-  from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.records import RecordsWriting, write_relevance_records
 
   cs = read_precomp_captions(str(small_caps_file))
   est = SentenceEstimator(show_progress=False)
   est._model = model  # reuse the module's model (loading is the slow part)
-  write_relevance_records(str(tmp_path / "rel"), cs, est, images_per_shard=2, log=lambda _: None)
+  write_relevance_records(
+    str(tmp_path / "rel"), cs, est, writing=RecordsWriting(images_per_shard=2, log=lambda _: None)
+  )
   table = load_relevance_table(str(tmp_path / "rel"))
   assert table.caption_vectors.shape == (25, 384)
 

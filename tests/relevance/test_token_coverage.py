@@ -169,11 +169,13 @@ def test_a_streamed_fit_equals_the_fit_that_holds_every_token(sentence_model):
 
 def test_partial_captions_are_covered_and_the_records_round_trip(sentence_model, tmp_path):
   from jitr.data.relevance_reader import load_relevance_table
-  from jitr.relevance.records import write_relevance_records
+  from jitr.relevance.records import RecordsWriting, write_relevance_records
 
   captions = _caption_set(SMALL_CAPTIONS)
   est = _estimator(sentence_model, codebook_size=16)
-  write_relevance_records(str(tmp_path / "rel"), captions, est, images_per_shard=2, log=print)
+  write_relevance_records(
+    str(tmp_path / "rel"), captions, est, writing=RecordsWriting(images_per_shard=2, log=print)
+  )
   table = load_relevance_table(str(tmp_path / "rel"))
   assert table.header["relevance"]["kind"] == "coverage"
   assert table.caption_vectors.shape == (25, 32)

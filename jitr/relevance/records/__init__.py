@@ -9,7 +9,8 @@ Layout of an output directory::
 
 The parts, one module each:
 
-* :mod:`!writer` -- the writer (:func:`write_relevance_records`);
+* :mod:`!writer` -- the writer (:func:`write_relevance_records`) and :mod:`!writing`, its
+  settings (:class:`RecordsWriting`);
 * :mod:`!schema` -- the features of an image's ``tf.train.Example``;
 * :mod:`!shards` -- which images go to which shard, which worker writes which shard;
 * :mod:`!header` -- the header's fields and the refusal of a directory written for other
@@ -54,6 +55,7 @@ from jitr.relevance.records.writer import (
   shard_share,
   write_relevance_records,
 )
+from jitr.relevance.records.writing import RecordsWriting
 
 __all__ = [
   "FIT_KEY",
@@ -63,6 +65,7 @@ __all__ = [
   "SCHEMA_VERSION",
   "RecordsCorruptError",
   "RecordsMismatchError",
+  "RecordsWriting",
   "ShardData",
   "check_compatible",
   "check_images_per_shard",

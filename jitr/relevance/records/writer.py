@@ -49,6 +49,7 @@ from jitr.relevance.records.shards import (
   shard_name,
   worker_shards,
 )
+from jitr.relevance.records.writing import RecordsWriting
 from jitr.relevance.temp_files import remove_stale_tmp_files
 
 
@@ -140,18 +141,13 @@ def write_relevance_records(
   estimator: RelevanceEstimator,
   *,
   vectors: bool | None = None,
-  top_k: int | None = None,
-  images_per_shard: int = 1024,
   fit: bool = True,
-  num_workers: int = 1,
-  worker_index: int = 0,
-  log: Callable[[str], None] = print,
-  progress: bool = False,
+  writing: RecordsWriting | None = None,
 ) -> dict[str, Any]:
   """Write (or finish writing) the relevance TFRecords of ``captions`` to ``out_dir``.
 
   Several processes or hosts may share the work: start worker ``i`` of ``N``
-  (``num_workers=N, worker_index=i``) for every ``i``; each writes the shards
+  (``RecordsWriting(num_workers=N, worker_index=i)``) for every ``i``; each writes the shards
   ``s % N == i`` and the header; the one finishing last leaves it complete. The
   files are byte-identical to a single process's, whatever ``N``.
 
@@ -161,13 +157,9 @@ def write_relevance_records(
     estimator: an unfitted estimator (fitted here after the cheap checks) or,
       with ``fit=False``, one already fitted on ``captions``.
     vectors: store per-caption vectors; default: ``estimator.stores_vectors``.
-    top_k: store the K best captions per image (default: 100 for estimators without vectors).
-    images_per_shard: images per TFRecord shard.
-    num_workers: how many workers share the shards (``N >= 1``).
-    worker_index: this worker's index in ``[0, N)``.
-    log: where the lines on each step (fit, each shard) go.
-    progress: draw one :class:`~jitr.progress.Progress` line on stderr: the images of this
-      worker's shards still to write, done of their total, images per second and ETA.
+    fit: fit ``estimator`` on ``captions`` (``False``: it is fitted already).
+    writing: the K best captions kept per image, the shard size, the workers sharing the
+      shards and where the writer reports (:class:`RecordsWriting`; ``None``: its defaults).
 
   Returns:
     The header as this worker leaves it (complete when every shard is).
@@ -178,6 +170,14 @@ def write_relevance_records(
       nothing to store (no vectors and no top-K), or vectors asked of an
       estimator that is not a cosine.
   """
+  writing = RecordsWriting() if writing is None else writing
+  top_k, images_per_shard, log, progress = (
+    writing.top_k,
+    writing.images_per_shard,
+    writing.log,
+    writing.progress,
+  )
+  worker_index, num_workers = writing.workers
   check_worker(num_workers, worker_index)
   check_images_per_shard(images_per_shard)
   vectors = estimator.stores_vectors if vectors is None else vectors
