@@ -86,6 +86,7 @@ def main() -> None:
   """Scores ``--workdir`` (with ``--ensemble``) as the flags say and writes the report."""
   # Imported here, not at the top: `jitr-eval --help` answers without loading JAX.
   from jitr.experiment import evaluate_workdir
+  from jitr.experiment.semantic_scores import SemanticSource
 
   job = join_configured_job()
   with ending_on_a_lost_process(APP.name, job.process_count):
@@ -97,8 +98,7 @@ def main() -> None:
       ensemble=_ENSEMBLE.value,
       protocol=_PROTOCOL.value,
       allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value,
-      semantic=_SEMANTIC.value,
-      semantic_records=_SEMANTIC_RECORDS.value,
+      semantic=SemanticSource(_SEMANTIC.value, records=_SEMANTIC_RECORDS.value),
     )
 
 

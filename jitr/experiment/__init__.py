@@ -13,6 +13,7 @@ from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
 from jitr.experiment.relevance_quality import QualityGrid, relevance_quality_report
+from jitr.experiment.semantic_scores import SemanticSource
 from jitr.experiment.train import RunResult, train_and_evaluate
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
   "LoadedData",
   "QualityGrid",
   "RunResult",
+  "SemanticSource",
   "evaluate_workdir",
   "initial_state",
   "load_data",

@@ -51,7 +51,7 @@ from jitr.experiment.pinned_inputs import (
 )
 from jitr.experiment.run_concepts import dataset_constants
 from jitr.experiment.run_config import check_storage
-from jitr.experiment.semantic_scores import semantic_scores
+from jitr.experiment.semantic_scores import SemanticSource, semantic_scores
 from jitr.progress import on_terminal, say
 from jitr.training.checkpoints import Checkpoints
 
@@ -261,8 +261,7 @@ def evaluate_workdir(
   ensemble: Sequence[str] = (),
   protocol: str = "jitr",
   allow_changed_inputs: bool = False,
-  semantic: str = "",
-  semantic_records: str = "",
+  semantic: SemanticSource | None = None,
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
 
@@ -281,14 +280,16 @@ def evaluate_workdir(
   previous report as it was. ``protocol="official"``
   scores Recall@K as the official ``evaluation.py`` does, ties included
   (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
-  ensemble), into ``eval_<split>[_ensemble]_official/``. ``semantic="topk:NAME"`` adds SAM's
+  ensemble), into ``eval_<split>[_ensemble]_official/``. ``semantic``
+  (:class:`~jitr.experiment.SemanticSource`, ``spec="topk:NAME"``) adds SAM's
   NCS@K and Semantic Recall@K against the top-K scores of relevance records of ``split``
-  (:mod:`!jitr.experiment.semantic_scores`; ``semantic_records``: the records' folder, else
+  (:mod:`!jitr.experiment.semantic_scores`; ``semantic.records``: the records' folder, else
   computed under the data folder).
   """
   if protocol not in PROTOCOLS:
     raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
-  if (semantic or semantic_records) and protocol != "jitr":
+  semantic = SemanticSource() if semantic is None else semantic
+  if semantic and protocol != "jitr":
     raise ValueError("semantic scores: the official protocol reports Recall@K only")
   if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 0:
     raise ValueError(f"num_queries: expected a whole number >= 0, got {num_queries!r}")
@@ -306,10 +307,10 @@ def evaluate_workdir(
   for member in members:
     require_checkpoint(member.workdir, checkpoint)
   phi = None
-  if semantic or semantic_records:
-    say_first(f"reading the {semantic} scores of the {split} split")
+  if semantic:
+    say_first(f"reading the {semantic.spec} scores of the {split} split")
     phi = semantic_scores(
-      semantic, first.config, first.data_dir, split, records=semantic_records, progress=True
+      semantic.spec, first.config, first.data_dir, split, records=semantic.records, progress=True
     )
   sims, steps = [], []
   for member in members:
@@ -345,7 +346,7 @@ def evaluate_workdir(
   else:
     out = os.path.join(first.workdir, f"eval_{split}")
     title = f"{config.dataset} {split}, {checkpoint} checkpoint (step {steps[0]})"
-  title += f", semantic scores {semantic}" if semantic else ""
+  title += f", semantic scores {semantic.spec}" if semantic.spec else ""
   with report.building(out) as folder:  # the whole report or the previous one
     report_files = report.write_report(folder, metrics, title=title)
     if ensemble:

@@ -23,6 +23,7 @@ list, another estimator or without top-K lists are refused with one line.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +39,20 @@ from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.records import RecordsWriting, write_relevance_records
 from jitr.relevance.registry import ESTIMATORS, make_estimator_from_settings
 from jitr.training.graded import GradedSource, parse_source
+
+
+@dataclasses.dataclass(frozen=True)
+class SemanticSource:
+  """The scores SAM's NCS@K and Semantic Recall@K are computed against (jitr-eval's
+  ``--semantic`` and ``--semantic_records``)."""
+
+  spec: str = ""
+  """``topk:NAME``: the top-K scores of relevance records of the split; ``""``: none."""
+  records: str = ""
+  """The records' folder; ``""``: found or computed under the run's data folder."""
+
+  def __bool__(self) -> bool:
+    return bool(self.spec or self.records)
 
 
 def parse_semantic(source: str) -> GradedSource:

@@ -22,7 +22,7 @@ import pytest
 from jitr.data.relevance_reader import RelevanceRecordsError
 from jitr.experiment import evaluate
 from jitr.experiment.evaluator import Evaluator
-from jitr.experiment.semantic_scores import semantic_scores
+from jitr.experiment.semantic_scores import SemanticSource, semantic_scores
 from jitr.experiment.stored_relevance import external_records_dir
 from jitr.relevance.precompute import PrecomputeOptions, precompute_external_scores
 from tests.experiment.test_evaluate_workdir import make_workdir
@@ -212,7 +212,7 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
   before = snapshot(root / "workdirs")
   cases = [
     (
-      {"semantic": "topk:spice"},
+      {"semantic": SemanticSource("topk:spice")},
       ValueError,
       "semantic scores 'topk:spice': spice is not an estimator jitr computes (one of cider, "
       f"lsa, sentence, tokens) and {root / 'data' / 'cache' / 'relevance' / 'f30k_precomp-test'}"
@@ -220,23 +220,23 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
       f"--captions={root / 'data' / 'f30k_precomp' / 'test_caps.txt'} --scores=spice=FILE wrote",
     ),
     (
-      {"semantic": "topk:spice", "semantic_records": str(records), "split": "val"},
+      {"semantic": SemanticSource("topk:spice", records=str(records)), "split": "val"},
       RelevanceRecordsError,
       f"{records / 'relevance.json'}: field 'dataset.fingerprint' is ",
     ),
     (
-      {"semantic": "topk:bleu", "semantic_records": str(records)},
+      {"semantic": SemanticSource("topk:bleu", records=str(records))},
       ValueError,
       f"{records}: records of the estimator 'spice', expected 'bleu' (topk:bleu)",
     ),
     (
-      {"semantic": "vectors:sentence"},
+      {"semantic": SemanticSource("vectors:sentence")},
       ValueError,
       "semantic scores 'vectors:sentence': expected topk:NAME, the top-K scores of relevance "
       "records (e.g. topk:cider, topk:spice)",
     ),
     (
-      {"semantic": "topk:cider", "protocol": "official"},
+      {"semantic": SemanticSource("topk:cider"), "protocol": "official"},
       ValueError,
       "semantic scores: the official protocol reports Recall@K only",
     ),
