@@ -9,7 +9,7 @@ from typing import Any
 from jitr.data.datasets import DATASETS, DatasetInfo, dataset_info
 from jitr.data.labelled import POSITIVES
 from jitr.experiment.data_sources import source_of
-from jitr.training.graded import SOURCES
+from jitr.training.graded import SOURCES, parse_source
 
 # The fields of config.labelled (configs/default.py sets each).
 LABELLED_FIELDS: tuple[str, ...] = (
@@ -91,3 +91,14 @@ def check_graded_source(config: Any, name: str, leaves, dataset: DatasetInfo) ->
         f"{config.dataset} has text vectors: use 'labels' (with config.labelled.positives = "
         "'pair') or no graded input"
       )
+
+
+def check_graded(config: Any, dataset: DatasetInfo) -> None:
+  """Every ``config.graded`` source parses and the dataset can give it
+  (:func:`check_graded_source`)."""
+  for name, source in dict(config.graded).items():
+    try:
+      leaves = parse_source(source).leaves()
+    except ValueError as err:
+      raise ValueError(f"config.graded.{name}: {err}") from None
+    check_graded_source(config, name, leaves, dataset)

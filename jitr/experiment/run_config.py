@@ -25,7 +25,7 @@ from jitr.config_fields import check_bool, check_number
 from jitr.experiment.dataset_config import (
   LABELLED_FIELDS,
   check_dataset,
-  check_graded_source,
+  check_graded,
   check_labelled,
 )
 from jitr.experiment.loss_config import check_loss_terms
@@ -41,6 +41,7 @@ from jitr.experiment.run_tokenizer import resolved_tokenizer
 from jitr.losses import objective
 from jitr.models.model_settings import check_model_settings
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
+from jitr.training.optimizer_config import check_optimizer_config
 
 # Whole-number fields and their smallest valid value (checked when present in the config).
 COUNTS: dict[str, int] = {
@@ -192,11 +193,6 @@ def _adamw(config: Any) -> bool:
   return "name" in config.optimizer and config.optimizer.name == "adamw"
 
 
-# Number fields and their range: (smallest value, whether the smallest value is valid).
-OPTIMIZER_NUMBERS: dict[str, tuple[float, bool]] = {
-  "learning_rate": (0.0, False),
-  "grad_clip": (0.0, True),  # 0: no clipping
-}
 # Fields that name a file or a workdir, or are empty ("").
 OPTIONAL_STRINGS: tuple[str, ...] = ("init_from", "vocab_file")
 # Switches: fields of the config and of every loss term that take True or False.
@@ -218,36 +214,35 @@ def check_token_buckets(config: Any) -> None:
 
 
 def check_learnable(config: Any) -> None:
-  """Refuses, in one line, settings that run but cannot learn: ``batch_size`` 1 (a batch
-  of one pair holds no negative, so every ranking loss is 0) and a ``decay_epochs`` entry
-  that is not a whole number >= 1 (an epoch <= 0 decays the learning rate from the first
-  step). ``config`` has passed :func:`check_counts`."""
+  """Refuses, in one line, a ``batch_size`` of 1, which runs but cannot learn (a batch of
+  one pair holds no negative, so every ranking loss is 0). ``config`` has passed
+  :func:`check_counts`."""
   if config.batch_size < 2:
     raise ValueError(
       f"config.batch_size: expected at least 2 pairs, got {config.batch_size} (a batch of "
       "one pair holds no negative: every ranking loss would be 0)"
     )
-  for epoch in tuple(config.optimizer.decay_epochs):
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-      raise ValueError(
-        "config.optimizer.decay_epochs: expected whole numbers >= 1 (the epochs after "
-        f"which the learning rate decays), got {epoch!r}"
-      )
 
 
-def _check_optimizer(config: Any) -> None:
-  optimizer = config.optimizer
-  for name, (minimum, inclusive) in OPTIMIZER_NUMBERS.items():
-    if name in optimizer:
-      check_number(f"optimizer.{name}", optimizer[name], minimum, inclusive)
-  for field in ("module_decay_factors", "module_lr_factors"):
-    modules = optimizer[field]
-    if not hasattr(modules, "keys"):
-      raise ValueError(
-        f"config.optimizer.{field}: expected an object {{module: factor}}, got {modules!r}"
-      )
-    for module, factor in dict(modules).items():
-      check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
+def _check_vocab_coverage(config: Any) -> None:
+  """``config.vocab_min_coverage``: a share of the words in [0, 1]."""
+  check_number("vocab_min_coverage", config.vocab_min_coverage, 0.0, True)
+  if config.vocab_min_coverage > 1:
+    raise ValueError(
+      f"config.vocab_min_coverage: expected a share of the words in [0, 1], got "
+      f"{config.vocab_min_coverage!r}"
+    )
+
+
+def _check_switches_and_paths(config: Any) -> None:
+  """:data:`BOOLEANS` are True or False; :data:`OPTIONAL_STRINGS` are strings."""
+  for name in BOOLEANS:
+    if name in config:
+      check_bool(name, config[name])
+  for name in OPTIONAL_STRINGS:
+    if name in config and not isinstance(config[name], str):
+      value = config[name]
+      raise ValueError(f"config.{name}: expected a string, got {value!r} ({type(value).__name__})")
 
 
 def check_train_config(config: Any) -> None:
@@ -257,7 +252,8 @@ def check_train_config(config: Any) -> None:
   the network it names does not take
   (:func:`jitr.models.model_settings.check_model_settings`), the dataset's fields
   (:func:`!jitr.experiment.dataset_config.check_dataset`), a bad ``token_buckets``, an
-  optimizer number (:data:`OPTIMIZER_NUMBERS`), a setting that cannot learn
+  optimizer field
+  (:func:`!jitr.training.optimizer_config.check_optimizer_config`), a setting that cannot learn
   (:func:`check_learnable`), ``vocab_min_coverage``, the network's fields
   (:mod:`!jitr.experiment.network_config`: concepts, text, captions it reads, caption
   chunks), the ``labelled`` group, a switch that is not a bool (:data:`BOOLEANS`), an
@@ -270,33 +266,17 @@ def check_train_config(config: Any) -> None:
   check_model_settings(config.model)
   dataset = check_dataset(config)
   check_token_buckets(config)
-  _check_optimizer(config)
+  check_optimizer_config(config.optimizer)
   check_learnable(config)
-  check_number("vocab_min_coverage", config.vocab_min_coverage, 0.0, True)
-  if config.vocab_min_coverage > 1:
-    raise ValueError(
-      f"config.vocab_min_coverage: expected a share of the words in [0, 1], got "
-      f"{config.vocab_min_coverage!r}"
-    )
+  _check_vocab_coverage(config)
   check_concepts(config)
   check_text(config)
   check_labelled(config, dataset)
   check_text_input(config, dataset)
   check_token_chunks(config)
-  for name in BOOLEANS:
-    if name in config:
-      check_bool(name, config[name])
-  for name in OPTIONAL_STRINGS:
-    if name in config and not isinstance(config[name], str):
-      value = config[name]
-      raise ValueError(f"config.{name}: expected a string, got {value!r} ({type(value).__name__})")
+  _check_switches_and_paths(config)
   check_loss_terms(config)
-  for name, source in dict(config.graded).items():
-    try:
-      leaves = parse_source(source).leaves()
-    except ValueError as err:
-      raise ValueError(f"config.graded.{name}: {err}") from None
-    check_graded_source(config, name, leaves, dataset)
+  check_graded(config, dataset)
   # a bad calibration chain or table fails here, before any data is built
   objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
 
