@@ -125,8 +125,9 @@ def official_formats() -> list[OfficialFormat]:
   registry's order."""
   formats: list[OfficialFormat] = []
   for network in MODELS.values():
-    if network.official is not None and network.official not in formats:
-      formats.append(network.official)
+    official = network.official
+    if official is not None and not any(official is f for f in formats):
+      formats.append(official)
   return formats
 
 
