@@ -116,10 +116,8 @@ def bert_of(settings: VSEInfSettings, vocab_size: int) -> tuple[BertConfig, Any 
   """``(BertConfig, pretrained params or None)``: the folder's BERT, or a random one of the
   ``bert_*`` sizes; a folder whose BERT embeds fewer ids than ``vocab_size`` is refused."""
   if not settings.pretrained:
-    s = settings
-    return BertConfig(
-      vocab_size, s.bert_hidden, s.bert_layers, s.bert_heads, s.bert_intermediate
-    ), None
+    sizes = (settings.bert_hidden, settings.bert_layers, settings.bert_heads)
+    return BertConfig(vocab_size, *sizes, settings.bert_intermediate), None
   try:
     config, params = load_pretrained(settings.pretrained)
   except (OSError, ValueError) as e:  # load_pretrained's one-line refusals
