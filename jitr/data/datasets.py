@@ -22,7 +22,6 @@ folder.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from jitr.data.batch_keys import TEXT_VECTORS
@@ -85,10 +84,10 @@ class DatasetInfo:
     """Whether the dataset labels its pairs with classes (the ``labels`` graded source)."""
     return self.labelled is not None
 
-  def data_name(self, config: Mapping[str, Any]) -> str:
-    """The dataset with its data fields, e.g. ``jitr_shapes/tiny`` or ``f30k_precomp``;
-    ``config`` is read only at :attr:`data_fields`."""
-    return "/".join([self.name, *(str(config.get(f)) for f in self.data_fields)])
+  def data_name(self, **values: Any) -> str:
+    """The dataset with the values of its :attr:`data_fields`, e.g. ``jitr_shapes/tiny``
+    (``data_name(shapes_config="tiny")``) or ``f30k_precomp``."""
+    return "/".join([self.name, *(str(values.get(f)) for f in self.data_fields)])
 
 
 def labelled_dataset(name: str, layout: LabelledLayout) -> DatasetInfo:

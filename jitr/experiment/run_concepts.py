@@ -57,8 +57,8 @@ from jitr.data.concept_data import (
   save_concept_data,
 )
 from jitr.data.cvse_caption_labels import official_caption_labels
-from jitr.data.datasets import dataset_info
 from jitr.data.wordnet_nouns import NounLemmatizer, read_noun_lemmatizer
+from jitr.experiment.data_sources.naming import run_data_name
 from jitr.models import MODELS, ConceptInputs
 from jitr.models.cvse import CONCEPTS
 from jitr.models.registry import network_name
@@ -88,7 +88,7 @@ def per_image(captions: Sequence[str], caption_image: np.ndarray, num_images: in
 def stored_folder(config, data_dir: str) -> str:
   """``<data_dir>/concepts/<dataset>-<num_concepts>-<vectors>`` (``/`` of the dataset's
   name, e.g. ``jitr_shapes/tiny``, written as ``_``)."""
-  name = dataset_info(config.dataset).data_name(config).replace("/", "_")
+  name = run_data_name(config).replace("/", "_")
   settings = config.concepts
   return os.path.join(data_dir, "concepts", f"{name}-{settings.num_concepts}-{settings.vectors}")
 

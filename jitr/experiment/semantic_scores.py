@@ -34,6 +34,7 @@ from jitr import paths
 from jitr.data.datasets import dataset_info
 from jitr.data.relevance_reader import load_header, load_relevance_table
 from jitr.experiment.data_sources import source_of
+from jitr.experiment.data_sources.naming import run_data_name
 from jitr.experiment.stored_relevance import external_records_dir, relevance_records_dir
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.records import RecordsWriting, write_relevance_records
@@ -86,7 +87,7 @@ def split_captions(config, data_dir: str, split: str) -> tuple[str, CaptionSet]:
   caption files is refused in one line)."""
   info = dataset_info(config.dataset)
   file_split, captions = source_of(info).split_captions(config, data_dir, split)
-  return f"{info.data_name(config)}/{file_split}", captions
+  return f"{run_data_name(config)}/{file_split}", captions
 
 
 def records_folder(

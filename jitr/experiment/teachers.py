@@ -30,10 +30,11 @@ from typing import Any
 from absl import logging
 
 from jitr import paths
-from jitr.data.datasets import DATASETS, SHAPES, dataset_info
+from jitr.data.datasets import DATASETS, SHAPES
 from jitr.data.shapes import split as shapes_split
 from jitr.data.vocab import caption_limit
 from jitr.data.wordpiece_vocab import load_workdir_vocab
+from jitr.experiment.data_sources.naming import run_data_name
 from jitr.experiment.pinned_inputs import check_source_vocab
 from jitr.experiment.stored_relevance import dataset_slug, settings_digest
 from jitr.experiment.workdir import CONFIG_NAME, read_trained_config
@@ -93,7 +94,7 @@ def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
 def data_name(config: Mapping[str, Any]) -> str:
   """A run config's data, e.g. ``jitr_shapes/tiny`` (:data:`jitr.data.datasets.DATASETS`:
   the dataset and its data fields)."""
-  return dataset_info(config["dataset"]).data_name(config)
+  return run_data_name(config)
 
 
 def _teacher_config(workdir: str) -> dict[str, Any]:
@@ -188,7 +189,7 @@ def shapes_split_embeddings(
   """
   teacher = _teacher_config(workdir)
   vocab = _teacher_vocab(workdir)
-  shapes = DATASETS[SHAPES].data_name({"shapes_config": shapes_config})
+  shapes = DATASETS[SHAPES].data_name(shapes_config=shapes_config)
   check_teacher_config(workdir, data_name(teacher), teacher["model"], shapes, len(vocab))
   max_len = caption_limit(vocab, int(teacher["max_caption_len"]))
   split = shapes_split.retrieval_split(arrays, vocab, max_len=max_len)

@@ -12,9 +12,9 @@ import numpy as np
 from jitr.data import pairs
 from jitr.data import vocab as vocab_lib
 from jitr.data.concept_data import ConceptData
-from jitr.data.datasets import dataset_info
 from jitr.data.official_vocab import read_vocab_file
 from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
+from jitr.experiment.data_sources.naming import run_data_name
 from jitr.experiment.run_concepts import (
   needs_concepts,
   per_image,
@@ -146,4 +146,4 @@ def shown(say: Callable[[str], None]) -> Callable[[str], None] | None:
 def train_source(config) -> str:
   """The training captions' source name, e.g. ``jitr_shapes/default/train``: the key of
   their relevance records and teacher embeddings."""
-  return f"{dataset_info(config.dataset).data_name(config)}/train"
+  return f"{run_data_name(config)}/train"
