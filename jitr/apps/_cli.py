@@ -27,7 +27,7 @@ from jitr.apps._flags import config_dict_flag, loaded_config, takes_config_file,
 from jitr.apps._help import HELP_FLAGS, help_text
 from jitr.apps._inputs import Input, flag_inputs
 from jitr.apps._job import ending_on_a_lost_process, join_configured_job
-from jitr.apps._one_line import fail, run_reporting_bad_input
+from jitr.apps._one_line import run_reporting_bad_input
 from jitr.apps._parse import parse_command_line
 from jitr.apps.native_stdout import native_output_to_stderr
 from jitr.papers.config_files import resolve_config_arguments, shipped_configs_dir
@@ -37,7 +37,6 @@ __all__ = [
   "Input",
   "config_dict_flag",
   "ending_on_a_lost_process",
-  "fail",
   "flag_inputs",
   "join_configured_job",
   "loaded_config",

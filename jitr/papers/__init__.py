@@ -2,7 +2,8 @@
 takes: the runs of its rows (:mod:`!jitr.papers.plan`), their scores with the table's
 protocol (:mod:`!jitr.papers.row_scores`, which loads JAX: import it by name), the
 comparison (:mod:`!jitr.papers.comparison`) and its files
-(:mod:`!jitr.papers.table_files`). The ``jitr-tables`` command drives them."""
+(:mod:`!jitr.papers.table_files`). The ``jitr-tables`` command drives them through its
+actions (:mod:`!jitr.papers.actions`: plan, run, jobs, slurm, report)."""
 
 from jitr.papers.comparison import compare, mean_std
 from jitr.papers.plan import SeededRun, Status, seeded_runs, status, train_argv, workdir
