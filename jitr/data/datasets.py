@@ -49,7 +49,7 @@ class DatasetInfo:
   Attributes:
     name: its ``config.dataset`` value.
     kind: the key of its ``DataSource`` in
-      :data:`jitr.experiment.data_sources.DATA_SOURCES`: ``"shapes"`` (the built-in TFDS
+      :data:`!jitr.experiment.data_sources.DATA_SOURCES`: ``"shapes"`` (the built-in TFDS
       dataset, generated under ``config.data_dir``), ``"precomp"`` (a
       ``<precomp_root>/<name>/`` folder of region features and caption files) or
       ``"labelled"`` (``config.labelled.folder``: image vectors, text vectors and class

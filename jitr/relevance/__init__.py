@@ -39,6 +39,7 @@ from jitr.relevance.precompute import (
   precompute_external_scores,
   precompute_relevance,
 )
+from jitr.relevance.records.writing import RecordsWriting
 from jitr.relevance.registry import (
   ESTIMATORS,
   default_estimator_settings,
@@ -56,6 +57,7 @@ __all__ = [
   "precompute_relevance",
   "PrecomputeOptions",
   "ProtocolOptions",
+  "RecordsWriting",
   "ESTIMATORS",
   "CaptionFileError",
   "CaptionSet",

@@ -41,7 +41,7 @@ def progress_line(
 class PrecomputeOptions(RecordsWriting):
   """How :func:`precompute_relevance` and :func:`precompute_external_scores` read the
   caption file and write the records (``jitr-precompute``'s flags of the same names): the
-  caption file's form, and the records' :class:`~jitr.relevance.records.RecordsWriting`
+  caption file's form, and the records' :class:`~jitr.relevance.RecordsWriting`
   (``top_k`` None: the estimator's default, every caption for scores computed elsewhere)."""
 
   caption_format: str = "auto"

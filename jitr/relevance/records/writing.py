@@ -24,7 +24,7 @@ class RecordsWriting:
   log: Callable[[str], None] = print
   """Where the lines on each step (what was read, the fit, each shard) go."""
   progress: bool = False
-  """One :class:`~jitr.progress.Progress` line on stderr: the images of this worker's
+  """One :class:`!jitr.progress.Progress` line on stderr: the images of this worker's
   shards still to write, done of their total, images per second and ETA."""
 
   @property
