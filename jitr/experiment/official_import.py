@@ -55,7 +55,7 @@ from jitr.experiment.pinned_inputs import (
   write_pins,
 )
 from jitr.experiment.run_caption_form import with_official_caption_form
-from jitr.experiment.run_concepts import CONCEPTS, dataset_constants
+from jitr.experiment.run_concepts import CONCEPTS, constant_origins, dataset_constants
 from jitr.experiment.run_config import check_train_config, resolved_config
 from jitr.experiment.run_tokenizer import with_official_tokenizer
 from jitr.folder_swap import atomic_folder
@@ -243,7 +243,9 @@ def check_concept_graph(config, weights: OfficialWeights, concepts) -> None:
   without) as many, of the width its GCN takes, with the same normalised graph
   (:attr:`!jitr.models.official_format.OfficialFormat.check_constants`)."""
   constants = {} if concepts is None else {CONCEPTS: concepts}
-  weights.official.check_constants(config, weights.converted, constants)
+  weights.official.check_constants(
+    config.model, weights.converted, constants, constant_origins(config)
+  )
 
 
 def imported_vocab(
@@ -409,7 +411,9 @@ def _import_steps(
     )
   begin("checking the weights against config.model")
   constants = dataset_constants(data.concepts)
-  weights.official.check_constants(config, weights.converted, constants)
+  weights.official.check_constants(
+    config.model, weights.converted, constants, constant_origins(config)
+  )
   steps = template_steps(train, config.batch_size)
   _, like = initial_state(config, len(vocab), train, steps, constants, shapes_only=True)
   converted = imported_variables(weights.converted)

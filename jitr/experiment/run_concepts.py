@@ -224,6 +224,12 @@ def concept_inputs(data: ConceptData | None) -> ConceptInputs | None:
   return ConceptInputs(data.vectors, data.co_occurrence, data.counts)
 
 
+def constant_origins(config) -> dict[str, str]:
+  """Where each dataset constant of a run comes from, as its refusals name it: the
+  concepts' ``config.concepts.source`` (``""``: built from the captions)."""
+  return {CONCEPTS: config.concepts.source}
+
+
 def dataset_constants(data: ConceptData | None) -> dict[str, Any]:
   """The dataset constants ``make_model`` passes to a network (``{}`` without concepts;
   ``{"concepts": ConceptInputs}`` with them)."""

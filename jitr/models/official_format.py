@@ -80,9 +80,12 @@ class OfficialFormat:
   check_pretrained: Callable[[str, ConvertedWeights], None] = no_check
   """Refuses (``ValueError``, one line) a pretrained text folder
   (``config.text.pretrained``) that is not the one the weights were trained from."""
-  check_constants: Callable[[Any, ConvertedWeights, Mapping[str, Any]], None] = no_check
-  """``(run config, weights, dataset constants)``: refuses (``ValueError``, one line)
-  dataset constants that are not those the weights were trained with."""
+  check_constants: Callable[
+    [Mapping[str, Any], ConvertedWeights, Mapping[str, Any], Mapping[str, str]], None
+  ] = no_check
+  """``(config.model, weights, dataset constants, where each constant came from)``:
+  refuses (``ValueError``, one line) dataset constants that are not those the weights were
+  trained with."""
   caption_form: str = ""
   """The caption form the official data loader reads captions in (``config.text.
   caption_form``; ``""``: the caption itself)."""

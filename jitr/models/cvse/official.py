@@ -50,15 +50,21 @@ def graph_threshold(model: Mapping[str, Any]) -> float:
   return model["concept_threshold"] if "concept_threshold" in model else THRESHOLD
 
 
-def check_concepts(config: Any, weights: ConvertedWeights, constants: Mapping[str, Any]) -> None:
-  """The run's concepts (``constants["concepts"]``, from ``config.concepts``) must be the
-  checkpoint's: as many, with vectors of the width its GCN takes, and the same normalised
-  graph (``gen_adj`` of its ``C_GCN.adj_all``, within float32 rounding)."""
+def check_concepts(
+  model: Mapping[str, Any],
+  weights: ConvertedWeights,
+  constants: Mapping[str, Any],
+  origins: Mapping[str, str],
+) -> None:
+  """The run's concepts (``constants["concepts"]``, read from ``origins["concepts"]``) must
+  be the checkpoint's: as many, with vectors of the width its GCN takes, and the same
+  normalised graph (``gen_adj`` of its ``C_GCN.adj_all`` at ``model``'s threshold, within
+  float32 rounding)."""
   graph, width = weights.extra["adjacency"], weights.extra["concept_dim"]
   concepts = constants.get(CONCEPTS)
   if concepts is None:
     raise ValueError("config.concepts: CVSE needs the concepts the checkpoint was trained with")
-  source = config.concepts.source or "the concepts built from the captions"
+  source = origins.get(CONCEPTS) or "the concepts built from the captions"
   vectors = np.asarray(concepts.vectors)
   if vectors.shape != (graph.shape[0], width):
     raise ValueError(
@@ -66,7 +72,7 @@ def check_concepts(config: Any, weights: ConvertedWeights, constants: Mapping[st
       f"{vectors.shape[1]}-d vectors, the checkpoint's GCN {graph.shape[0]} of "
       f"{width}-d (use the official concept files it was trained with)"
     )
-  ours = concept_graph(concepts, graph_threshold(config.model))
+  ours = concept_graph(concepts, graph_threshold(model))
   if not np.allclose(ours, graph, atol=1e-5):
     worst = float(np.max(np.abs(ours - graph)))
     raise ValueError(
