@@ -139,11 +139,26 @@ def _unretrieved_orbax_task(record: py_logging.LogRecord) -> bool:
   """Whether ``record`` is asyncio's "Task / Future / _GatheringFuture exception was never
   retrieved" for one of orbax's tasks or futures (raised in orbax's code, or tensorstore's
   full disk): logged when it is garbage-collected, which can be after jitr's one line
-  reported the failed save or restore that it was part of."""
+  reported the failed save or restore that it was part of; a future that tensorstore failed
+  holds its error without a traceback (:func:`_tensorstore_status`)."""
   message = record.msg if isinstance(record.msg, str) else ""
   if record.name != "asyncio" or not UNRETRIEVED.match(message) or not record.exc_info:
     return False
-  return _about_orbax(record) or fileio.is_disk_full(record.exc_info[1])
+  err = record.exc_info[1]
+  return _about_orbax(record) or fileio.is_disk_full(err) or _tensorstore_status(err)
+
+
+# A tensorstore error as a failed future holds it: an absl status code, then the driver or
+# key-value store that failed (e.g. 'DATA_LOSS: Error opening "cast" driver: ...').
+TENSORSTORE_STATUS = re.compile(r"[A-Z_]+: .*(driver|OCDBT|kvstore)")
+
+
+def _tensorstore_status(err: BaseException | None) -> bool:
+  """Whether ``err`` is a tensorstore read or write error without a traceback (set on a
+  future in tensorstore's C++ code): jitr reads and writes tensorstore only through orbax."""
+  return (
+    err is not None and err.__traceback__ is None and TENSORSTORE_STATUS.match(str(err)) is not None
+  )
 
 
 def _about_orbax(record: py_logging.LogRecord) -> bool:

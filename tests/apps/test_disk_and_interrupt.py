@@ -363,6 +363,13 @@ def test_orbax_errors_with_a_traceback_become_one_warning_line(logger, path, rai
     assert record.levelno == logging.ERROR and record.exc_info is not None
 
 
+# A restore's read of zeroed array data, as tensorstore fails the future.
+TENSORSTORE_DATA_LOSS = (
+  'DATA_LOSS: Error opening "cast" driver: Error opening "zarr" driver: Error reading '
+  '"opt_state.1.0.nu/.zarray" in OCDBT database at local file "/tmp/run/checkpoints/latest/6/"'
+)
+
+
 def _future_error(message: str):
   """``sys.exc_info()``-like triple of a ValueError without a traceback (as a future that
   tensorstore failed holds it)."""
@@ -379,6 +386,8 @@ def _future_error(message: str):
     ("Future", _future_error("something else"), False),
     ("_GatheringFuture", _future_error(TENSORSTORE_DISK_FULL), True),
     ("_GatheringFuture", _future_error("something else"), False),
+    ("Future", _future_error(TENSORSTORE_DATA_LOSS), True),
+    ("Task", _future_error("DATA_LOSS: a status of something else"), False),
   ],
 )
 def test_an_unretrieved_orbax_task_is_dropped(what, exc_info, dropped):
