@@ -8,14 +8,18 @@ import numbers
 from typing import Any
 
 
-def check_number(field: str, value: Any, minimum: float, inclusive: bool) -> None:
+def check_number(field: str, value: Any, minimum: float | None, inclusive: bool = True) -> None:
   """Raises ``ValueError`` ``config.FIELD: expected a finite number > / >= MINIMUM, got V``
-  unless ``value`` is such a number (a bool or a string is not one)."""
-  expected = f"a finite number {'>=' if inclusive else '>'} {minimum:g}"
+  unless ``value`` is such a number (a bool or a string is not one); ``minimum`` None: any
+  finite number (``expected a finite number``)."""
+  expected = "a finite number"
+  if minimum is not None:
+    expected += f" {'>=' if inclusive else '>'} {minimum:g}"
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
     raise ValueError(f"config.{field}: expected {expected}, got {value!r} ({type(value).__name__})")
   v = float(value)
-  if not (math.isfinite(v) and (v >= minimum if inclusive else v > minimum)):
+  above = minimum is None or (v >= minimum if inclusive else v > minimum)
+  if not (math.isfinite(v) and above):
     raise ValueError(f"config.{field}: expected {expected}, got {value!r}")
 
 

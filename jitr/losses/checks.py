@@ -171,14 +171,7 @@ class Bound(Range):
   def check_config(self, field: str, value: Any) -> None:
     if value is None and self.optional:
       return
-    if self.minimum is not None:
-      config_fields.check_number(field, value, self.minimum, self.inclusive)
-    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
-      raise ValueError(
-        f"config.{field}: expected {self.expected}, got {value!r} ({type(value).__name__})"
-      )
-    elif not self.within(float(value)):
-      raise ValueError(f"config.{field}: expected {self.expected}, got {value!r}")
+    config_fields.check_number(field, value, self.minimum, self.inclusive)
 
 
 @dataclasses.dataclass(frozen=True)
