@@ -65,8 +65,8 @@ def check_text(config: Any) -> None:
     raise ValueError(
       "config.vocab_file: expected '' with config.text.pretrained (its vocab.txt is the vocabulary)"
     )
-  check_tokenizer_setting(config)
-  check_caption_form_setting(config)
+  check_tokenizer_setting(config.text)
+  check_caption_form_setting(config.text)
   for name in BERT_FOLDER_FILES if folder else ():
     if not paths.isfile(os.path.join(folder, name)):
       raise ValueError(

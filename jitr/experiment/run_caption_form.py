@@ -31,18 +31,18 @@ CAPTION_FORM_CHOICES: tuple[str, ...] = ("", *CAPTION_FORMS)
 """``config.text.caption_form``'s values: ``""`` (resolved) and the forms' names."""
 
 
-def check_caption_form_setting(config: Any) -> None:
-  """Raises ``ValueError`` (one line) unless ``config.text.caption_form`` is one of
-  :data:`CAPTION_FORM_CHOICES`, and ``"python3_bytes"`` comes with neither
-  ``config.text.pretrained`` nor ``config.text.tokenizer`` ``"jitr"``."""
-  form = config.text.caption_form
+def check_caption_form_setting(text: Any) -> None:
+  """Raises ``ValueError`` (one line) unless ``text.caption_form`` (``text``: the run's
+  ``config.text``) is one of :data:`CAPTION_FORM_CHOICES`, and ``"python3_bytes"`` comes
+  with neither ``text.pretrained`` nor ``text.tokenizer`` ``"jitr"``."""
+  form = text.caption_form
   if not isinstance(form, str) or form not in CAPTION_FORM_CHOICES:
     raise ValueError(
       f"config.text.caption_form: expected one of {', '.join(map(repr, CAPTION_FORM_CHOICES))} "
       f"('' is {TEXT!r} but for an imported official CVSE checkpoint), got {form!r}"
     )
-  if form == PYTHON3_BYTES and (config.text.pretrained or config.text.tokenizer == vocab_lib.JITR):
-    used = "WordPiece (config.text.pretrained)" if config.text.pretrained else "'jitr'"
+  if form == PYTHON3_BYTES and (text.pretrained or text.tokenizer == vocab_lib.JITR):
+    used = "WordPiece (config.text.pretrained)" if text.pretrained else "'jitr'"
     raise ValueError(
       f"config.text.caption_form: {PYTHON3_BYTES!r} is the string the official CVSE code "
       f"gives nltk's word_tokenize; it needs config.text.tokenizer {vocab_lib.NLTK!r}, not "
@@ -50,25 +50,25 @@ def check_caption_form_setting(config: Any) -> None:
     )
 
 
-def resolved_caption_form(config: Any) -> str:
-  """What ``config.json`` records as ``text.caption_form``: ``"text"`` for ``""``, else the
-  form, once ``config.text.tokenizer`` is resolved
+def resolved_caption_form(text: Any) -> str:
+  """What ``config.json`` records as ``text.caption_form`` (``text``: the run's
+  ``config.text``): ``"text"`` for ``""``, else the form, once ``text.tokenizer`` is resolved
   (:func:`jitr.experiment.run_tokenizer.resolved_tokenizer`); ``"python3_bytes"`` with a
   tokenizer other than ``"nltk"`` (e.g. ``config.vocab_file``'s ``"jitr"``) is refused in
   one line."""
-  form = config.text.caption_form or TEXT
-  if form == PYTHON3_BYTES and config.text.tokenizer != vocab_lib.NLTK:
+  form = text.caption_form or TEXT
+  if form == PYTHON3_BYTES and text.tokenizer != vocab_lib.NLTK:
     raise ValueError(
       f"config.text.caption_form: {PYTHON3_BYTES!r} needs the {vocab_lib.NLTK!r} tokenizer, "
-      f"but the run's is {config.text.tokenizer or 'WordPiece'!r}"
+      f"but the run's is {text.tokenizer or 'WordPiece'!r}"
     )
   return form
 
 
-def caption_form(config: Any) -> str:
-  """The form of the run's captions' words: ``config.text.caption_form``, ``"text"`` when
-  ``""``."""
-  return config.text.caption_form or TEXT
+def caption_form(text: Any) -> str:
+  """The form of the run's captions' words: ``text.caption_form`` (``text``: the run's
+  ``config.text``), ``"text"`` when ``""``."""
+  return text.caption_form or TEXT
 
 
 def official_caption_form(network: str) -> str:

@@ -28,7 +28,6 @@ from jitr.experiment.dataset_config import (
   check_graded,
   check_labelled,
 )
-from jitr.experiment.loss_config import check_loss_terms
 from jitr.experiment.network_config import (
   check_concepts,
   check_text,
@@ -39,6 +38,7 @@ from jitr.experiment.run_caption_form import resolved_caption_form
 from jitr.experiment.run_concepts import resolved_labels
 from jitr.experiment.run_tokenizer import resolved_tokenizer
 from jitr.losses import objective
+from jitr.losses.composite import check_terms
 from jitr.models.model_settings import check_model_settings
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
 from jitr.training.optimizer_config import check_optimizer_config
@@ -258,7 +258,8 @@ def check_train_config(config: Any) -> None:
   (:mod:`!jitr.experiment.network_config`: concepts, text, captions it reads, caption
   chunks), the ``labelled`` group, a switch that is not a bool (:data:`BOOLEANS`), an
   :data:`OPTIONAL_STRINGS` field that is not a string, the loss terms
-  (:func:`!jitr.experiment.loss_config.check_loss_terms`), a ``graded`` source that does
+  (:func:`jitr.losses.composite.check_terms`: each term against its loss; one that
+  starts at or after the last epoch would never train), a ``graded`` source that does
   not parse or that the dataset cannot give, a bad ``calibration`` chain."""
   check_required_fields(config)
   check_counts(config)
@@ -275,7 +276,7 @@ def check_train_config(config: Any) -> None:
   check_text_input(config, dataset)
   check_token_chunks(config)
   _check_switches_and_paths(config)
-  check_loss_terms(config)
+  check_terms(config.loss, num_epochs=config.num_epochs)
   check_graded(config, dataset)
   # a bad calibration chain or table fails here, before any data is built
   objective(config.loss, steps_per_epoch=1, calibration=config.calibration)
@@ -359,10 +360,10 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
       config.concepts[field] = paths.absolute(config.concepts[field])
   if config.text.pretrained:
     config.text.pretrained = paths.absolute(config.text.pretrained)
-  config.text.tokenizer = resolved_tokenizer(config)
+  config.text.tokenizer = resolved_tokenizer(config.text, config.vocab_file)
   if config.labelled.folder:
     config.labelled.folder = paths.absolute(config.labelled.folder)
-  config.text.caption_form = resolved_caption_form(config)
+  config.text.caption_form = resolved_caption_form(config.text)
   config.concepts.labels = resolved_labels(config)
   return config
 

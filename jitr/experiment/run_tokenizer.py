@@ -28,33 +28,33 @@ from jitr.data.official_vocab import read_vocab_file
 TOKENIZER_CHOICES: tuple[str, ...] = ("", *vocab_lib.TOKENIZERS)
 
 
-def check_tokenizer_setting(config: Any) -> None:
-  """Raises ``ValueError`` (one line) unless ``config.text.tokenizer`` is one of
-  :data:`TOKENIZER_CHOICES`, and ``""`` with ``config.text.pretrained``."""
-  name = config.text.tokenizer
+def check_tokenizer_setting(text: Any) -> None:
+  """Raises ``ValueError`` (one line) unless ``text.tokenizer`` (``text``: the run's
+  ``config.text``) is one of :data:`TOKENIZER_CHOICES`, and ``""`` with ``text.pretrained``."""
+  name = text.tokenizer
   if not isinstance(name, str) or name not in TOKENIZER_CHOICES:
     raise ValueError(
       f"config.text.tokenizer: expected one of {', '.join(map(repr, TOKENIZER_CHOICES))} "
       f"('' follows the vocabulary), got {name!r}"
     )
-  if name and config.text.pretrained:
+  if name and text.pretrained:
     raise ValueError(
       f"config.text.tokenizer: expected '' with config.text.pretrained (WordPiece tokenises "
       f"the captions), got {name!r}"
     )
 
 
-def built_tokenizer(config: Any) -> str:
+def built_tokenizer(text: Any) -> str:
   """The tokenizer of the vocabulary a run builds from its training captions:
-  ``config.text.tokenizer``, ``"jitr"`` when that is ``""``."""
-  return config.text.tokenizer or vocab_lib.JITR
+  ``text.tokenizer`` (``text``: the run's ``config.text``), ``"jitr"`` when that is ``""``."""
+  return text.tokenizer or vocab_lib.JITR
 
 
-def check_vocab_tokenizer(config: Any, vocab: Any, source: str) -> None:
+def check_vocab_tokenizer(text: Any, vocab: Any, source: str) -> None:
   """Raises ``ValueError`` (one line naming ``source``, where ``vocab`` came from) when
-  ``config.text.tokenizer`` names another tokenizer than the word vocabulary ``vocab``'s;
-  ``""`` and a WordPiece vocabulary pass."""
-  asked = config.text.tokenizer
+  ``text.tokenizer`` (``text``: the run's ``config.text``) names another tokenizer than the
+  word vocabulary ``vocab``'s; ``""`` and a WordPiece vocabulary pass."""
+  asked = text.tokenizer
   theirs = vocab.tokenizer if isinstance(vocab, vocab_lib.Vocab) else None
   if asked and theirs is not None and asked != theirs:
     raise ValueError(
@@ -63,17 +63,17 @@ def check_vocab_tokenizer(config: Any, vocab: Any, source: str) -> None:
     )
 
 
-def resolved_tokenizer(config: Any) -> str:
-  """What ``config.json`` records as ``text.tokenizer``: ``""`` with
-  ``config.text.pretrained``, else ``config.text.tokenizer`` when set, else the tokenizer
-  of ``config.vocab_file`` (read here; its errors are one line starting with
-  ``config.vocab_file``) when set, else ``"jitr"``."""
-  if config.text.pretrained or config.text.tokenizer:
-    return config.text.tokenizer
-  if not config.vocab_file:
+def resolved_tokenizer(text: Any, vocab_file: str) -> str:
+  """What ``config.json`` records as ``text.tokenizer`` (``text``: the run's
+  ``config.text``): ``""`` with ``text.pretrained``, else ``text.tokenizer`` when set, else
+  the tokenizer of ``vocab_file`` (``config.vocab_file``, read here; its errors are one line
+  starting with ``config.vocab_file``) when set, else ``"jitr"``."""
+  if text.pretrained or text.tokenizer:
+    return text.tokenizer
+  if not vocab_file:
     return vocab_lib.JITR
   try:
-    return read_vocab_file(config.vocab_file).tokenizer
+    return read_vocab_file(vocab_file).tokenizer
   except (OSError, ValueError) as err:
     raise ValueError(f"config.vocab_file: {err}") from None
 

@@ -1,6 +1,6 @@
 """The relevance records a run's graded sources read, computed once per dataset and settings.
 
-:func:`stored_relevance` fits every estimator that ``config.graded`` names on the
+:func:`stored_relevance` fits every estimator that a run's ``config.graded`` names on the
 training captions, writes its TFRecords under :func:`relevance_records_dir` (or reuses
 complete ones) and reads them back as the training split's ``vectors`` / ``topk``. A
 ``topk:NAME`` source whose NAME is no estimator jitr computes reads the records of scores
@@ -14,7 +14,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from absl import logging
@@ -97,10 +98,18 @@ def caption_set(caption_list, per_image: int, dataset: str) -> CaptionSet:
 
 
 def stored_relevance(
-  captions: CaptionSet, config, data_dir: str, *, say: Callable[[str], None] | None = None
+  captions: CaptionSet,
+  graded: Mapping[str, str],
+  data_dir: str,
+  *,
+  estimators: Mapping[str, Any],
+  top_k: int,
+  say: Callable[[str], None] | None = None,
 ) -> tuple[dict, dict, dict]:
-  """``(vectors, topk, aggregates)`` of every estimator ``config.graded`` names, read from
-  relevance TFRecords under :func:`relevance_records_dir` (computed on first use).
+  """``(vectors, topk, aggregates)`` of every estimator the ``graded`` sources name (the
+  run's ``config.graded``), read from relevance TFRecords under
+  :func:`relevance_records_dir` (computed on first use) with the settings ``estimators``
+  (``config.estimators``) and ``top_k`` lists (``config.top_k``) for a ``topk:`` source.
   ``say(text)``: one line per estimator read (records computed then draw their progress
   line); None says nothing.
 
@@ -108,9 +117,7 @@ def stored_relevance(
   ``aggregates[NAME]`` the vectors' aggregate from the records header (for ``make_graded_fn``).
   """
   vectors, topk, aggregates = {}, {}, {}
-  leaves = [
-    leaf for graded in dict(config.graded).values() for leaf in parse_source(graded).leaves()
-  ]
+  leaves = [leaf for spec in dict(graded).values() for leaf in parse_source(spec).leaves()]
   for source in leaves:
     stored = {"vectors": vectors, "topk": topk}.get(source.stored)
     if stored is None or source.estimator in stored:
@@ -119,21 +126,21 @@ def stored_relevance(
       folder = external_records_dir(data_dir, captions.source, source.estimator)
       topk[source.estimator] = read_external_topk(folder, source.estimator, captions)
       continue
-    estimator = make_estimator_from_settings(source.estimator, config.estimators)
+    estimator = make_estimator_from_settings(source.estimator, estimators)
     check_vectors_kind(source, estimator.relevance_kind)
-    top_k = config.top_k if source.stored == "topk" else None
-    out = relevance_records_dir(data_dir, captions.source, estimator, top_k=top_k)
+    k = top_k if source.stored == "topk" else None
+    out = relevance_records_dir(data_dir, captions.source, estimator, top_k=k)
     if say is not None:
       say(f"reading the {source.estimator} relevance records")
     write_relevance_records(
       out,
       captions,
       estimator,
-      vectors=top_k is None,
-      writing=RecordsWriting(top_k=top_k, log=logging.info, progress=say is not None),
+      vectors=k is None,
+      writing=RecordsWriting(top_k=k, log=logging.info, progress=say is not None),
     )
     table = load_relevance_table(out, expected_fingerprint=captions.fingerprint())
-    if top_k is None:
+    if k is None:
       vectors[source.estimator] = table.caption_vectors
       aggregates[source.estimator] = table.aggregate
     else:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from absl import logging
@@ -91,12 +90,6 @@ def teacher_dir(data_dir: str, identity: dict[str, Any]) -> str:
   return os.path.join(data_dir, "relevance", slug, f"teacher-{settings_digest(identity)}")
 
 
-def data_name(config: Mapping[str, Any]) -> str:
-  """A run config's data, e.g. ``jitr_shapes/tiny`` (:data:`jitr.data.datasets.DATASETS`:
-  the dataset and its data fields)."""
-  return run_data_name(config)
-
-
 def _teacher_config(workdir: str) -> dict[str, Any]:
   path = paths.absolute(workdir)
   if not paths.isdir(path):
@@ -142,7 +135,9 @@ def teacher_embeddings(
     TeacherError: a workdir that cannot teach this run (one line naming it and why).
   """
   teacher = _teacher_config(workdir)
-  check_teacher_config(workdir, data_name(teacher), teacher["model"], data_name(config), len(vocab))
+  check_teacher_config(
+    workdir, run_data_name(teacher), teacher["model"], run_data_name(config), len(vocab)
+  )
   check_teacher_vocab(workdir, _teacher_vocab(workdir), vocab)
   which, step = saved_checkpoint(workdir)
   check_finished(workdir)
@@ -190,7 +185,7 @@ def shapes_split_embeddings(
   teacher = _teacher_config(workdir)
   vocab = _teacher_vocab(workdir)
   shapes = DATASETS[SHAPES].data_name(shapes_config=shapes_config)
-  check_teacher_config(workdir, data_name(teacher), teacher["model"], shapes, len(vocab))
+  check_teacher_config(workdir, run_data_name(teacher), teacher["model"], shapes, len(vocab))
   max_len = caption_limit(vocab, int(teacher["max_caption_len"]))
   split = shapes_split.retrieval_split(arrays, vocab, max_len=max_len)
   which, _ = saved_checkpoint(workdir)

@@ -155,7 +155,7 @@ def train_and_evaluate(
   lines = TrainProgress(total_steps=0)  # what the run does now, on process 0's stderr
   data = load_data(config, data_dir, say=lines.phase if lines.enabled else say_nothing)
   train = data.splits["train"]
-  check_vocab_coverage(config, data.vocab, train)
+  check_vocab_coverage(config.vocab_min_coverage, data.vocab, train)
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
   lines.total_steps = steps_per_epoch * config.num_epochs

@@ -25,14 +25,13 @@ def unknown_id(vocab) -> int:
   return vocab.tokenizer.unk_id if isinstance(vocab, WordPieceVocab) else UNK_ID
 
 
-def check_vocab_coverage(config, vocab, train: pairs.RetrievalSplit) -> float:
+def check_vocab_coverage(floor: float, vocab, train: pairs.RetrievalSplit) -> float:
   """The coverage of ``train``'s captions by ``vocab``; refused in one line under
-  ``config.vocab_min_coverage`` (module docstring). A split of text vectors (a labelled
-  vector dataset) has no words: 1."""
+  ``floor`` (the run's ``config.vocab_min_coverage``; module docstring). A split of text
+  vectors (a labelled vector dataset) has no words: 1."""
   if train.tokens is None:
     return 1.0
   coverage, words = word_coverage(train.tokens, train.lengths, unknown_id(vocab))
-  floor = config.vocab_min_coverage
   what = (
     f"the vocabulary ({len(vocab):,} tokens) knows {100 * coverage:.1f}% of the "
     f"{words:,} words of the training captions ({100 * (1 - coverage):.1f}% unknown)"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from jitr.data import pairs
-from jitr.experiment.stored_relevance import caption_set, external_records_dir, stored_relevance
+from jitr.experiment import stored_relevance as stored_lib
+from jitr.experiment.stored_relevance import caption_set, external_records_dir
 from jitr.relevance.captions_io import CaptionSet
 from jitr.relevance.cider_estimator import CiderEstimator
 from jitr.relevance.lsa import LsaEstimator
@@ -25,6 +26,17 @@ def _config(**lsa):
       "estimators": {"lsa": {"k": 4, "n_iter": 5, **lsa}},
       "top_k": 6,
     }
+  )
+
+
+def stored_relevance(captions, config, data_dir):
+  """The run's stored relevance as a data source asks for it, from ``config``'s fields."""
+  return stored_lib.stored_relevance(
+    captions,
+    config.graded,
+    data_dir,
+    estimators=config.get("estimators", {}),
+    top_k=config.top_k,
   )
 
 

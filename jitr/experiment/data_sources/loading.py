@@ -103,14 +103,14 @@ def run_vocab(
   path = config.vocab_file
   if not path:
     say("building the vocabulary")
-    tokenizer = built_tokenizer(config)
+    tokenizer = built_tokenizer(config.text)
     words = vocab_lib.tokenize_all(train_captions, tokenizer)
     return vocab_lib.vocab_from_tokens(words, min_count=min_count, tokenizer=tokenizer), words
   try:
     vocab = read_vocab_file(path)
   except (OSError, ValueError) as err:
     raise ValueError(f"config.vocab_file: {err}") from None
-  check_vocab_tokenizer(config, vocab, f"config.vocab_file {path}")
+  check_vocab_tokenizer(config.text, vocab, f"config.vocab_file {path}")
   return vocab, None
 
 

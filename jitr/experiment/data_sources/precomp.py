@@ -59,14 +59,21 @@ class PrecompSource(DataSource):
       )
       for name in SPLITS
     }
-    form = caption_form(config)
+    form = caption_form(config.text)
     texts = {name: caption_forms(split.captions, form) for name, split in raw.items()}
     vocab, train_tokens = run_vocab(
       config, texts["train"], vocab, min_count=config.vocab_min_count, say=say
     )
     train = raw["train"]
     captions = caption_set(train.captions, train.captions_per_image, train_source(config))
-    vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
+    vectors, topk, aggregates = stored_relevance(
+      captions,
+      config.graded,
+      data_dir,
+      estimators=config.estimators,
+      top_k=config.top_k,
+      say=shown(say),
+    )
     say("encoding the captions")
     splits = {}
     for name, split in raw.items():

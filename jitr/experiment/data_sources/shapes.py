@@ -39,10 +39,17 @@ class ShapesSource(DataSource):
       s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
       for s in SPLITS
     }
-    texts = {s: caption_forms(a["captions"], caption_form(config)) for s, a in arrays.items()}
+    texts = {s: caption_forms(a["captions"], caption_form(config.text)) for s, a in arrays.items()}
     vocab, train_tokens = run_vocab(config, texts["train"], vocab, say=say)
     captions = caption_set(arrays["train"]["captions"], 5, train_source(config))
-    vectors, topk, aggregates = stored_relevance(captions, config, data_dir, say=shown(say))
+    vectors, topk, aggregates = stored_relevance(
+      captions,
+      config.graded,
+      data_dir,
+      estimators=config.estimators,
+      top_k=config.top_k,
+      say=shown(say),
+    )
     say("encoding the captions")
     splits = {
       s: shapes_split.retrieval_split(
