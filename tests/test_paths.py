@@ -202,7 +202,7 @@ _ALLOWED = {
   "jitr/relevance/checksums.py": "os.stat of a local file (a URL is hashed directly)",
   "jitr/experiment/pinned_inputs.py": "os.stat of a local file (a URL's identity is its size)",
   "jitr/relevance/sentence.py": "the text model's folder (installed locally, never a URL)",
-  "jitr/apps/_config_files.py": "config files: Python that ml_collections imports from a local "
+  "jitr/papers/shipped_configs.py": "config files: Python that ml_collections imports from a local "
   "path (the shipped folder or the command line's), never a URL",
 }
 

@@ -11,12 +11,12 @@ from typing import Any
 from absl import flags
 from ml_collections.config_flags.config_flags import ConfigFileFlagParser
 
-from jitr.apps import _config_files
-from jitr.apps._config_tree import config_tree
 from jitr.apps._flags import config_dict_default, takes_config_file
 from jitr.apps._one_line import config_load_error
-from jitr.apps._plain_text import plain_text
+from jitr.papers import shipped_configs as _config_files
 from jitr.papers.config_files import shipped_configs_dir
+from jitr.papers.config_tree import config_tree
+from jitr.papers.plain_text import plain_text
 
 # Arguments asking for the help text: True for the app's own flags, False for all flags.
 HELP_FLAGS = {"--help": True, "-h": True, "-?": True, "--helpshort": True, "--helpfull": False}
@@ -26,7 +26,7 @@ def help_text(app_: Any, argv: list[str], *, short: bool) -> str:
   """``--help`` (``short``: the app's own flags) or ``--helpfull`` of the app ``app_`` (a
   :class:`jitr.apps._cli.App`): the module's docstring as plain text, the required flags,
   absl's flag listing, then the config fields as a tree with their defaults (and meanings:
-  :func:`jitr.apps._config_files.file_meanings`) and, for a config-file flag, the shipped
+  :func:`jitr.papers.shipped_configs.file_meanings`) and, for a config-file flag, the shipped
   config files."""
   module = sys.modules[app_.module]
   doc = plain_text(module.__doc__ or f"{app_.name} [flags]").strip("\n")
@@ -86,5 +86,5 @@ def _config_help(flag: flags.Flag, argv: list[str]) -> list[str]:
 
 
 def _indented(config: Any, meanings: dict[str, str]) -> list[str]:
-  """:func:`jitr.apps._config_tree.config_tree` of ``config``, indented two spaces."""
+  """:func:`jitr.papers.config_tree.config_tree` of ``config``, indented two spaces."""
   return ["  " + line for line in config_tree(config, meanings)]

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from jitr.apps._config_files import shipped_names
 from jitr.apps.interrupts import INTERRUPTED_EXIT_STATUS
+from jitr.papers.shipped_configs import shipped_names
 
 
 def fail(name: str, message: str) -> NoReturn:

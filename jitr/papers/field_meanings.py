@@ -8,7 +8,7 @@ import ast
 import io
 import tokenize
 
-from jitr.apps._plain_text import first_sentence
+from jitr.papers.plain_text import first_sentence
 
 
 def _comments(source: str) -> dict[int, tuple[str, bool]]:

@@ -16,9 +16,9 @@ import ast
 import os
 import re
 
-from jitr.apps._field_meanings import field_meanings
-from jitr.apps._plain_text import first_sentence, plain_text
 from jitr.papers.config_files import shipped_configs_dir
+from jitr.papers.field_meanings import field_meanings
+from jitr.papers.plain_text import first_sentence, plain_text
 
 
 def config_file_usage(path: str) -> tuple[str, str]:
@@ -73,7 +73,7 @@ def shipped_names() -> str:
 
 
 def file_meanings(*paths: str) -> dict[str, str]:
-  """:func:`jitr.apps._field_meanings.field_meanings` of each readable file of ``paths``,
+  """:func:`jitr.papers.field_meanings.field_meanings` of each readable file of ``paths``,
   later files winning."""
   out: dict[str, str] = {}
   for path in paths:

@@ -1,12 +1,15 @@
-"""The apps' help of a config (``jitr.apps._field_meanings``, ``_config_tree``, ``_plain_text``,
-``_config_files``): the meanings of config fields read from a config file's
+"""The apps' help of a config (``jitr.papers.field_meanings``, ``config_tree``, ``plain_text``,
+``shipped_configs``): the meanings of config fields read from a config file's
 comments, the config as a tree, help text without Sphinx markup, the shipped files' list."""
 
 import ml_collections
 import pytest
 
 from configs import default
-from jitr.apps import _config_files, _config_tree, _field_meanings, _plain_text
+from jitr.papers import config_tree as _config_tree
+from jitr.papers import field_meanings as _field_meanings
+from jitr.papers import plain_text as _plain_text
+from jitr.papers import shipped_configs as _config_files
 from tests.apps.test_config_paths import REPO
 
 SOURCE = """

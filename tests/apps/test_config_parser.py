@@ -100,7 +100,7 @@ def test_every_documented_form_loads():
 
 
 def test_common_is_not_listed_as_a_config_file():
-  from jitr.apps import _config_files
+  from jitr.papers import shipped_configs as _config_files
 
   names = [
     form.partition(":")[0] for form, _ in _config_files.shipped_configs(str(REPO / "configs"))

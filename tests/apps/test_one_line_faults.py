@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from configs import paper, shapes
-from jitr.apps import _config_files
 from jitr.apps import _one_line as _cli
+from jitr.papers import shipped_configs as _config_files
 from tests.apps.test_faults import REPO, _jitr_train, _last_line
 
 SHAPES_NAMES = (
