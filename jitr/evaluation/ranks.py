@@ -54,7 +54,8 @@ def best_positive_ranks(
     ``(ranks, sub_ranks)``: ``(Q,)`` int arrays, ``-1`` for queries without a
     positive; ``sub_ranks`` (None without ``groups``) counts only the items of
     the query's sub-gallery. The best positive is the one ranked first in the
-    full gallery, so the query's positives should lie in its sub-gallery.
+    full gallery, so the query's positives should lie in its sub-gallery. Scores
+    compare as XLA computes them: a float32 subnormal (``|s| < 1.18e-38``) counts as 0.
   """
   src = as_scores(scores)
   q, g = src.num_queries, src.num_gallery
@@ -87,8 +88,11 @@ def best_positive_ranks(
 
 
 def best_positive_ranks_reference(scores: np.ndarray, positives: PositiveSets) -> np.ndarray:
-  """Plain numpy version (a full stable argsort per row, NaN last), for tests."""
+  """Plain numpy version (a full stable argsort per row, NaN last), for tests. A float32
+  subnormal score (``|s| <`` :attr:`numpy.finfo` ``tiny``) counts as 0, as in
+  :func:`best_positive_ranks`, whose XLA comparisons flush subnormals to zero."""
   scores = np.asarray(scores, np.float32) + np.float32(0.0)
+  scores = np.where(np.abs(scores) < np.finfo(np.float32).tiny, np.float32(0.0), scores)
   out = np.full(scores.shape[0], -1, np.int64)
   for i, row in enumerate(scores):
     pos = positives.indices[i][positives.indices[i] >= 0]

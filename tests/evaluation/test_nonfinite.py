@@ -195,6 +195,18 @@ def test_ranks_match_numpy_reference_with_nan_inf_and_ties(case):
   np.testing.assert_array_equal(ranks, best_positive_ranks_reference(scores, pos))
 
 
+def test_a_subnormal_score_ranks_as_zero():
+  """XLA flushes float32 subnormals to zero: 3.3e-43 ties with 0.0 and loses nothing to it
+  (a case the property above once drew)."""
+  scores = np.array(
+    [[0.0, NAN, NAN, NAN, 3.29305139116332e-43], [1e-38, 2e-38, 0, 0, 0]], np.float32
+  )
+  pos = positives_from_lists([[0], [0]], num_gallery=5)
+  ranks, _ = best_positive_ranks(scores, pos)
+  np.testing.assert_array_equal(ranks, [0, 1])
+  np.testing.assert_array_equal(best_positive_ranks_reference(scores, pos), [0, 1])
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_score, min_size=6, max_size=6), st.permutations(range(3)))
 def test_suite_finite_and_query_permutation_invariant(flat, perm):
