@@ -172,6 +172,7 @@ def test_every_app_has_its_cases():
   assert len(CASES) == 9 * 4 + 1
 
 
+@pytest.mark.slow  # every app's command-line faults: a process each, four at a time
 @pytest.mark.parametrize(
   ("app", "case", "args", "expected"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
 )

@@ -116,6 +116,7 @@ def documented_run(tmp_path_factory):
   return root, reports
 
 
+@pytest.mark.slow  # the documented commands, each a process
 def test_the_spice_snippet_scores_every_pair_of_the_split(documented_run):
   root, _ = documented_run
   scores = json.loads((root / "spice_test.json").read_text())
@@ -175,6 +176,7 @@ def spice_matrix(root: Path, shape: tuple[int, int]) -> np.ndarray:
   return spice
 
 
+@pytest.mark.slow  # the documented commands, each a process
 def test_documented_commands_report_sams_ncs_with_spice_and_cider(documented_run):
   root, reports = documented_run
   member = evaluate.load_member(str(root / "workdirs" / "f30k"))

@@ -47,6 +47,7 @@ def _close(got, want, what):
     )
 
 
+@pytest.mark.slow  # a step of every network compiled for one device and for eight
 @pytest.mark.parametrize("name", sorted(model_zoo.CONFIGS))
 def test_eight_devices_equal_one_device_for_every_network(name):
   """shard_map over 8 devices (one pair each) = the 1-device step, the networks with
