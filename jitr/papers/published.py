@@ -12,21 +12,61 @@ published numbers are listed, jitr's column is empty.
 Metric names are jitr's report keys without their protocol prefix: ``i2t/R@1`` ...
 ``t2i/R@10``, ``rsum`` (Recall@K in percent, as the official evaluation prints), and for
 class-labelled data ``i2t/mAP``, ``t2i/mAP``, ``mAP``. The report key of a metric is
-``PREFIX/NAME``, PREFIX from the table's protocol (``PROTOCOL_PREFIX``). ``mR``, the
-mean of the six Recall@K, is derived: ``rsum / 6``.
+``PREFIX/NAME``, PREFIX from the table's protocol (``PROTOCOL_PREFIX``). The metrics a
+paper prints that the report does not hold are derived from those it does
+(:data:`DERIVED`): ``mR``, the mean of the six Recall@K, ``rsum / 6``; LSEH's
+``i2t/mean`` and ``i2t/std`` (and ``t2i/``), the mean ``m = (R@1 + R@5 + R@10) / 3`` of one
+direction and the population standard deviation ``sqrt(Σ (R@K − m)² / 3)`` printed
+beside it as ``(± std)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 
 RECALL_METRICS = ("i2t/R@1", "i2t/R@5", "i2t/R@10", "t2i/R@1", "t2i/R@5", "t2i/R@10")
 RSUM_METRICS = (*RECALL_METRICS, "rsum")
 MR_METRICS = (*RECALL_METRICS, "mR")
-# metric -> (the report metric it is derived from, the factor)
-DERIVED = {"mR": ("rsum", 1 / 6)}
 MAP_METRICS = ("i2t/mAP", "t2i/mAP", "mAP")
+
+
+def mean(*values: float) -> float:
+  """``Σ v / n``."""
+  return sum(values) / len(values)
+
+
+def population_std(*values: float) -> float:
+  """``sqrt(Σ (v − m)² / n)``, ``m`` the :func:`mean`: the spread LSEH prints as
+  ``(± std)`` beside a mean of Recall@1, 5 and 10."""
+  m = mean(*values)
+  return math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
+
+
+@dataclasses.dataclass(frozen=True)
+class Derived:
+  """A printed metric computed from report metrics: ``formula(*sources' values)``."""
+
+  sources: tuple[str, ...]
+  formula: Callable[..., float]
+
+
+def _recalls(direction: str) -> tuple[str, ...]:
+  return tuple(f"{direction}/R@{k}" for k in (1, 5, 10))
+
+
+DERIVED: dict[str, Derived] = {
+  "mR": Derived(("rsum",), lambda rsum: rsum / 6),
+  **{f"{d}/mean": Derived(_recalls(d), mean) for d in ("i2t", "t2i")},
+  **{f"{d}/std": Derived(_recalls(d), population_std) for d in ("i2t", "t2i")},
+}
+"""The printed metrics jitr's report does not hold, by name, and how each is computed."""
+
+# LSEH's columns: Recall@1, 5, 10, their mean and its (± std), each direction
+MEAN_STD_METRICS = tuple(
+  metric for d in ("i2t", "t2i") for metric in (*_recalls(d), f"{d}/mean", f"{d}/std")
+)
 
 # protocol -> the prefix of its metrics in jitr-eval's metrics.json:
 #   full:  the whole test split (Flickr30K's 1,000 images, COCO 5K, IAPR TC-12), official R@K
@@ -88,17 +128,17 @@ class Table:
   source: str
   scale: float = 1.0
 
-  def report_key(self, metric: str) -> str:
-    """The key in jitr-eval's metrics.json that ``metric`` is read from (a derived
-    metric's source, ``DERIVED``) under this table's protocol."""
-    source = DERIVED.get(metric, (metric, 1.0))[0]
-    return f"{PROTOCOL_PREFIX[self.protocol]}/{source}"
+  def report_keys(self, metric: str) -> tuple[str, ...]:
+    """The keys in jitr-eval's metrics.json that ``metric`` is read from under this
+    table's protocol: its own, or a derived metric's sources (:data:`DERIVED`)."""
+    sources = DERIVED[metric].sources if metric in DERIVED else (metric,)
+    return tuple(f"{PROTOCOL_PREFIX[self.protocol]}/{source}" for source in sources)
 
   def value(self, scores: Mapping[str, float], metric: str) -> float:
-    """``metric`` of jitr's report ``scores`` in the printed unit (times ``scale``;
-    a derived metric times its factor)."""
-    factor = DERIVED.get(metric, (metric, 1.0))[1]
-    return self.scale * factor * scores[self.report_key(metric)]
+    """``metric`` of jitr's report ``scores`` in the printed unit: each report value
+    times ``scale``, a derived metric's formula applied to them."""
+    values = [self.scale * scores[key] for key in self.report_keys(metric)]
+    return DERIVED[metric].formula(*values) if metric in DERIVED else values[0]
 
   def runs(self) -> tuple[Run, ...]:
     """Every run the table's rows need, each once, in row order."""

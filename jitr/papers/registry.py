@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from jitr.papers import network_readmes
+from jitr.papers import lseh, network_readmes
 from jitr.papers.published import Table
 
 #: Every table by its name, in the order ``jitr-tables --table=list`` prints them.
-TABLES: dict[str, Table] = {table.name: table for table in network_readmes.TABLES}
+TABLES: dict[str, Table] = {
+  table.name: table for module in (network_readmes, lseh) for table in module.TABLES
+}
 
 
 def table_named(name: str) -> Table:

@@ -47,11 +47,11 @@ def report_path(table: Table, workdirs: Sequence[str]) -> str:
 def read_report(table: Table, path: str) -> dict[str, float]:
   """The metrics of the jitr-eval report at ``path``; one ``ValueError`` line naming the
   file when it is not UTF-8 JSON of an object holding a number for every report key of
-  ``table``'s metrics (:meth:`~jitr.papers.published.Table.report_key`)."""
+  ``table``'s metrics (:meth:`~jitr.papers.published.Table.report_keys`)."""
   metrics = fileio.read_json(path)
   if not isinstance(metrics, dict):
     raise ValueError(f"{path}: a JSON {fileio.json_kind(metrics)}; expected {EXPECTED}")
-  for key in dict.fromkeys(table.report_key(m) for m in table.metrics):
+  for key in dict.fromkeys(k for m in table.metrics for k in table.report_keys(m)):
     if key not in metrics:
       raise ValueError(f"{path}: no {key!r}; expected {EXPECTED}")
     value = metrics[key]

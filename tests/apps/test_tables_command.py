@@ -16,6 +16,7 @@ import time
 import pytest
 
 from jitr.papers import actions, table_options
+from jitr.papers.published import DERIVED
 from tests.bert_folder import write_bert_folder
 from tests.file_fixtures import WORDS, write_precomp
 
@@ -79,7 +80,11 @@ def assert_values_are_jitr_eval(root: pathlib.Path, name: str, run: str, seeds: 
     workdir = root / "runs" / run / f"seed{seed}"
     metrics = evaluate_workdir(str(workdir), protocol="official", num_queries=0)
     for metric, cell in row["metrics"].items():
-      want = metrics["full/rsum"] / 6 if metric == "mR" else metrics[f"full/{metric}"]
+      if metric in DERIVED:  # mR = rsum / 6, LSEH's mean and (± std) of one direction
+        d = DERIVED[metric]
+        want = d.formula(*(metrics[f"full/{s}"] for s in d.sources))
+      else:
+        want = metrics[f"full/{metric}"]
       assert cell["seeds"][seed] == round(want, 4), (name, seed, metric)
 
 
@@ -122,6 +127,35 @@ def test_the_job_list_runs_as_printed_and_writes_the_table(folders):
   assert page.startswith("# vseinf.readme.f30k: VSE∞ (official README), Results on Flickr30K")
   assert ran.stdout.endswith(page)  # after the run's own results, the report's table
   assert_values_are_jitr_eval(root, "vseinf.readme.f30k", "f30k_vseinf_triplet", 1)
+
+
+@pytest.mark.slow
+def test_an_lseh_table_runs_its_rows_and_reports_the_mean_and_std_columns(folders):
+  """Table 4 of LSEH: VSE++ with LMH1 and with LSEH (Table 2's settings over the tiny
+  ones), trained, then reported with the printed numbers, jitr's and the difference."""
+  root = folders
+  common = [
+    "--table=lseh.table4.f30k",
+    "--rows=1,3",
+    "--seeds=1",
+    "--precomp_root=data",
+    "--runs=runs",
+    *TINY,
+    "--set=estimators.lsa.k=4",  # LSEH's TF-IDF + SVD of the generated captions (8 words)
+    "--set=optimizer.decay_epochs=(1,)",
+  ]
+  done = tables(*common, "--action=run", "--noestimate", cwd=root)
+  assert done.returncode == 0, done.stderr[-3000:]
+  for run in ("lseh_f30k_vsepp_lmh1", "lseh_f30k_vsepp_lseh"):
+    config = json.loads((root / "runs" / run / "seed0" / "config.json").read_text())
+    assert config["optimizer"]["learning_rate"] == (2e-4 if run.endswith("lmh1") else 2e-3)
+    assert_values_are_jitr_eval(root, "lseh.table4.f30k", run, 1)
+  page = (root / "runs" / "tables" / "lseh.table4.f30k.md").read_text()
+  assert page.startswith("# lseh.table4.f30k: LSEH (Gong and Cosma), Table 4")
+  assert "| VSE++ LSEH | paper | 45.90 | 74.00 | 82.70 | 67.50 | 15.70 |" in page
+  report = tables(*common, "--action=report", cwd=root)
+  assert report.returncode == 0, report.stderr[-3000:]
+  assert report.stdout == page
 
 
 @pytest.mark.slow
