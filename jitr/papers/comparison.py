@@ -72,5 +72,6 @@ def compare(
     "protocol": table.protocol,
     "source": table.source,
     "metrics": list(table.metrics),
+    "decimals": table.decimals,
     "rows": rows,
   }

@@ -115,7 +115,8 @@ class Table:
   ``protocol`` how its numbers are measured (``PROTOCOL_PREFIX``), ``metrics`` its
   columns in printed order, ``scale`` what jitr's report values are multiplied by to be
   in the printed unit (1 for R@K in percent; 100 where a paper prints MAP in percent),
-  ``source`` where the numbers were read.
+  ``source`` where the numbers were read, ``decimals`` the digits the report shows after
+  the point (the paper's: 2 for R@K in percent, 4 for CMAL²R's MAP in [0, 1]).
   """
 
   name: str
@@ -127,6 +128,7 @@ class Table:
   rows: tuple[Row, ...]
   source: str
   scale: float = 1.0
+  decimals: int = 2
 
   def report_keys(self, metric: str) -> tuple[str, ...]:
     """The keys in jitr-eval's metrics.json that ``metric`` is read from under this

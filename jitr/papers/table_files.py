@@ -32,18 +32,20 @@ PROTOCOL_WORDS = {
 }
 
 
-def _number(value: float | None) -> str:
-  return "–" if value is None else f"{value:.2f}"
+def _number(value: float | None, decimals: int = 2) -> str:
+  return "–" if value is None else f"{value:.{decimals}f}"
 
 
-def _signed(value: float | None) -> str:
-  return "–" if value is None else f"{value:+.2f}"
+def _signed(value: float | None, decimals: int = 2) -> str:
+  return "–" if value is None else f"{value:+.{decimals}f}"
 
 
 def markdown(comparison: Mapping[str, Any]) -> str:
   """The comparison as a Markdown page: a heading, the caption, the protocol, one table
-  with three lines per published row (paper, jitr mean ± std over N seeds, difference)."""
+  with three lines per published row (paper, jitr mean ± std over N seeds, difference),
+  each number with the table's ``decimals``."""
   metrics = comparison["metrics"]
+  d = comparison.get("decimals", 2)
   lines = [
     f"# {comparison['table']}: {comparison['paper']}, {comparison['printed_as']}",
     "",
@@ -59,18 +61,18 @@ def markdown(comparison: Mapping[str, Any]) -> str:
     cells = row["metrics"]
     lines.append(
       f"| {row['label']} | paper | "
-      + " | ".join(_number(cells[m]["published"]) for m in metrics)
+      + " | ".join(_number(cells[m]["published"], d) for m in metrics)
       + " |"
     )
     if row["official_checkpoint"]:
       lines.append(
         "| | official checkpoint | "
-        + " | ".join(_number(cells[m]["official_checkpoint"]) for m in metrics)
+        + " | ".join(_number(cells[m]["official_checkpoint"], d) for m in metrics)
         + " |"
       )
       lines.append(
         "| | its difference | "
-        + " | ".join(_signed(cells[m].get("official_difference")) for m in metrics)
+        + " | ".join(_signed(cells[m].get("official_difference"), d) for m in metrics)
         + " |"
       )
     seeds = row["scored_seeds"]
@@ -82,11 +84,15 @@ def markdown(comparison: Mapping[str, Any]) -> str:
       continue
     lines.append(
       f"| | jitr ({seeds} seed{'s' if seeds > 1 else ''}) | "
-      + " | ".join(f"{cells[m]['mean']:.2f} ± {cells[m]['std']:.2f}" for m in metrics)
+      + " | ".join(
+        f"{_number(cells[m]['mean'], d)} ± {_number(cells[m]['std'], d)}" for m in metrics
+      )
       + " |"
     )
     lines.append(
-      "| | difference | " + " | ".join(_signed(cells[m].get("difference")) for m in metrics) + " |"
+      "| | difference | "
+      + " | ".join(_signed(cells[m].get("difference"), d) for m in metrics)
+      + " |"
     )
   notes = [f"- {row['label']}: {row['notes']}" for row in comparison["rows"] if row["notes"]]
   if notes:

@@ -19,6 +19,7 @@ from jitr.papers import actions, table_options
 from jitr.papers.published import DERIVED
 from tests.bert_folder import write_bert_folder
 from tests.file_fixtures import WORDS, write_precomp
+from tests.labelled_folders import WIKI, write_labelled
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 # tiny runs of the papers' settings: two epochs (VSE∞'s warm-up, then its loss) of 13 steps
@@ -156,6 +157,44 @@ def test_an_lseh_table_runs_its_rows_and_reports_the_mean_and_std_columns(folder
   report = tables(*common, "--action=report", cwd=root)
   assert report.returncode == 0, report.stderr[-3000:]
   assert report.stdout == page
+
+
+@pytest.mark.slow
+def test_cmal2rs_table_runs_on_labelled_vectors_and_reports_map_in_the_printed_unit(tmp_path):
+  """Table 1 of CMAL²R on Wikipedia's shapes: both of its rows jitr trains (α = 0.4 and 1),
+  then the report: jitr's class MAP in [0, 1] beside the printed numbers."""
+  from jitr.experiment import evaluate_workdir
+
+  write_labelled(tmp_path / "wiki", WIKI, {"train": 120, "test": 40})
+  common = [
+    "--table=cmal2r.table1.wiki",
+    "--rows=9,10",
+    "--runs=runs",
+    "--set=labelled.folder=wiki",
+    "--set=labelled.val_pairs=20",
+    "--set=num_epochs=2",
+    "--set=batch_size=20",
+  ]
+  done = tables(*common, "--action=run", "--noestimate", cwd=tmp_path)
+  assert done.returncode == 0, done.stderr[-3000:]
+  table = json.loads((tmp_path / "runs" / "tables" / "cmal2r.table1.wiki.json").read_text())
+  rows = {row["label"]: row for row in table["rows"]}
+  assert [rows[r]["scored_seeds"] for r in ("CMAL²R", "CMAL²R(bi.)")] == [1, 1]
+  for label, run in (
+    ("CMAL²R", "wiki_twobranch_cmal2r_i2t"),
+    ("CMAL²R(bi.)", "wiki_twobranch_cmal2r"),
+  ):
+    config = json.loads((tmp_path / "runs" / run / "seed0" / "config.json").read_text())
+    assert config["loss"]["adaptive_listwise"]["alpha"] == (1.0 if run.endswith("i2t") else 0.4)
+    metrics = evaluate_workdir(
+      str(tmp_path / "runs" / run / "seed0"), protocol="jitr", num_queries=0
+    )
+    for metric, cell in rows[label]["metrics"].items():
+      assert cell["seeds"] == [round(metrics[f"class/{metric}"] / 100, 4)], (label, metric)
+      assert 0 < cell["seeds"][0] <= 1
+  report = tables(*common, "--action=report", cwd=tmp_path)
+  assert report.returncode == 0, report.stderr[-3000:]
+  assert "| CMAL²R(bi.) | paper | 0.4316 | 0.3416 | 0.3866 |" in report.stdout
 
 
 @pytest.mark.slow

@@ -1,0 +1,65 @@
+"""Listwise ITR's Tables II-IV as transcribed: the rows jitr trains and their runs (SGRAF as
+the ensemble of SGR and SAF, + Listwise as the triplet with Smooth-NDCG), the quoted rows
+as reference lines, and COCO 5K's unprinted cells (their RSUM is checked with every
+table's in test_registry)."""
+
+import pytest
+
+from jitr.papers import TABLES, listwise
+from jitr.papers.comparison import compare
+from jitr.papers.plan import SeededRun
+from jitr.papers.run_configs import parsed_config
+
+
+def test_the_three_tables_and_their_rows():
+  assert [t.name for t in listwise.TABLES] == [
+    "listwise.table2.f30k",
+    "listwise.table3.coco1k",
+    "listwise.table4.coco5k",
+  ]
+  assert [len(t.rows) for t in listwise.TABLES] == [32, 30, 21]
+  assert [t.protocol for t in listwise.TABLES] == ["full", "folds", "full"]
+  f30k = TABLES["listwise.table2.f30k"]
+  runs = {row.label: [run.spec for run in row.runs] for row in f30k.rows if row.runs}
+  assert runs == {
+    "SAF (AAAI'21) [12]": ["f30k,saf,triplet"],
+    "SAF + Listwise": ["f30k,saf,sndcg"],
+    "SGR (AAAI'21) [12]": ["f30k,sgr,triplet"],
+    "SGR + Listwise": ["f30k,sgr,sndcg"],
+    "SGRAF (AAAI'21) [12]": ["f30k,sgr,triplet", "f30k,saf,triplet"],
+    "SGRAF + Listwise": ["f30k,sgr,sndcg", "f30k,saf,sndcg"],
+    "CVSE (ECCV'20) [22]": ["f30k,cvse,triplet"],
+    "VSRN (ICCV'19) [10]": ["f30k,vsrn,triplet"],
+    "VSE∞ (CVPR'21) [23]": ["f30k,vseinf,triplet"],
+    "VSE++†": ["f30k,vsepp,triplet"],
+    "VSE++† + Listwise": ["f30k,vsepp,sndcg"],
+    "VSE∞ + Listwise": ["f30k,vseinf,sndcg"],
+  }
+  quoted = [row for row in f30k.rows if not row.runs]
+  assert len(quoted) == 32 - 13  # VSE∞ [23] is printed twice, both rows run
+  assert all("printed for reference" in row.notes for row in quoted)
+  # the COCO tables share their runs: one training, scored on 1K folds and on 5K
+  assert set(TABLES["listwise.table4.coco5k"].runs()) <= set(
+    TABLES["listwise.table3.coco1k"].runs()
+  )
+
+
+def test_listwise_rows_add_smooth_ndcg_on_sentence_relevance_to_the_triplet(tmp_path):
+  (row,) = [r for r in TABLES["listwise.table2.f30k"].rows if r.label == "VSE++† + Listwise"]
+  config = parsed_config(SeededRun(row.runs[0], 0, str(tmp_path / "w")), [])
+  assert sorted(config.loss) == ["smooth_ndcg", "triplet"]
+  assert config.loss.smooth_ndcg.temperature == 0.01  # τ = 10⁻²
+  assert config.loss.triplet.margin == 0.2  # λ = 0.2
+  assert "sentence" in config.graded.relevance
+
+
+def test_a_cell_the_paper_leaves_empty_has_no_published_number():
+  table = TABLES["listwise.table4.coco5k"]
+  (sgraf,) = [r for r in table.rows if r.label == "SGRAF (AAAI'21) [12]"]
+  assert sorted(sgraf.values) == ["i2t/R@1", "i2t/R@10", "t2i/R@1", "t2i/R@10"]
+  scores = {f"full/{m}": 50.0 for m in ("i2t/R@1", "i2t/R@5", "i2t/R@10", "t2i/R@1")}
+  scores |= {"full/t2i/R@5": 50.0, "full/t2i/R@10": 50.0, "full/rsum": 300.0}
+  seeds = [[scores] if r is sgraf else [] for r in table.rows]
+  cells = compare(table, seeds)["rows"][table.rows.index(sgraf)]["metrics"]
+  assert cells["i2t/R@5"] == {"published": None, "seeds": [50.0], "mean": 50.0, "std": 0.0}
+  assert cells["i2t/R@1"]["difference"] == pytest.approx(50.0 - 57.8)
