@@ -169,6 +169,7 @@ def test_cmal2rs_table_runs_on_labelled_vectors_and_reports_map_in_the_printed_u
   common = [
     "--table=cmal2r.table1.wiki",
     "--rows=9,10",
+    "--seeds=1",
     "--runs=runs",
     "--set=labelled.folder=wiki",
     "--set=labelled.val_pairs=20",
