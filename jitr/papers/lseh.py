@@ -4,7 +4,7 @@ Semantically-Enhanced Hard Negatives*), as printed.
 * Tables 4-7 (``lseh.table4.f30k``, ``lseh.table5.coco1k``, ``lseh.table6.coco5k``,
   ``lseh.table7.iaprtc12``): VSE++, VSRN, SGRAF-SAF, SGRAF-SGR and VSE∞ each trained with
   LMH1, LMH2 and LSEH; Recall@1, 5, 10 of each direction, their mean and its ``(± std)``
-  (the population standard deviation of the three: :data:`~jitr.papers.published.DERIVED`).
+  (the population standard deviation of the three: :data:`!jitr.papers.published.DERIVED`).
   Every row is a jitr run (:func:`lseh_run`).
 * Table 9 (``lseh.table9.*``): GSMN with LMH1, LUWM and LSEH, printed reference lines
   (GSMN is not a jitr network).

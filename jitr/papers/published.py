@@ -13,8 +13,8 @@ Metric names are jitr's report keys without their protocol prefix: ``i2t/R@1`` .
 ``t2i/R@10``, ``rsum`` (Recall@K in percent, as the official evaluation prints), and for
 class-labelled data ``i2t/mAP``, ``t2i/mAP``, ``mAP``. The report key of a metric is
 ``PREFIX/NAME``, PREFIX from the table's protocol (``PROTOCOL_PREFIX``). The metrics a
-paper prints that the report does not hold are derived from those it does
-(:data:`DERIVED`): ``mR``, the mean of the six Recall@K, ``rsum / 6``; LSEH's
+paper prints that the report does not hold are derived from those it does (``DERIVED``):
+``mR``, the mean of the six Recall@K, ``rsum / 6``; LSEH's
 ``i2t/mean`` and ``i2t/std`` (and ``t2i/``), the mean ``m = (R@1 + R@5 + R@10) / 3`` of one
 direction and the population standard deviation ``sqrt(Σ (R@K − m)² / 3)`` printed
 beside it as ``(± std)``.
@@ -132,7 +132,7 @@ class Table:
 
   def report_keys(self, metric: str) -> tuple[str, ...]:
     """The keys in jitr-eval's metrics.json that ``metric`` is read from under this
-    table's protocol: its own, or a derived metric's sources (:data:`DERIVED`)."""
+    table's protocol: its own, or a derived metric's sources (``DERIVED``)."""
     sources = DERIVED[metric].sources if metric in DERIVED else (metric,)
     return tuple(f"{PROTOCOL_PREFIX[self.protocol]}/{source}" for source in sources)
 
