@@ -1,7 +1,9 @@
 """Listwise ITR's results tables (Li et al., *Integrating Listwise Ranking into
 Pairwise-based Image-Text Retrieval*), as printed: Table II (``listwise.table2.f30k``),
 Table III (``listwise.table3.coco1k``) and Table IV (``listwise.table4.coco5k``), R@1, 5, 10
-both ways and RSUM.
+both ways and RSUM; the ablations of Tables V and VI (``listwise.table5.f30k``,
+``listwise.table6.coco1k``, ``listwise.table6.coco5k``: VSE++† with the triplet alone,
+Smooth-NDCG alone and both, :func:`ablation_runs`).
 
 Rows jitr runs (``configs/paper.py:DATA,MODEL,LOSS``): SAF, SGR and their SGRAF ensemble
 (the mean of the two similarity matrices), each with the triplet loss (``triplet``: the
@@ -170,6 +172,49 @@ COCO5K = (
   ("VSE∞ + Listwise*", (60.6, 86.3, 92.5, 43.9, 73.9, 84.0, 441.2)),
 )
 
+# Tables V and VI: the ablation on VSE++† (triplet alone, Smooth-NDCG alone, both)
+ABLATION = ("Triplet", "S-NDCG", "Triplet + S-NDCG")
+ABLATION_F30K = (
+  (70.4, 90.7, 95.2, 51.6, 78.6, 86.2, 472.7),
+  (59.1, 84.0, 89.9, 39.5, 69.8, 79.7, 422.0),
+  (70.6, 91.9, 95.6, 53.0, 79.9, 86.8, 477.7),
+)
+ABLATION_COCO1K = (
+  (72.8, 94.6, 98.1, 57.9, 88.0, 94.4, 505.8),
+  (62.1, 88.8, 95.3, 49.0, 82.1, 90.9, 468.2),
+  (73.4, 94.4, 98.1, 58.8, 88.4, 94.6, 507.7),
+)
+ABLATION_COCO5K = (
+  (49.9, 78.4, 88.0, 35.6, 65.9, 77.5, 395.4),
+  (37.0, 66.7, 78.5, 27.9, 56.1, 69.2, 335.3),
+  (50.5, 79.5, 88.1, 36.0, 66.4, 78.2, 398.6),
+)
+
+
+def ablation_runs(data: str) -> tuple[Run, ...]:
+  """The ablation's three runs of VSE++†: the triplet alone, Smooth-NDCG alone (the
+  ``sndcg`` run with the triplet's weight 0: its hinge is computed and reported, it trains
+  nothing) and both."""
+  alone = Run(f"{data}_vsepp_sndcg_alone", f"{data},vsepp,sndcg", (("loss.triplet.weight", "0.0"),))
+  return (_run(data, "vsepp", "triplet"), alone, _run(data, "vsepp", "sndcg"))
+
+
+def _ablation(name: str, printed_as: str, caption: str, protocol: str, data: str, rows) -> Table:
+  return Table(
+    name,
+    PAPER,
+    printed_as,
+    caption,
+    protocol,
+    RSUM_METRICS,
+    tuple(
+      Row(label, _values(v), (run,))
+      for label, v, run in zip(ABLATION, rows, ablation_runs(data), strict=True)
+    ),
+    SOURCE,
+  )
+
+
 TABLES = (
   _table(
     "listwise.table2.f30k",
@@ -195,5 +240,29 @@ TABLES = (
     "coco",
     COCO5K,
   ),
+  _ablation(
+    "listwise.table5.f30k",
+    "TABLE V",
+    "Ablation studies on the Flickr30K dataset: VSE++† with the triplet, Smooth-NDCG or both.",
+    "full",
+    "f30k",
+    ABLATION_F30K,
+  ),
+  _ablation(
+    "listwise.table6.coco1k",
+    "TABLE VI",
+    "Ablation studies on the MS-COCO dataset, 1K test set (the mean of the five folds).",
+    "folds",
+    "coco",
+    ABLATION_COCO1K,
+  ),
+  _ablation(
+    "listwise.table6.coco5k",
+    "TABLE VI",
+    "Ablation studies on the MS-COCO dataset, 5K test set.",
+    "full",
+    "coco",
+    ABLATION_COCO5K,
+  ),
 )
-"""Tables II-IV."""
+"""Tables II-VI."""

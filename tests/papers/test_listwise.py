@@ -16,9 +16,12 @@ def test_the_three_tables_and_their_rows():
     "listwise.table2.f30k",
     "listwise.table3.coco1k",
     "listwise.table4.coco5k",
+    "listwise.table5.f30k",
+    "listwise.table6.coco1k",
+    "listwise.table6.coco5k",
   ]
-  assert [len(t.rows) for t in listwise.TABLES] == [32, 30, 21]
-  assert [t.protocol for t in listwise.TABLES] == ["full", "folds", "full"]
+  assert [len(t.rows) for t in listwise.TABLES] == [32, 30, 21, 3, 3, 3]
+  assert [t.protocol for t in listwise.TABLES] == ["full", "folds", "full"] * 2
   f30k = TABLES["listwise.table2.f30k"]
   runs = {row.label: [run.spec for run in row.runs] for row in f30k.rows if row.runs}
   assert runs == {
@@ -63,3 +66,28 @@ def test_a_cell_the_paper_leaves_empty_has_no_published_number():
   cells = compare(table, seeds)["rows"][table.rows.index(sgraf)]["metrics"]
   assert cells["i2t/R@5"] == {"published": None, "seeds": [50.0], "mean": 50.0, "std": 0.0}
   assert cells["i2t/R@1"]["difference"] == pytest.approx(50.0 - 57.8)
+
+
+@pytest.mark.parametrize(
+  ("ablation", "results"),
+  [
+    ("listwise.table5.f30k", "listwise.table2.f30k"),
+    ("listwise.table6.coco1k", "listwise.table3.coco1k"),
+    ("listwise.table6.coco5k", "listwise.table4.coco5k"),
+  ],
+)
+def test_the_ablations_triplet_and_both_rows_are_vsepp_with_and_without_listwise(ablation, results):
+  """The paper prints the same numbers for the ablation's first and last rows as for
+  VSE++† and VSE++† + Listwise, and jitr scores them from the same runs."""
+  rows = {r.label: r for r in TABLES[results].rows}
+  triplet, alone, both = TABLES[ablation].rows
+  assert (triplet.values, triplet.runs) == (rows["VSE++†"].values, rows["VSE++†"].runs)
+  plus = rows["VSE++† + Listwise"]
+  assert (both.values, both.runs) == (plus.values, plus.runs)
+  assert alone.runs[0].overrides == (("loss.triplet.weight", "0.0"),)
+
+
+def test_smooth_ndcg_alone_trains_with_the_triplet_at_weight_zero(tmp_path):
+  (run,) = TABLES["listwise.table5.f30k"].rows[1].runs
+  config = parsed_config(SeededRun(run, 0, str(tmp_path / "w")), [])
+  assert config.loss.triplet.weight == 0.0 and config.loss.smooth_ndcg.weight == 1.0
