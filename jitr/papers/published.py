@@ -30,6 +30,9 @@ RECALL_METRICS = ("i2t/R@1", "i2t/R@5", "i2t/R@10", "t2i/R@1", "t2i/R@5", "t2i/R
 RSUM_METRICS = (*RECALL_METRICS, "rsum")
 MR_METRICS = (*RECALL_METRICS, "mR")
 MAP_METRICS = ("i2t/mAP", "t2i/mAP", "mAP")
+# a metric under this prefix is a key of jitr-eval's report as it is (no protocol prefix)
+SEMANTIC = "semantic/"
+NCS_METRICS = tuple(f"{SEMANTIC}{d}/NCS@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10))
 
 
 def mean(*values: float) -> float:
@@ -58,6 +61,7 @@ def _recalls(direction: str) -> tuple[str, ...]:
 
 DERIVED: dict[str, Derived] = {
   "mR": Derived(("rsum",), lambda rsum: rsum / 6),
+  "nsum": Derived(NCS_METRICS, lambda *ncs: sum(ncs)),
   **{f"{d}/mean": Derived(_recalls(d), mean) for d in ("i2t", "t2i")},
   **{f"{d}/std": Derived(_recalls(d), population_std) for d in ("i2t", "t2i")},
 }
@@ -72,9 +76,11 @@ MEAN_STD_METRICS = tuple(
 #   full:  the whole test split (Flickr30K's 1,000 images, COCO 5K, IAPR TC-12), official R@K
 #   folds: COCO 1K, the mean of the five 1,000-image folds, official R@K
 #   class: MAP over class labels (CMAL²R's Wikipedia and Pascal), jitr's protocol
-PROTOCOL_PREFIX = {"full": "full", "folds": "folds", "class": "class"}
+#   semantic: the whole test split, jitr's R@K and SAM's NCS@K against the table's
+#     ``semantic`` scores (``semantic/{i2t,t2i}/NCS@K``, keys of their own)
+PROTOCOL_PREFIX = {"full": "full", "folds": "folds", "class": "class", "semantic": "full"}
 # protocol -> jitr-eval's --protocol
-EVAL_PROTOCOL = {"full": "official", "folds": "official", "class": "jitr"}
+EVAL_PROTOCOL = {"full": "official", "folds": "official", "class": "jitr", "semantic": "jitr"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +122,9 @@ class Table:
   columns in printed order, ``scale`` what jitr's report values are multiplied by to be
   in the printed unit (1 for R@K in percent; 100 where a paper prints MAP in percent),
   ``source`` where the numbers were read, ``decimals`` the digits the report shows after
-  the point (the paper's: 2 for R@K in percent, 4 for CMAL²R's MAP in [0, 1]).
+  the point (the paper's: 2 for R@K in percent, 4 for CMAL²R's MAP in [0, 1]),
+  ``semantic`` the scores (``topk:NAME``) a ``semantic`` table's NCS@K columns are computed
+  against (jitr-eval's ``--semantic``).
   """
 
   name: str
@@ -129,12 +137,14 @@ class Table:
   source: str
   scale: float = 1.0
   decimals: int = 2
+  semantic: str = ""
 
   def report_keys(self, metric: str) -> tuple[str, ...]:
     """The keys in jitr-eval's metrics.json that ``metric`` is read from under this
     table's protocol: its own, or a derived metric's sources (``DERIVED``)."""
     sources = DERIVED[metric].sources if metric in DERIVED else (metric,)
-    return tuple(f"{PROTOCOL_PREFIX[self.protocol]}/{source}" for source in sources)
+    prefix = PROTOCOL_PREFIX[self.protocol]
+    return tuple(s if s.startswith(SEMANTIC) else f"{prefix}/{s}" for s in sources)
 
   def value(self, scores: Mapping[str, float], metric: str) -> float:
     """``metric`` of jitr's report ``scores`` in the printed unit: each report value

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from jitr import fileio, paths
-from jitr.experiment import evaluate_workdir
+from jitr.experiment import SemanticSource, evaluate_workdir
 from jitr.papers.published import EVAL_PROTOCOL, Table
 
 SPLIT = "test"
@@ -33,7 +33,8 @@ def eval_command(table: Table, workdirs: Sequence[str]) -> list[str]:
   argv = ["jitr-eval", f"--workdir={workdirs[0]}", f"--split={SPLIT}"]
   if len(workdirs) > 1:
     argv.append(f"--ensemble={','.join(workdirs[1:])}")
-  return [*argv, f"--protocol={EVAL_PROTOCOL[table.protocol]}"]
+  argv.append(f"--protocol={EVAL_PROTOCOL[table.protocol]}")
+  return [*argv, f"--semantic={table.semantic}"] if table.semantic else argv
 
 
 def report_path(table: Table, workdirs: Sequence[str]) -> str:
@@ -106,6 +107,7 @@ def score_row(
     split=SPLIT,
     ensemble=list(workdirs[1:]),
     protocol=EVAL_PROTOCOL[table.protocol],
+    semantic=SemanticSource(table.semantic),
     num_queries=0,
   )
   return read_report(table, report_path(table, workdirs))

@@ -29,6 +29,7 @@ PROTOCOL_WORDS = {
   "full": "the whole test split, the official evaluation's R@K",
   "folds": "the mean of COCO's five 1,000-image test folds, the official evaluation's R@K",
   "class": "MAP over class labels, both directions",
+  "semantic": "the whole test split, jitr's Recall@K and SAM's NCS@K",
 }
 
 

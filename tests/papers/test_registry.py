@@ -5,6 +5,7 @@ the printed numbers agree with each other where the paper prints a sum or a mean
 import numpy as np
 import pytest
 
+from jitr.evaluation import evaluate_retrieval
 from jitr.evaluation.official import official_recall
 from jitr.experiment.evaluate import official_metrics
 from jitr.experiment.run_config import check_train_config
@@ -52,10 +53,17 @@ def test_every_metric_is_a_key_of_jitr_evals_report():
     official_metrics(sim, caption_image, None)
   )
   class_keys = {"class/i2t/mAP", "class/t2i/mAP", "class/mAP"}
+  # jitr's protocol with semantic scores (SAM's NCS): a gallery NCS@10 fits in
+  wide = rng.normal(size=(20, 100))
+  semantic_keys = set(
+    evaluate_retrieval(wide, caption_to_image=np.repeat(np.arange(20), 5), semantic=wide)
+  )
+  report = {"class": class_keys, "semantic": semantic_keys}
   for table in TABLES.values():
+    assert bool(table.semantic) == (table.protocol == "semantic"), table.name
     for metric in table.metrics:
       for key in table.report_keys(metric):
-        assert key in (class_keys if table.protocol == "class" else keys), (table.name, key)
+        assert key in report.get(table.protocol, keys), (table.name, key)
   assert set(official_recall(sim, 5)) >= {f"{d}/R@1" for d in ("i2t", "t2i")}
 
 
@@ -74,4 +82,4 @@ def test_printed_sums_and_means_agree_with_their_recalls():
       if "mR" in row.values:
         assert abs(total / 6 - row.values["mR"]) <= 0.05 + 0.05, (table.name, row.label)
         checked += 1
-  assert checked == 91  # CVSE's two rows print mR, 89 rows of Listwise ITR's tables RSUM
+  assert checked == 109  # CVSE's two rows print mR, Listwise ITR's 89 rows and SAM's 18 RSUM
