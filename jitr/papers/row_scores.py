@@ -102,12 +102,13 @@ def score_row(
   stored = stored_scores(table, workdirs, trained, say)
   if stored is not None:
     return stored
+  semantic = {"semantic": SemanticSource(table.semantic)} if table.semantic else {}
   evaluate_workdir(
     workdirs[0],
     split=SPLIT,
     ensemble=list(workdirs[1:]),
     protocol=EVAL_PROTOCOL[table.protocol],
-    semantic=SemanticSource(table.semantic),
     num_queries=0,
+    **semantic,  # a table with NCS columns: its scores (jitr-eval's --semantic)
   )
   return read_report(table, report_path(table, workdirs))
