@@ -47,7 +47,7 @@ def _table(name: str, printed: str, protocol: str, data: str, rows, metrics=METR
     tuple(
       Row(
         label,
-        dict(zip(metrics, values[: len(metrics)], strict=True)),
+        dict(zip(metrics, values, strict=True)),
         (Run(f"{data}_{model}_{loss}", f"{data},{model},{loss}"),),
         ARITHMETIC_OFF.get((name, label), ""),
       )

@@ -22,6 +22,8 @@ from jitr.experiment.run_concepts import (
   with_concept_labels,
 )
 from jitr.experiment.run_tokenizer import built_tokenizer, check_vocab_tokenizer
+from jitr.experiment.stored_relevance import stored_relevance
+from jitr.relevance.captions_io import CaptionSet
 
 # The names of a run's splits: validation is "val" whatever the dataset calls it.
 SPLITS = ("train", "val", "test")
@@ -141,6 +143,21 @@ def shown(say: Callable[[str], None]) -> Callable[[str], None] | None:
   """``say``, or None for :func:`say_nothing`: a loader passes it on to the builds that
   draw their progress line only when lines are shown."""
   return None if say is say_nothing else say
+
+
+def train_relevance(config, captions: CaptionSet, data_dir: str, say) -> tuple[dict, dict, dict]:
+  """``(vectors, topk, aggregates)`` of the run's training ``captions``
+  (:func:`~jitr.experiment.stored_relevance.stored_relevance`): the estimators its
+  ``config.graded`` sources name, with ``config.estimators``' settings and
+  ``config.top_k`` lists; ``say`` as a loader gets it (:func:`shown`)."""
+  return stored_relevance(
+    captions,
+    config.graded,
+    data_dir,
+    estimators=config.estimators,
+    top_k=config.top_k,
+    say=shown(say),
+  )
 
 
 def train_source(config) -> str:

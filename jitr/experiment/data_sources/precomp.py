@@ -17,14 +17,14 @@ from jitr.experiment.data_sources.loading import (
   LoadedData,
   encode_captions,
   run_vocab,
-  shown,
+  train_relevance,
   train_source,
   train_words,
   with_concepts,
 )
 from jitr.experiment.data_sources.source import DataSource
 from jitr.experiment.run_caption_form import caption_form
-from jitr.experiment.stored_relevance import caption_set, stored_relevance
+from jitr.experiment.stored_relevance import caption_set
 from jitr.relevance.captions_io import CaptionSet, read_precomp_captions
 
 # the files of one split, ``{split}_{suffix}``
@@ -66,14 +66,7 @@ class PrecompSource(DataSource):
     )
     train = raw["train"]
     captions = caption_set(train.captions, train.captions_per_image, train_source(config))
-    vectors, topk, aggregates = stored_relevance(
-      captions,
-      config.graded,
-      data_dir,
-      estimators=config.estimators,
-      top_k=config.top_k,
-      say=shown(say),
-    )
+    vectors, topk, aggregates = train_relevance(config, captions, data_dir, say)
     say("encoding the captions")
     splits = {}
     for name, split in raw.items():

@@ -13,13 +13,14 @@ from jitr.experiment.data_sources.loading import (
   encode_captions,
   run_vocab,
   shown,
+  train_relevance,
   train_source,
   train_words,
   with_concepts,
 )
 from jitr.experiment.data_sources.source import DataSource
 from jitr.experiment.run_caption_form import caption_form
-from jitr.experiment.stored_relevance import caption_set, stored_relevance
+from jitr.experiment.stored_relevance import caption_set
 from jitr.relevance.captions_io import CaptionSet, precomp_caption_set
 
 
@@ -42,14 +43,7 @@ class ShapesSource(DataSource):
     texts = {s: caption_forms(a["captions"], caption_form(config.text)) for s, a in arrays.items()}
     vocab, train_tokens = run_vocab(config, texts["train"], vocab, say=say)
     captions = caption_set(arrays["train"]["captions"], 5, train_source(config))
-    vectors, topk, aggregates = stored_relevance(
-      captions,
-      config.graded,
-      data_dir,
-      estimators=config.estimators,
-      top_k=config.top_k,
-      say=shown(say),
-    )
+    vectors, topk, aggregates = train_relevance(config, captions, data_dir, say)
     say("encoding the captions")
     splits = {
       s: shapes_split.retrieval_split(
