@@ -107,8 +107,13 @@ class SweepResult:
       was swept.
     dcg, idcg: ``(Q, ndcg_k)`` DCG@K / IDCG@K curves for K = 1..ndcg_k.
     ncs_num, ncs_den: ``(Q, semantic_k)`` cumulative semantic scores of the
-      retrieved / ideal items (NCS@K numerator, denominator).
+      retrieved / ideal items (NCS@K numerator, denominator), the annotated
+      positives removed from both rankings.
     sr_hit: ``(Q, semantic_k)`` bool, a semantically relevant item within K.
+    ncs_gt_num, ncs_gt_den: the same curves with the annotated positives kept in
+      both rankings (SAM's Nsum; ``ncs_*`` is its ``Nsum(N)``).
+    group_ncs: with ``with_groups``, ``{"removed" | "kept": (num, den)}``: both
+      kinds of curves inside the query's sub-gallery (the COCO 1K folds).
     class_ap, class_valid: ``(Q,)`` class-label AP and whether the query has
       any relevant item.
     nonfinite: ``(Q,)`` number of NaN / +-inf scores in each swept query row.
@@ -123,6 +128,9 @@ class SweepResult:
   ncs_num: np.ndarray | None = None
   ncs_den: np.ndarray | None = None
   sr_hit: np.ndarray | None = None
+  ncs_gt_num: np.ndarray | None = None
+  ncs_gt_den: np.ndarray | None = None
+  group_ncs: Mapping[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
   class_ap: np.ndarray | None = None
   class_valid: np.ndarray | None = None
   nonfinite: np.ndarray | None = None
@@ -219,6 +227,35 @@ def _semantic_curves(keys, sem, gt_pos, *, k: int, n: int):
   return _semantic_finish(keys, sem, ret, ideal, ideal_idx, k=k, n=n)
 
 
+@jax.jit
+def _outside_removed(keys, sem, col_ok):
+  """``keys`` and ``sem`` with the items outside the sub-gallery ``col_ok`` removed."""
+  inside = col_ok[None]
+  return (
+    jnp.where(inside, keys, kernels.MASKED_KEY),
+    jnp.where(inside, sem, jnp.asarray(-jnp.inf, sem.dtype)),
+  )
+
+
+def _semantic_outputs(keys, sem, gt_pos, col_ok, cfg: SweepConfig) -> dict:
+  """NCS@K / SR@K curves with the annotated positives removed (``ncs_*``, ``sr_hit``),
+  NCS@K curves with them kept (``ncs_gt_*``), and with ``cfg.with_groups`` both NCS curves
+  again inside the query's sub-gallery ``col_ok`` (``group_ncs_*``)."""
+  k, n = cfg.semantic_k, cfg.semantic_n
+  none = jnp.full((keys.shape[0], 1), -1, gt_pos.dtype)  # no item removed
+  out = dict(zip(("ncs_num", "ncs_den", "sr_hit"), _semantic_curves(keys, sem, gt_pos, k=k, n=n)))
+  out["ncs_gt_num"], out["ncs_gt_den"], _ = _semantic_curves(keys, sem, none, k=k, n=n)
+  if cfg.with_groups:
+    keys_in, sem_in = _outside_removed(keys, sem, col_ok)
+    for kind, removed in (("removed", gt_pos), ("kept", none)):
+      ret = _topk_idx(_mask(keys_in, removed), k=k)
+      ideal, ideal_idx = _topk(_mask(sem_in, removed), k=k)
+      ideal = jnp.where(jnp.isneginf(ideal), 0.0, ideal)  # a sub-gallery of under K items
+      num, den, _ = _semantic_finish(keys_in, sem, ret, ideal, ideal_idx, k=k, n=1)
+      out[f"group_ncs_{kind}_num"], out[f"group_ncs_{kind}_den"] = num, den
+  return out
+
+
 def _block_outputs(
   block, gt_pos, col_ok, ext_pos, rel, sem, cfg: SweepConfig, segment: tuple[int, int] | None = None
 ) -> dict:
@@ -247,9 +284,7 @@ def _block_outputs(
   if cfg.ndcg_k:
     out["dcg"], out["idcg"] = _ndcg_curves(rel, top_idx[:, : cfg.ndcg_k], ok[:, : cfg.ndcg_k])
   if cfg.semantic_k:
-    out["ncs_num"], out["ncs_den"], out["sr_hit"] = _semantic_curves(
-      keys, sem, gt_pos, k=cfg.semantic_k, n=cfg.semantic_n
-    )
+    out.update(_semantic_outputs(keys, sem, gt_pos, col_ok, cfg))
   return out
 
 
@@ -425,6 +460,13 @@ def _as_result(arrays: dict[str, np.ndarray], cfg: SweepConfig) -> SweepResult:
     ncs_num=arrays.get("ncs_num"),
     ncs_den=arrays.get("ncs_den"),
     sr_hit=arrays.get("sr_hit"),
+    ncs_gt_num=arrays.get("ncs_gt_num"),
+    ncs_gt_den=arrays.get("ncs_gt_den"),
+    group_ncs={
+      kind: (arrays[f"group_ncs_{kind}_num"], arrays[f"group_ncs_{kind}_den"])
+      for kind in ("removed", "kept")
+      if f"group_ncs_{kind}_num" in arrays
+    },
     class_ap=arrays.get("class_ap"),
     class_valid=arrays.get("class_valid"),
     nonfinite=arrays.get("nonfinite"),

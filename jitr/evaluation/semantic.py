@@ -34,7 +34,17 @@ from jitr.evaluation.engine import SweepConfig, SweepData, sweep
 from jitr.evaluation.positives import PositiveSets
 from jitr.evaluation.sources import as_scores, scores_like
 
-__all__ = ["semantic_metrics", "summarize_semantic"]
+__all__ = ["ncs_at", "semantic_metrics", "summarize_semantic"]
+
+
+def ncs_at(num: np.ndarray, den: np.ndarray, ks: Sequence[int]) -> dict[str, float]:
+  """``{"NCS@K": Σ_q num[q, K−1] / Σ_q den[q, K−1]}`` (NaN when the denominator is 0)
+  from the ``(Q, k)`` cumulative retrieved / ideal semantic scores."""
+  out = {}
+  for k in ks:
+    d = den[:, int(k) - 1].sum()
+    out[f"NCS@{k}"] = float(num[:, int(k) - 1].sum() / d) if d > 0 else float("nan")
+  return out
 
 
 def summarize_semantic(
@@ -42,11 +52,10 @@ def summarize_semantic(
 ) -> dict[str, float]:
   """``NCS@K`` and ``SR@K`` (fractions) from the ``(Q, k)`` per-query curves."""
   out = {}
+  ncs = ncs_at(num, den, ks)
   for k in ks:
-    j = int(k) - 1
-    d = den[:, j].sum()
-    out[f"NCS@{k}"] = float(num[:, j].sum() / d) if d > 0 else float("nan")
-    out[f"SR@{k}"] = float(np.mean(hit[:, j])) if hit.shape[0] else float("nan")
+    out[f"NCS@{k}"] = ncs[f"NCS@{k}"]
+    out[f"SR@{k}"] = float(np.mean(hit[:, int(k) - 1])) if hit.shape[0] else float("nan")
   return out
 
 

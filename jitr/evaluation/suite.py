@@ -16,7 +16,9 @@ key                               metric
 ``{name}/{d}/mAP@R``, ``R-P``     extended positive set ``name`` (ECCV ...)
 ``{name}/{d}/R@K``                Recall@K with extended positives
 ``ndcg/{d}/NDCG@K``               NDCG@K with graded relevance
-``semantic/{d}/NCS@K``, ``SR@K``  NCS and Semantic Recall (SAM paper)
+``semantic/{d}/NCS@K``, ``SR@K``  NCS and Semantic Recall (SAM paper), positives removed
+``semantic_gt/{d}/NCS@K``         NCS with the annotated positives kept (SAM's Nsum)
+``folds_semantic/...``            both NCS averaged over folds (``..._gt`` kept)
 ``class/{d}/mAP``, ``class/mAP``  MAP over class labels (CMAL^2R)
 ``nonfinite_scores``              number of NaN / +-inf entries of ``sim``
 ================================  ==========================================
@@ -52,7 +54,7 @@ from jitr.evaluation.ndcg import summarize_ndcg
 from jitr.evaluation.options import DEFAULT_OPTIONS, EvalOptions
 from jitr.evaluation.plan import EvaluationPlan, map_config, plan_evaluation, sweep_config
 from jitr.evaluation.positives import PositiveSets
-from jitr.evaluation.semantic import summarize_semantic
+from jitr.evaluation.semantic import ncs_at, summarize_semantic
 
 __all__ = [
   "CrossModalScores",
@@ -201,8 +203,7 @@ def direction_metrics(
     ndcg = summarize_ndcg(result.dcg, result.idcg, plan.ndcg_ks)
     values.update(_prefixed(f"ndcg/{d}", ndcg, scale))
   if plan.semantic_ks:
-    sem = summarize_semantic(result.ncs_num, result.ncs_den, result.sr_hit, plan.semantic_ks)
-    values.update(_prefixed(f"semantic/{d}", sem, scale))
+    values.update(_semantic_keys(d, result, plan, scale))
   if plan.labels:
     values[f"class/{d}/mAP"] = scale * mean_class_ap(result.class_ap, result.class_valid)
   return DirectionMetrics(values, recalls)
@@ -221,6 +222,37 @@ def summary_metrics(
   if plan.labels:
     out["class/mAP"] = 0.5 * (i2t.values["class/i2t/mAP"] + t2i.values["class/t2i/mAP"])
   return out
+
+
+def _semantic_keys(d: str, result: SweepResult, plan: EvaluationPlan, scale: float) -> dict:
+  """NCS@K and SR@K with the annotated positives removed (``semantic/``), NCS@K with them
+  kept (``semantic_gt/``) and, with folds, both NCS@K as the mean over folds of each fold's
+  ``Σ num / Σ den`` (``folds_semantic/``, ``folds_semantic_gt/``)."""
+  ks = plan.semantic_ks
+  values = _prefixed(
+    f"semantic/{d}", summarize_semantic(result.ncs_num, result.ncs_den, result.sr_hit, ks), scale
+  )
+  values.update(
+    _prefixed(f"semantic_gt/{d}", ncs_at(result.ncs_gt_num, result.ncs_gt_den, ks), scale)
+  )
+  group_of_query = plan.folds[d].group_of_query if plan.folds else None
+  for kind, prefix in (("removed", "folds_semantic"), ("kept", "folds_semantic_gt")):
+    if kind not in result.group_ncs:
+      continue
+    num, den = result.group_ncs[kind]
+    rows = np.arange(len(num))
+    values.update(
+      {
+        f"{prefix}/{d}/NCS@{k}": scale
+        * fold_average(
+          rows,
+          group_of_query,
+          lambda r, k=k, num=num, den=den: ncs_at(num[r], den[r], [k])[f"NCS@{k}"],
+        )
+        for k in ks
+      }
+    )
+  return values
 
 
 def _full_ranks(rank: np.ndarray) -> tuple[float, float]:
