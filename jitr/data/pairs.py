@@ -66,6 +66,9 @@ class RetrievalSplit:
   text_vectors: np.ndarray | None = None
   class_labels: np.ndarray | None = None
   class_positives: bool = False
+  epoch_captions: np.ndarray | None = None
+  """The caption indices a training epoch draws its batches from (a training subset:
+  :func:`training_subset`); ``None``: every caption."""
 
   def __post_init__(self):
     n_cap = len(self.caption_image)
@@ -213,12 +216,51 @@ def make_batch(
   return batch
 
 
+def epoch_pool(split: RetrievalSplit) -> np.ndarray:
+  """The caption indices an epoch permutes: ``split.epoch_captions``, else all."""
+  if split.epoch_captions is None:
+    return np.arange(split.num_captions)
+  return split.epoch_captions
+
+
+def training_subset(split: RetrievalSplit, fraction: float) -> RetrievalSplit:
+  """``split`` whose epochs draw from the captions of ``⌊fraction · N_img⌋`` of its images
+  (SAM's reduced training data: 10 % of Flickr30K's 29,000 images is 2,900, 3 % of COCO's
+  113,287 is 3,398), the first of ``numpy.random.default_rng(0).permutation(N_img)``: the
+  same images for every seed, network and loss. The arrays stay whole (stored relevance
+  and top-K lists keep their caption indices); ``fraction`` 1 returns ``split``.
+
+  >>> import numpy as np
+  >>> split = RetrievalSplit(np.zeros((10, 1, 2)), np.zeros((20, 3), np.int32),
+  ...                        np.ones(20, np.int32), np.repeat(np.arange(10), 2))
+  >>> sub = training_subset(split, 0.3)
+  >>> sorted(set(sub.caption_image[sub.epoch_captions].tolist()))  # 3 images, their captions
+  [2, 8, 9]
+  >>> len(sub.epoch_captions)
+  6
+  """
+  if not 0.0 < fraction <= 1.0:
+    raise ValueError(f"config.train_fraction: expected a fraction in (0, 1], got {fraction}")
+  if fraction == 1.0:
+    return split
+  count = int(fraction * split.num_images)
+  if count == 0:
+    raise ValueError(
+      f"config.train_fraction: {fraction} of the {split.num_images} training images keeps none"
+    )
+  images = np.sort(np.random.default_rng(0).permutation(split.num_images)[:count])
+  captions = split.image_captions[images].reshape(-1)
+  return dataclasses.replace(split, epoch_captions=np.sort(captions))
+
+
 def steps_per_epoch(split: RetrievalSplit, batch_size: int) -> int:
   """Full batches per epoch (the remainder of the permutation is dropped)."""
-  steps = split.num_captions // batch_size
+  captions = len(epoch_pool(split))
+  steps = captions // batch_size
   if steps == 0:
+    kept = "" if split.epoch_captions is None else " kept for training"
     raise ValueError(
-      f"batch_size {batch_size} is larger than the split's {split.num_captions} captions"
+      f"batch_size {batch_size} is larger than the split's {captions} captions{kept}"
     )
   return steps
 
@@ -258,7 +300,8 @@ def epoch_batches(
   length, and the tokens come as that many chunks, each cut to its own bucket.
   """
   chunks, shards = chunking.chunks, chunking.shards
-  order = np.random.default_rng([seed, epoch]).permutation(split.num_captions)
+  pool = epoch_pool(split)
+  order = pool[np.random.default_rng([seed, epoch]).permutation(len(pool))]
   for b in range(steps_per_epoch(split, batch_size)):
     captions = order[b * batch_size : (b + 1) * batch_size]
     if chunks > 1:

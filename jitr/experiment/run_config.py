@@ -102,6 +102,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "max_caption_len": "a whole number",
   "vocab_min_count": "a whole number",
   "vocab_min_coverage": "a number",
+  "train_fraction": "a number",
   "log_every_steps": "a whole number",
   "prefetch": "a whole number",
   "eval_folds": "a whole number",
@@ -234,6 +235,17 @@ def _check_vocab_coverage(config: Any) -> None:
     )
 
 
+def _check_train_fraction(config: Any) -> None:
+  """``config.train_fraction``: a share of the training images in (0, 1]
+  (:func:`jitr.data.pairs.training_subset`)."""
+  fraction = config.train_fraction
+  check_number("train_fraction", fraction, 0.0, False)
+  if fraction > 1:
+    raise ValueError(
+      f"config.train_fraction: expected a share of the training images in (0, 1], got {fraction!r}"
+    )
+
+
 def _check_switches_and_paths(config: Any) -> None:
   """:data:`BOOLEANS` are True or False; :data:`OPTIONAL_STRINGS` are strings."""
   for name in BOOLEANS:
@@ -254,7 +266,7 @@ def check_train_config(config: Any) -> None:
   (:func:`!jitr.experiment.dataset_config.check_dataset`), a bad ``token_buckets``, an
   optimizer field
   (:func:`!jitr.training.optimizer_config.check_optimizer_config`), a setting that cannot learn
-  (:func:`check_learnable`), ``vocab_min_coverage``, the network's fields
+  (:func:`check_learnable`), ``vocab_min_coverage``, ``train_fraction``, the network's fields
   (:mod:`!jitr.experiment.network_config`: concepts, text, captions it reads, caption
   chunks), the ``labelled`` group, a switch that is not a bool (:data:`BOOLEANS`), an
   :data:`OPTIONAL_STRINGS` field that is not a string, the loss terms
@@ -270,6 +282,7 @@ def check_train_config(config: Any) -> None:
   check_optimizer_config(config.optimizer)
   check_learnable(config)
   _check_vocab_coverage(config)
+  _check_train_fraction(config)
   check_concepts(config)
   check_text(config)
   check_labelled(config, dataset)
@@ -457,5 +470,12 @@ def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tu
   """``(dotted field, saved value, new value)`` for every field where the JSON configs
   ``saved`` and ``new`` differ, in field order, leaving out the fields a resume may change
   (:data:`EXECUTION_FIELDS`, ``num_epochs``). A field or group on one side only is one
-  entry whose other value is :data:`ABSENT`."""
+  entry whose other value is :data:`ABSENT`, but a field of :data:`ABSENT_MEANS` missing
+  from ``saved`` (a config.json written before the field existed) is its value there."""
+  saved = {**ABSENT_MEANS, **saved}
   return [d for d in _leaf_differences(saved, new, "") if not _may_change(d[0])]
+
+
+# top-level fields a config.json may lack (written before they existed) -> the value its
+# run had: every training image
+ABSENT_MEANS: dict[str, Any] = {"train_fraction": 1.0}

@@ -78,7 +78,7 @@ def estimate_run(config: ml_collections.ConfigDict, *, steps: int = 3) -> RunEst
   """Measures ``config``'s run on this machine (module docstring)."""
   config = step_config(config)
   data = load_data(config, config.data_dir, teachers=False)
-  train = data.splits["train"]
+  train = pairs.training_subset(data.splits["train"], config.train_fraction)
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
   constants = dataset_constants(data.concepts)
   model, state = initial_state(config, len(data.vocab), train, steps_per_epoch, constants)

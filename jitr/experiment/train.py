@@ -154,8 +154,9 @@ def train_and_evaluate(
     logging.info("compilation cache: %s", enable_run_compilation_cache(data_dir))
   lines = TrainProgress(total_steps=0)  # what the run does now, on process 0's stderr
   data = load_data(config, data_dir, say=lines.phase if lines.enabled else say_nothing)
-  train = data.splits["train"]
-  check_vocab_coverage(config.vocab_min_coverage, data.vocab, train)
+  check_vocab_coverage(config.vocab_min_coverage, data.vocab, data.splits["train"])
+  # the training images an epoch draws from (all, or SAM's reduced training data)
+  train = pairs.training_subset(data.splits["train"], config.train_fraction)
 
   steps_per_epoch = pairs.steps_per_epoch(train, config.batch_size)
   lines.total_steps = steps_per_epoch * config.num_epochs

@@ -30,9 +30,12 @@ RECALL_METRICS = ("i2t/R@1", "i2t/R@5", "i2t/R@10", "t2i/R@1", "t2i/R@5", "t2i/R
 RSUM_METRICS = (*RECALL_METRICS, "rsum")
 MR_METRICS = (*RECALL_METRICS, "mR")
 MAP_METRICS = ("i2t/mAP", "t2i/mAP", "mAP")
-# a metric under this prefix is a key of jitr-eval's report as it is (no protocol prefix)
-SEMANTIC = "semantic/"
-NCS_METRICS = tuple(f"{SEMANTIC}{d}/NCS@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10))
+# SAM's NCS@K: with the annotated positives kept (its N@K and Nsum) and removed (its
+# Nsum(N)), named as jitr-eval's whole-split keys; a table on COCO's folds reads them under
+# ``folds_`` (:meth:`Table.report_keys`)
+SEMANTIC_GT, SEMANTIC = "semantic_gt/", "semantic/"
+NCS_METRICS = tuple(f"{SEMANTIC_GT}{d}/NCS@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10))
+NCS_REMOVED_METRICS = tuple(f"{SEMANTIC}{d}/NCS@{k}" for d in ("i2t", "t2i") for k in (1, 5, 10))
 
 
 def mean(*values: float) -> float:
@@ -62,6 +65,7 @@ def _recalls(direction: str) -> tuple[str, ...]:
 DERIVED: dict[str, Derived] = {
   "mR": Derived(("rsum",), lambda rsum: rsum / 6),
   "nsum": Derived(NCS_METRICS, lambda *ncs: sum(ncs)),
+  "nsum_n": Derived(NCS_REMOVED_METRICS, lambda *ncs: sum(ncs)),
   **{f"{d}/mean": Derived(_recalls(d), mean) for d in ("i2t", "t2i")},
   **{f"{d}/std": Derived(_recalls(d), population_std) for d in ("i2t", "t2i")},
 }
@@ -77,10 +81,32 @@ MEAN_STD_METRICS = tuple(
 #   folds: COCO 1K, the mean of the five 1,000-image folds, official R@K
 #   class: MAP over class labels (CMAL²R's Wikipedia and Pascal), jitr's protocol
 #   semantic: the whole test split, jitr's R@K and SAM's NCS@K against the table's
-#     ``semantic`` scores (``semantic/{i2t,t2i}/NCS@K``, keys of their own)
-PROTOCOL_PREFIX = {"full": "full", "folds": "folds", "class": "class", "semantic": "full"}
+#     ``semantic`` scores (``semantic_gt/{i2t,t2i}/NCS@K``, ``semantic/...``)
+#   semantic_folds: the same on COCO's five folds, each averaged over the folds
+#     (``folds/...``, ``folds_semantic_gt/...``, ``folds_semantic/...``)
+PROTOCOL_PREFIX = {
+  "full": "full",
+  "folds": "folds",
+  "class": "class",
+  "semantic": "full",
+  "semantic_folds": "folds",
+}
 # protocol -> jitr-eval's --protocol
-EVAL_PROTOCOL = {"full": "official", "folds": "official", "class": "jitr", "semantic": "jitr"}
+EVAL_PROTOCOL = {
+  "full": "official",
+  "folds": "official",
+  "class": "jitr",
+  "semantic": "jitr",
+  "semantic_folds": "jitr",
+}
+
+
+def _report_key(prefix: str, source: str) -> str:
+  """The report key of ``source`` under a protocol's ``prefix``: ``PREFIX/SOURCE``; an NCS
+  key (``semantic[_gt]/...``) as it is on the whole split, ``folds_`` before it on folds."""
+  if source.startswith((SEMANTIC, SEMANTIC_GT)):
+    return source if prefix == "full" else f"{prefix}_{source}"
+  return f"{prefix}/{source}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +170,7 @@ class Table:
     table's protocol: its own, or a derived metric's sources (``DERIVED``)."""
     sources = DERIVED[metric].sources if metric in DERIVED else (metric,)
     prefix = PROTOCOL_PREFIX[self.protocol]
-    return tuple(s if s.startswith(SEMANTIC) else f"{prefix}/{s}" for s in sources)
+    return tuple(_report_key(prefix, s) for s in sources)
 
   def value(self, scores: Mapping[str, float], metric: str) -> float:
     """``metric`` of jitr's report ``scores`` in the printed unit: each report value

@@ -266,7 +266,7 @@ def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
       "init_from, labelled, log_every_steps, loss, max_caption_len, model, num_epochs, "
       "optimizer, "
       "precomp_root, prefetch, seed, shapes_config, test_split, text, token_buckets, "
-      "token_chunks, top_k, vocab_file, vocab_min_count, vocab_min_coverage)",
+      "token_chunks, top_k, train_fraction, vocab_file, vocab_min_count, vocab_min_coverage)",
     ),
   ],
   ids=["wrong type", "unknown field"],

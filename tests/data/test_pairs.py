@@ -105,3 +105,41 @@ def test_inconsistent_splits_are_refused():
     )
   with pytest.raises(ValueError, match="larger than"):
     pairs.steps_per_epoch(_split(), 100)
+
+
+def test_a_training_subset_draws_whole_images_and_keeps_the_arrays():
+  split = _split()
+  sub = pairs.training_subset(split, 0.5)  # ⌊0.5 · 6⌋ = 3 images, their 6 captions
+  images = set(sub.caption_image[sub.epoch_captions].tolist())
+  assert len(images) == 3 and len(sub.epoch_captions) == 6
+  assert all(
+    set(np.flatnonzero(split.caption_image == i)) <= set(sub.epoch_captions) for i in images
+  )
+  assert sub.images is split.images and sub.topk is split.topk  # indices stay global
+  batches = list(pairs.epoch_batches(sub, batch_size=4, seed=1, epoch=0))
+  assert len(batches) == pairs.steps_per_epoch(sub, 4) == 1
+  assert set(batches[0]["caption_indices"].tolist()) <= set(sub.epoch_captions.tolist())
+  # the same images whatever the seed or epoch; all of them at 1.0: the batches as before
+  assert pairs.training_subset(split, 1.0) is split
+  np.testing.assert_array_equal(
+    pairs.training_subset(_split(), 0.5).epoch_captions, sub.epoch_captions
+  )
+  with pytest.raises(ValueError, match=r"config.train_fraction: 0.1 of the 6 training images"):
+    pairs.training_subset(split, 0.1)
+  with pytest.raises(ValueError, match=r"larger than the split's 6 captions kept for training"):
+    pairs.steps_per_epoch(sub, 8)
+
+
+@pytest.mark.parametrize(
+  ("images", "fraction", "count"),
+  [(29_000, 0.1, 2_900), (29_000, 0.25, 7_250), (113_287, 0.03, 3_398), (113_287, 0.05, 5_664)],
+)
+def test_sams_reduced_training_sets_have_the_papers_sizes(images, fraction, count):
+  split = pairs.RetrievalSplit(
+    np.zeros((images, 1, 1), np.float32),
+    None,
+    None,
+    np.arange(images),
+    text_vectors=np.zeros((images, 1), np.float32),
+  )
+  assert len(pairs.training_subset(split, fraction).epoch_captions) == count

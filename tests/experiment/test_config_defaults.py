@@ -157,3 +157,28 @@ def test_adamw_needs_its_weight_decay():
   with pytest.raises(ValueError) as err:
     check_train_config(ml_collections.ConfigDict(raw))
   assert str(err.value) == "config.optimizer.weight_decay: missing (see configs/default.py)"
+
+
+@pytest.mark.parametrize(
+  ("value", "expected"),
+  [
+    (0.0, "config.train_fraction: expected a finite number > 0, got 0.0"),
+    (1.5, "config.train_fraction: expected a share of the training images in (0, 1], got 1.5"),
+    ("half", "config.train_fraction: expected a finite number > 0, got 'half' (str)"),
+  ],
+)
+def test_a_train_fraction_outside_zero_to_one_is_one_line(value, expected):
+  raw = default.get_config().to_dict()
+  raw["train_fraction"] = value
+  with pytest.raises(ValueError) as err:
+    check_train_config(ml_collections.ConfigDict(raw))
+  assert str(err.value) == expected
+
+
+def test_a_config_json_without_train_fraction_resumes_as_every_image():
+  from jitr.experiment.run_config import run_differences
+
+  new = default.get_config().to_dict()
+  saved = {k: v for k, v in new.items() if k != "train_fraction"}
+  assert run_differences(saved, new) == []
+  assert run_differences(saved, {**new, "train_fraction": 0.5}) == [("train_fraction", 1.0, 0.5)]
