@@ -84,12 +84,14 @@ MEAN_STD_METRICS = tuple(
 #     ``semantic`` scores (``semantic_gt/{i2t,t2i}/NCS@K``, ``semantic/...``)
 #   semantic_folds: the same on COCO's five folds, each averaged over the folds
 #     (``folds/...``, ``folds_semantic_gt/...``, ``folds_semantic/...``)
+#   reference: numbers jitr does not compute (data it does not have): no row is run
 PROTOCOL_PREFIX = {
   "full": "full",
   "folds": "folds",
   "class": "class",
   "semantic": "full",
   "semantic_folds": "folds",
+  "reference": "reference",
 }
 # protocol -> jitr-eval's --protocol
 EVAL_PROTOCOL = {
@@ -98,6 +100,7 @@ EVAL_PROTOCOL = {
   "class": "jitr",
   "semantic": "jitr",
   "semantic_folds": "jitr",
+  "reference": "jitr",
 }
 
 

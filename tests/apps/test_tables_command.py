@@ -199,6 +199,71 @@ def test_cmal2rs_table_runs_on_labelled_vectors_and_reports_map_in_the_printed_u
 
 
 @pytest.mark.slow
+def test_sams_reduced_data_table_trains_on_its_fraction_and_reports_spice_ncs(tmp_path):
+  """Table 2 of SAM on 10 % of the training images: CVSE with its official settings and
+  with SAM (4 of 40 images, one step an epoch), scored against stand-in SPICE records of
+  the test split (word F1, written by jitr-precompute where the report reads them); the
+  table's NCS@K and Nsum are jitr-eval's with the annotated positives kept."""
+  from jitr.experiment import SemanticSource, evaluate_workdir
+  from jitr.experiment.workdir import saved_steps
+  from tests.experiment.test_semantic_eval import word_f1
+
+  root = tmp_path
+  write_precomp(root / "data", n_images=40, n_eval=12)  # NCS@10 of 12 images fits
+  test_caps = root / "data" / "f30k_precomp" / "test_caps.txt"
+  caps = test_caps.read_text().splitlines()
+  spice = {
+    str(i): {str(j): word_f1(c, caps[5 * i : 5 * i + 5]) for j, c in enumerate(caps)}
+    for i in range(12)
+  }
+  (root / "spice.json").write_text(json.dumps(spice))
+  out = root / "runs" / "data" / "relevance" / "f30k_precomp-test" / "spice"
+  done = subprocess.run(
+    [
+      _exe("jitr-precompute"),
+      f"--captions={test_caps}",
+      "--scores=spice=spice.json",
+      f"--out={out}",
+    ],
+    cwd=root,
+    env=_env(),
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  assert done.returncode == 0, done.stderr[-3000:]
+  common = [
+    "--table=sam.table2.f30k_10",
+    "--rows=1,2",
+    "--seeds=1",
+    "--precomp_root=data",
+    "--runs=runs",
+    *TINY,
+    *CVSE_TINY,
+    "--set=batch_size=4",
+  ]
+  done = tables(*common, "--action=run", "--noestimate", cwd=root)
+  assert done.returncode == 0, done.stderr[-3000:]
+  table = json.loads((root / "runs" / "tables" / "sam.table2.f30k_10.json").read_text())
+  for run in ("f30k_cvse_triplet_train0.1", "f30k_cvse_sam_train0.1"):
+    workdir = root / "runs" / run / "seed0"
+    config = json.loads((workdir / "config.json").read_text())
+    assert config["train_fraction"] == 0.1
+    assert saved_steps(str(workdir))[-1] == 10  # 20 captions, 4 a step, 2 epochs
+    metrics = evaluate_workdir(
+      str(workdir), protocol="jitr", num_queries=0, semantic=SemanticSource("topk:spice")
+    )
+    (row,) = [r for r in table["rows"] if r["runs"] == [run]]
+    cells = row["metrics"]
+    assert cells["semantic_gt/t2i/NCS@5"]["seeds"] == [round(metrics["semantic_gt/t2i/NCS@5"], 4)]
+    nsum = sum(metrics[f"semantic_gt/{d}/NCS@{k}"] for d in ("i2t", "t2i") for k in (1, 5, 10))
+    assert cells["nsum"]["seeds"] == [round(nsum, 4)]
+    assert cells["rsum"]["seeds"] == [round(metrics["full/rsum"], 4)]
+  page = (root / "runs" / "tables" / "sam.table2.f30k_10.md").read_text()
+  assert "| CVSE + SAM | paper | 34.60 | 60.40 |" in page
+
+
+@pytest.mark.slow
 def test_a_stopped_run_goes_on_and_a_second_invocation_trains_nothing(folders, capsys):
   root = folders
   common = [
