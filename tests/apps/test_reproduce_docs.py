@@ -53,7 +53,7 @@ def folders(tmp_path):
 
 def test_the_page_has_the_commands_of_each_action_and_paper():
   names = [c[0] for c in commands()]
-  assert names.count("jitr-tables") == 10
+  assert names.count("jitr-tables") == 11
   assert {c[-1] for c in commands() if c[0] == "jitr-tables"} >= {">jobs.sh", ">cvse.sbatch"}
   for heading in ("## Listwise ITR", "## CMAL²R", "## SAM", "## LSEH"):
     assert heading in PAGE.read_text(encoding="utf-8"), heading
