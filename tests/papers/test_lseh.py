@@ -128,11 +128,25 @@ def test_coco_1k_and_5k_score_the_same_runs():
   assert coco1k.runs() == coco5k.runs() and len(coco1k.runs()) == 15
   assert (coco1k.protocol, coco5k.protocol) == ("folds", "full")
   table10 = TABLES["lseh.table10.iaprtc12"]
+  (svd,) = TABLES["lseh.table7.iaprtc12"].rows[14].runs
   assert [r.runs for r in table10.rows] == [
     TABLES["lseh.table7.iaprtc12"].rows[12].runs,
-    (),
-    TABLES["lseh.table7.iaprtc12"].rows[14].runs,
+    (lseh.lseh_bert_run(svd),),
+    (svd,),
   ]
+
+
+def test_lseh_bert_is_the_lseh_run_on_mean_pooled_bert_base_vectors(tmp_path):
+  (bert,) = TABLES["lseh.table10.coco5k"].rows[1].runs
+  assert TABLES["lseh.table10.coco1k"].rows[1].runs == (bert,)  # one run, two protocols
+  assert bert.name == "lseh_coco_vseinf_lseh_bert"
+  config = parsed_config(SeededRun(bert, 0, str(tmp_path / "w")), [])
+  assert config.graded.semantic == "cosine:sentence"
+  assert config.estimators.sentence.model == "bert-base-uncased"
+  (svd,) = TABLES["lseh.table6.coco5k"].rows[14].runs
+  svd_config = parsed_config(SeededRun(svd, 0, str(tmp_path / "s")), [])
+  assert svd_config.graded.semantic == "cosine:lsa"
+  assert config.optimizer == svd_config.optimizer and config.loss == svd_config.loss
 
 
 def test_the_mean_and_std_columns_are_computed_from_jitrs_recalls():

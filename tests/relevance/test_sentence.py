@@ -136,3 +136,23 @@ def test_embed_encodes_each_distinct_caption_once(model):
   assert got.shape == (5, 384) and got.dtype == np.float32
   np.testing.assert_allclose(got, ref, atol=1e-5)
   np.testing.assert_array_equal(got[0], got[2])
+
+
+def test_a_plain_bert_folder_embeds_as_its_mean_pooled_tokens(tmp_path):
+  """LSEH-BERT's reading: a Hugging Face BERT folder (no Sentence-Transformers files) as the
+  ``sentence`` model gives the unit mean of its last layer over each caption's tokens,
+  equal to transformers' ``BertModel`` computed here."""
+  import torch
+  from transformers import AutoTokenizer, BertModel
+
+  from tests.bert_folder import write_bert_folder
+
+  folder = str(write_bert_folder(tmp_path / "bert", ["a", "dog", "runs", "on", "the", "grass"]))
+  texts = ["a dog runs on the grass", "the dog", "a zebra on grass"]
+  got = SentenceEstimator(model=folder).embed(texts)
+  tokens = AutoTokenizer.from_pretrained(folder)(texts, padding=True, return_tensors="pt")
+  with torch.no_grad():
+    hidden = BertModel.from_pretrained(folder).eval()(**tokens).last_hidden_state
+  mask = tokens["attention_mask"][..., None].float()
+  mean = ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+  np.testing.assert_allclose(got, mean / np.linalg.norm(mean, axis=1, keepdims=True), atol=1e-6)
