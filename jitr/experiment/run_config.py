@@ -410,6 +410,8 @@ EXECUTION_FIELDS: dict[str, str] = {
   "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",
   "distributed": "how the processes of a multi-host run reach each other",
   "estimators.sentence.show_progress": "whether the sentence model draws its own progress bars",
+  "estimators.sentence.device": "where the sentence model computes the same caption vectors",
+  "estimators.sentence.batch_size": "how many captions the sentence model encodes at once",
   "estimators.tokens.show_progress": "whether the tokens model draws its own progress bars",
   "init_from": (
     "where a new run's first parameters come from (a resume continues from its own latest "
@@ -471,8 +473,8 @@ def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tu
   ``saved`` and ``new`` differ, in field order, leaving out the fields a resume may change
   (:data:`EXECUTION_FIELDS`, ``num_epochs``). A field or group on one side only is one
   entry whose other value is :data:`ABSENT`, but a field of :data:`ABSENT_MEANS` missing
-  from ``saved`` (a config.json written before the field existed) is its value there."""
-  saved = {**ABSENT_MEANS, **saved}
+  on a side (a config.json written before the field existed) is its value there."""
+  saved, new = {**ABSENT_MEANS, **saved}, {**ABSENT_MEANS, **new}
   return [d for d in _leaf_differences(saved, new, "") if not _may_change(d[0])]
 
 
