@@ -201,6 +201,10 @@ def get_config() -> ml_collections.ConfigDict:
   c.num_epochs = 4  # ~4.3 steps/s on 2 cores: 4 × 390 steps ≈ 6 min
   c.backend = "shard_map"  # data parallelism over the devices: "shard_map" or "pmap"
   c.log_every_steps = 50  # train scalars and progress (steps/s, ETA) every this many steps
+  # validate (and keep the best checkpoint) also every this many steps within an epoch, as
+  # the official code's val_step (LSEH: 500, SGRAF 1000); 0: after every epoch only. Each
+  # validation is in <workdir>/validation.json
+  c.eval_every_steps = 0
   c.prefetch = 2  # batches put on the devices ahead of the step (jitr.training.prefetch)
   # JAX's persistent compilation cache under <data_dir>/jax_cache (or the folder
   # $JAX_COMPILATION_CACHE_DIR names): a second run reuses the compiled steps

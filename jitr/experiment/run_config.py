@@ -56,6 +56,7 @@ COUNTS: dict[str, int] = {
   "prefetch": 0,
   "seed": 0,
   "token_chunks": 1,
+  "eval_every_steps": 0,
 }
 # Whole-number fields with a largest valid value, and why. JAX seeds its random keys with
 # 32 bits (x64 off, as jitr runs): a larger seed would start from the key of its low 32
@@ -104,6 +105,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "vocab_min_coverage": "a number",
   "train_fraction": "a number",
   "log_every_steps": "a whole number",
+  "eval_every_steps": "a whole number",
   "prefetch": "a whole number",
   "eval_folds": "a whole number",
   "top_k": "a whole number",
@@ -479,5 +481,5 @@ def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tu
 
 
 # top-level fields a config.json may lack (written before they existed) -> the value its
-# run had: every training image
-ABSENT_MEANS: dict[str, Any] = {"train_fraction": 1.0}
+# run had: every training image, validation after every epoch only
+ABSENT_MEANS: dict[str, Any] = {"train_fraction": 1.0, "eval_every_steps": 0}

@@ -224,6 +224,7 @@ def train_and_evaluate(
           ),
           steps_per_epoch=steps_per_epoch,
           num_epochs=config.num_epochs,
+          eval_every_steps=config.eval_every_steps,
         ),
         checkpoints=checkpoints,
         hooks=LoopHooks(
@@ -231,6 +232,7 @@ def train_and_evaluate(
             "eval", lambda s: validation_metrics(evaluate, s, lines.phase)
           ),
           on_step=reporter.on_step,
+          on_validation=reporter.on_validation,
           on_epoch=reporter.on_epoch,
           stop=stop,
           progress=lines,

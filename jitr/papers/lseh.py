@@ -77,10 +77,15 @@ EPOCHS = {
 }
 
 
+# the official code's val_step: a validation every this many batches (LSEH, Section 4.2:
+# 1,000 for SGRAF, 500 for VSE∞, VSRN and VSE++); the best checkpoint is the best of them
+VAL_STEPS = {"vsepp": 500, "vsrn": 500, "saf": 1000, "sgr": 1000, "vseinf": 500}
+
+
 def lseh_run(model: str, loss: str, data: str) -> Run:
   """The jitr run of one row: ``configs/paper.py:DATA,MODEL,triplet`` (LMH1, LMH2) or
   ``...,lseh`` with Table 2's learning rate, its decays and the row's margin (module
-  docstring)."""
+  docstring), validated every :data:`VAL_STEPS` batches as the paper's runs are."""
   at = DATASETS.index(data)
   learning_rate, update = TABLE2[(model, "LMH1" if loss == "LMH1" else "LMH2")][at]
   epochs = EPOCHS[model][at]
@@ -89,6 +94,7 @@ def lseh_run(model: str, loss: str, data: str) -> Run:
     ("optimizer.learning_rate", repr(learning_rate)),
     ("optimizer.decay_epochs", repr(decays)),
     ("num_epochs", str(epochs)),
+    ("eval_every_steps", str(VAL_STEPS[model])),
   ]
   if loss in MARGINS:
     overrides.append(("loss.triplet.margin", repr(MARGINS[loss])))

@@ -85,6 +85,8 @@ MEAN_STD_METRICS = tuple(
 #   semantic_folds: the same on COCO's five folds, each averaged over the folds
 #     (``folds/...``, ``folds_semantic_gt/...``, ``folds_semantic/...``)
 #   reference: numbers jitr does not compute (data it does not have): no row is run
+#   validation: read from the runs' validation histories, not a test evaluation (LSEH's
+#     Table 3: jitr.papers.validation_scores)
 PROTOCOL_PREFIX = {
   "full": "full",
   "folds": "folds",
@@ -92,6 +94,7 @@ PROTOCOL_PREFIX = {
   "semantic": "full",
   "semantic_folds": "folds",
   "reference": "reference",
+  "validation": "validation",
 }
 # protocol -> jitr-eval's --protocol
 EVAL_PROTOCOL = {
@@ -101,6 +104,7 @@ EVAL_PROTOCOL = {
   "semantic": "jitr",
   "semantic_folds": "jitr",
   "reference": "jitr",
+  "validation": "jitr",
 }
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from jitr import fileio, paths
 from jitr.experiment import SemanticSource, evaluate_workdir
 from jitr.papers.published import EVAL_PROTOCOL, Table
+from jitr.papers.validation_scores import efficiency_scores
 
 SPLIT = "test"
 # what a report holds
@@ -98,7 +99,10 @@ def score_row(
 ) -> dict[str, float]:
   """The test metrics of the row in ``workdirs`` (:func:`stored_scores`, else jitr-eval's
   :func:`~jitr.experiment.evaluate_workdir`, which also writes the report; ``say``: where
-  a damaged report is said)."""
+  a damaged report is said); a ``validation`` table's from the runs' validation histories
+  (:func:`~jitr.papers.validation_scores.efficiency_scores`)."""
+  if table.protocol == "validation":  # the runs' validation histories, no evaluation
+    return efficiency_scores(workdirs)
   stored = stored_scores(table, workdirs, trained, say)
   if stored is not None:
     return stored

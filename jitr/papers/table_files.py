@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -34,15 +35,17 @@ PROTOCOL_WORDS = {
     "the mean of COCO's five 1,000-image test folds, jitr's Recall@K and SAM's NCS@K"
   ),
   "reference": "printed for reference: jitr does not compute these numbers",
+  "validation": "the runs' validation histories (every validation's M-Recall and epoch)",
 }
 
 
 def _number(value: float | None, decimals: int = 2) -> str:
-  return "–" if value is None else f"{value:.{decimals}f}"
+  """``value`` to ``decimals``; a dash for none (``None``, or NaN: not reached)."""
+  return "–" if value is None or math.isnan(value) else f"{value:.{decimals}f}"
 
 
 def _signed(value: float | None, decimals: int = 2) -> str:
-  return "–" if value is None else f"{value:+.{decimals}f}"
+  return "–" if value is None or math.isnan(value) else f"{value:+.{decimals}f}"
 
 
 def markdown(comparison: Mapping[str, Any]) -> str:

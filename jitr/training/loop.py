@@ -80,6 +80,10 @@ class EpochPlan:
   epoch_batches: EpochBatches
   steps_per_epoch: int
   num_epochs: int
+  eval_every_steps: int = 0
+  """Validate (and keep the best checkpoint) also every this many steps within an epoch,
+  as the official VSE++, VSRN and SGRAF code's ``val_step`` does; 0: after every epoch
+  only."""
 
   @property
   def total_steps(self) -> int:
@@ -95,6 +99,8 @@ class LoopHooks:
       checkpoint is chosen by); ``None``: no validation.
     on_step: ``on_step(step, metrics)`` after every step (``metrics`` still on the devices).
     on_epoch: ``on_epoch(epoch, validation_metrics)`` after every epoch.
+    on_validation: ``on_validation(step, validation_metrics)`` after every validation:
+      each epoch's and the ones within an epoch (:attr:`EpochPlan.eval_every_steps`).
     stop: ``stop() -> bool`` after every step; true saves the latest state and returns
       (see :class:`StopRequested`).
     progress: the :class:`~jitr.training.train_progress.TrainProgress` that says what the
@@ -106,6 +112,7 @@ class LoopHooks:
   evaluate: Callable[[TrainState], dict[str, float]] | None = None
   on_step: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None
   on_epoch: Callable[[int, dict[str, float]], None] = lambda epoch, metrics: None
+  on_validation: Callable[[int, dict[str, float]], None] = lambda step, metrics: None
   stop: Callable[[], bool] = lambda: False
   progress: TrainProgress | None = None
 
@@ -211,6 +218,11 @@ def _epochs(
             with progress.paused():
               checkpoints.save_latest(parallel.get_state(state))
           return parallel.get_state(state), False
+        if _validates_within(step, plan) and hooks.evaluate is not None:
+          with progress.paused():
+            guard.check()
+            host_state = parallel.get_state(state)
+            _keep_best(host_state, step, hooks.evaluate(host_state), checkpoints, hooks)
     if step != (epoch + 1) * steps_per_epoch:
       raise ValueError(
         f"epoch_batches({epoch}) gave {step - epoch * steps_per_epoch} batches; "
@@ -222,7 +234,28 @@ def _epochs(
       epoch_metrics = hooks.evaluate(host_state) if hooks.evaluate is not None else {}
       if checkpoints is not None:
         checkpoints.save_latest(host_state)
-        if hooks.evaluate is not None:
-          checkpoints.save_best(host_state, epoch_metrics)
+      if hooks.evaluate is not None:
+        _keep_best(host_state, step, epoch_metrics, checkpoints, hooks)
       hooks.on_epoch(epoch, epoch_metrics)
   return parallel.get_state(state), True
+
+
+def _validates_within(step: int, plan: EpochPlan) -> bool:
+  """Whether ``step`` is a validation within an epoch: a multiple of
+  ``plan.eval_every_steps`` that is not an epoch's last step (validated anyway)."""
+  every = plan.eval_every_steps
+  return every > 0 and step % every == 0 and step % plan.steps_per_epoch != 0
+
+
+def _keep_best(
+  host_state: TrainState,
+  step: int,
+  metrics: dict[str, float],
+  checkpoints: Checkpoints | None,
+  hooks: LoopHooks,
+) -> None:
+  """A validation's ``metrics`` of ``host_state``: kept as the best checkpoint when they
+  beat the earlier best, then ``hooks.on_validation(step, metrics)``."""
+  if checkpoints is not None:
+    checkpoints.save_best(host_state, metrics)
+  hooks.on_validation(step, metrics)

@@ -16,6 +16,7 @@ import jax
 from absl import logging
 
 from jitr import paths
+from jitr.training import validation_history as history
 from jitr.training.progress_report import ProgressReport
 from jitr.training.tensorboard_writer import TensorBoardWriter
 
@@ -127,16 +128,18 @@ def default_writer(workdir: str) -> ScalarWriter:
 
 
 class TrainReporter:
-  """``on_step`` / ``on_epoch`` hooks of :func:`jitr.training.loop.fit`
+  """``on_step`` / ``on_validation`` / ``on_epoch`` hooks of :func:`jitr.training.loop.fit`
   (:class:`~jitr.training.loop.LoopHooks`).
 
   Every ``every_steps`` steps (and at the last) the step's metrics go to the
   writer as ``train/<name>``; :class:`~jitr.training.progress_report.ProgressReport`
   logs steps/s and the ETA and writes ``steps_per_sec`` (and ``uptime``); each
-  validation's :func:`headline` metrics go out as ``val/<key>`` at the epoch's last
-  step. ``writer``: any object with ``write_scalars(step, {name: value})`` and
-  ``flush()`` (``close()`` is called when it has one); it defaults to
-  :func:`default_writer` (log lines, and ``<workdir>/tensorboard`` on process 0).
+  validation's :func:`headline` metrics go out as ``val/<key>`` at its step and, on
+  process 0, into ``<workdir>/validation.json``
+  (:mod:`!jitr.training.validation_history`). ``writer``: any object with
+  ``write_scalars(step, {name: value})`` and ``flush()`` (``close()`` is called when it
+  has one); it defaults to :func:`default_writer` (log lines, and
+  ``<workdir>/tensorboard`` on process 0).
   ``work_clock``: seconds of training-step time so far, the clock of the steps/s rate
   (:class:`~jitr.training.progress_report.ProgressReport`).
   """
@@ -159,6 +162,8 @@ class TrainReporter:
       every_steps,
     )
     self.writer = writer if writer is not None else default_writer(workdir)
+    self.history_path = history.history_path(workdir) if jax.process_index() == 0 else None
+    self.history = history.read_history(self.history_path) if self.history_path else []
     self.progress = ProgressReport(
       total_steps=total_steps, every_steps=every_steps, writer=self.writer, work_clock=work_clock
     )
@@ -169,11 +174,16 @@ class TrainReporter:
       values = jax.device_get(dict(metrics))
       self.writer.write_scalars(step, {f"train/{k}": float(v) for k, v in values.items()})
 
-  def on_epoch(self, epoch: int, metrics: Mapping[str, float]) -> None:
+  def on_validation(self, step: int, metrics: Mapping[str, float]) -> None:
     values = headline(metrics)
     if values:
-      step = (epoch + 1) * self.steps_per_epoch
       self.writer.write_scalars(step, {f"val/{k}": v for k, v in values.items()})
+    if self.history_path:
+      self.history = history.with_validation(self.history, step, self.steps_per_epoch, values)
+      history.write_history(self.history_path, self.history, self.steps_per_epoch)
+
+  def on_epoch(self, epoch: int, metrics: Mapping[str, float]) -> None:
+    del epoch, metrics  # its validation went out through on_validation
     self.writer.flush()
 
   @contextlib.contextmanager

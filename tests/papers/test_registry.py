@@ -45,7 +45,24 @@ def test_a_run_name_means_one_run():
     assert names.setdefault(run.name, run) == run, run.name
 
 
-def test_every_metric_is_a_key_of_jitr_evals_report():
+def _validated_runs(root) -> list[str]:
+  """Three workdirs (LMH1, LMH2, LSEH) with a validation history of two validations each."""
+  from jitr.training.validation_history import with_validation, write_history
+
+  workdirs = []
+  for name, rsums in (("lmh1", (300.0, 360.0)), ("lmh2", (240.0, 200.0)), ("lseh", (310.0, 400.0))):
+    history = []
+    for step, rsum in zip((5, 10), rsums):
+      history = with_validation(history, step, 10, {"full/rsum": rsum})
+    (root / name).mkdir()
+    write_history(str(root / name / "validation.json"), history, 10)
+    workdirs.append(str(root / name))
+  return workdirs
+
+
+def test_every_metric_is_a_key_of_jitr_evals_report(tmp_path):
+  from jitr.papers.validation_scores import efficiency_scores
+
   rng = np.random.default_rng(0)
   sim = rng.normal(size=(10, 50))
   caption_image = np.repeat(np.arange(10), 5)
@@ -63,7 +80,12 @@ def test_every_metric_is_a_key_of_jitr_evals_report():
       semantic=wide,
     )
   )
-  report = {"class": class_keys, "semantic": semantic_keys, "semantic_folds": semantic_keys}
+  report = {
+    "class": class_keys,
+    "semantic": semantic_keys,
+    "semantic_folds": semantic_keys,
+    "validation": set(efficiency_scores(_validated_runs(tmp_path))),
+  }
   for table in TABLES.values():
     assert bool(table.semantic) == table.protocol.startswith("semantic"), table.name
     if table.protocol == "reference":  # printed numbers jitr does not compute: no run

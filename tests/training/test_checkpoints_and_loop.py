@@ -18,7 +18,7 @@ def _epoch_batches(epoch):
   return (tiny.make_batch(seed=100 * epoch + i) for i in range(STEPS_PER_EPOCH))
 
 
-def _run(workdir, *, stop_after=None, evaluate=None):
+def _run(workdir, *, stop_after=None, evaluate=None, eval_every_steps=0, validated=None):
   parallel = training.DataParallel(
     training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
     devices=jax.devices()[:2],
@@ -29,9 +29,16 @@ def _run(workdir, *, stop_after=None, evaluate=None):
   state, finished = fit(
     tiny.make_state(optax.adam(1e-2)),
     parallel=parallel,
-    plan=EpochPlan(epoch_batches=_epoch_batches, steps_per_epoch=STEPS_PER_EPOCH, num_epochs=2),
+    plan=EpochPlan(
+      _epoch_batches, STEPS_PER_EPOCH, num_epochs=2, eval_every_steps=eval_every_steps
+    ),
     checkpoints=checkpoints,
-    hooks=LoopHooks(evaluate=evaluate, on_step=lambda step, m: seen.append(step), stop=stop),
+    hooks=LoopHooks(
+      evaluate=evaluate,
+      on_step=lambda step, m: seen.append(step),
+      stop=stop,
+      on_validation=lambda step, m: (validated if validated is not None else []).append((step, m)),
+    ),
   )
   checkpoints.close()
   return state, finished, seen
@@ -57,6 +64,28 @@ def test_best_checkpoint_follows_the_metric(tmp_path):
   assert checkpoints.latest.latest_step() == 6
   best = checkpoints.restore(tiny.make_state(optax.adam(1e-2)), which="best")
   assert int(best.step) == 3
+  checkpoints.close()
+
+
+def test_validation_within_epochs_keeps_the_best_of_every_validation(tmp_path):
+  """Every 2 steps of 3-step epochs: steps 2, 3 (epoch end), 4 and 6 (epoch end); the
+  best is the validation within the second epoch, step 4."""
+  scores = iter([1.0, 2.0, 7.0, 3.0])
+  validated = []
+  _run(
+    str(tmp_path),
+    evaluate=lambda state: {"rsum": next(scores), "step": int(state.step)},
+    eval_every_steps=2,
+    validated=validated,
+  )
+  assert [(step, m["step"], m["rsum"]) for step, m in validated] == [
+    (2, 2, 1.0),
+    (3, 3, 2.0),
+    (4, 4, 7.0),
+    (6, 6, 3.0),
+  ]
+  checkpoints = Checkpoints(str(tmp_path))
+  assert checkpoints.best.best_step() == 4 and checkpoints.latest.latest_step() == 6
   checkpoints.close()
 
 

@@ -1,5 +1,6 @@
 """The TensorFlow-free TensorBoard writer and the training reporter built on it."""
 
+import json
 import subprocess
 import sys
 
@@ -75,7 +76,10 @@ def test_reporter_logs_and_writes_steps_per_sec(tmp_path):
   )
   for step in range(1, 11):
     reporter.on_step(step, {"loss": np.float32(step)})
+    if step % 3 == 0 and step % 5:  # validations within an epoch (every 3 steps)
+      reporter.on_validation(step, {"full/rsum": 100.0 + step})
     if step % 5 == 0:
+      reporter.on_validation(step, {"full/rsum": 100.0 + step})
       reporter.on_epoch(step // 5 - 1, {"full/rsum": 100.0 + step})
   with reporter.timed("eval"):
     pass
@@ -83,7 +87,23 @@ def test_reporter_logs_and_writes_steps_per_sec(tmp_path):
   values, _ = _read_back(tmp_path / "tensorboard")
   assert values["train/loss"] == [(5, 5.0), (10, 10.0)]
   assert [s for s, _ in values["steps_per_sec"]] == [5, 10]
-  assert values["val/full/rsum"] == [(5, 105.0), (10, 110.0)]
+  want = [(s, 100.0 + s) for s in (3, 5, 6, 9, 10)]
+  assert values["val/full/rsum"] == want
+  history = json.loads((tmp_path / "validation.json").read_text())
+  assert history["steps_per_epoch"] == 5
+  assert [(v["step"], v["epoch"], v["metrics"]) for v in history["validations"]] == [
+    (s, s / 5, {"full/rsum": r}) for s, r in want
+  ]
+  # a resume from step 5 validates step 6 again: the history after it is written anew
+  again = reporting.TrainReporter(str(tmp_path), total_steps=10, steps_per_epoch=5, every_steps=5)
+  again.on_validation(6, {"full/rsum": 1.0})
+  again.close()
+  history = json.loads((tmp_path / "validation.json").read_text())["validations"]
+  assert [(v["step"], v["metrics"]["full/rsum"]) for v in history] == [
+    (3, 103.0),
+    (5, 105.0),
+    (6, 1.0),
+  ]
 
 
 def test_bad_every_steps_is_refused(tmp_path):
@@ -101,6 +121,7 @@ writer = reporting.default_writer(sys.argv[1])
 reporter = reporting.TrainReporter(sys.argv[1], total_steps=3, steps_per_epoch=3, every_steps=1)
 for step in (1, 2, 3):
   reporter.on_step(step, {"loss": 0.5 * step})
+reporter.on_validation(3, {"full/rsum": 300.0})
 reporter.on_epoch(0, {"full/rsum": 300.0})
 reporter.close()
 writer.close()
