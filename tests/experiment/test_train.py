@@ -105,8 +105,10 @@ def _scalar_values(logdir, tag):
 @pytest.mark.slow
 def test_precomp_folder_trains_end_to_end(tmp_path, monkeypatch):
   """3 epochs of 6 steps on a random 20-image precomp folder in a bucket (``gs://``, a
-  local stand-in): the written test metrics are the best checkpoint's, recomputed from its
-  towers on the whole split and ranked in numpy, and the loss terms fell while training."""
+  local stand-in), validated every 4 steps and after each epoch: the written test metrics
+  are the best checkpoint's (of any validation), recomputed from its towers on the whole
+  split and ranked in numpy, every validation is in validation.json, and the loss terms
+  fell while training."""
   write_precomp(tmp_path / "bucket" / "data", 20, n_eval=10)
   (tmp_path / "cwd").mkdir()
   monkeypatch.chdir(tmp_path / "cwd")  # a URL handed to os would become a folder here
@@ -131,14 +133,25 @@ def _train_on_precomp(tmp_path, precomp_root):
   config.optimizer.learning_rate = 2e-3  # 18 steps: a higher rate, no decay
   config.optimizer.decay_epochs = ()
   config.log_every_steps = 1
+  config.eval_every_steps = 4
   metrics = experiment.train_and_evaluate(config, str(tmp_path / "run")).metrics
   assert "ndcg/i2t/NDCG@10" not in metrics  # no exact relevance in a precomp folder
   with open(tmp_path / "run" / "metrics.json") as f:
     written = json.load(f)
   assert written == pytest.approx(metrics, abs=1e-9, nan_ok=True)
   # the best of the 3 end-of-epoch checkpoints, scored again from its towers
-  step = assert_test_metrics_of_best_checkpoint(written, tmp_path / "run", steps=(6, 12, 18))
+  validated = (4, 6, 8, 12, 16, 18)  # every 4 steps within an epoch, and each epoch's end
+  step = assert_test_metrics_of_best_checkpoint(written, tmp_path / "run", steps=validated)
   assert f"(step {step})" in (tmp_path / "run" / "results.md").read_text()
+  history = json.loads((tmp_path / "run" / "validation.json").read_text())
+  assert [(v["step"], v["epoch"]) for v in history["validations"]] == [
+    (s, s / 6) for s in validated
+  ]
+  rsums = [v["metrics"]["full/rsum"] for v in history["validations"]]
+  assert validated[rsums.index(max(rsums))] == step  # the first best validation is kept
+  assert [s for s, _ in _scalar_values(tmp_path / "run" / "tensorboard", "val/full/rsum")] == list(
+    validated
+  )
   # Learning: the epoch-0 objective (sum-of-hinges warm-up) and the hardest-negative
   # triplet (logged every step, active from epoch 1) are lower in the last epoch than in
   # the first (the total train/loss drops by the switch of terms alone, so it is not used).
