@@ -5,11 +5,13 @@
   jitr-eval --workdir=workdirs/f30k --split=test --semantic=topk:cider
   jitr-eval --workdir=workdirs/f30k --split=test --semantic=topk:spice \\
     --semantic_records=rel/f30k_test_spice
+  jitr-eval --workdir=workdirs/coco --split=test --eccv
 
 Writes ``<workdir>/eval_<split>/`` (``metrics.json``, ``metrics.md``, curves and, for
 jitr_shapes, ``queries.png``); with ``--ensemble``, the mean of every workdir's
 similarity matrix into ``<workdir>/eval_<split>_ensemble/``; with ``--semantic``, also SAM's
-NCS@K and Semantic Recall@K (K = 1, 5, 10) against relevance records of the split. Started
+NCS@K and Semantic Recall@K (K = 1, 5, 10) against relevance records of the split; with
+``--eccv``, the ECCV Caption protocol on COCO's 5K test split. Started
 by a cluster (a Cloud TPU pod slice, SLURM, Open MPI, Kubernetes), the same command on every
 host joins the job JAX detects: each process scores its share and process 0 writes the
 report. Flag parsing, then :func:`jitr.experiment.evaluate_workdir`.
@@ -77,6 +79,13 @@ _SEMANTIC_RECORDS = flags.DEFINE_string(
   "jitr-precompute wrote (e.g. --scores=spice=FILE for SPICE scores computed elsewhere).",
 )
 
+_ECCV = flags.DEFINE_bool(
+  "eccv",
+  False,
+  "Also report the ECCV Caption protocol (eccv/{i2t,t2i}/mAP@R, R-P, R@K) on COCO's 5K test "
+  "split, with the annotations of the eccv_caption package (pip install eccv-caption).",
+)
+
 APP = App(
   "jitr-eval", __name__, requires=("workdir",), inputs=flag_inputs("workdir", "semantic_records")
 )
@@ -99,6 +108,7 @@ def main() -> None:
       protocol=_PROTOCOL.value,
       allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value,
       semantic=SemanticSource(_SEMANTIC.value, records=_SEMANTIC_RECORDS.value),
+      eccv=_ECCV.value,
     )
 
 

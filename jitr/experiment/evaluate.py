@@ -37,6 +37,8 @@ from absl import logging
 from jitr import fileio, paths
 from jitr.data.wordpiece_vocab import check_same_wordpiece
 from jitr.evaluation import mean_similarity, official, report
+from jitr.evaluation.eccv_caption_sets import NAME as ECCV
+from jitr.evaluation.eccv_caption_sets import eccv_positives
 from jitr.evaluation.plots import QueryExample, plot_query_panel
 from jitr.experiment import workdir as workdir_lib
 from jitr.experiment.evaluator import Evaluator
@@ -262,6 +264,7 @@ def evaluate_workdir(
   protocol: str = "jitr",
   allow_changed_inputs: bool = False,
   semantic: SemanticSource | None = None,
+  eccv: bool = False,
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
 
@@ -284,13 +287,17 @@ def evaluate_workdir(
   (:class:`~jitr.experiment.SemanticSource`, ``spec="topk:NAME"``) adds SAM's
   NCS@K and Semantic Recall@K against the top-K scores of relevance records of ``split``
   (:mod:`!jitr.experiment.semantic_scores`; ``semantic.records``: the records' folder, else
-  computed under the data folder).
+  computed under the data folder). ``eccv`` adds ECCV Caption's positives of COCO's 5K
+  test split (:mod:`jitr.evaluation.eccv_caption_sets`): ``eccv/{i2t,t2i}/mAP@R``, ``R-P``
+  and ``R@K``.
   """
   if protocol not in PROTOCOLS:
     raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
   semantic = SemanticSource() if semantic is None else semantic
   if semantic and protocol != "jitr":
     raise ValueError("semantic scores: the official protocol reports Recall@K only")
+  if eccv and protocol != "jitr":
+    raise ValueError("ECCV Caption: the official protocol reports Recall@K only")
   if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 0:
     raise ValueError(f"num_queries: expected a whole number >= 0, got {num_queries!r}")
   members = [
@@ -306,6 +313,9 @@ def evaluate_workdir(
       raise ValueError(f"--ensemble: {other.workdir} does not match {first.workdir}: {reason}")
   for member in members:
     require_checkpoint(member.workdir, checkpoint)
+  extended = None
+  if eccv:  # the split's layout checked before anything is scored
+    extended = {ECCV: eccv_positives(first.data.splits[split].caption_image)}
   phi = None
   if semantic:
     say_first(f"reading the {semantic.spec} scores of the {split} split")
@@ -334,7 +344,7 @@ def evaluate_workdir(
     return write_official(members, split, checkpoint, steps, sims, ensemble)
   sim = mean_similarity(sims)
   say_first("computing the metrics")
-  metrics = first_evaluator(split, None, sim=sim, semantic=phi)
+  metrics = first_evaluator(split, None, sim=sim, semantic=phi, extended=extended)
   scored = scored_checkpoints(members, steps, sims, checkpoint)
   refuse_nonfinite_scores(metrics, f"checkpoint {scored} on the {split} split")
   if jax.process_index() > 0:  # every process of a job computed the same; process 0 writes
@@ -347,6 +357,7 @@ def evaluate_workdir(
     out = os.path.join(first.workdir, f"eval_{split}")
     title = f"{config.dataset} {split}, {checkpoint} checkpoint (step {steps[0]})"
   title += f", semantic scores {semantic.spec}" if semantic.spec else ""
+  title += ", ECCV Caption positives" if eccv else ""
   with report.building(out) as folder:  # the whole report or the previous one
     report_files = report.write_report(folder, metrics, title=title)
     if ensemble:

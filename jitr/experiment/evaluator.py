@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from jitr.evaluation.class_map import ClassLabels
 from jitr.evaluation.options import EvalOptions
-from jitr.evaluation.positives import positives_from_lists
+from jitr.evaluation.positives import PositiveSets, positives_from_lists
 from jitr.evaluation.suite import evaluate_retrieval
 from jitr.models import RetrievalModel
 from jitr.training.score_split import SplitScorer
@@ -90,16 +91,22 @@ class Evaluator:
     variables: Any,
     sim: np.ndarray | None = None,
     semantic: np.ndarray | None = None,
+    extended: Mapping[str, tuple[PositiveSets, PositiveSets]] | None = None,
   ) -> dict:
     """The metrics of ``split`` (``rsum``: ``full/rsum``); ``sim`` given: scored as is.
     ``semantic``: ``phi [N_img, N_cap]`` semantic scores, adding ``semantic/{d}/NCS@K`` and
-    ``SR@K`` at :data:`SEMANTIC_KS` (SAM's NCS and Semantic Recall, N = 1)."""
+    ``SR@K`` at :data:`SEMANTIC_KS` (SAM's NCS and Semantic Recall, N = 1). ``extended``:
+    more positive sets by name (``{name: (i2t, t2i)}``, e.g. ECCV Caption's), adding
+    ``{name}/{d}/R@K``, ``mAP@R`` and ``R-P``."""
     sim = self.similarity(split, variables) if sim is None else sim
     options = self.test_options if split == "test" else self.options
     inputs = self._graded_inputs(split)
     if semantic is not None:
       options = dataclasses.replace(options, semantic_ks=SEMANTIC_KS)
       inputs = {**inputs, "semantic": semantic}
+    if extended:
+      sets = {**inputs.get("extended_positives", {}), **extended}
+      inputs = {**inputs, "extended_positives": sets}
     labels = self.splits[split].class_labels  # captions: their image's
     metrics = evaluate_retrieval(
       sim,

@@ -85,6 +85,8 @@ MEAN_STD_METRICS = tuple(
 #   semantic_folds: the same on COCO's five folds, each averaged over the folds
 #     (``folds/...``, ``folds_semantic_gt/...``, ``folds_semantic/...``)
 #   reference: numbers jitr does not compute (data it does not have): no row is run
+#   eccv: COCO's 5K test split against ECCV Caption's positives (jitr-eval --eccv:
+#     eccv/{i2t,t2i}/mAP@R, R-P, R@K)
 #   validation: read from the runs' validation histories, not a test evaluation (LSEH's
 #     Table 3: jitr.papers.validation_scores)
 PROTOCOL_PREFIX = {
@@ -95,6 +97,7 @@ PROTOCOL_PREFIX = {
   "semantic_folds": "folds",
   "reference": "reference",
   "validation": "validation",
+  "eccv": "eccv",
 }
 # protocol -> jitr-eval's --protocol
 EVAL_PROTOCOL = {
@@ -105,6 +108,7 @@ EVAL_PROTOCOL = {
   "semantic_folds": "jitr",
   "reference": "jitr",
   "validation": "jitr",
+  "eccv": "jitr",
 }
 
 

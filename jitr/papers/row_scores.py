@@ -35,6 +35,8 @@ def eval_command(table: Table, workdirs: Sequence[str]) -> list[str]:
   if len(workdirs) > 1:
     argv.append(f"--ensemble={','.join(workdirs[1:])}")
   argv.append(f"--protocol={EVAL_PROTOCOL[table.protocol]}")
+  if table.protocol == "eccv":
+    argv.append("--eccv")
   return [*argv, f"--semantic={table.semantic}"] if table.semantic else argv
 
 
@@ -114,5 +116,6 @@ def score_row(
     protocol=EVAL_PROTOCOL[table.protocol],
     num_queries=0,
     **semantic,  # a table with NCS columns: its scores (jitr-eval's --semantic)
+    eccv=table.protocol == "eccv",
   )
   return read_report(table, report_path(table, workdirs))

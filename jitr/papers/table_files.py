@@ -35,6 +35,7 @@ PROTOCOL_WORDS = {
     "the mean of COCO's five 1,000-image test folds, jitr's Recall@K and SAM's NCS@K"
   ),
   "reference": "printed for reference: jitr does not compute these numbers",
+  "eccv": "COCO's 5K test split against ECCV Caption's positives (mAP@R, R-P, R@1)",
   "validation": "the runs' validation histories (every validation's M-Recall and epoch)",
 }
 

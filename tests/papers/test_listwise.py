@@ -5,7 +5,7 @@ table's in test_registry)."""
 
 import pytest
 
-from jitr.papers import TABLES, listwise
+from jitr.papers import TABLES, listwise, row_scores
 from jitr.papers.comparison import compare
 from jitr.papers.plan import SeededRun
 from jitr.papers.run_configs import parsed_config
@@ -19,9 +19,10 @@ def test_the_three_tables_and_their_rows():
     "listwise.table5.f30k",
     "listwise.table6.coco1k",
     "listwise.table6.coco5k",
+    "listwise.table7.eccv",
   ]
-  assert [len(t.rows) for t in listwise.TABLES] == [32, 30, 21, 3, 3, 3]
-  assert [t.protocol for t in listwise.TABLES] == ["full", "folds", "full"] * 2
+  assert [len(t.rows) for t in listwise.TABLES] == [32, 30, 21, 3, 3, 3, 3]
+  assert [t.protocol for t in listwise.TABLES] == ["full", "folds", "full"] * 2 + ["eccv"]
   f30k = TABLES["listwise.table2.f30k"]
   runs = {row.label: [run.spec for run in row.runs] for row in f30k.rows if row.runs}
   assert runs == {
@@ -91,3 +92,18 @@ def test_smooth_ndcg_alone_trains_with_the_triplet_at_weight_zero(tmp_path):
   (run,) = TABLES["listwise.table5.f30k"].rows[1].runs
   config = parsed_config(SeededRun(run, 0, str(tmp_path / "w")), [])
   assert config.loss.triplet.weight == 0.0 and config.loss.smooth_ndcg.weight == 1.0
+
+
+def test_table_vii_scores_the_coco_ablation_runs_against_eccv_caption(tmp_path):
+  table = TABLES["listwise.table7.eccv"]
+  assert table.runs() == TABLES["listwise.table6.coco5k"].runs()
+  assert table.report_keys("i2t/mAP@R") == ("eccv/i2t/mAP@R",)
+  workdir = str(tmp_path / "w")
+  assert row_scores.eval_command(table, [workdir]) == [
+    "jitr-eval",
+    f"--workdir={workdir}",
+    "--split=test",
+    "--protocol=jitr",
+    "--eccv",
+  ]
+  assert row_scores.report_path(table, [workdir]).endswith("/w/eval_test/metrics.json")

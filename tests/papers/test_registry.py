@@ -61,6 +61,7 @@ def _validated_runs(root) -> list[str]:
 
 
 def test_every_metric_is_a_key_of_jitr_evals_report(tmp_path):
+  from jitr.evaluation.positives import positives_from_owner
   from jitr.papers.validation_scores import efficiency_scores
 
   rng = np.random.default_rng(0)
@@ -85,6 +86,13 @@ def test_every_metric_is_a_key_of_jitr_evals_report(tmp_path):
     "semantic": semantic_keys,
     "semantic_folds": semantic_keys,
     "validation": set(efficiency_scores(_validated_runs(tmp_path))),
+    "eccv": set(
+      evaluate_retrieval(
+        wide,
+        caption_to_image=np.repeat(np.arange(20), 5),
+        extended_positives={"eccv": positives_from_owner(np.repeat(np.arange(20), 5))},
+      )
+    ),
   }
   for table in TABLES.values():
     assert bool(table.semantic) == table.protocol.startswith("semantic"), table.name
