@@ -1,7 +1,11 @@
-"""jitr-relevance-quality: each graded source, calibrated or not, against jitr_shapes' truth.
+"""jitr-relevance-quality: each graded source, calibrated or not, against jitr_shapes' truth;
+or, with ``--eccv_captions``, each source's ranking of COCO's 5K test split against ECCV
+Caption's positives.
 
   jitr-relevance-quality --data_dir=/tmp/jitr/tfds --output=/tmp/jitr/relevance_quality.json \\
       --config.estimators.lsa.k=64
+  jitr-relevance-quality --eccv_captions=data/coco_precomp/testall_caps.txt \\
+      --estimators=constant,vectors:sentence
 
 ``--estimators`` takes the graded sources of training (``config.graded``): ``oracle``,
 ``constant``, ``vectors:NAME``, ``coverage:NAME``, ``topk:NAME``, ``teacher:WORKDIR`` and
@@ -50,9 +54,26 @@ def teacher_inputs() -> list[Input]:
   return out
 
 
-APP = App("jitr-relevance-quality", __name__, requires=("data_dir",), inputs=teacher_inputs)
+def inputs() -> list[Input]:
+  """The teachers' workdirs (:func:`teacher_inputs`) and the ``--eccv_captions`` file."""
+  out = teacher_inputs()
+  if _ECCV_CAPTIONS.value:
+    out.append(Input(_ECCV_CAPTIONS.value, f"--eccv_captions={_ECCV_CAPTIONS.value}: no such file"))
+  return out
 
-_DATA_DIR = flags.DEFINE_string("data_dir", None, "TFDS data dir holding (or to hold) jitr_shapes.")
+
+APP = App("jitr-relevance-quality", __name__, inputs=inputs)
+
+_DATA_DIR = flags.DEFINE_string(
+  "data_dir", None, "TFDS data dir holding (or to hold) jitr_shapes (not with --eccv_captions)."
+)
+_ECCV_CAPTIONS = flags.DEFINE_string(
+  "eccv_captions",
+  None,
+  "COCO's 5K test captions (the standard testall_caps.txt): rank them by each source and "
+  "score the rankings against ECCV Caption's positives (mAP@R, R-P; Listwise ITR's Table I) "
+  "instead of jitr_shapes' exact relevance.",
+)
 _SHAPES_CONFIG = flags.DEFINE_string("shapes_config", "default", "jitr_shapes config (or tiny).")
 _SPLITS = flags.DEFINE_list("splits", ["val", "test"], "Splits to score.")
 _ESTIMATORS = flags.DEFINE_list(
@@ -81,6 +102,14 @@ def main() -> None:
   # TensorFlow Datasets and the training stack.
   from jitr.experiment.relevance_quality import QualityGrid, relevance_quality_report
 
+  if _ECCV_CAPTIONS.value:
+    print(eccv_table())
+    return
+  if not _DATA_DIR.value:
+    raise ValueError(
+      "--data_dir is required: the TFDS data dir holding (or to hold) jitr_shapes (or give "
+      "--eccv_captions)"
+    )
   table = relevance_quality_report(
     _DATA_DIR.value,
     QualityGrid(_SPLITS.value, _ESTIMATORS.value, _CALIBRATIONS.value),
@@ -91,6 +120,20 @@ def main() -> None:
     progress=_PROGRESS.value,
   )
   print(table)
+
+
+def eccv_table() -> str:
+  """The ECCV Caption table of ``--eccv_captions`` (written as JSON with ``--output``)."""
+  from jitr.experiment.eccv_relevance import eccv_relevance_rows, format_eccv_table
+  from jitr.fileio import write_json_atomic
+  from jitr.relevance.captions_io import read_precomp_captions
+
+  captions = read_precomp_captions(_ECCV_CAPTIONS.value, 5)
+  settings = _CONFIG.value.estimators
+  rows = eccv_relevance_rows(captions, _ESTIMATORS.value, settings=settings, log=logging.info)
+  if _OUTPUT.value:
+    write_json_atomic(_OUTPUT.value, {"captions": _ECCV_CAPTIONS.value, "rows": rows})
+  return format_eccv_table(rows)
 
 
 def run() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.resources
 import importlib.util
 import json
+import warnings
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,9 @@ def _data_folder() -> Any:
     raise ValueError(
       f"ECCV Caption: its annotations come with the eccv_caption package ({INSTALL})"
     )
-  return importlib.resources.files("eccv_caption") / "data"
+  with warnings.catch_warnings():  # its __init__ warns when ujson is not installed
+    warnings.simplefilter("ignore")
+    return importlib.resources.files("eccv_caption") / "data"
 
 
 def _ids(mapping: dict[str, list]) -> dict[int, list[int]]:

@@ -13,6 +13,7 @@ from jitr.papers.run_configs import parsed_config
 
 def test_the_three_tables_and_their_rows():
   assert [t.name for t in listwise.TABLES] == [
+    "listwise.table1.eccv",
     "listwise.table2.f30k",
     "listwise.table3.coco1k",
     "listwise.table4.coco5k",
@@ -20,9 +21,11 @@ def test_the_three_tables_and_their_rows():
     "listwise.table6.coco1k",
     "listwise.table6.coco5k",
     "listwise.table7.eccv",
+    "listwise.table8.f30k",
   ]
-  assert [len(t.rows) for t in listwise.TABLES] == [32, 30, 21, 3, 3, 3, 3]
-  assert [t.protocol for t in listwise.TABLES] == ["full", "folds", "full"] * 2 + ["eccv"]
+  assert [len(t.rows) for t in listwise.TABLES] == [2, 32, 30, 21, 3, 3, 3, 3, 2]
+  protocols = ["reference"] + ["full", "folds", "full"] * 2 + ["eccv", "reference"]
+  assert [t.protocol for t in listwise.TABLES] == protocols
   f30k = TABLES["listwise.table2.f30k"]
   runs = {row.label: [run.spec for run in row.runs] for row in f30k.rows if row.runs}
   assert runs == {
