@@ -87,6 +87,8 @@ MEAN_STD_METRICS = tuple(
 #   reference: numbers jitr does not compute (data it does not have): no row is run
 #   eccv: COCO's 5K test split against ECCV Caption's positives (jitr-eval --eccv:
 #     eccv/{i2t,t2i}/mAP@R, R-P, R@K)
+#   pooled_full, pooled_folds: each run of a row scored alone (full / folds), their
+#     recalls pooled (LSEH's Table 8: jitr.papers.pooled_scores)
 #   validation: read from the runs' validation histories, not a test evaluation (LSEH's
 #     Table 3: jitr.papers.validation_scores)
 PROTOCOL_PREFIX = {
@@ -98,6 +100,8 @@ PROTOCOL_PREFIX = {
   "reference": "reference",
   "validation": "validation",
   "eccv": "eccv",
+  "pooled_full": "pooled",
+  "pooled_folds": "pooled",
 }
 # protocol -> jitr-eval's --protocol
 EVAL_PROTOCOL = {
@@ -109,6 +113,8 @@ EVAL_PROTOCOL = {
   "reference": "jitr",
   "validation": "jitr",
   "eccv": "jitr",
+  "pooled_full": "official",
+  "pooled_folds": "official",
 }
 
 

@@ -9,13 +9,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from jitr.papers import cmal2r, listwise, lseh, lseh_efficiency, network_readmes, sam
+from jitr.papers import (
+  cmal2r,
+  listwise,
+  lseh,
+  lseh_efficiency,
+  lseh_mean_recall,
+  network_readmes,
+  sam,
+)
 from jitr.papers.published import Table
 
 #: Every table by its name, in the order ``jitr-tables --table=list`` prints them.
 TABLES: dict[str, Table] = {
   table.name: table
-  for module in (network_readmes, listwise, cmal2r, sam, lseh_efficiency, lseh)
+  for module in (network_readmes, listwise, cmal2r, sam, lseh_efficiency, lseh, lseh_mean_recall)
   for table in module.TABLES
 }
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from jitr import fileio, paths
 from jitr.experiment import SemanticSource, evaluate_workdir
+from jitr.papers.pooled_scores import UNDERLYING, pooled_scores
 from jitr.papers.published import EVAL_PROTOCOL, Table
 from jitr.papers.validation_scores import efficiency_scores
 
@@ -102,9 +103,12 @@ def score_row(
   """The test metrics of the row in ``workdirs`` (:func:`stored_scores`, else jitr-eval's
   :func:`~jitr.experiment.evaluate_workdir`, which also writes the report; ``say``: where
   a damaged report is said); a ``validation`` table's from the runs' validation histories
-  (:func:`~jitr.papers.validation_scores.efficiency_scores`)."""
+  (:func:`~jitr.papers.validation_scores.efficiency_scores`), a ``pooled_*`` table's from
+  each run scored alone (:func:`~jitr.papers.pooled_scores.pooled_scores`)."""
   if table.protocol == "validation":  # the runs' validation histories, no evaluation
     return efficiency_scores(workdirs)
+  if table.protocol in UNDERLYING:  # each run alone, their recalls pooled
+    return pooled_scores(table, workdirs, lambda t, w: score_row(t, w, trained, say))
   stored = stored_scores(table, workdirs, trained, say)
   if stored is not None:
     return stored

@@ -36,6 +36,8 @@ PROTOCOL_WORDS = {
   ),
   "reference": "printed for reference: jitr does not compute these numbers",
   "eccv": "COCO's 5K test split against ECCV Caption's positives (mAP@R, R-P, R@1)",
+  "pooled_full": "each run on the whole test split (official R@K), the recalls pooled",
+  "pooled_folds": "each run on COCO's five 1K folds (official R@K), the recalls pooled",
   "validation": "the runs' validation histories (every validation's M-Recall and epoch)",
 }
 

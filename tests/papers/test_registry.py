@@ -60,13 +60,22 @@ def _validated_runs(root) -> list[str]:
   return workdirs
 
 
+def _any_pooled(protocol: str):
+  return next(t for t in TABLES.values() if t.protocol == protocol)
+
+
 def test_every_metric_is_a_key_of_jitr_evals_report(tmp_path):
   from jitr.evaluation.positives import positives_from_owner
+  from jitr.papers.pooled_scores import pooled_scores
   from jitr.papers.validation_scores import efficiency_scores
 
   rng = np.random.default_rng(0)
   sim = rng.normal(size=(10, 50))
   caption_image = np.repeat(np.arange(10), 5)
+  official_keys = {
+    **official_metrics(sim, caption_image, 5),
+    **official_metrics(sim, caption_image, None),
+  }
   keys = set(official_metrics(sim, caption_image, 5)) | set(
     official_metrics(sim, caption_image, None)
   )
@@ -86,6 +95,10 @@ def test_every_metric_is_a_key_of_jitr_evals_report(tmp_path):
     "semantic": semantic_keys,
     "semantic_folds": semantic_keys,
     "validation": set(efficiency_scores(_validated_runs(tmp_path))),
+    **{
+      protocol: set(pooled_scores(_any_pooled(protocol), ["a"], lambda t, w: official_keys))
+      for protocol in ("pooled_full", "pooled_folds")
+    },
     "eccv": set(
       evaluate_retrieval(
         wide,
