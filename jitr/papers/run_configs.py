@@ -77,7 +77,10 @@ def applicable_sets(seeded: SeededRun, sets: Sequence[str]) -> list[str]:
 
 
 def check_sets_apply(runs: Sequence[SeededRun], sets: Sequence[str]) -> None:
-  """Refuses an item of ``sets`` whose field no run has (a misspelt field) in one line."""
+  """Refuses an item of ``sets`` whose field no run has (a misspelt field) in one line; a
+  table without runs (printed reference lines only) sets nothing."""
+  if not runs:
+    return
   used = {s for r in runs for s in applicable_sets(r, sets)}
   for item in sets:
     if item not in used:

@@ -392,3 +392,19 @@ def test_a_run_trained_with_other_settings_is_refused_before_anything_runs(folde
       actions.reproduce(action, options(extra))
     assert str(err.value) == f"f30k_cvse_triplet seed 0: {want}"
   assert folder_files(root) == before
+
+
+@pytest.mark.parametrize("action", ["plan", "run", "report"])
+def test_a_table_of_printed_reference_lines_reports_them(tmp_path, capsys, action):
+  """SAM's Table 1 (Criss-Crossed's judgements are not jitr data): nothing to train, its
+  printed numbers beside empty jitr lines, whatever the --set (no run takes it)."""
+  options = table_options.Options(
+    table="sam.table1.crisscrossed", runs=str(tmp_path / "runs"), seeds=1, sets=("seed=3",)
+  )
+  actions.reproduce(action, options)
+  out = capsys.readouterr().out
+  if action == "plan":
+    assert "0 runs" in out
+  else:
+    assert "| NCS with SPICE | paper | 0.729 | 0.536 |" in out
+    assert "| | jitr | not run | not run |" in out
