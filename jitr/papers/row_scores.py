@@ -120,6 +120,6 @@ def score_row(
     protocol=EVAL_PROTOCOL[table.protocol],
     num_queries=0,
     **semantic,  # a table with NCS columns: its scores (jitr-eval's --semantic)
-    eccv=table.protocol == "eccv",
+    **({"eccv": True} if table.protocol == "eccv" else {}),  # ECCV Caption's positives
   )
   return read_report(table, report_path(table, workdirs))
