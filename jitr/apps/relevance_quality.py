@@ -106,10 +106,7 @@ def main() -> None:
     print(eccv_table())
     return
   if not _DATA_DIR.value:
-    raise ValueError(
-      "--data_dir is required: the TFDS data dir holding (or to hold) jitr_shapes (or give "
-      "--eccv_captions)"
-    )
+    raise ValueError(f"--data_dir is required: {flags.FLAGS['data_dir'].help}")
   table = relevance_quality_report(
     _DATA_DIR.value,
     QualityGrid(_SPLITS.value, _ESTIMATORS.value, _CALIBRATIONS.value),

@@ -6,7 +6,7 @@ For COCO's 5K test captions (the standard ``testall_caps.txt``) and each graded 
 pair (:func:`jitr.experiment.split_relevance.estimated_relevance`, annotated pairs 1)
 ranks each image's 25,000 captions and each caption's 5,000 images (score descending,
 ties in index order); mAP@R and R-Precision are those rankings' against ECCV Caption's
-positives (:mod:`jitr.evaluation.eccv_caption_sets`). ``constant`` (every pair 0.5, the
+positives (:mod:`!jitr.evaluation.eccv_caption_sets`). ``constant`` (every pair 0.5, the
 annotated ones 1) is the paper's "pairwise annotation" row: the annotated pairs first,
 the rest in index order; ``vectors:sentence`` is RSC, ``(1 + max_k cos(T_i^k, T_j)) / 2``.
 """

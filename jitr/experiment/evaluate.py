@@ -288,7 +288,7 @@ def evaluate_workdir(
   NCS@K and Semantic Recall@K against the top-K scores of relevance records of ``split``
   (:mod:`!jitr.experiment.semantic_scores`; ``semantic.records``: the records' folder, else
   computed under the data folder). ``eccv`` adds ECCV Caption's positives of COCO's 5K
-  test split (:mod:`jitr.evaluation.eccv_caption_sets`): ``eccv/{i2t,t2i}/mAP@R``, ``R-P``
+  test split (:mod:`!jitr.evaluation.eccv_caption_sets`): ``eccv/{i2t,t2i}/mAP@R``, ``R-P``
   and ``R@K``.
   """
   if protocol not in PROTOCOLS:

@@ -239,7 +239,7 @@ def _check_vocab_coverage(config: Any) -> None:
 
 def _check_train_fraction(config: Any) -> None:
   """``config.train_fraction``: a share of the training images in (0, 1]
-  (:func:`jitr.data.pairs.training_subset`)."""
+  (:func:`!jitr.data.pairs.training_subset`)."""
   fraction = config.train_fraction
   check_number("train_fraction", fraction, 0.0, False)
   if fraction > 1:
