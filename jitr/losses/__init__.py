@@ -10,16 +10,18 @@ two directions, the reduction rule and ``QueryLoss``, which makes a loss from th
 one query. Each loss is that formula, with its hyper-parameters' defaults in its signature
 and their ranges declared beside it, in a module named for its function (``triplet``,
 ``smooth_ndcg``, ``adaptive_listwise``, ``semantic_margin_triplet``,
-``semantic_hard_negatives``; ``triplet_sndcg`` is Listwise ITR's whole objective); the
-exported function and the core on query rows are derived from it. The exported function
-hides its module of the same name as an attribute of this package: reach the module's
-other names with ``from jitr.losses.triplet import triplet_queries``.
+``semantic_hard_negatives``, CLIP's ``info_nce`` and SigLIP's ``sigmoid_pairs``;
+``triplet_sndcg`` is Listwise ITR's whole objective); the exported function and the core on
+query rows are derived from it. The exported function hides its module of the same name as
+an attribute of this package: reach the module's other names with
+``from jitr.losses.triplet import triplet_queries``.
 """
 
 from jitr.losses.adaptive_listwise import adaptive_listwise, rank_adaptive_margins
 from jitr.losses.calibration import calibrate, parse_calibration
 from jitr.losses.composite import LOSSES, objective
 from jitr.losses.dcg import ndcg
+from jitr.losses.info_nce import info_nce
 from jitr.losses.normalize import l2_normalize, l2_normalize_additive
 from jitr.losses.query_rows import DirectionalLoss, pair_mask
 from jitr.losses.ranks import approx_ranks, exact_ranks
@@ -37,6 +39,7 @@ from jitr.losses.relevance import (
 )
 from jitr.losses.semantic_hard_negatives import semantic_hard_negatives
 from jitr.losses.semantic_margin_triplet import semantic_margin_triplet
+from jitr.losses.sigmoid_pairs import sigmoid_pairs
 from jitr.losses.smooth_ndcg import smooth_ndcg
 from jitr.losses.triplet import triplet
 
@@ -49,6 +52,7 @@ __all__ = [
   "calibrate",
   "exact_ranks",
   "harmonic_mean_relevance",
+  "info_nce",
   "l2_normalize",
   "l2_normalize_additive",
   "ndcg",
@@ -65,6 +69,7 @@ __all__ = [
   "semantic_hard_negatives",
   "semantic_margin_triplet",
   "shares_a_label",
+  "sigmoid_pairs",
   "smooth_ndcg",
   "topk_score_matrix",
   "triplet",

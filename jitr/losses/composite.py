@@ -14,8 +14,10 @@ from jitr.losses import checks
 from jitr.losses import query_rows as qr
 from jitr.losses.adaptive_listwise import ADAPTIVE_LISTWISE
 from jitr.losses.calibration import Calibration, parse_calibration
+from jitr.losses.info_nce import INFO_NCE
 from jitr.losses.semantic_hard_negatives import SEMANTIC_HARD_NEGATIVES
 from jitr.losses.semantic_margin_triplet import SEMANTIC_MARGIN_TRIPLET
+from jitr.losses.sigmoid_pairs import SIGMOID_PAIRS
 from jitr.losses.smooth_ndcg import SMOOTH_NDCG
 from jitr.losses.triplet import TRIPLET
 
@@ -36,6 +38,8 @@ LOSSES: dict[str, LossSpec] = {
     ADAPTIVE_LISTWISE,
     SEMANTIC_MARGIN_TRIPLET,
     SEMANTIC_HARD_NEGATIVES,
+    INFO_NCE,
+    SIGMOID_PAIRS,
   )
 }
 

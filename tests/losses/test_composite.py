@@ -117,6 +117,8 @@ def test_registry_carries_the_per_query_core_graded_kind_and_key_need():
     "adaptive_listwise": None,
     "semantic_margin_triplet": "metric",
     "semantic_hard_negatives": "semantic",
+    "info_nce": None,
+    "sigmoid_pairs": None,
   }
   spec = losses.LOSSES["smooth_ndcg"]
   assert spec.fn is losses.smooth_ndcg and spec.per_query is smooth_ndcg_queries
