@@ -9,6 +9,7 @@ that does not load: a file that does not load (:func:`config_load_error`) or com
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -31,6 +32,9 @@ def run_reporting_bad_input(
   try:
     return body()
   except (ValueError, OSError) as err:
+    # a library's asynchronous reads that the error left pending (orbax's checkpoint
+    # metadata) would warn at exit, after the one line: they are not the app's fault
+    warnings.filterwarnings("ignore", r"coroutine .* was never awaited", RuntimeWarning)
     raise SystemExit(f"{name}: error: {err}") from err
   except KeyboardInterrupt:
     sys.stderr.write(f"{name}: {interrupted}\n")
