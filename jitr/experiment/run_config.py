@@ -420,9 +420,11 @@ EXECUTION_FIELDS: dict[str, str] = {
     "checkpoint; config.json keeps the first run's value)"
   ),
 }
-# Execution fields a config.json written by an earlier jitr may lack, and the value its
-# run was executed with: reading such a workdir gives it that value.
-EXECUTION_DEFAULTS: dict[str, Any] = {"token_chunks": 1}
+# Fields a config.json written by an earlier jitr may lack, and the value its run had:
+# one chunk of captions, every training image, validation after every epoch only. Reading
+# such a workdir (jitr.experiment.workdir.read_trained_config) or comparing a new config
+# with it (run_differences) gives it that value.
+EARLIER_DEFAULTS: dict[str, Any] = {"token_chunks": 1, "train_fraction": 1.0, "eval_every_steps": 0}
 # May change within the bounds of jitr.experiment.workdir.check_num_epochs; config.json
 # then records the new value.
 EPOCHS_FIELD = "num_epochs"
@@ -474,12 +476,7 @@ def run_differences(saved: Mapping[str, Any], new: Mapping[str, Any]) -> list[tu
   """``(dotted field, saved value, new value)`` for every field where the JSON configs
   ``saved`` and ``new`` differ, in field order, leaving out the fields a resume may change
   (:data:`EXECUTION_FIELDS`, ``num_epochs``). A field or group on one side only is one
-  entry whose other value is :data:`ABSENT`, but a field of :data:`ABSENT_MEANS` missing
-  on a side (a config.json written before the field existed) is its value there."""
-  saved, new = {**ABSENT_MEANS, **saved}, {**ABSENT_MEANS, **new}
+  entry whose other value is :data:`ABSENT`, but a field of :data:`EARLIER_DEFAULTS` missing
+  on a side is the value it stands for there."""
+  saved, new = {**EARLIER_DEFAULTS, **saved}, {**EARLIER_DEFAULTS, **new}
   return [d for d in _leaf_differences(saved, new, "") if not _may_change(d[0])]
-
-
-# top-level fields a config.json may lack (written before they existed) -> the value its
-# run had: every training image, validation after every epoch only
-ABSENT_MEANS: dict[str, Any] = {"train_fraction": 1.0, "eval_every_steps": 0}

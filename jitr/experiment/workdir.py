@@ -38,8 +38,8 @@ import ml_collections
 from jitr import fileio, paths
 from jitr.experiment.run_config import (
   ABSENT,
+  EARLIER_DEFAULTS,
   EPOCHS_FIELD,
-  EXECUTION_DEFAULTS,
   check_train_config,
   run_differences,
 )
@@ -82,9 +82,9 @@ def read_workdir_config(workdir: str) -> dict[str, Any] | None:
 
 def read_trained_config(workdir: str) -> ml_collections.ConfigDict | None:
   """``workdir/config.json`` as a config, checked as ``jitr-train`` checks a config
-  (:func:`jitr.experiment.run_config.check_train_config`); ``None`` if absent. An
-  execution field the file lacks (written by an earlier jitr) takes the value its run
-  had (:data:`!jitr.experiment.run_config.EXECUTION_DEFAULTS`).
+  (:func:`jitr.experiment.run_config.check_train_config`); ``None`` if absent. A field
+  the file lacks (written by an earlier jitr) takes the value its run had
+  (:data:`!jitr.experiment.run_config.EARLIER_DEFAULTS`).
 
   Raises:
     ValueError: the file is not a JSON object, or a field is missing, of the wrong type or
@@ -93,7 +93,7 @@ def read_trained_config(workdir: str) -> ml_collections.ConfigDict | None:
   saved = read_workdir_config(workdir)
   if saved is None:
     return None
-  config = ml_collections.ConfigDict({**EXECUTION_DEFAULTS, **saved})
+  config = ml_collections.ConfigDict({**EARLIER_DEFAULTS, **saved})
   try:
     check_train_config(config)
   except ValueError as err:

@@ -3,6 +3,7 @@ config's field with a second default, every field the code reads is set there, a
 config without one is refused in one line naming it."""
 
 import ast
+import json
 import pathlib
 
 import ml_collections
@@ -175,10 +176,13 @@ def test_a_train_fraction_outside_zero_to_one_is_one_line(value, expected):
   assert str(err.value) == expected
 
 
-def test_a_config_json_without_train_fraction_resumes_as_every_image():
-  from jitr.experiment.run_config import run_differences
+def test_a_config_json_without_train_fraction_resumes_as_every_image(tmp_path):
+  from jitr.experiment.workdir import check_workdir
 
-  new = default.get_config().to_dict()
-  saved = {k: v for k, v in new.items() if k != "train_fraction"}
-  assert run_differences(saved, new) == []
-  assert run_differences(saved, {**new, "train_fraction": 0.5}) == [("train_fraction", 1.0, 0.5)]
+  new = default.get_config()
+  saved = {k: v for k, v in new.to_dict().items() if k != "train_fraction"}
+  (tmp_path / "config.json").write_text(json.dumps(saved))
+  check_workdir(new, str(tmp_path))  # the same run
+  new.train_fraction = 0.5
+  with pytest.raises(ValueError, match=r"train_fraction=1\.0 \(this config: 0\.5\)"):
+    check_workdir(new, str(tmp_path))

@@ -222,12 +222,15 @@ def test_token_chunks_need_a_network_that_encodes_each_caption_alone():
   )
 
 
-def test_a_config_json_written_without_token_chunks_reads_as_one_chunk(tmp_path):
+@pytest.mark.parametrize(
+  ("field", "value"), [("token_chunks", 1), ("train_fraction", 1.0), ("eval_every_steps", 0)]
+)
+def test_a_config_json_written_without_a_later_field_reads_as_its_run_had(tmp_path, field, value):
   raw = default.get_config().to_dict()
-  del raw["token_chunks"]  # a workdir an earlier jitr wrote
+  del raw[field]  # a workdir an earlier jitr wrote
   (tmp_path / "config.json").write_text(json.dumps(raw))
-  assert read_trained_config(str(tmp_path)).token_chunks == 1
-  with pytest.raises(ValueError, match="config.token_chunks: missing"):
+  assert read_trained_config(str(tmp_path))[field] == value
+  with pytest.raises(ValueError, match=f"config.{field}: missing"):
     check_train_config(ml_collections.ConfigDict(raw))  # a config file still needs it
 
 
