@@ -94,8 +94,7 @@ APP = App(
 def main() -> None:
   """Scores ``--workdir`` (with ``--ensemble``) as the flags say and writes the report."""
   # Imported here, not at the top: `jitr-eval --help` answers without loading JAX.
-  from jitr.experiment import evaluate_workdir
-  from jitr.experiment.semantic_scores import SemanticSource
+  from jitr.experiment import ExtraMetrics, SemanticSource, evaluate_workdir
 
   job = join_configured_job()
   with ending_on_a_lost_process(APP.name, job.process_count):
@@ -107,8 +106,9 @@ def main() -> None:
       ensemble=_ENSEMBLE.value,
       protocol=_PROTOCOL.value,
       allow_changed_inputs=_ALLOW_CHANGED_INPUTS.value,
-      semantic=SemanticSource(_SEMANTIC.value, records=_SEMANTIC_RECORDS.value),
-      eccv=_ECCV.value,
+      extra=ExtraMetrics(
+        SemanticSource(_SEMANTIC.value, records=_SEMANTIC_RECORDS.value), eccv=_ECCV.value
+      ),
     )
 
 

@@ -8,7 +8,7 @@ This package wires the others together (``data``, ``relevance``, ``models``, ``l
 ``training``, ``evaluation``); nothing below it imports it.
 """
 
-from jitr.experiment.evaluate import evaluate_workdir
+from jitr.experiment.evaluate import ExtraMetrics, evaluate_workdir
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.loaded_data import LoadedData, load_data
 from jitr.experiment.model_state import initial_state
@@ -21,6 +21,7 @@ __all__ = [
   "LoadedData",
   "QualityGrid",
   "RunResult",
+  "ExtraMetrics",
   "SemanticSource",
   "evaluate_workdir",
   "initial_state",

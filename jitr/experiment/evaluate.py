@@ -254,6 +254,17 @@ def record_changed_inputs(metrics_json: str, members) -> None:
   fileio.write_json_atomic(metrics_json, written, indent=2, sort_keys=True, allow_nan=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class ExtraMetrics:
+  """Metrics an evaluation adds beside Recall@K (jitr-eval's ``--semantic`` and ``--eccv``;
+  jitr's protocol only)."""
+
+  semantic: SemanticSource = SemanticSource()
+  """SAM's NCS@K and Semantic Recall@K against these scores (``spec`` ``""``: none)."""
+  eccv: bool = False
+  """ECCV Caption's mAP@R, R-P and R@K on COCO's 5K test split."""
+
+
 def evaluate_workdir(
   workdir: str,
   *,
@@ -263,8 +274,7 @@ def evaluate_workdir(
   ensemble: Sequence[str] = (),
   protocol: str = "jitr",
   allow_changed_inputs: bool = False,
-  semantic: SemanticSource | None = None,
-  eccv: bool = False,
+  extra: ExtraMetrics = ExtraMetrics(),
 ) -> dict:
   """Evaluates ``workdir``'s checkpoint on ``split``; returns the metrics and writes the report.
 
@@ -283,17 +293,17 @@ def evaluate_workdir(
   previous report as it was. ``protocol="official"``
   scores Recall@K as the official ``evaluation.py`` does, ties included
   (:func:`jitr.evaluation.official_recall`; the members' mean in float64, as the official SGRAF
-  ensemble), into ``eval_<split>[_ensemble]_official/``. ``semantic``
+  ensemble), into ``eval_<split>[_ensemble]_official/``. ``extra.semantic``
   (:class:`~jitr.experiment.SemanticSource`, ``spec="topk:NAME"``) adds SAM's
   NCS@K and Semantic Recall@K against the top-K scores of relevance records of ``split``
   (:mod:`!jitr.experiment.semantic_scores`; ``semantic.records``: the records' folder, else
-  computed under the data folder). ``eccv`` adds ECCV Caption's positives of COCO's 5K
-  test split (:mod:`!jitr.evaluation.eccv_caption_sets`): ``eccv/{i2t,t2i}/mAP@R``, ``R-P``
-  and ``R@K``.
+  computed under the data folder). ``extra.eccv`` adds ECCV Caption's positives of COCO's
+  5K test split (:mod:`!jitr.evaluation.eccv_caption_sets`): ``eccv/{i2t,t2i}/mAP@R``,
+  ``R-P`` and ``R@K``.
   """
   if protocol not in PROTOCOLS:
     raise ValueError(f"protocol: expected one of {PROTOCOLS}, got {protocol!r}")
-  semantic = SemanticSource() if semantic is None else semantic
+  semantic, eccv = extra.semantic, extra.eccv
   if semantic and protocol != "jitr":
     raise ValueError("semantic scores: the official protocol reports Recall@K only")
   if eccv and protocol != "jitr":

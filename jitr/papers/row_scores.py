@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from jitr import fileio, paths
-from jitr.experiment import SemanticSource, evaluate_workdir
+from jitr.experiment import ExtraMetrics, SemanticSource, evaluate_workdir
 from jitr.papers.pooled_scores import UNDERLYING, pooled_scores
 from jitr.papers.published import EVAL_PROTOCOL, Table
 from jitr.papers.validation_scores import efficiency_scores
@@ -112,14 +112,15 @@ def score_row(
   stored = stored_scores(table, workdirs, trained, say)
   if stored is not None:
     return stored
-  semantic = {"semantic": SemanticSource(table.semantic)} if table.semantic else {}
+  eccv = table.protocol == "eccv"
+  # a table with NCS columns: its scores (jitr-eval's --semantic); ECCV Caption's positives
+  extra = ExtraMetrics(SemanticSource(table.semantic), eccv=eccv)
   evaluate_workdir(
     workdirs[0],
     split=SPLIT,
     ensemble=list(workdirs[1:]),
     protocol=EVAL_PROTOCOL[table.protocol],
     num_queries=0,
-    **semantic,  # a table with NCS columns: its scores (jitr-eval's --semantic)
-    **({"eccv": True} if table.protocol == "eccv" else {}),  # ECCV Caption's positives
+    **({"extra": extra} if table.semantic or eccv else {}),
   )
   return read_report(table, report_path(table, workdirs))

@@ -234,7 +234,7 @@ def test_sams_reduced_data_table_trains_on_its_fraction_and_reports_spice_ncs(tm
   with SAM (4 of 40 images, one step an epoch), scored against stand-in SPICE records of
   the test split (word F1, written by jitr-precompute where the report reads them); the
   table's NCS@K and Nsum are jitr-eval's with the annotated positives kept."""
-  from jitr.experiment import SemanticSource, evaluate_workdir
+  from jitr.experiment import ExtraMetrics, SemanticSource, evaluate_workdir
   from jitr.experiment.workdir import saved_steps
   from tests.experiment.test_semantic_eval import word_f1
 
@@ -281,7 +281,7 @@ def test_sams_reduced_data_table_trains_on_its_fraction_and_reports_spice_ncs(tm
     assert config["train_fraction"] == 0.1
     assert saved_steps(str(workdir))[-1] == 10  # 20 captions, 4 a step, 2 epochs
     metrics = evaluate_workdir(
-      str(workdir), protocol="jitr", num_queries=0, semantic=SemanticSource("topk:spice")
+      str(workdir), protocol="jitr", num_queries=0, extra=ExtraMetrics(SemanticSource("topk:spice"))
     )
     (row,) = [r for r in table["rows"] if r["runs"] == [run]]
     cells = row["metrics"]

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from jitr.data.relevance_reader import RelevanceRecordsError
-from jitr.experiment import evaluate
+from jitr.experiment import ExtraMetrics, evaluate
 from jitr.experiment.evaluator import Evaluator
 from jitr.experiment.semantic_scores import SemanticSource, semantic_scores
 from jitr.experiment.stored_relevance import external_records_dir
@@ -214,7 +214,7 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
   before = snapshot(root / "workdirs")
   cases = [
     (
-      {"semantic": SemanticSource("topk:spice")},
+      {"extra": ExtraMetrics(SemanticSource("topk:spice"))},
       ValueError,
       "semantic scores 'topk:spice': spice is not an estimator jitr computes (one of cider, "
       f"lsa, sentence, tokens) and {root / 'data' / 'cache' / 'relevance' / 'f30k_precomp-test'}"
@@ -222,23 +222,23 @@ def test_semantic_scores_that_do_not_fit_are_refused_before_anything_is_written(
       f"--captions={root / 'data' / 'f30k_precomp' / 'test_caps.txt'} --scores=spice=FILE wrote",
     ),
     (
-      {"semantic": SemanticSource("topk:spice", records=str(records)), "split": "val"},
+      {"extra": ExtraMetrics(SemanticSource("topk:spice", records=str(records))), "split": "val"},
       RelevanceRecordsError,
       f"{records / 'relevance.json'}: field 'dataset.fingerprint' is ",
     ),
     (
-      {"semantic": SemanticSource("topk:bleu", records=str(records))},
+      {"extra": ExtraMetrics(SemanticSource("topk:bleu", records=str(records)))},
       ValueError,
       f"{records}: records of the estimator 'spice', expected 'bleu' (topk:bleu)",
     ),
     (
-      {"semantic": SemanticSource("vectors:sentence")},
+      {"extra": ExtraMetrics(SemanticSource("vectors:sentence"))},
       ValueError,
       "semantic scores 'vectors:sentence': expected topk:NAME, the top-K scores of relevance "
       "records (e.g. topk:cider, topk:spice)",
     ),
     (
-      {"semantic": SemanticSource("topk:cider"), "protocol": "official"},
+      {"extra": ExtraMetrics(SemanticSource("topk:cider")), "protocol": "official"},
       ValueError,
       "semantic scores: the official protocol reports Recall@K only",
     ),

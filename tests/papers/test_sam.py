@@ -96,7 +96,7 @@ def test_a_semantic_table_is_scored_with_its_ncs_scores(tmp_path, monkeypatch):
   monkeypatch.setattr(row_scores, "evaluate_workdir", evaluate)
   assert row_scores.score_row(table, [workdir]) == report
   ((args, kwargs),) = calls
-  assert kwargs["protocol"] == "jitr" and kwargs["semantic"].spec == "topk:spice"
+  assert kwargs["protocol"] == "jitr" and kwargs["extra"].semantic.spec == "topk:spice"
   cells = compare(table, [[report]] + [[] for _ in table.rows[1:]])["rows"][0]["metrics"]
   assert cells["semantic_gt/i2t/NCS@1"]["mean"] == 60.0
   assert cells["nsum"]["mean"] == sum(60.0 + i for i in range(6))
