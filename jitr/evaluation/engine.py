@@ -224,6 +224,7 @@ def _semantic_finish(keys, sem, ret, ideal, ideal_idx, *, k: int, n: int):
 def _semantic_curves(keys, sem, gt_pos, *, k: int, n: int):
   ret = _topk_idx(_mask(keys, gt_pos), k=k)
   ideal, ideal_idx = _topk(_mask(sem, gt_pos), k=max(k, n))
+  ideal = jnp.where(jnp.isneginf(ideal), 0.0, ideal)  # a (sub-)gallery of under K items
   return _semantic_finish(keys, sem, ret, ideal, ideal_idx, k=k, n=n)
 
 
@@ -248,10 +249,7 @@ def _semantic_outputs(keys, sem, gt_pos, col_ok, cfg: SweepConfig) -> dict:
   if cfg.with_groups:
     keys_in, sem_in = _outside_removed(keys, sem, col_ok)
     for kind, removed in (("removed", gt_pos), ("kept", none)):
-      ret = _topk_idx(_mask(keys_in, removed), k=k)
-      ideal, ideal_idx = _topk(_mask(sem_in, removed), k=k)
-      ideal = jnp.where(jnp.isneginf(ideal), 0.0, ideal)  # a sub-gallery of under K items
-      num, den, _ = _semantic_finish(keys_in, sem, ret, ideal, ideal_idx, k=k, n=1)
+      num, den, _ = _semantic_curves(keys_in, sem_in, removed, k=k, n=n)
       out[f"group_ncs_{kind}_num"], out[f"group_ncs_{kind}_den"] = num, den
   return out
 
