@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from jitr.papers.published import PROTOCOL_PREFIX, RECALL_METRICS, Table, mean, population_std
+from jitr.papers.published import PROTOCOLS, RECALL_METRICS, Table, mean, population_std
 
 # a pooled table's protocol -> the protocol each of its runs is scored with
 UNDERLYING = {"pooled_full": "full", "pooled_folds": "folds"}
@@ -23,7 +23,7 @@ def pooled_scores(
   5 and 10 of direction ``d`` of every run in ``workdirs`` (``score(table, [workdir])``
   of each, under :data:`UNDERLYING`), their mean and population std."""
   base = dataclasses.replace(table, protocol=UNDERLYING[table.protocol], metrics=RECALL_METRICS)
-  prefix = PROTOCOL_PREFIX[base.protocol]
+  prefix = PROTOCOLS[base.protocol].prefix
   per_run = [score(base, [w]) for w in workdirs]
   out = {}
   for d in ("i2t", "t2i"):

@@ -12,7 +12,7 @@ published numbers are listed, jitr's column is empty.
 Metric names are jitr's report keys without their protocol prefix: ``i2t/R@1`` ...
 ``t2i/R@10``, ``rsum`` (Recall@K in percent, as the official evaluation prints), and for
 class-labelled data ``i2t/mAP``, ``t2i/mAP``, ``mAP``. The report key of a metric is
-``PREFIX/NAME``, PREFIX from the table's protocol (``PROTOCOL_PREFIX``). The metrics a
+``PREFIX/NAME``, PREFIX from the table's protocol (``PROTOCOLS``). The metrics a
 paper prints that the report does not hold are derived from those it does (``DERIVED``):
 ``mR``, the mean of the six Recall@K, ``rsum / 6``; LSEH's
 ``i2t/mean`` and ``i2t/std`` (and ``t2i/``), the mean ``m = (R@1 + R@5 + R@10) / 3`` of one
@@ -76,46 +76,56 @@ MEAN_STD_METRICS = tuple(
   metric for d in ("i2t", "t2i") for metric in (*_recalls(d), f"{d}/mean", f"{d}/std")
 )
 
-# protocol -> the prefix of its metrics in jitr-eval's metrics.json:
-#   full:  the whole test split (Flickr30K's 1,000 images, COCO 5K, IAPR TC-12), official R@K
-#   folds: COCO 1K, the mean of the five 1,000-image folds, official R@K
-#   class: MAP over class labels (CMAL²R's Wikipedia and Pascal), jitr's protocol
-#   semantic: the whole test split, jitr's R@K and SAM's NCS@K against the table's
-#     ``semantic`` scores (``semantic_gt/{i2t,t2i}/NCS@K``, ``semantic/...``)
-#   semantic_folds: the same on COCO's five folds, each averaged over the folds
-#     (``folds/...``, ``folds_semantic_gt/...``, ``folds_semantic/...``)
-#   reference: numbers jitr does not compute (data it does not have): no row is run
-#   eccv: COCO's 5K test split against ECCV Caption's positives (jitr-eval --eccv:
-#     eccv/{i2t,t2i}/mAP@R, R-P, R@K)
-#   pooled_full, pooled_folds: each run of a row scored alone (full / folds), their
-#     recalls pooled (LSEH's Table 8: jitr.papers.pooled_scores)
-#   validation: read from the runs' validation histories, not a test evaluation (LSEH's
-#     Table 3: jitr.papers.validation_scores)
-PROTOCOL_PREFIX = {
-  "full": "full",
-  "folds": "folds",
-  "class": "class",
-  "semantic": "full",
-  "semantic_folds": "folds",
-  "reference": "reference",
-  "validation": "validation",
-  "eccv": "eccv",
-  "pooled_full": "pooled",
-  "pooled_folds": "pooled",
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+  """How a table's numbers are measured: ``prefix``, the one of its metrics' keys in
+  jitr-eval's metrics.json; ``evaluation``, jitr-eval's ``--protocol``; ``words``, how the
+  table's page says it."""
+
+  prefix: str
+  evaluation: str
+  words: str
+
+
+_COCO_FOLDS = "the mean of COCO's five 1,000-image test folds"
+PROTOCOLS: dict[str, Protocol] = {
+  # the whole test split (Flickr30K's 1,000 images, COCO 5K, IAPR TC-12)
+  "full": Protocol("full", "official", "the whole test split, the official evaluation's R@K"),
+  # COCO 1K
+  "folds": Protocol("folds", "official", f"{_COCO_FOLDS}, the official evaluation's R@K"),
+  # CMAL²R's Wikipedia and Pascal
+  "class": Protocol("class", "jitr", "MAP over class labels, both directions"),
+  # jitr's R@K and SAM's NCS@K against the table's ``semantic`` scores
+  # (``semantic_gt/{i2t,t2i}/NCS@K``, ``semantic/...``), on the whole split or COCO's folds
+  # (``folds/...``, ``folds_semantic_gt/...``, ``folds_semantic/...``)
+  "semantic": Protocol("full", "jitr", "the whole test split, jitr's Recall@K and SAM's NCS@K"),
+  "semantic_folds": Protocol("folds", "jitr", f"{_COCO_FOLDS}, jitr's Recall@K and SAM's NCS@K"),
+  # numbers jitr does not compute (data it does not have): no row is run
+  "reference": Protocol(
+    "reference", "jitr", "printed for reference: jitr does not compute these numbers"
+  ),
+  # jitr-eval --eccv: eccv/{i2t,t2i}/mAP@R, R-P, R@K
+  "eccv": Protocol(
+    "eccv", "jitr", "COCO's 5K test split against ECCV Caption's positives (mAP@R, R-P, R@1)"
+  ),
+  # each run of a row scored alone (full / folds), their recalls pooled (LSEH's Table 8:
+  # jitr.papers.pooled_scores)
+  "pooled_full": Protocol(
+    "pooled", "official", "each run on the whole test split (official R@K), the recalls pooled"
+  ),
+  "pooled_folds": Protocol(
+    "pooled", "official", "each run on COCO's five 1K folds (official R@K), the recalls pooled"
+  ),
+  # the runs' validation histories, not a test evaluation (LSEH's Table 3:
+  # jitr.papers.validation_scores)
+  "validation": Protocol(
+    "validation",
+    "jitr",
+    "the runs' validation histories (every validation's M-Recall and epoch)",
+  ),
 }
-# protocol -> jitr-eval's --protocol
-EVAL_PROTOCOL = {
-  "full": "official",
-  "folds": "official",
-  "class": "jitr",
-  "semantic": "jitr",
-  "semantic_folds": "jitr",
-  "reference": "jitr",
-  "validation": "jitr",
-  "eccv": "jitr",
-  "pooled_full": "official",
-  "pooled_folds": "official",
-}
+"""Every table protocol by name."""
 
 
 def _report_key(prefix: str, source: str) -> str:
@@ -161,7 +171,7 @@ class Table:
 
   ``name`` is the command's name for it (``PAPER.TABLE.DATASET``), ``paper`` and
   ``table`` say where it is printed (``Table 1``), ``caption`` is its caption,
-  ``protocol`` how its numbers are measured (``PROTOCOL_PREFIX``), ``metrics`` its
+  ``protocol`` how its numbers are measured (``PROTOCOLS``), ``metrics`` its
   columns in printed order, ``scale`` what jitr's report values are multiplied by to be
   in the printed unit (1 for R@K in percent; 100 where a paper prints MAP in percent),
   ``source`` where the numbers were read, ``decimals`` the digits the report shows after
@@ -186,7 +196,7 @@ class Table:
     """The keys in jitr-eval's metrics.json that ``metric`` is read from under this
     table's protocol: its own, or a derived metric's sources (``DERIVED``)."""
     sources = DERIVED[metric].sources if metric in DERIVED else (metric,)
-    prefix = PROTOCOL_PREFIX[self.protocol]
+    prefix = PROTOCOLS[self.protocol].prefix
     return tuple(_report_key(prefix, s) for s in sources)
 
   def value(self, scores: Mapping[str, float], metric: str) -> float:

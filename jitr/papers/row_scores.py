@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from jitr import fileio, paths
 from jitr.experiment import ExtraMetrics, SemanticSource, evaluate_workdir
 from jitr.papers.pooled_scores import UNDERLYING, pooled_scores
-from jitr.papers.published import EVAL_PROTOCOL, Table
+from jitr.papers.published import PROTOCOLS, Table
 from jitr.papers.validation_scores import efficiency_scores
 
 SPLIT = "test"
@@ -35,7 +35,7 @@ def eval_command(table: Table, workdirs: Sequence[str]) -> list[str]:
   argv = ["jitr-eval", f"--workdir={workdirs[0]}", f"--split={SPLIT}"]
   if len(workdirs) > 1:
     argv.append(f"--ensemble={','.join(workdirs[1:])}")
-  argv.append(f"--protocol={EVAL_PROTOCOL[table.protocol]}")
+  argv.append(f"--protocol={PROTOCOLS[table.protocol].evaluation}")
   if table.protocol == "eccv":
     argv.append("--eccv")
   return [*argv, f"--semantic={table.semantic}"] if table.semantic else argv
@@ -44,7 +44,7 @@ def eval_command(table: Table, workdirs: Sequence[str]) -> list[str]:
 def report_path(table: Table, workdirs: Sequence[str]) -> str:
   """Where jitr-eval writes the metrics of :func:`eval_command`."""
   suffix = "_ensemble" if len(workdirs) > 1 else ""
-  if EVAL_PROTOCOL[table.protocol] == "official":
+  if PROTOCOLS[table.protocol].evaluation == "official":
     suffix += "_official"
   return os.path.join(workdirs[0], f"eval_{SPLIT}{suffix}", "metrics.json")
 
@@ -119,7 +119,7 @@ def score_row(
     workdirs[0],
     split=SPLIT,
     ensemble=list(workdirs[1:]),
-    protocol=EVAL_PROTOCOL[table.protocol],
+    protocol=PROTOCOLS[table.protocol].evaluation,
     num_queries=0,
     **({"extra": extra} if table.semantic or eccv else {}),
   )

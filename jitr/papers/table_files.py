@@ -22,24 +22,10 @@ from typing import Any
 
 from jitr import fileio
 from jitr.figures import pyplot, save_png
+from jitr.papers.published import PROTOCOLS
 
 # savefig's options: the same bytes for the same comparison (no matplotlib version)
 PNG_OPTIONS = {"dpi": 100, "metadata": {"Software": None}}
-
-PROTOCOL_WORDS = {
-  "full": "the whole test split, the official evaluation's R@K",
-  "folds": "the mean of COCO's five 1,000-image test folds, the official evaluation's R@K",
-  "class": "MAP over class labels, both directions",
-  "semantic": "the whole test split, jitr's Recall@K and SAM's NCS@K",
-  "semantic_folds": (
-    "the mean of COCO's five 1,000-image test folds, jitr's Recall@K and SAM's NCS@K"
-  ),
-  "reference": "printed for reference: jitr does not compute these numbers",
-  "eccv": "COCO's 5K test split against ECCV Caption's positives (mAP@R, R-P, R@1)",
-  "pooled_full": "each run on the whole test split (official R@K), the recalls pooled",
-  "pooled_folds": "each run on COCO's five 1K folds (official R@K), the recalls pooled",
-  "validation": "the runs' validation histories (every validation's M-Recall and epoch)",
-}
 
 
 def _number(value: float | None, decimals: int = 2) -> str:
@@ -62,7 +48,7 @@ def markdown(comparison: Mapping[str, Any]) -> str:
     "",
     comparison["caption"],
     "",
-    f"Scored on {PROTOCOL_WORDS[comparison['protocol']]}. Published numbers from "
+    f"Scored on {PROTOCOLS[comparison['protocol']].words}. Published numbers from "
     f"{comparison['source']}.",
     "",
     "| row | | " + " | ".join(metrics) + " |",
