@@ -1,13 +1,15 @@
 """Input pipelines: the dataset registry, precomp readers, labelled vector folders (image
 and text vectors with class labels: CMAL²R's Wikipedia and Pascal), batches,
 vocabularies, relevance TFRecord readers, CVSE's concepts (official files and
-:class:`ConceptData` built from captions), BERT's WordPiece tokenization of captions and
+:class:`ConceptData` built from captions), BERT's WordPiece tokenization of captions, CLIP's
+BPE (:class:`ClipBpe`) and SigLIP's Hugging Face tokenizer (:class:`HfTextTokenizer`), and
 the official VSE∞ training augmentation of captions and regions. The jitr_shapes TFDS builder
 (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
 needed.
 """
 
 from jitr.data.caption_augment import augment_caption, drop_regions
+from jitr.data.clip_bpe import ClipBpe
 from jitr.data.concept_data import (
   ConceptData,
   ConceptDataError,
@@ -28,6 +30,7 @@ from jitr.data.cvse_concepts import (
   read_official_concepts,
 )
 from jitr.data.datasets import DATASETS, DatasetInfo, LabelledLayout, dataset_info
+from jitr.data.hf_text_tokenizer import HfTextTokenizer
 from jitr.data.labelled import (
   LabelledDataError,
   LabelledSettings,
@@ -58,11 +61,13 @@ from jitr.data.wordpiece_vocab import CaptionWords, WordPieceVocab
 
 __all__ = [
   "CaptionWords",
+  "ClipBpe",
   "ConceptData",
   "ConceptDataError",
   "ConceptStatistics",
   "DATASETS",
   "DatasetInfo",
+  "HfTextTokenizer",
   "LabelledDataError",
   "LabelledLayout",
   "LabelledSettings",

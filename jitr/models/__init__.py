@@ -4,6 +4,9 @@ Image: :class:`RegionEncoder` (region features, max / mean / GPO pooling),
 :class:`ConvEncoder` (pixels). Text: :class:`GRUTextEncoder` (GRU or BiGRU).
 Pooling: :class:`GPO`. Pretrained text encoder: :class:`BertEncoder` (BERT, weights from a
 Hugging Face folder through :func:`load_pretrained`). Joint model: :class:`DualEncoder`.
+CLIP and SigLIP towers equal to open_clip's: :class:`ClipModel` (shaped by
+:func:`clip_config`; weights through :func:`load_open_clip` / :func:`load_hf_clip`, back to
+open_clip through :func:`export_open_clip`).
 Similarity models (cross-attention scoring of every pair): :class:`SGRAF` (SGR / SAF). VSRN
 (region GCN reasoning + GRU, auxiliary captioning loss): :class:`VSRN`. CVSE (instance-level
 self-attention fused with a consensus level over a concept graph; its triplet and KL
@@ -23,6 +26,16 @@ format, :class:`!jitr.models.official_format.OfficialFormat`).
 """
 
 from jitr.models.bert import BertConfig, BertEncoder, bert_params, load_pretrained, read_config
+from jitr.models.clip import (
+  ClipConfig,
+  ClipModel,
+  ImportedClip,
+  Preprocessing,
+  clip_config,
+  export_open_clip,
+  load_hf_clip,
+  load_open_clip,
+)
 from jitr.models.common import lengths_to_mask, masked_max, masked_mean
 from jitr.models.cvse import CVSE, ConceptInputs, CVSEEmbeddings, cvse_model
 from jitr.models.gpo import GPO, gpo_pool, positional_encoding, sort_valid_desc
@@ -59,6 +72,10 @@ __all__ = [
   "BertConfig",
   "BertEncoder",
   "BiGRU",
+  "ClipConfig",
+  "ClipModel",
+  "ImportedClip",
+  "Preprocessing",
   "CVSE",
   "CVSEEmbeddings",
   "ConceptInputs",
@@ -77,6 +94,10 @@ __all__ = [
   "VSRNImageEncoder",
   "VSRNTextEncoder",
   "bert_params",
+  "clip_config",
+  "export_open_clip",
+  "load_hf_clip",
+  "load_open_clip",
   "create_dual_encoder",
   "cvse_model",
   "dual_encoder_model",

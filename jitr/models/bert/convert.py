@@ -39,7 +39,7 @@ import numpy as np
 
 from jitr import paths
 from jitr.models.bert.config import BertConfig, read_config
-from jitr.models.official_checkpoint import RefusedGlobalError, load_checkpoint
+from jitr.models.state_files import read_state_file
 
 _PREFIX = "bert."
 _IGNORED = ("pooler.", "cls.", "embeddings.position_ids", "embeddings.token_type_ids")
@@ -163,29 +163,11 @@ def bert_params(
 
 def _read_weights(folder: str) -> tuple[str, Mapping[str, Any]]:
   """``(path, state dict)`` of ``model.safetensors``, else ``pytorch_model.bin``."""
-  safetensors = os.path.join(folder, "model.safetensors")
-  if paths.isfile(safetensors):
-    from safetensors.numpy import load
-
-    with paths.open(safetensors, "rb") as f:
-      data = f.read()
-    try:
-      return safetensors, load(data)
-    except Exception as err:  # safetensors raises its own error types
-      reason = " ".join(str(err).split())
-      raise ValueError(f"{safetensors}: not a readable safetensors file ({reason})") from None
-  torch_file = os.path.join(folder, "pytorch_model.bin")
-  if paths.isfile(torch_file):
-    try:
-      state = load_checkpoint(torch_file)
-    except RefusedGlobalError as err:  # a pickle that would build objects or call functions
-      raise ValueError(
-        f"{torch_file}: not a weights-only PyTorch state dict (it holds {err.refused!r}, which "
-        "jitr does not unpickle); expected the tensors of a BERT as save_pretrained writes them"
-      ) from None
-    if not isinstance(state, Mapping):
-      raise ValueError(f"{torch_file}: holds a {type(state).__name__}, expected a state dict")
-    return torch_file, state
+  what = "the tensors of a BERT as save_pretrained writes them"
+  for name in ("model.safetensors", "pytorch_model.bin"):
+    path = os.path.join(folder, name)
+    if paths.isfile(path):
+      return path, read_state_file(path, what)
   raise FileNotFoundError(
     f"{folder}: no model.safetensors or pytorch_model.bin (expected a Hugging Face BERT folder)"
   )

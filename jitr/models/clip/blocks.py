@@ -1,0 +1,126 @@
+"""The pre-LayerNorm transformer block both CLIP towers (and timm's SigLIP trunk) stack.
+
+For ``x`` ``[B, L, W]``, ``H`` heads of width ``d = W / H``, an additive mask ``M``
+(``0`` / ``-inf``, or none)::
+
+    q, k, v = split(Dense_qkv(LN_1(x)))                # one fused [W, 3W] projection
+    x = x + Dense_out(concat_h softmax(q_h k_hᵀ / √d + M) v_h)
+    x = x + fc2(act(fc1(LN_2(x))))
+
+``act``: ``"gelu"`` exact (erf; Flax's ``nn.gelu`` defaults to the tanh form, which
+open_clip's ``nn.GELU`` is not), ``"gelu_tanh"``, ``"quick_gelu"`` ``x·σ(1.702x)``.
+Precision: ``dtype`` is the compute dtype of the Dense matmuls and attention products
+(bfloat16 allowed); LayerNorm, softmax and the residual stream are float32 (float64 when
+``dtype`` is float64); params are float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+Dtype = Any
+
+
+def activation(name: str):
+  """The activation function of ``name`` (one of :data:`~jitr.models.clip.config.ACTIVATIONS`)."""
+  return {
+    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
+    "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
+    "quick_gelu": lambda x: x * jax.nn.sigmoid(1.702 * x),
+  }[name]
+
+
+def wide(dtype: Dtype) -> Dtype:
+  """The dtype of LayerNorm, softmax and residuals: float32, or float64 for float64."""
+  return jnp.promote_types(dtype, jnp.float32)
+
+
+def causal_mask(length: int) -> jax.Array:
+  """``[L, L]``: 0 on and below the diagonal, ``-inf`` above (open_clip's
+  ``build_causal_mask``)."""
+  return jnp.where(jnp.tril(jnp.ones((length, length), bool)), 0.0, -jnp.inf)
+
+
+def attend(q, k, v, mask, dtype: Dtype):
+  """``softmax(q kᵀ/√d + mask) v`` per head: ``q`` ``[B, Q, H, d]``, ``k``/``v``
+  ``[B, K, H, d]``, ``mask`` ``[Q, K]`` additive or ``None`` -> ``[B, Q, H, d]``."""
+  scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(wide(dtype)) * q.shape[-1] ** -0.5
+  if mask is not None:
+    scores = scores + mask
+  probs = jax.nn.softmax(scores, axis=-1)
+  return jnp.einsum("bhqk,bkhd->bqhd", probs.astype(dtype), v)
+
+
+class Mlp(nn.Module):
+  """``fc2(act(fc1(x)))``."""
+
+  hidden: int
+  act: str
+  dtype: Dtype = jnp.float32
+
+  @nn.compact
+  def __call__(self, x):
+    width = x.shape[-1]
+    y = nn.Dense(self.hidden, dtype=self.dtype, name="fc1")(x)
+    y = activation(self.act)(y)
+    return nn.Dense(width, dtype=self.dtype, name="fc2")(y)
+
+
+class Block(nn.Module):
+  """One pre-LN residual block (the formula above): params ``norm1``, ``attn.qkv``,
+  ``attn.out``, ``norm2``, ``mlp.fc1``, ``mlp.fc2``."""
+
+  heads: int
+  mlp_width: int
+  act: str
+  norm_eps: float
+  dtype: Dtype = jnp.float32
+
+  @nn.compact
+  def __call__(self, x, mask):
+    w = wide(self.dtype)
+    h = nn.LayerNorm(epsilon=self.norm_eps, dtype=w, name="norm1")(x)
+    x = x + _Attention(self.heads, self.dtype, name="attn")(h, mask).astype(w)
+    h = nn.LayerNorm(epsilon=self.norm_eps, dtype=w, name="norm2")(x)
+    return x + Mlp(self.mlp_width, self.act, self.dtype, name="mlp")(h).astype(w)
+
+
+class _Attention(nn.Module):
+  """Self-attention with one fused ``qkv`` Dense and an ``out`` Dense."""
+
+  heads: int
+  dtype: Dtype = jnp.float32
+
+  @nn.compact
+  def __call__(self, x, mask):
+    b, length, width = x.shape
+    qkv = nn.Dense(3 * width, dtype=self.dtype, name="qkv")(x)
+    q, k, v = jnp.split(qkv.reshape(b, length, 3 * self.heads, width // self.heads), 3, axis=2)
+    context = attend(q, k, v, mask, self.dtype).reshape(b, length, width)
+    return nn.Dense(width, dtype=self.dtype, name="out")(context)
+
+
+class Transformer(nn.Module):
+  """``layers`` :class:`Block` s named ``block_0`` ..; ``remat`` recomputes each block's
+  activations in the backward pass (``nn.remat``)."""
+
+  layers: int
+  heads: int
+  mlp_width: int
+  act: str
+  norm_eps: float
+  dtype: Dtype = jnp.float32
+  remat: bool = False
+
+  @nn.compact
+  def __call__(self, x, mask=None):
+    block = nn.remat(Block) if self.remat else Block
+    for i in range(self.layers):
+      x = block(self.heads, self.mlp_width, self.act, self.norm_eps, self.dtype, name=f"block_{i}")(
+        x, mask
+      )
+    return x
