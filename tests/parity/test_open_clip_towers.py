@@ -82,6 +82,8 @@ def _config(name, layers):
     ("ViT-B-16", 2),
     ("ViT-B-16-SigLIP", 2),
     ("ViT-B-32", None),
+    ("ViT-B-32-quickgelu", None),
+    ("ViT-B-16", None),
     ("ViT-B-16-SigLIP", None),
   ],
 )

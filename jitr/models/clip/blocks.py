@@ -104,6 +104,15 @@ class _Attention(nn.Module):
     return nn.Dense(width, dtype=self.dtype, name="out")(context)
 
 
+def stack(config: Any, dtype: Dtype, remat: bool) -> Transformer:
+  """The :class:`Transformer` of a tower's config (``layers``, ``heads``, ``mlp_width``,
+  ``act``, ``norm_eps``), named ``transformer``."""
+  c = config
+  return Transformer(
+    c.layers, c.heads, c.mlp_width, c.act, c.norm_eps, dtype, remat, name="transformer"
+  )
+
+
 class Transformer(nn.Module):
   """``layers`` :class:`Block` s named ``block_0`` ..; ``remat`` recomputes each block's
   activations in the backward pass (``nn.remat``)."""

@@ -48,23 +48,16 @@ class Name:
   layout: str
 
 
-def _to_jitr(array: np.ndarray, layout: str) -> np.ndarray:
-  if layout == "linear":
-    return array.T
-  if layout == "conv":
-    return array.transpose(2, 3, 1, 0)
-  if layout == "lead1":
-    return array[0]
-  return array
+#: The axes of jitr's array in the torch tensor, and back, of each transposed layout.
+_AXES = {"linear": ((1, 0), (1, 0)), "conv": ((2, 3, 1, 0), (3, 2, 0, 1))}
 
 
-def _to_torch(array: np.ndarray, layout: str) -> np.ndarray:
-  if layout == "linear":
-    return array.T
-  if layout == "conv":
-    return array.transpose(3, 2, 0, 1)
+def _relayout(array: np.ndarray, layout: str, *, to_torch: bool) -> np.ndarray:
+  """``array`` from open_clip's layout to jitr's (``to_torch=False``) or back."""
   if layout == "lead1":
-    return array[None]
+    return array[None] if to_torch else array[0]
+  if layout in _AXES:
+    return array.transpose(_AXES[layout][to_torch])
   return array
 
 
@@ -168,7 +161,9 @@ def open_clip_shapes(config: ClipConfig) -> dict[str, tuple[int, ...]]:
   """Every open_clip tensor name of ``config`` -> the shape open_clip gives it."""
   shapes = param_shapes(config)
   empty = lambda n: np.empty(_at(shapes, n.path).shape, np.int8)
-  return {n.name: _to_torch(empty(n), n.layout).shape for n in open_clip_names(config)}
+  return {
+    n.name: _relayout(empty(n), n.layout, to_torch=True).shape for n in open_clip_names(config)
+  }
 
 
 def _at(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
@@ -233,13 +228,15 @@ def params_from_open_clip(
     node = params
     for key in n.path[:-1]:
       node = node.setdefault(key, {})
-    node[n.path[-1]] = _to_jitr(array, n.layout).astype(np.float32)
+    node[n.path[-1]] = _relayout(array, n.layout, to_torch=False).astype(np.float32)
   return params
 
 
 def open_clip_state_dict(params: Mapping[str, Any], config: ClipConfig) -> dict[str, np.ndarray]:
   """open_clip's state dict (float32 numpy, contiguous) of ``config``'s ``params``."""
   return {
-    n.name: np.ascontiguousarray(_to_torch(np.asarray(_at(params, n.path), np.float32), n.layout))
+    n.name: np.ascontiguousarray(
+      _relayout(np.asarray(_at(params, n.path), np.float32), n.layout, to_torch=True)
+    )
     for n in open_clip_names(config)
   }

@@ -27,7 +27,7 @@ import chex
 import flax.linen as nn
 import jax.numpy as jnp
 
-from jitr.models.clip.blocks import Mlp, Transformer, attend, causal_mask, wide
+from jitr.models.clip.blocks import Mlp, attend, causal_mask, stack, wide
 from jitr.models.clip.config import TextConfig, VisionConfig
 
 Dtype = Any
@@ -75,9 +75,7 @@ class VisionTower(nn.Module):
     pos = self.param("pos_embed", nn.initializers.normal(scale), (c.grid**2 + 1, c.width))
     x = jnp.concatenate([jnp.broadcast_to(cls, (x.shape[0], 1, c.width)).astype(w), x], axis=1)
     x = nn.LayerNorm(epsilon=c.norm_eps, dtype=w, name="ln_pre")(x + pos)
-    x = Transformer(
-      c.layers, c.heads, c.mlp_width, c.act, c.norm_eps, self.dtype, self.remat, name="transformer"
-    )(x)
+    x = stack(c, self.dtype, self.remat)(x)
     x = nn.LayerNorm(epsilon=c.norm_eps, dtype=w, name="ln_post")(x[:, 0])
     proj = nn.Dense(self.embed_dim, use_bias=False, dtype=self.dtype, name="projection")
     return proj(x).astype(w)
@@ -121,9 +119,7 @@ class TimmTrunk(nn.Module):
     c, w = self.config, wide(self.dtype)
     x = _patches(c, images, self.dtype, True)
     pos = self.param("pos_embed", nn.initializers.normal(0.02), (c.grid**2, c.width))
-    x = Transformer(
-      c.layers, c.heads, c.mlp_width, c.act, c.norm_eps, self.dtype, self.remat, name="transformer"
-    )(x + pos)
+    x = stack(c, self.dtype, self.remat)(x + pos)
     x = nn.LayerNorm(epsilon=c.norm_eps, dtype=w, name="norm")(x)
     return AttentionPoolHead(c.heads, c.mlp_width, c.norm_eps, self.dtype, name="map_head")(x)
 
@@ -151,9 +147,7 @@ class TextTower(nn.Module):
     pos = self.param("pos_embed", nn.initializers.normal(0.01), (c.context_length, c.width))
     x = embed(tokens) + pos[:length]
     mask = causal_mask(length) if c.causal else None
-    x = Transformer(
-      c.layers, c.heads, c.mlp_width, c.act, c.norm_eps, self.dtype, self.remat, name="transformer"
-    )(x, mask)
+    x = stack(c, self.dtype, self.remat)(x, mask)
     x = nn.LayerNorm(epsilon=c.norm_eps, dtype=w, name="ln_final")(x)
     if c.pool == "argmax":
       x = jnp.take_along_axis(x, jnp.argmax(tokens, axis=1)[:, None, None], axis=1)[:, 0]
