@@ -58,7 +58,7 @@ nitpick_ignore_regex = [
   (
     r"py:.*",
     r"(jax|jaxlib|numpy|np|scipy|flax|optax|chex|orbax|torch|tensorflow|tensorflow_datasets"
-    r"|sklearn|sentence_transformers|ml_collections|absl"
+    r"|sklearn|sentence_transformers|ml_collections|absl|PIL"
     r"|collections|typing|os|abc|pathlib|enum)(\..*)?",
   ),
 ]

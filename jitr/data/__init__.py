@@ -2,7 +2,8 @@
 and text vectors with class labels: CMAL²R's Wikipedia and Pascal), batches,
 vocabularies, relevance TFRecord readers, CVSE's concepts (official files and
 :class:`ConceptData` built from captions), BERT's WordPiece tokenization of captions, CLIP's
-BPE (:class:`ClipBpe`) and SigLIP's Hugging Face tokenizer (:class:`HfTextTokenizer`), and
+BPE (:class:`ClipBpe`), SigLIP's Hugging Face tokenizer (:class:`HfTextTokenizer`), a CLIP
+or SigLIP tower's evaluation image (:func:`eval_image`), and
 the official VSE∞ training augmentation of captions and regions. The jitr_shapes TFDS builder
 (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
 needed.
@@ -31,6 +32,7 @@ from jitr.data.cvse_concepts import (
 )
 from jitr.data.datasets import DATASETS, DatasetInfo, LabelledLayout, dataset_info
 from jitr.data.hf_text_tokenizer import HfTextTokenizer
+from jitr.data.image_transforms import eval_image
 from jitr.data.labelled import (
   LabelledDataError,
   LabelledSettings,
@@ -93,6 +95,7 @@ __all__ = [
   "dataset_info",
   "drop_regions",
   "epoch_batches",
+  "eval_image",
   "format_check_report",
   "labelled_splits",
   "load_concept_data",

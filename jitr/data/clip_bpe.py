@@ -55,7 +55,7 @@ def clean_lower(text: str) -> str:
 
 class ClipBpe:
   """CLIP's tokenizer: ``ClipBpe()(captions, context_length=77) -> int32 [N, L]``;
-  :meth:`encode` gives one caption's ids without SOT/EOT."""
+  :meth:`~jitr.data.ClipBpe.encode` gives one caption's ids without SOT/EOT."""
 
   def __init__(self, vocab_file: str = VOCAB_FILE, context_length: int = 77):
     with gzip.open(vocab_file) as f:

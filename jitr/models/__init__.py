@@ -29,6 +29,8 @@ from jitr.models.bert import BertConfig, BertEncoder, bert_params, load_pretrain
 from jitr.models.clip import (
   ClipConfig,
   ClipModel,
+  ClipTextConfig,
+  ClipVisionConfig,
   ImportedClip,
   Preprocessing,
   clip_config,
@@ -74,6 +76,8 @@ __all__ = [
   "BiGRU",
   "ClipConfig",
   "ClipModel",
+  "ClipTextConfig",
+  "ClipVisionConfig",
   "ImportedClip",
   "Preprocessing",
   "CVSE",

@@ -3,7 +3,7 @@
 from a user's open_clip or Hugging Face files (:func:`load_open_clip`, :func:`load_hf_clip`)
 and back to open_clip (:func:`export_open_clip`)."""
 
-from jitr.models.clip.config import ClipConfig, TextConfig, VisionConfig, clip_config
+from jitr.models.clip.config import ClipConfig, ClipTextConfig, ClipVisionConfig, clip_config
 from jitr.models.clip.model import ClipModel
 from jitr.models.clip.open_clip_configs import Preprocessing
 from jitr.models.clip.weights import ImportedClip, export_open_clip, load_hf_clip, load_open_clip
@@ -13,8 +13,8 @@ __all__ = [
   "ClipModel",
   "ImportedClip",
   "Preprocessing",
-  "TextConfig",
-  "VisionConfig",
+  "ClipTextConfig",
+  "ClipVisionConfig",
   "clip_config",
   "export_open_clip",
   "load_hf_clip",

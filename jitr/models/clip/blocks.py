@@ -26,7 +26,7 @@ Dtype = Any
 
 
 def activation(name: str):
-  """The activation function of ``name`` (one of :data:`~jitr.models.clip.config.ACTIVATIONS`)."""
+  """The activation function of ``name`` (one of :data:`!jitr.models.clip.config.ACTIVATIONS`)."""
   return {
     "gelu": lambda x: jax.nn.gelu(x, approximate=False),
     "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),

@@ -1,7 +1,7 @@
 """The shape of a CLIP / SigLIP dual encoder, read from an open_clip model config.
 
 :func:`clip_config` turns open_clip's JSON (a name of
-:data:`~jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS`, or the dict of a user's
+:data:`!jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS`, or the dict of a user's
 ``model_configs/*.json``) into a :class:`ClipConfig`; what jitr does not build (a ResNet or
 Hugging Face text tower, attentional poolers, layer scale, another timm trunk) is refused in
 one line naming the field. Activations: ``"quick_gelu"`` (``x·σ(1.702x)``, OpenAI's
@@ -21,7 +21,7 @@ ACTIVATIONS = ("gelu", "quick_gelu", "gelu_tanh")
 
 
 @dataclasses.dataclass(frozen=True)
-class VisionConfig:
+class ClipVisionConfig:
   """The image tower: ``trunk`` ``"open_clip"`` (class token, ``ln_pre``, pre-LN blocks,
   ``ln_post`` on the class token, ``proj``) or ``"timm"`` (SigLIP's: patch bias, no class
   token, blocks, final norm, attention-pool head, no projection)."""
@@ -43,7 +43,7 @@ class VisionConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TextConfig:
+class ClipTextConfig:
   """The text transformer: token + position embedding, pre-LN blocks (``causal`` mask or
   none), ``ln_final``, pooling (``"argmax"``: at the highest token id, CLIP's EOT;
   ``"last"``: the last position, SigLIP), projection (``proj_bias``: a Linear with bias)."""
@@ -70,8 +70,8 @@ class ClipConfig:
 
   name: str
   embed_dim: int
-  vision: VisionConfig
-  text: TextConfig
+  vision: ClipVisionConfig
+  text: ClipTextConfig
   init_logit_scale: float
   init_logit_bias: float | None
   custom_text: bool
@@ -126,7 +126,7 @@ def _refuse(section: Mapping[str, Any], defaults: Mapping[str, Any], where: str)
       )
 
 
-def _vision(cfg: Mapping[str, Any], act: str, where: str) -> VisionConfig:
+def _vision(cfg: Mapping[str, Any], act: str, where: str) -> ClipVisionConfig:
   image_size = cfg.get("image_size", 224)
   if not isinstance(image_size, int):
     raise ValueError(f"{where}.image_size = {image_size!r}: expected one int (square images)")
@@ -141,7 +141,7 @@ def _vision(cfg: Mapping[str, Any], act: str, where: str) -> VisionConfig:
       if cfg.get(key) != want:
         raise ValueError(f"{where}.{key} = {cfg.get(key)!r}: expected {want!r} (SigLIP)")
     patch, width, depth, heads, ratio = TIMM_TRUNKS[name]
-    return VisionConfig(
+    return ClipVisionConfig(
       "timm", image_size, patch, width, depth, heads, int(width * ratio), 1e-6, "gelu"
     )
   layers = cfg.get("layers", 12)
@@ -152,18 +152,18 @@ def _vision(cfg: Mapping[str, Any], act: str, where: str) -> VisionConfig:
   heads = width // cfg.get("head_width", 64)
   mlp = int(width * cfg.get("mlp_ratio", 4.0))
   eps = (cfg.get("norm_kwargs") or {}).get("eps", 1e-5)
-  return VisionConfig(
+  return ClipVisionConfig(
     "open_clip", image_size, cfg.get("patch_size", 16), width, layers, heads, mlp, eps, act
   )
 
 
-def _text(cfg: Mapping[str, Any], act: str, where: str) -> TextConfig:
+def _text(cfg: Mapping[str, Any], act: str, where: str) -> ClipTextConfig:
   _refuse(cfg, _TEXT_UNSUPPORTED, where)
   pool = cfg.get("pool_type", "argmax")
   if pool not in ("argmax", "last"):
     raise ValueError(f"{where}.pool_type = {pool!r}: expected 'argmax' or 'last'")
   width = cfg.get("width", 512)
-  return TextConfig(
+  return ClipTextConfig(
     context_length=cfg.get("context_length", 77),
     vocab_size=cfg.get("vocab_size", 49408),
     width=width,
@@ -180,7 +180,7 @@ def _text(cfg: Mapping[str, Any], act: str, where: str) -> TextConfig:
 
 def clip_config(model: str | Mapping[str, Any], *, name: str | None = None) -> ClipConfig:
   """:class:`ClipConfig` of open_clip's model config ``model``: a name of
-  :data:`~jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS` (``"ViT-B-16"``,
+  :data:`!jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS` (``"ViT-B-16"``,
   ``"ViT-B-16-SigLIP"``, ...) or the config dict itself (``name`` then names it). Defaults
   are open_clip's dataclass defaults (``CLIPVisionCfg``, ``CLIPTextCfg``)."""
   if isinstance(model, str):

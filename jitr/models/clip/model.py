@@ -28,7 +28,7 @@ def l2_normalize(x, eps: float = 1e-12):
 
 
 class ClipModel(nn.Module):
-  """Both towers of ``config`` (:func:`~jitr.models.clip.clip_config`); ``dtype``: the
+  """Both towers of ``config`` (:func:`~jitr.models.clip_config`); ``dtype``: the
   compute dtype of the matmuls (float32, bfloat16; float64 for checks); ``remat``: recompute
   each block in the backward pass. Params ``visual``, ``text``, ``logit_scale`` and, for
   SigLIP, ``logit_bias`` (scalars)."""

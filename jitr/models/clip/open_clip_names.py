@@ -1,4 +1,4 @@
-"""open_clip's state-dict names of a :class:`~jitr.models.clip.ClipModel`'s params, both ways.
+"""open_clip's state-dict names of a :class:`~jitr.models.ClipModel`'s params, both ways.
 
 One table per config (:func:`open_clip_names`) gives each tensor's open_clip name, its path
 in jitr's params and how it is laid out: ``"linear"`` (a torch Linear ``weight [out, in]``
@@ -201,7 +201,7 @@ def _architecture(state: Mapping[str, Any], config: ClipConfig, source: str) -> 
 def params_from_open_clip(
   state: Mapping[str, Any], config: ClipConfig, *, source: str = "open_clip state dict"
 ) -> dict[str, Any]:
-  """:class:`~jitr.models.clip.ClipModel` params (float32 numpy) from an open_clip state
+  """:class:`~jitr.models.ClipModel` params (float32 numpy) from an open_clip state
   dict of ``config`` (torch tensors or arrays); ``source`` starts every error line."""
   _architecture(state, config, source)
   names = open_clip_names(config)

@@ -28,13 +28,13 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from jitr.models.clip.blocks import Mlp, attend, causal_mask, stack, wide
-from jitr.models.clip.config import TextConfig, VisionConfig
+from jitr.models.clip.config import ClipTextConfig, ClipVisionConfig
 
 Dtype = Any
 _EMBED_INIT = nn.initializers.normal(0.02)
 
 
-def _patches(cfg: VisionConfig, images, dtype: Dtype, bias: bool):
+def _patches(cfg: ClipVisionConfig, images, dtype: Dtype, bias: bool):
   """``[B, N, W]`` patch embeddings of ``[B, S, S, 3]`` images (one strided conv)."""
   chex.assert_rank(images, 4)
   if images.shape[1:] != (cfg.image_size, cfg.image_size, 3):
@@ -61,7 +61,7 @@ class VisionTower(nn.Module):
   (unnormalised). Params ``patch_embed``, ``class_embedding``, ``pos_embed``, ``ln_pre``,
   ``transformer``, ``ln_post``, ``projection``."""
 
-  config: VisionConfig
+  config: ClipVisionConfig
   embed_dim: int
   dtype: Dtype = jnp.float32
   remat: bool = False
@@ -110,7 +110,7 @@ class TimmTrunk(nn.Module):
   ``__call__(images [B, S, S, 3]) -> [B, width]``. Params ``patch_embed`` (with bias),
   ``pos_embed``, ``transformer``, ``norm``, ``map_head``."""
 
-  config: VisionConfig
+  config: ClipVisionConfig
   dtype: Dtype = jnp.float32
   remat: bool = False
 
@@ -129,7 +129,7 @@ class TextTower(nn.Module):
   (unnormalised). Params ``token_embedding``, ``pos_embed``, ``transformer``,
   ``ln_final``, ``projection``."""
 
-  config: TextConfig
+  config: ClipTextConfig
   embed_dim: int
   dtype: Dtype = jnp.float32
   remat: bool = False

@@ -32,7 +32,7 @@ from jitr.models.state_files import read_state_file
 @dataclasses.dataclass(frozen=True)
 class ImportedClip:
   """An imported dual encoder: ``config`` (its activation that of the weights),
-  ``params`` (float32 numpy, :class:`~jitr.models.clip.ClipModel`'s tree), the images'
+  ``params`` (float32 numpy, :class:`~jitr.models.ClipModel`'s tree), the images'
   ``preprocessing``, the ``source`` file and the pretrained ``tag`` (``""`` if unnamed)."""
 
   config: ClipConfig
@@ -54,7 +54,7 @@ def load_open_clip(
   path: str | os.PathLike, model: str | Mapping[str, Any], *, tag: str = ""
 ) -> ImportedClip:
   """The open_clip weights in ``path`` as ``model``: a name of
-  :data:`~jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS` or an open_clip model
+  :data:`!jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS` or an open_clip model
   config dict (a ``model_configs/*.json`` read as JSON). ``tag`` (e.g. ``"openai"``,
   ``"laion2b_s34b_b88k"``, ``"webli"``; with a name) sets the preprocessing and the
   activation the weights were trained with; without it, the config's activation and
