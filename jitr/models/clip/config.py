@@ -192,6 +192,8 @@ def clip_config(model: str | Mapping[str, Any], *, name: str | None = None) -> C
   for key in ("vision_cfg", "text_cfg"):
     if not isinstance(model.get(key), Mapping):
       raise ValueError(f"{name}: no {key} object (expected an open_clip model config)")
+  if not isinstance(model.get("embed_dim"), int):
+    raise ValueError(f"{name}: embed_dim = {model.get('embed_dim')!r}, expected an int")
   return ClipConfig(
     name=name,
     embed_dim=model["embed_dim"],

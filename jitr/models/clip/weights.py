@@ -142,7 +142,15 @@ def load_hf_clip(folder: str | os.PathLike) -> ImportedClip:
   if not paths.isfile(config_file):
     raise FileNotFoundError(f"{folder}: no config.json (expected a Hugging Face CLIP folder)")
   hf = fileio.read_json(config_file)
-  model = _hf_config(hf, config_file)
+  expected = "expected a Hugging Face CLIPConfig"
+  if not isinstance(hf, Mapping):
+    raise ValueError(f"{config_file}: holds a JSON {type(hf).__name__}, {expected}")
+  try:
+    model = _hf_config(hf, config_file)
+  except KeyError as err:
+    raise ValueError(f"{config_file}: no {err.args[0]!r} ({expected})") from None
+  except (TypeError, AttributeError):
+    raise ValueError(f"{config_file}: a field of another type ({expected})") from None
   config = clip_config(model, name=hf.get("_name_or_path") or os.path.basename(folder.rstrip("/")))
   weights = os.path.join(folder, "model.safetensors")
   if not paths.isfile(weights):

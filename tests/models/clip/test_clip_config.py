@@ -93,6 +93,12 @@ def test_what_jitr_does_not_build_is_one_line(change, message):
     clip_config(model, name="x")
 
 
+def test_a_config_without_embed_dim_is_one_line():
+  model = {k: v for k, v in OPEN_CLIP_CONFIGS["ViT-B-32"].items() if k != "embed_dim"}
+  with pytest.raises(ValueError, match=r"^x: embed_dim = None, expected an int$"):
+    clip_config(model, name="x")
+
+
 def test_unknown_name():
   with pytest.raises(ValueError, match=r"^model 'ViT-Q-9': expected one of \['ViT-B-16', "):
     clip_config("ViT-Q-9")

@@ -71,9 +71,9 @@ def test_siglip_text_reads_the_whole_context():
   assert np.abs(moved[0]).max() > 1e-4 and np.abs(moved[1:]).max() == 0
 
 
-@pytest.mark.parametrize("make", [tiny_clip, tiny_siglip])
-def test_remat_changes_neither_values_nor_gradients(make):
-  config = make()
+def test_remat_changes_neither_values_nor_gradients():
+  """Both towers stack their blocks through the same builder: one config checks it."""
+  config = tiny_clip()
   params = random_params(config)
   images, tokens = inputs(config)
 

@@ -1,21 +1,19 @@
 """Weights in and out: open_clip state dicts (both naming schemes) through jitr's name table
-and files, Hugging Face CLIP folders against transformers' own CLIPModel, and the one-line
-refusals. (Loading in open_clip itself: tests/parity.)"""
+and files, and the one-line refusals. (Loading in open_clip itself, and Hugging Face CLIP
+folders against transformers' own CLIPModel: tests/parity.)"""
 
 from __future__ import annotations
 
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
 
-from jitr.models.clip import ClipModel
 from jitr.models.clip.open_clip_names import open_clip_state_dict, params_from_open_clip
 from jitr.models.clip.weights import export_open_clip, load_hf_clip, load_open_clip
-from tests.models.clip.tiny_clip import TINY, inputs, random_params, tiny_clip, tiny_siglip
+from tests.models.clip.tiny_clip import TINY, random_params, tiny_clip, tiny_siglip
 
 
 def _assert_trees_equal(a, b):
@@ -141,48 +139,6 @@ def test_a_tag_records_preprocessing_and_activation(tmp_path, monkeypatch):
     load_open_clip(path, "tiny", tag="webli")
 
 
-def _hf_model(tmp_path):
-  from transformers import CLIPConfig, CLIPModel
-
-  text = {"vocab_size": 50, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
-  text |= {"num_attention_heads": 2, "max_position_embeddings": 12, "eos_token_id": 49}
-  vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
-  vision |= {"num_attention_heads": 2, "image_size": 32, "patch_size": 8}
-  torch.manual_seed(0)
-  model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).eval()
-  with torch.no_grad():
-    for p in model.parameters():
-      p.add_(0.05 * torch.randn_like(p))
-  model.save_pretrained(tmp_path)
-  return model
-
-
-def _features(output):
-  return (output if torch.is_tensor(output) else output.pooler_output).double().numpy()
-
-
-def test_hugging_face_clip_equals_transformers(tmp_path):
-  model = _hf_model(tmp_path)
-  imported = load_hf_clip(tmp_path)
-  config = imported.config
-  assert (config.vision.act, config.text.act, config.embed_dim) == ("quick_gelu", "quick_gelu", 16)
-  assert imported.source.endswith("model.safetensors")
-  images, tokens = inputs(config)
-  with torch.no_grad():
-    u = _features(
-      model.get_image_features(
-        pixel_values=torch.from_numpy(np.array(images).transpose(0, 3, 1, 2).copy())
-      )
-    )
-    v = _features(model.get_text_features(input_ids=torch.from_numpy(np.array(tokens)).long()))
-  variables = {"params": jax.tree.map(jnp.asarray, imported.params)}
-  ours_u = ClipModel(config).apply(variables, images, method=ClipModel.encode_image)
-  ours_v = ClipModel(config).apply(variables, tokens, method=ClipModel.encode_text)
-  np.testing.assert_allclose(ours_u, u, rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose(ours_v, v, rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose(imported.params["logit_scale"], model.logit_scale.item(), rtol=1e-7)
-
-
 def test_hugging_face_folder_faults_are_one_line(tmp_path):
   with pytest.raises(
     FileNotFoundError, match=r"no config\.json \(expected a Hugging Face CLIP folder\)$"
@@ -190,4 +146,9 @@ def test_hugging_face_folder_faults_are_one_line(tmp_path):
     load_hf_clip(tmp_path)
   (tmp_path / "config.json").write_text('{"model_type": "siglip"}')
   with pytest.raises(ValueError, match=r"config\.json: model_type 'siglip', expected 'clip'$"):
+    load_hf_clip(tmp_path)
+  (tmp_path / "config.json").write_text('{"model_type": "clip", "text_config": {}}')
+  with pytest.raises(
+    ValueError, match=r"config\.json: no 'vision_config' \(expected a Hugging Face CLIPConfig\)$"
+  ):
     load_hf_clip(tmp_path)
