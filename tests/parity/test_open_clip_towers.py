@@ -122,7 +122,7 @@ def test_exported_state_dict_loads_in_open_clip(tmp_path, name, suffix):
   config = clip_config(name)
   images, tokens = _inputs(config, 2)
   shapes_model = ClipModel(config)
-  params = shapes_model.init(
+  params = jax.jit(shapes_model.init)(
     jax.random.PRNGKey(1), jnp.zeros((1, *images.shape[2:], 3)), jnp.asarray(tokens[:1], jnp.int32)
   )["params"]
   params = jax.tree_util.tree_map(np.asarray, params)
