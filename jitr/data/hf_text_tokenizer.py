@@ -18,7 +18,6 @@ with the ``tokenizers`` library: nothing is downloaded.
 from __future__ import annotations
 
 import html
-import json
 import os
 import string
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ import ftfy
 import numpy as np
 from tokenizers import Tokenizer
 
-from jitr import paths
+from jitr import fileio, paths
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -44,8 +43,10 @@ def _pad_token(folder: str) -> str:
   for name in ("tokenizer_config.json", "special_tokens_map.json"):
     path = os.path.join(folder, name)
     if paths.isfile(path):
-      with paths.open(path) as f:
-        token = json.load(f).get("pad_token")
+      settings = fileio.read_json(path)
+      if not isinstance(settings, dict):
+        raise ValueError(f"{path}: holds a JSON {type(settings).__name__}, expected an object")
+      token = settings.get("pad_token")
       if isinstance(token, dict):
         token = token.get("content")
       if token:

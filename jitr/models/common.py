@@ -14,7 +14,14 @@ __all__ = [
   "lengths_to_mask",
   "official_embedding_init",
   "encode_row_chunks",
+  "wide_dtype",
 ]
+
+
+def wide_dtype(dtype) -> jnp.dtype:
+  """The dtype a ``dtype`` computation keeps its LayerNorm, softmax and residual sums in:
+  float32, or float64 for float64 (bfloat16 matmuls, float32 statistics)."""
+  return jnp.promote_types(dtype, jnp.float32)
 
 
 def masked_max(x: jax.Array, mask: jax.Array | None) -> jax.Array:

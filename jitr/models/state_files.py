@@ -13,8 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from jitr import paths
 from jitr.models.official_checkpoint import RefusedGlobalError, load_checkpoint
+
+
+def as_numpy(value: Any) -> np.ndarray:
+  """A state dict's tensor as numpy: a torch tensor through float32 when it is floating
+  (bfloat16 has no numpy dtype), anything else through ``np.asarray``."""
+  if hasattr(value, "detach"):  # a torch.Tensor
+    value = value.detach().cpu()
+    return (value.float() if value.is_floating_point() else value).numpy()
+  return np.asarray(value)
 
 
 def read_state_file(path: str, what: str) -> Mapping[str, Any]:

@@ -39,14 +39,19 @@ def test_cleaning_and_bytes():
   assert len(set(table.values())) == 256 and table[ord("a")] == "a" and table[32] == "Ġ"
 
 
-def test_hf_tokenizer_pads_cuts_and_cleans(tmp_path):
+def _word_tokenizer(folder):
+  """A T5-like tokenizer.json: whole words, ``</s>`` appended, ``<pad>`` id 0."""
   from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
   vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2, "a": 3, "dog": 4, "runs": 5, "fast": 6}
   tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
   tok.pre_tokenizer = pre_tokenizers.Whitespace()
   tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
-  tok.save(str(tmp_path / "tokenizer.json"))
+  tok.save(str(folder / "tokenizer.json"))
+
+
+def test_hf_tokenizer_pads_cuts_and_cleans(tmp_path):
+  _word_tokenizer(tmp_path)
   (tmp_path / "tokenizer_config.json").write_text(json.dumps({"pad_token": {"content": "<pad>"}}))
   ids = HfTextTokenizer(str(tmp_path), 6)(["A dog, runs!", "a dog runs fast fast fast", "cat"])
   assert ids.tolist() == [[3, 4, 5, 1, 0, 0], [3, 4, 5, 6, 6, 1], [2, 1, 0, 0, 0, 0]]
@@ -60,4 +65,10 @@ def test_hf_tokenizer_faults(tmp_path):
     HfTextTokenizer(str(tmp_path), 8)
   (tmp_path / "tokenizer.json").write_text("{not json")
   with pytest.raises(ValueError, match=r"tokenizer\.json: not a readable tokenizer\.json \("):
+    HfTextTokenizer(str(tmp_path), 8)
+  _word_tokenizer(tmp_path)
+  (tmp_path / "tokenizer_config.json").write_text('["<pad>"]')
+  with pytest.raises(
+    ValueError, match=r"tokenizer_config\.json: holds a JSON list, expected an object$"
+  ):
     HfTextTokenizer(str(tmp_path), 8)

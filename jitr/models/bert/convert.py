@@ -39,20 +39,11 @@ import numpy as np
 
 from jitr import paths
 from jitr.models.bert.config import BertConfig, read_config
-from jitr.models.state_files import read_state_file
+from jitr.models.state_files import as_numpy, read_state_file
 
 _PREFIX = "bert."
 _IGNORED = ("pooler.", "cls.", "embeddings.position_ids", "embeddings.token_type_ids")
 _PROBE = "encoder.layer.0.attention.self.query.weight"
-
-
-def _numpy(value: Any) -> np.ndarray:
-  """A torch tensor or array as numpy (a torch tensor through float32 when it is floating)."""
-  if hasattr(value, "detach"):  # a torch.Tensor; bfloat16 has no numpy dtype
-    value = value.detach().cpu()
-    value = value.float() if value.is_floating_point() else value
-    return value.numpy()
-  return np.asarray(value)
 
 
 def _bert_tensors(state_dict: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -109,7 +100,7 @@ def _checked(state: dict[str, Any], config: BertConfig, source: str) -> dict[str
   for name, shape in expected.items():
     if name not in state:
       raise ValueError(f"{source}: missing tensor {name!r} of shape {shape}")
-    array = _numpy(state[name])
+    array = as_numpy(state[name])
     if array.shape != shape:
       raise ValueError(
         f"{source}: tensor {name!r} has shape {array.shape}, config.json gives {shape}"

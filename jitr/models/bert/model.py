@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from jitr.models.bert.config import BertConfig
+from jitr.models.common import wide_dtype
 
 Dtype = Any
 _INIT = nn.initializers.normal(0.02)  # Hugging Face's initializer_range
@@ -44,11 +45,6 @@ def _activation(name: str):
     "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
     "relu": jax.nn.relu,
   }[name]
-
-
-def _wide(dtype: Dtype) -> Dtype:
-  """The dtype of LayerNorm, softmax and residuals: float32, or float64 for float64."""
-  return jnp.promote_types(dtype, jnp.float32)
 
 
 def attention_bias(attention_mask: jax.Array, dtype: Dtype = jnp.float32) -> jax.Array:
@@ -65,7 +61,7 @@ class BertEmbeddings(nn.Module):
 
   @nn.compact
   def __call__(self, input_ids, token_type_ids, train: bool):
-    c, wide = self.config, _wide(self.dtype)
+    c, wide = self.config, wide_dtype(self.dtype)
     embed = lambda n, name: nn.Embed(n, c.hidden_size, dtype=wide, embedding_init=_INIT, name=name)
     positions = jnp.arange(input_ids.shape[1])[None, :]
     x = embed(c.vocab_size, "word_embeddings")(input_ids)
@@ -84,7 +80,7 @@ class BertAttention(nn.Module):
 
   @nn.compact
   def __call__(self, h, bias, train: bool):
-    c, wide = self.config, _wide(self.dtype)
+    c, wide = self.config, wide_dtype(self.dtype)
     heads, width = c.num_attention_heads, c.hidden_size // c.num_attention_heads
     dense = lambda n, name: nn.Dense(n, dtype=self.dtype, kernel_init=_INIT, name=name)
     split = lambda y: y.reshape(*y.shape[:2], heads, width)  # [B, L, N, d]
@@ -106,7 +102,7 @@ class BertLayer(nn.Module):
 
   @nn.compact
   def __call__(self, h, bias, train: bool):
-    c, wide = self.config, _wide(self.dtype)
+    c, wide = self.config, wide_dtype(self.dtype)
     a = BertAttention(c, self.dtype, name="attention")(h, bias, train)
     dense = lambda n, name: nn.Dense(n, dtype=self.dtype, kernel_init=_INIT, name=name)
     y = _activation(c.hidden_act)(dense(c.intermediate_size, "intermediate")(a))

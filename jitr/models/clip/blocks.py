@@ -22,6 +22,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jitr.models.common import wide_dtype
+
 Dtype = Any
 
 
@@ -34,11 +36,6 @@ def activation(name: str):
   }[name]
 
 
-def wide(dtype: Dtype) -> Dtype:
-  """The dtype of LayerNorm, softmax and residuals: float32, or float64 for float64."""
-  return jnp.promote_types(dtype, jnp.float32)
-
-
 def causal_mask(length: int) -> jax.Array:
   """``[L, L]``: 0 on and below the diagonal, ``-inf`` above (open_clip's
   ``build_causal_mask``)."""
@@ -48,7 +45,7 @@ def causal_mask(length: int) -> jax.Array:
 def attend(q, k, v, mask, dtype: Dtype):
   """``softmax(q kᵀ/√d + mask) v`` per head: ``q`` ``[B, Q, H, d]``, ``k``/``v``
   ``[B, K, H, d]``, ``mask`` ``[Q, K]`` additive or ``None`` -> ``[B, Q, H, d]``."""
-  scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(wide(dtype)) * q.shape[-1] ** -0.5
+  scores = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(wide_dtype(dtype)) * q.shape[-1] ** -0.5
   if mask is not None:
     scores = scores + mask
   probs = jax.nn.softmax(scores, axis=-1)
@@ -82,7 +79,7 @@ class Block(nn.Module):
 
   @nn.compact
   def __call__(self, x, mask):
-    w = wide(self.dtype)
+    w = wide_dtype(self.dtype)
     h = nn.LayerNorm(epsilon=self.norm_eps, dtype=w, name="norm1")(x)
     x = x + _Attention(self.heads, self.dtype, name="attn")(h, mask).astype(w)
     h = nn.LayerNorm(epsilon=self.norm_eps, dtype=w, name="norm2")(x)

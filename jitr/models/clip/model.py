@@ -16,15 +16,11 @@ from typing import Any
 import flax.linen as nn
 import jax.numpy as jnp
 
+from jitr.losses.normalize import l2_normalize
 from jitr.models.clip.config import ClipConfig
 from jitr.models.clip.towers import TextTower, TimmTrunk, VisionTower
 
 Dtype = Any
-
-
-def l2_normalize(x, eps: float = 1e-12):
-  """``x / max(‖x‖₂, eps)`` on the last axis (``torch.nn.functional.normalize``)."""
-  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
 
 
 class ClipModel(nn.Module):
@@ -55,7 +51,7 @@ class ClipModel(nn.Module):
     return self.text(tokens)
 
   def __call__(self, images, tokens):
-    u = l2_normalize(self.encode_image(images))
-    v = l2_normalize(self.encode_text(tokens))
+    u = l2_normalize(self.encode_image(images), eps=1e-12)  # torch's F.normalize
+    v = l2_normalize(self.encode_text(tokens), eps=1e-12)
     bias = self.logit_bias if self.config.init_logit_bias is not None else jnp.zeros(())
     return u, v, jnp.exp(self.logit_scale), bias

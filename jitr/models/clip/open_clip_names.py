@@ -34,6 +34,7 @@ import numpy as np
 
 from jitr.models.clip.config import ClipConfig
 from jitr.models.clip.model import ClipModel
+from jitr.models.state_files import as_numpy
 
 #: Keys of OpenAI's checkpoints that are not weights (open_clip drops them too).
 IGNORED = ("input_resolution", "context_length", "vocab_size", "attn_mask", "visual.attn_mask")
@@ -172,14 +173,6 @@ def _at(tree: Mapping[str, Any], path: tuple[str, ...]) -> Any:
   return tree
 
 
-def _numpy(value: Any) -> np.ndarray:
-  """A torch tensor (bfloat16 through float32) or array as numpy."""
-  if hasattr(value, "detach"):
-    value = value.detach().cpu()
-    return (value.float() if value.is_floating_point() else value).numpy()
-  return np.asarray(value)
-
-
 def _architecture(state: Mapping[str, Any], config: ClipConfig, source: str) -> None:
   """One line when ``state`` is not an open_clip model of ``config``'s kind."""
   probe = open_clip_names(config)[0].name
@@ -216,7 +209,7 @@ def params_from_open_clip(
   for n in names:
     if n.name not in state:
       raise ValueError(f"{source}: missing tensor {n.name!r} ({config.name})")
-    array, want = _numpy(state[n.name]), shapes[n.name]
+    array, want = as_numpy(state[n.name]), shapes[n.name]
     if want == () and array.shape == (1,):  # a scalar saved as [1] (safetensors, nonscalar)
       array = array.reshape(())
     if array.shape != want:

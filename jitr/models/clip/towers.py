@@ -27,8 +27,9 @@ import chex
 import flax.linen as nn
 import jax.numpy as jnp
 
-from jitr.models.clip.blocks import Mlp, attend, causal_mask, stack, wide
+from jitr.models.clip.blocks import Mlp, attend, causal_mask, stack
 from jitr.models.clip.config import ClipTextConfig, ClipVisionConfig
+from jitr.models.common import wide_dtype
 
 Dtype = Any
 _EMBED_INIT = nn.initializers.normal(0.02)
@@ -52,7 +53,7 @@ def _patches(cfg: ClipVisionConfig, images, dtype: Dtype, bias: bool):
     dtype=dtype,
     name="patch_embed",
   )
-  x = conv(images).astype(wide(dtype))
+  x = conv(images).astype(wide_dtype(dtype))
   return x.reshape(x.shape[0], -1, cfg.width)
 
 
@@ -68,7 +69,7 @@ class VisionTower(nn.Module):
 
   @nn.compact
   def __call__(self, images):
-    c, w = self.config, wide(self.dtype)
+    c, w = self.config, wide_dtype(self.dtype)
     x = _patches(c, images, self.dtype, False)
     scale = c.width**-0.5
     cls = self.param("class_embedding", nn.initializers.normal(scale), (c.width,))
@@ -93,7 +94,7 @@ class AttentionPoolHead(nn.Module):
   @nn.compact
   def __call__(self, x):
     b, n, width = x.shape
-    w, d = wide(self.dtype), width // self.heads
+    w, d = wide_dtype(self.dtype), width // self.heads
     latent = self.param("latent", nn.initializers.normal(width**-0.5), (1, 1, width))
     q = nn.Dense(width, dtype=self.dtype, name="q")(latent).reshape(1, 1, self.heads, d)
     kv = nn.Dense(2 * width, dtype=self.dtype, name="kv")(x).reshape(b, n, 2, self.heads, d)
@@ -116,7 +117,7 @@ class TimmTrunk(nn.Module):
 
   @nn.compact
   def __call__(self, images):
-    c, w = self.config, wide(self.dtype)
+    c, w = self.config, wide_dtype(self.dtype)
     x = _patches(c, images, self.dtype, True)
     pos = self.param("pos_embed", nn.initializers.normal(0.02), (c.grid**2, c.width))
     x = stack(c, self.dtype, self.remat)(x + pos)
@@ -137,7 +138,7 @@ class TextTower(nn.Module):
   @nn.compact
   def __call__(self, tokens):
     chex.assert_rank(tokens, 2)
-    c, w = self.config, wide(self.dtype)
+    c, w = self.config, wide_dtype(self.dtype)
     length = tokens.shape[1]
     if length > c.context_length:
       raise ValueError(f"tokens: length {length}, expected at most {c.context_length}")
