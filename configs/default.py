@@ -89,6 +89,13 @@ def get_config() -> ml_collections.ConfigDict:
   c.image = ml_collections.ConfigDict(
     dict(region_drop=0.0)  # probability per training region (VSE∞: 0.2)
   )
+  # Image folders ("f30k_images", "coco_images", any NAME_images; read as pixels by the
+  # "clip" network): json, Karpathy's split file (dataset_flickr30k.json, dataset_coco.json);
+  # images, the folder its file names are relative to (COCO: holding train2014/, val2014/);
+  # train_splits, the file's splits a run trains on (COCO's restval joins train).
+  c.karpathy = ml_collections.ConfigDict(
+    dict(json="", images="", train_splits=("train", "restval"))
+  )
   # Labelled vector datasets ("wiki", "pascal", "labelled"; jitr.data.labelled): each
   # split's image vectors [n, D_img], text vectors [n, D_txt] (pair i = image i, text i) and
   # class labels (ids [n] or 0/1 memberships [n, C]) in .npy or MATLAB .mat files.
@@ -192,6 +199,17 @@ def get_config() -> ml_collections.ConfigDict:
       # {top-level module: learning-rate factor} on the same schedule (VSE∞'s BERT: 0.1)
       module_lr_factors={},
       weight_decay=1e-4,  # AdamW's decoupled weight decay (unused by "adam")
+      # "step" (decay_epochs) or "cosine": open_clip's linear warmup over warmup_steps,
+      # then a cosine down to 0 at the run's last step (decay_epochs unused)
+      schedule="step",
+      warmup_steps=0,  # steps of the cosine schedule's warmup
+      b2=0.999,  # Adam's second-moment decay (open_clip's ViTs: 0.98)
+      eps=1e-8,  # Adam's epsilon (open_clip's ViTs: 1e-6)
+      # AdamW decays only parameters of rank >= 2, as open_clip (its biases, norms, class
+      # token and logit scale/bias excluded)
+      decay_matrices_only=False,
+      # top-level modules never updated (LiT's locked image tower: ("visual",) of "clip")
+      frozen_modules=(),
     )
   )
   c.batch_size = 128  # image-caption pairs per step, over all devices and processes

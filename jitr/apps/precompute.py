@@ -6,6 +6,8 @@
     --out=rel/f8k_lsa --config.estimators.lsa.k=64
   jitr-precompute --captions=data/f30k_precomp/test_caps.txt --scores=spice=spice_test.json \\
     --out=rel/f30k_test_spice
+  jitr-precompute --captions=data/flickr30k/dataset_flickr30k.json --split=train \\
+    --estimator=sentence --out=rel/f30k_images_sentence
 
 The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the one
 default (:func:`jitr.relevance.registry.default_estimator_settings`, the same fields as
@@ -40,13 +42,30 @@ APP = App(
 )
 
 _CAPTIONS = flags.DEFINE_string(
-  "captions", None, "Caption file: precomp *_caps.txt (5 lines per image) or Flickr8k.token.txt."
+  "captions",
+  None,
+  "Caption file: precomp *_caps.txt (5 lines per image), Flickr8k.token.txt or a Karpathy "
+  "split file (dataset_flickr30k.json, dataset_coco.json).",
 )
 _FORMAT = flags.DEFINE_enum(
-  "format", "auto", ["auto", "precomp", "flickr8k"], "Caption file format."
+  "format",
+  "auto",
+  ["auto", "precomp", "flickr8k", "karpathy"],
+  "Caption file format (auto: karpathy for a .json file, flickr8k for IMAGE#N lines, else "
+  "precomp).",
 )
 _CAPS_PER_IMAGE = flags.DEFINE_integer(
-  "captions_per_image", 5, "Lines per image of a precomp caption file.", lower_bound=1
+  "captions_per_image",
+  5,
+  "Lines per image of a precomp caption file; the first captions kept per image of a "
+  "Karpathy split file.",
+  lower_bound=1,
+)
+_SPLIT = flags.DEFINE_list(
+  "split",
+  ["train", "restval"],
+  "The splits of a Karpathy split file whose images are read (train and COCO's restval: a "
+  "run's training images).",
 )
 _ESTIMATOR = flags.DEFINE_enum(
   "estimator", None, sorted(ESTIMATORS), "Relevance estimator (or --scores)."
@@ -127,6 +146,7 @@ def main() -> None:
   options = PrecomputeOptions(
     caption_format=_FORMAT.value,
     captions_per_image=_CAPS_PER_IMAGE.value,
+    splits=tuple(_SPLIT.value),
     top_k=_TOP_K.value,
     images_per_shard=_IMAGES_PER_SHARD.value,
     num_workers=num_workers,

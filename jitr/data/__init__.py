@@ -3,7 +3,9 @@ and text vectors with class labels: CMAL²R's Wikipedia and Pascal), batches,
 vocabularies, relevance TFRecord readers, CVSE's concepts (official files and
 :class:`ConceptData` built from captions), BERT's WordPiece tokenization of captions, CLIP's
 BPE (:class:`ClipBpe`), SigLIP's Hugging Face tokenizer (:class:`HfTextTokenizer`), a CLIP
-or SigLIP tower's evaluation image (:func:`eval_image`), and
+or SigLIP tower's evaluation and training image (:func:`eval_image`, :func:`train_image`),
+image folders read as those inputs per batch (:class:`ImageFiles`, checked by
+:func:`check_image_folder`), a text tower's captions (:class:`TowerTextVocab`), and
 the official VSE∞ training augmentation of captions and regions. The jitr_shapes TFDS builder
 (:mod:`!jitr.data.shapes.tfds`) imports TensorFlow Datasets: import it directly where it is
 needed.
@@ -32,7 +34,9 @@ from jitr.data.cvse_concepts import (
 )
 from jitr.data.datasets import DATASETS, DatasetInfo, LabelledLayout, dataset_info
 from jitr.data.hf_text_tokenizer import HfTextTokenizer
-from jitr.data.image_transforms import eval_image
+from jitr.data.image_files import ImageFiles
+from jitr.data.image_folder_check import check_image_folder, format_folder_check
+from jitr.data.image_transforms import eval_image, train_image
 from jitr.data.labelled import (
   LabelledDataError,
   LabelledSettings,
@@ -56,6 +60,7 @@ from jitr.data.pairs import (
 from jitr.data.precomp import PrecompError, PrecompSplit, build_precomp_vocab, load_precomp_split
 from jitr.data.precomp_check import SplitCheck, check_precomp_folder, format_check_report
 from jitr.data.relevance_reader import RelevanceTable, load_relevance_table
+from jitr.data.tower_text_vocab import TowerTextVocab
 from jitr.data.train_augment import TrainAugment
 from jitr.data.vocab import Vocab, build_vocab
 from jitr.data.wordpiece import WordPiece
@@ -70,6 +75,8 @@ __all__ = [
   "DATASETS",
   "DatasetInfo",
   "HfTextTokenizer",
+  "ImageFiles",
+  "TowerTextVocab",
   "LabelledDataError",
   "LabelledLayout",
   "LabelledSettings",
@@ -96,6 +103,9 @@ __all__ = [
   "drop_regions",
   "epoch_batches",
   "eval_image",
+  "train_image",
+  "check_image_folder",
+  "format_folder_check",
   "format_check_report",
   "labelled_splits",
   "load_concept_data",

@@ -11,6 +11,10 @@ Besides the registered datasets, any ``NAME_precomp`` is a precomp dataset: the 
 ``<precomp_root>/NAME_precomp/`` with ``train``, ``dev`` and ``test`` splits, whose
 captions per image ``config.captions_per_image`` must give (:func:`captions_per_image`).
 
+Any ``NAME_images`` (``f30k_images``, ``coco_images`` registered) is an image folder (kind
+``"images"``): Karpathy's split file ``config.karpathy.json`` and the folder of its images
+``config.karpathy.images``, read as pixels by a network of pixel towers (``"clip"``).
+
 The labelled vector datasets (kind ``"labelled"``: a folder of image vectors, text
 vectors and class labels, :mod:`jitr.data.labelled`) are those CMAL²R reports on:
 ``wiki`` (the Wikipedia dataset of Rasiwasia et al., 2010: 10 classes, one per pair) and
@@ -53,7 +57,8 @@ class DatasetInfo:
       dataset, generated under ``config.data_dir``), ``"precomp"`` (a
       ``<precomp_root>/<name>/`` folder of region features and caption files) or
       ``"labelled"`` (``config.labelled.folder``: image vectors, text vectors and class
-      labels).
+      labels) or ``"images"`` (Karpathy's split file and its image folder,
+      ``config.karpathy``).
     exact_relevance: whether the dataset knows the true relevance of every (image,
       caption) pair (``oracle`` graded sources and NDCG against the truth need it).
     data_fields: the config fields that name the data a run trains on, besides
@@ -67,6 +72,7 @@ class DatasetInfo:
     best_metric: the validation metric the best checkpoint maximises (``"rsum"``, or the
       class MAP of both directions, ``"class/mAP"``).
     labelled: what a labelled vector dataset holds (``None`` for the others).
+    pixels: whether its images are files a network reads as pixels (an image folder).
   """
 
   name: str
@@ -78,6 +84,7 @@ class DatasetInfo:
   text_input: str = "tokens"
   best_metric: str = "rsum"
   labelled: LabelledLayout | None = None
+  pixels: bool = False
 
   @property
   def class_labels(self) -> bool:
@@ -103,6 +110,14 @@ def labelled_dataset(name: str, layout: LabelledLayout) -> DatasetInfo:
     text_input=TEXT_VECTORS,
     best_metric="class/mAP",
     labelled=layout,
+  )
+
+
+def image_dataset(name: str) -> DatasetInfo:
+  """An image folder with Karpathy's split file: 5 captions per image kept (the first of
+  each), splits ``train`` (with COCO's ``restval``), ``val``, ``test``."""
+  return DatasetInfo(
+    name, "images", exact_relevance=False, splits=("train", "val", "test"), pixels=True
   )
 
 
@@ -134,9 +149,12 @@ DATASETS: dict[str, DatasetInfo] = {
     labelled_dataset("wiki", WIKI),
     labelled_dataset("pascal", PASCAL),
     labelled_dataset("labelled", ANY_CLASSES),
+    image_dataset("f30k_images"),
+    image_dataset("coco_images"),
   )
 }
 PRECOMP_SUFFIX = "_precomp"
+IMAGES_SUFFIX = "_images"
 
 
 def dataset_info(name: str) -> DatasetInfo:
@@ -155,9 +173,11 @@ def dataset_info(name: str) -> DatasetInfo:
       data_fields=("captions_per_image",),
       captions_per_image=0,
     )
+  if isinstance(name, str) and name.endswith(IMAGES_SUFFIX) and name != IMAGES_SUFFIX:
+    return image_dataset(name)
   raise ValueError(
-    f"config.dataset: expected one of {', '.join(map(repr, DATASETS))} or the name of any "
-    f"precomp folder, NAME_precomp; got {name!r}"
+    f"config.dataset: expected one of {', '.join(map(repr, DATASETS))}, the name of any "
+    f"precomp folder, NAME_precomp, or of any image folder, NAME_images; got {name!r}"
   )
 
 

@@ -13,6 +13,12 @@ For a tower of size ``S`` and a pretrained tag's
 3. RGB (a grey or RGBA image converted after the resize, as open_clip's
    ``MaybeConvertMode``), ``x = uint8 / 255`` and ``(x − mean) / std`` per channel, in
    float32: ``[S, S, 3]``, channels last.
+
+For training, :func:`train_image` is open_clip's ``image_transform(..., is_train=True)``
+without colour jitter or grey-scale (its defaults): torchvision's ``RandomResizedCrop(S,
+scale=(0.9, 1.0), ratio=(3/4, 4/3), interpolation=BICUBIC)`` (:func:`random_crop_box`
+draws the box as ``RandomResizedCrop.get_params`` does, from a numpy ``Generator``), RGB,
+then step 3.
 """
 
 from __future__ import annotations
@@ -40,6 +46,58 @@ def centre_box(width: int, height: int, size: int) -> tuple[int, int, int, int]:
   return left, top, left + size, top + size
 
 
+def normalized(image: Image.Image, preprocessing) -> np.ndarray:
+  """Step 3: ``(uint8 / 255 − mean) / std`` of the RGB image, float32 ``[H, W, 3]``."""
+  if image.mode != "RGB":
+    image = image.convert("RGB")
+  x = np.asarray(image, np.uint8).astype(np.float32) / np.float32(255)
+  mean = np.asarray(preprocessing.mean, np.float32)
+  return (x - mean) / np.asarray(preprocessing.std, np.float32)
+
+
+def random_crop_box(
+  width: int,
+  height: int,
+  rng: np.random.Generator,
+  scale: tuple[float, float] = (0.9, 1.0),
+  ratio: tuple[float, float] = (3 / 4, 4 / 3),
+) -> tuple[int, int, int, int]:
+  """PIL's crop box ``(left, top, right, bottom)`` of torchvision's
+  ``RandomResizedCrop.get_params``: up to 10 draws of an area ``A · U(scale)`` and an aspect
+  ratio ``exp(U(log ratio))`` (``w = round(√(area · r))``, ``h = round(√(area / r))``) until
+  the box fits, placed uniformly; else the centre crop of the image clamped to ``ratio``."""
+  area = width * height
+  lo, hi = np.log(ratio[0]), np.log(ratio[1])
+  for _ in range(10):
+    target = area * rng.uniform(scale[0], scale[1])
+    aspect = float(np.exp(rng.uniform(lo, hi)))
+    w = int(round(np.sqrt(target * aspect)))
+    h = int(round(np.sqrt(target / aspect)))
+    if 0 < w <= width and 0 < h <= height:
+      top = int(rng.integers(0, height - h + 1))
+      left = int(rng.integers(0, width - w + 1))
+      return left, top, left + w, top + h
+  in_ratio = width / height
+  if in_ratio < min(ratio):
+    w, h = width, int(round(width / min(ratio)))
+  elif in_ratio > max(ratio):
+    w, h = int(round(height * max(ratio))), height
+  else:
+    w, h = width, height
+  top, left = (height - h) // 2, (width - w) // 2
+  return left, top, left + w, top + h
+
+
+def train_image(
+  image: Image.Image, size: int, preprocessing, rng: np.random.Generator
+) -> np.ndarray:
+  """open_clip's training transform of one PIL image (module docstring): float32
+  ``[size, size, 3]``; the crop drawn from ``rng``."""
+  box = random_crop_box(*image.size, rng)
+  image = image.crop(box).resize((size, size), Image.Resampling.BICUBIC)
+  return normalized(image, preprocessing)
+
+
 def eval_image(image: Image.Image, size: int, preprocessing) -> np.ndarray:
   """Steps 1-3 for one PIL image: float32 ``[size, size, 3]``. ``preprocessing``: a
   :class:`~jitr.models.Preprocessing` (``mean``, ``std``,
@@ -53,8 +111,4 @@ def eval_image(image: Image.Image, size: int, preprocessing) -> np.ndarray:
     image = image.resize(target, _FILTERS[preprocessing.interpolation])
   if preprocessing.resize_mode == "shortest":
     image = image.crop(centre_box(*image.size, size))
-  if image.mode != "RGB":
-    image = image.convert("RGB")
-  x = np.asarray(image, np.uint8).astype(np.float32) / np.float32(255)
-  mean = np.asarray(preprocessing.mean, np.float32)
-  return (x - mean) / np.asarray(preprocessing.std, np.float32)
+  return normalized(image, preprocessing)

@@ -26,6 +26,7 @@ from jitr.data.batch_keys import (
   topk_keys,
   vectors_keys,
 )
+from jitr.data.image_files import is_image_files
 from jitr.data.token_chunks import chunk_rows, chunked_tokens, is_token_chunk, length_sorted
 
 # (image indices [B], caption indices [B]) -> relevance rows [B, B]
@@ -164,7 +165,11 @@ def batch_width(split: RetrievalSplit, captions: np.ndarray, buckets: Sequence[i
 
 
 def make_batch(
-  split: RetrievalSplit, captions: np.ndarray, *, buckets: Sequence[int] = TOKEN_BUCKETS
+  split: RetrievalSplit,
+  captions: np.ndarray,
+  *,
+  buckets: Sequence[int] = TOKEN_BUCKETS,
+  pixels: bool = True,
 ) -> dict[str, np.ndarray]:
   """The pair batch of the given caption indices: row i = (image of caption i, caption i).
 
@@ -179,10 +184,12 @@ def make_batch(
   image's ``concept_labels`` ``[B, C]``. A split of text vectors gives each row's
   ``text_vectors`` ``[B, D]`` instead of tokens; a split with class labels gives each
   row's image's ``class_labels`` ``[B, C]``, and with ``class_positives`` the same rows
-  as ``positive_classes`` (:mod:`!jitr.data.batch_keys`).
+  as ``positive_classes`` (:mod:`!jitr.data.batch_keys`). A split of image files
+  (:class:`!jitr.data.image_files.ImageFiles`) gives the images' evaluation inputs, or with
+  ``pixels=False`` their indices (decoded later, :func:`epoch_batches`).
   """
   images = split.caption_image[captions]
-  batch = {"images": split.images[images]}
+  batch = {"images": split.images[images] if pixels else images}
   if split.tokens is not None:
     batch["tokens"] = split.tokens[captions, : batch_width(split, captions, buckets)]
     batch["lengths"] = split.lengths[captions].astype(np.int32)
@@ -291,7 +298,11 @@ def epoch_batches(
   """The batches of one epoch, identical for the same ``(seed, epoch)``.
 
   ``rows`` selects this process's rows of each global batch (multi-host input
-  sharding); the oracle relevance keeps all global columns. ``buckets``: the token
+  sharding); the oracle relevance keeps all global columns. A split of image files
+  decodes only these rows' images, each a training crop
+  (:meth:`!jitr.data.image_files.ImageFiles.take`) seeded by its row of
+  ``numpy.random.default_rng([seed, epoch, b, 1]).integers(2**63 - 1, size=batch_size)``:
+  the same crops on one host as on several. ``buckets``: the token
   widths of :func:`make_batch`. ``augment(batch, rng)`` (training's augmentation,
   :class:`!jitr.data.train_augment.TrainAugment`) rewrites each global batch before its
   rows are taken, with ``rng = numpy.random.default_rng([seed, epoch, b])`` for batch
@@ -300,15 +311,20 @@ def epoch_batches(
   length, and the tokens come as that many chunks, each cut to its own bucket.
   """
   chunks, shards = chunking.chunks, chunking.shards
+  files = is_image_files(split.images)
   pool = epoch_pool(split)
   order = pool[np.random.default_rng([seed, epoch]).permutation(len(pool))]
   for b in range(steps_per_epoch(split, batch_size)):
     captions = order[b * batch_size : (b + 1) * batch_size]
     if chunks > 1:
       captions = captions[length_sorted(split.lengths[captions], shards)]
-    batch = make_batch(split, captions, buckets=buckets)
+    batch = make_batch(split, captions, buckets=buckets, pixels=not files)
     if augment is not None:
       batch = augment(batch, np.random.default_rng([seed, epoch, b]))
     if chunks > 1:
       batch = chunked_tokens(batch, chunks=chunks, shards=shards, buckets=buckets)
-    yield {k: v[chunk_rows(rows, chunks) if is_token_chunk(k) else rows] for k, v in batch.items()}
+    out = {k: v[chunk_rows(rows, chunks) if is_token_chunk(k) else rows] for k, v in batch.items()}
+    if files:
+      seeds = np.random.default_rng([seed, epoch, b, 1]).integers(2**63 - 1, size=batch_size)
+      out["images"] = split.images.take(out["images"], seeds[rows])
+    yield out

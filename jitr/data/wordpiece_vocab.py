@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr import fileio, paths
+from jitr.data.tower_text_vocab import TowerTextVocab, saved_tower_text
 from jitr.data.vocab import Vocab, pad_sequences
 from jitr.data.wordpiece import WordPiece, read_vocab_lines
 
@@ -110,9 +111,14 @@ def truncate(ids: np.ndarray, max_len: int | None, sep_id: int) -> np.ndarray:
   return np.append(ids[: max_len - 1], np.int32(sep_id)).astype(np.int32)
 
 
-def load_workdir_vocab(path: str) -> Vocab | WordPieceVocab:
+def load_workdir_vocab(path: str) -> Vocab | WordPieceVocab | TowerTextVocab:
   """A workdir's ``vocab.json``: the :class:`WordPieceVocab` of its tokens when it has a
-  ``wordpiece`` record, else :meth:`Vocab.load`'s word vocabulary (its errors, one line)."""
+  ``wordpiece`` record, the text tower's tokenizer when it has a ``tower_text`` one
+  (:func:`!jitr.data.tower_text_vocab.saved_tower_text`), else :meth:`Vocab.load`'s word
+  vocabulary (its errors, one line)."""
+  tower = saved_tower_text(path)
+  if tower is not None:
+    return tower
   record = saved_wordpiece(path)
   if record is None:
     return Vocab.load(path)

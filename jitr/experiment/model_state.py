@@ -62,7 +62,11 @@ def initial_state(
   ``jax.ShapeDtypeStruct`` s on JAX's default device, its ``rng`` the concrete key: the
   template a checkpoint is restored into; no program is compiled or run)."""
   model = make_model(model_settings(config), vocab_size, constants)
-  tx = training.make_optimizer(config.optimizer.to_dict(), steps_per_epoch=steps_per_epoch)
+  tx = training.make_optimizer(
+    config.optimizer.to_dict(),
+    steps_per_epoch=steps_per_epoch,
+    total_steps=steps_per_epoch * config.num_epochs,
+  )
   inputs = example_inputs(train_split, model)
   if shapes_only:
     return model, abstract_train_state(model, tx, inputs, config.seed)

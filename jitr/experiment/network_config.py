@@ -151,10 +151,23 @@ def check_concepts(config: Any) -> None:
 
 
 def check_text_input(config: Any, dataset: DatasetInfo) -> None:
-  """The network reads the dataset's captions (:attr:`!DatasetInfo.text_input`: word ids or
-  text vectors), a dataset of text vectors has no vocabulary file, and regions are dropped
-  only for a network that reads them (``image_mask``)."""
+  """The network reads the dataset's images (pixels of an image folder exactly for a
+  network of pixel towers, :attr:`!jitr.models.Network.tower_inputs`) and captions
+  (:attr:`!DatasetInfo.text_input`: word ids or text vectors), a dataset of text vectors has
+  no vocabulary file, and regions are dropped only for a network that reads them
+  (``image_mask``)."""
   name, network = network_of(config.model)
+  if dataset.pixels != (network.tower_inputs is not None):
+    readers = sorted(n for n, net in MODELS.items() if net.tower_inputs is not None)
+    if dataset.pixels:
+      raise ValueError(
+        f"config.model.name: {config.dataset} is an image folder, read as pixels by "
+        f"{readers}; got {name!r}"
+      )
+    raise ValueError(
+      f"config.dataset: the {name!r} network reads images as pixels, from an image folder "
+      f"(NAME_images with config.karpathy); {config.dataset} gives features"
+    )
   if config.image.region_drop and "image_mask" not in network.inputs:
     raise ValueError(
       f"config.image.region_drop: the {name!r} network reads no image regions; expected 0"

@@ -126,6 +126,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "text": "an object",
   "image": "an object",
   "labelled": "an object",
+  "karpathy": "an object",
 }
 # Fields of the groups above that the run reads (configs/default.py sets each). The
 # optimizer "adamw" also reads optimizer.weight_decay (:data:`ADAMW_FIELDS`; a config
@@ -144,6 +145,7 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
   "text": ("pretrained", "word_augment", "tokenizer", "caption_form"),
   "image": ("region_drop",),
   "labelled": LABELLED_FIELDS,
+  "karpathy": ("json", "images", "train_splits"),
   "distributed": (
     "coordinator_address",
     "num_processes",
@@ -378,6 +380,9 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   config.text.tokenizer = resolved_tokenizer(config.text, config.vocab_file)
   if config.labelled.folder:
     config.labelled.folder = paths.absolute(config.labelled.folder)
+  for field in ("json", "images"):
+    if config.karpathy[field]:
+      config.karpathy[field] = paths.absolute(config.karpathy[field])
   config.text.caption_form = resolved_caption_form(config.text)
   config.concepts.labels = resolved_labels(config)
   return config
@@ -407,6 +412,10 @@ EXECUTION_FIELDS: dict[str, str] = {
   ),
   "labelled.folder": (
     "where the labelled vectors are read from (config.json keeps the first run's absolute "
+    "path; the same files seen from another directory or host)"
+  ),
+  "karpathy.images": (
+    "where the image files are read from (config.json keeps the first run's absolute "
     "path; the same files seen from another directory or host)"
   ),
   "backend": "the data-parallel implementation (shard_map or pmap) of the same global step",

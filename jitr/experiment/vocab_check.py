@@ -12,6 +12,7 @@ from __future__ import annotations
 from absl import logging
 
 from jitr.data import pairs
+from jitr.data.tower_text_vocab import TowerTextVocab
 from jitr.data.vocab import UNK_ID
 from jitr.data.vocab_coverage import word_coverage
 from jitr.data.wordpiece_vocab import WordPieceVocab
@@ -28,8 +29,9 @@ def unknown_id(vocab) -> int:
 def check_vocab_coverage(floor: float, vocab, train: pairs.RetrievalSplit) -> float:
   """The coverage of ``train``'s captions by ``vocab``; refused in one line under
   ``floor`` (the run's ``config.vocab_min_coverage``; module docstring). A split of text
-  vectors (a labelled vector dataset) has no words: 1."""
-  if train.tokens is None:
+  vectors (a labelled vector dataset) has no words, and a text tower's byte-level BPE
+  knows every word: 1."""
+  if train.tokens is None or isinstance(vocab, TowerTextVocab):
     return 1.0
   coverage, words = word_coverage(train.tokens, train.lengths, unknown_id(vocab))
   what = (

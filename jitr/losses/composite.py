@@ -46,6 +46,15 @@ LOSSES: dict[str, LossSpec] = {
 #: The fields of an objective term that are not its loss's hyper-parameters.
 TERM_FIELDS = ("loss", "weight", "input", "reduction", "from_epoch", "until_epoch")
 
+#: A hyper-parameter's value that the model learns (CLIP's ``logit_scale``, SigLIP's
+#: ``logit_bias``): the objective takes it per step, ``partial_sums(..., learned=...)``.
+LEARNED = "learned"
+
+
+def learned_names(term: Mapping[str, Any]) -> tuple[str, ...]:
+  """The hyper-parameters a term sets to :data:`LEARNED`, sorted."""
+  return tuple(sorted(k for k, v in term.items() if k not in TERM_FIELDS and v == LEARNED))
+
 
 class PartialSums(NamedTuple):
   """One term's sums over a block of queries: ``Σ w·l`` and ``Σ w`` per direction.
@@ -69,6 +78,7 @@ class _Term:
   reduction: str
   window: tuple[float, float] | None
   calibration: Calibration | None = None
+  learned: tuple[str, ...] = ()
 
 
 class Objective:
@@ -83,6 +93,11 @@ class Objective:
   def __init__(self, terms: dict[str, _Term]):
     self.terms = terms
 
+  @property
+  def learned(self) -> tuple[str, ...]:
+    """The hyper-parameters some term takes from the model (:data:`LEARNED`), sorted."""
+    return tuple(sorted({name for term in self.terms.values() for name in term.learned}))
+
   def __call__(
     self,
     sim: jax.Array,
@@ -92,6 +107,7 @@ class Objective:
     graded: jax.Array | Mapping[str, jax.Array] | None = None,
     key: jax.Array | None = None,
     step: jax.Array | int | None = None,
+    learned: Mapping[str, jax.Array] | None = None,
   ) -> tuple[jax.Array, dict[str, jax.Array]]:
     positives, where = qr.resolve_masks(sim, positives, where)
     matrices = self.graded_inputs(graded)
@@ -100,7 +116,7 @@ class Objective:
       name: (i2t._replace(graded=m), t2i._replace(graded=None if m is None else m.T))
       for name, m in matrices.items()
     }
-    return self.combine(self.partial_sums(rows, key=key), step=step)
+    return self.combine(self.partial_sums(rows, key=key, learned=learned), step=step)
 
   def graded_inputs(
     self, graded: jax.Array | Mapping[str, jax.Array] | None
@@ -129,18 +145,22 @@ class Objective:
     rows: Mapping[str, tuple[qr.QueryRows, qr.QueryRows]],
     *,
     key: jax.Array | None = None,
+    learned: Mapping[str, jax.Array] | None = None,
   ) -> dict[str, PartialSums]:
     """Each term's :class:`PartialSums` over the given query rows.
 
     ``rows[name] = (image queries, caption queries)`` carry that term's graded
     rows. The sums of several blocks (devices) add up to the whole batch's.
-    The counts come from masks only, so they carry no gradient.
+    The counts come from masks only, so they carry no gradient. ``learned``: the values
+    of the hyper-parameters terms set to :data:`LEARNED` (the model's, with their
+    gradient), by name.
     """
     keys = iter(jax.random.split(key, len(self.terms))) if key is not None else None
     out = {}
     for name, term in self.terms.items():
       term_key = next(keys) if keys is not None else None
       extra = {"key": term_key} if term.spec.needs_key else {}
+      extra.update(self._learned_values(name, term, learned))
       sums = []
       for direction in rows[name]:
         if term.calibration:  # per query: each direction's own rows
@@ -156,6 +176,19 @@ class Objective:
         sums.append((qr.masked_sum(loss, weight), jax.lax.stop_gradient(count)))
       out[name] = PartialSums(sums[0][0], sums[1][0], sums[0][1], sums[1][1])
     return out
+
+  @staticmethod
+  def _learned_values(
+    name: str, term: _Term, learned: Mapping[str, jax.Array] | None
+  ) -> dict[str, jax.Array]:
+    """The values of ``term``'s learned hyper-parameters; one line for a missing one."""
+    missing = [k for k in term.learned if learned is None or k not in learned]
+    if missing:
+      raise ValueError(
+        f"objective term {name!r}: {missing[0]}={LEARNED!r} needs a model that learns "
+        f"{missing[0]} (the 'clip' network)"
+      )
+    return {k: learned[k] for k in term.learned}
 
   def combine(
     self, sums: Mapping[str, PartialSums], *, step: jax.Array | int | None = None
@@ -209,6 +242,11 @@ def objective(
   through its loss's per-query core, so the same objective also runs split by
   query rows over devices (:meth:`Objective.partial_sums`).
 
+  Learned hyper-parameters: a term's ``"logit_scale": "learned"`` (:data:`LEARNED`) takes
+  the value from the model at every step (``loss_fn(sim, ..., learned={"logit_scale":
+  t})``; the train step passes the model's, with their gradient): CLIP's temperature
+  and SigLIP's bias, while other terms read the same ``sim`` unscaled.
+
   Calibration: ``calibration`` maps a graded input name to a chain of
   :mod:`!jitr.losses.calibration` (``{"relevance": "minmax,power:2"}``; ``""``:
   none). Every term reading that input (relevance terms only) calibrates each
@@ -244,11 +282,20 @@ def objective(
     window = _step_window(
       name, spec.pop("from_epoch", None), spec.pop("until_epoch", None), steps_per_epoch
     )
+    learned = learned_names(spec)
+    spec = {k: v for k, v in spec.items() if k not in learned}
+    unknown = [k for k in learned if k not in LOSSES[loss_name].ranges]
+    if unknown:
+      raise ValueError(
+        f"objective term {name!r}: {loss_name} has no hyper-parameter {unknown[0]!r}"
+      )
     try:
       LOSSES[loss_name].hyper(spec)
     except TypeError as err:
       raise ValueError(f"objective term {name!r}: {err}") from None
-    specs[name] = _Term(LOSSES[loss_name], weight, graded_input, spec, reduction, window)
+    specs[name] = _Term(
+      LOSSES[loss_name], weight, graded_input, spec, reduction, window, learned=learned
+    )
   if not specs:
     raise ValueError("objective: expected at least one loss term, got none")
   return Objective(_with_calibration(specs, calibration))
@@ -323,7 +370,8 @@ def check_terms(terms: Mapping[str, Any], *, num_epochs: Any = None, field: str 
     loss_name = term.get("loss", term_name)
     spec = LOSSES.get(loss_name)
     if spec is not None:
-      spec.check_config(prefix, term)
+      learned = learned_names(term)
+      spec.check_config(prefix, {k: term[k] for k in term.keys() if k not in learned})
       for name in term.keys():
         if name not in TERM_FIELDS and name not in spec.ranges:
           raise ValueError(

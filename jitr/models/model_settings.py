@@ -11,7 +11,7 @@ tuple. Settings whose default is ``None`` or an object (``dtype``) are not check
 A whole-number setting is a size or a count of the network (``embed_dim``, ``word_dim``,
 ``num_region``, ``block_size``, ``bert_heads``, ...) and must be at least 1; the counts of
 repeated layers or steps (:data:`MAY_BE_ZERO`: SGR's ``sgr_step``, VSRN's ``gcn_layers``,
-the BERT's ``bert_layers``) may be 0, which leaves them out.
+the BERT's ``bert_layers``, CLIP's ``max_layers``) may be 0: none, or (``max_layers``) all.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from jitr.models.registry import MODELS, network_name
 NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"})
 # Whole-number settings that count repeated layers or steps: 0 builds the network without
 # them. Every other whole-number setting is a size and must be at least 1.
-MAY_BE_ZERO = frozenset({"sgr_step", "gcn_layers", "bert_layers"})
+MAY_BE_ZERO = frozenset({"sgr_step", "gcn_layers", "bert_layers", "max_layers"})
 
 
 def settings_networks() -> list[str]:

@@ -21,7 +21,11 @@ keyword arguments; ``constants`` holds the dataset constants a network declares 
   Face BERT folder, ``""`` for a random BERT of the ``bert_*`` sizes);
 - ``"twobranch"``: :class:`jitr.models.TwoBranch`, one MLP per modality over a labelled
   vector dataset's image and text vectors (CMAL²R); it reads ``images`` and
-  ``text_vectors`` (its :attr:`!Network.inputs`).
+  ``text_vectors`` (its :attr:`!Network.inputs`);
+- ``"clip"``: a CLIP / SigLIP dual encoder (:class:`jitr.models.ClipModel`) of
+  :class:`jitr.models.clip.network.ClipSettings` (an open_clip tower name or config file,
+  its weights and tag); it reads ``images`` (pixels) and ``tokens`` (the text tower's ids)
+  and learns the objective's ``logit_scale`` (and SigLIP's ``logit_bias``).
 
 Each :class:`Network` declares, before anything is built, the batch keys its model reads
 (``inputs``) and the dataset constants its builder needs (``constants``).
@@ -33,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jitr.models import cvse, sgraf, twobranch, vse, vseinf, vsrn
+from jitr.models.clip import network as clip_network
 from jitr.models.retrieval_model import Network, RetrievalModel
 
 DEFAULT_MODEL = "vse"
@@ -47,6 +52,7 @@ MODELS: dict[str, Network] = {
   "cvse": cvse.NETWORK,
   "vseinf": vseinf.NETWORK,
   "twobranch": twobranch.NETWORK,
+  "clip": clip_network.NETWORK,
 }
 
 

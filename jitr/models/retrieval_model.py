@@ -93,6 +93,12 @@ class RetrievalModel:
   (CVSE: the official mix of its fused and consensus parts). Written with array operators
   alone, it scores on the devices (float32) and, for the official protocol, on the host
   in float64; ``None``: the dot product."""
+  learned: tuple[str, ...] = ()
+  """The loss hyper-parameters the model learns (CLIP's ``logit_scale``, SigLIP's
+  ``logit_bias``): what an objective term set to ``"learned"`` reads."""
+  learned_hyper: Callable[[Any], Mapping[str, jax.Array]] | None = None
+  """``params -> {name: value}`` of :attr:`learned` (differentiable in ``params``);
+  ``None`` when it learns none."""
 
 
 Builder = Callable[[dict[str, Any], int, Mapping[str, Any]], RetrievalModel]
@@ -128,6 +134,11 @@ class Network:
   official: Any = None
   """The format of its official checkpoint (``jitr-import``), a
   :class:`!jitr.models.official_format.OfficialFormat`; ``None``: none is read."""
+  tower_inputs: Callable[[Mapping[str, Any]], Any] | None = None
+  """``config.model -> TowerInputs`` for a network of pixel towers (``"clip"``,
+  :class:`!jitr.models.clip.network.TowerInputs`): the image size and preprocessing of its
+  images, the tokenizer and context length of its captions; ``None``: it reads features
+  and a word (or WordPiece) vocabulary's ids."""
   fresh_params: Mapping[str, str] = dataclasses.field(default_factory=dict)
   """``{params key: what it is}``: the parts of its parameters a run may start fresh when
   the workdir it starts from (``config.init_from``) has none (VSRN's caption decoder,

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jitr import fileio, paths
+from jitr.relevance import karpathy_json
 
 _FLICKR_LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
 _STRAY_SUFFIX = re.compile(r"(\.jpg)\.\d+$", re.IGNORECASE)
@@ -219,19 +220,43 @@ def read_flickr8k_tokens(path: str) -> CaptionSet:
 
 
 def detect_format(path: str) -> str:
-  """``'flickr8k'`` when the first line is ``ID#N<TAB>caption``, else ``'precomp'``."""
+  """``'karpathy'`` for a ``.json`` file, ``'flickr8k'`` when the first line is
+  ``ID#N<TAB>caption``, else ``'precomp'``."""
+  if path.endswith(".json"):
+    return "karpathy"
   lines = _read_lines(path)
   return "flickr8k" if lines and _FLICKR_LINE.match(lines[0]) else "precomp"
 
 
-def read_captions(path: str, fmt: str = "auto", captions_per_image: int = 5) -> CaptionSet:
-  """Read a caption file in ``fmt`` (``auto``, ``precomp`` or ``flickr8k``)."""
+def read_karpathy_captions(
+  path: str, splits: Sequence[str] = ("train", "restval"), captions_per_image: int = 5
+) -> CaptionSet:
+  """The captions of ``splits`` in Karpathy's split file ``path``
+  (:func:`jitr.relevance.karpathy_json.karpathy_captions`: the first ``captions_per_image``
+  of each image), numbered as a precomp caption file of those lines."""
+  try:
+    texts = karpathy_json.karpathy_captions(path, splits, captions_per_image)
+  except karpathy_json.CaptionFileError as err:
+    raise CaptionFileError(str(err)) from None
+  return precomp_caption_set(texts, captions_per_image, path)
+
+
+def read_captions(
+  path: str,
+  fmt: str = "auto",
+  captions_per_image: int = 5,
+  splits: Sequence[str] = ("train", "restval"),
+) -> CaptionSet:
+  """Read a caption file in ``fmt`` (``auto``, ``precomp``, ``flickr8k`` or ``karpathy``:
+  the images of ``splits`` in a Karpathy split file, :func:`read_karpathy_captions`)."""
   if fmt == "auto":
     fmt = detect_format(path)
   if fmt == "precomp":
     return read_precomp_captions(path, captions_per_image)
   if fmt == "flickr8k":
     return read_flickr8k_tokens(path)
+  if fmt == "karpathy":
+    return read_karpathy_captions(path, splits, captions_per_image)
   raise CaptionFileError(
-    f"{path}: unknown caption format {fmt!r} (expected auto, precomp or flickr8k)"
+    f"{path}: unknown caption format {fmt!r} (expected auto, precomp, flickr8k or karpathy)"
   )

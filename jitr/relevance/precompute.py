@@ -45,9 +45,13 @@ class PrecomputeOptions(RecordsWriting):
   (``top_k`` None: the estimator's default, every caption for scores computed elsewhere)."""
 
   caption_format: str = "auto"
-  """``auto``, ``precomp`` or ``flickr8k`` (:func:`!read_captions`)."""
+  """``auto``, ``precomp``, ``flickr8k`` or ``karpathy`` (:func:`!read_captions`)."""
   captions_per_image: int = 5
-  """Lines per image of a precomp caption file."""
+  """Lines per image of a precomp caption file; captions kept per image of a Karpathy
+  split file (its first ones)."""
+  splits: tuple[str, ...] = ("train", "restval")
+  """The splits of a Karpathy split file whose captions are read (a run's training images:
+  ``train`` and COCO's ``restval``)."""
 
 
 def precompute_relevance(
@@ -63,14 +67,16 @@ def precompute_relevance(
   returns the :func:`!progress_line` to print.
 
   Args:
-    captions_path: precomp ``*_caps.txt`` or ``Flickr8k.token.txt``
+    captions_path: precomp ``*_caps.txt``, ``Flickr8k.token.txt`` or a Karpathy split file
       (:func:`!read_captions` with ``options.caption_format``).
     estimator: a registry name; built from ``settings`` (``{name: {keyword: value}}``).
     vectors: as :func:`!write_relevance_records`.
     options: the caption file's form and how the records are written
       (:class:`PrecomputeOptions`).
   """
-  captions = read_captions(captions_path, options.caption_format, options.captions_per_image)
+  captions = read_captions(
+    captions_path, options.caption_format, options.captions_per_image, options.splits
+  )
   options.log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
   header = write_relevance_records(
     out,
@@ -121,7 +127,9 @@ def precompute_external_scores(
   """
   name, path = scores_spec(scores)
   estimator = ExternalScores(name, path, scale=scale, image_ids=image_ids)
-  captions = read_captions(captions_path, options.caption_format, options.captions_per_image)
+  captions = read_captions(
+    captions_path, options.caption_format, options.captions_per_image, options.splits
+  )
   options.log(f"{captions.source}: {captions.num_images} images, {captions.num_captions} captions")
   estimator.fit(captions)
   options.log(f"{path}: {len(estimator.scores.scores)} scored pairs")

@@ -1,4 +1,6 @@
-"""Optax optimizers of the papers: Adam / AdamW, step decay, global-norm clipping."""
+"""Optax optimizers of the papers and of CLIP fine-tuning: Adam / AdamW, step decay or
+open_clip's warmup + cosine schedule, global-norm clipping, AdamW's decay on matrices only,
+frozen modules (LiT)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import optax
 
 DEFAULT_GROUP = "default"
@@ -25,15 +28,45 @@ def make_schedule(
   return optax.piecewise_constant_schedule(learning_rate, boundaries)
 
 
+def cosine_schedule(*, learning_rate: float, warmup_steps: int, total_steps: int) -> optax.Schedule:
+  """open_clip's ``cosine_lr``: ``lr · (t + 1) / W`` for the first ``W = warmup_steps``
+  steps ``t``, then ``lr · (1 + cos(π (t − W) / (T − W))) / 2`` down to 0 at
+  ``T = total_steps``."""
+  warmup, total = int(warmup_steps), max(int(total_steps), int(warmup_steps) + 1)
+
+  def schedule(step):
+    t = jnp.asarray(step, jnp.float32)
+    warm = learning_rate * (t + 1) / max(warmup, 1)
+    progress = jnp.clip((t - warmup) / (total - warmup), 0.0, 1.0)
+    cosine = 0.5 * (1 + jnp.cos(jnp.pi * progress)) * learning_rate
+    return jnp.where(t < warmup, warm, cosine)
+
+  return schedule
+
+
+def _betas(config: Mapping[str, Any]) -> dict[str, float]:
+  """Adam's ``b2`` and ``eps`` of ``config`` (PyTorch's defaults 0.999 and 1e-8 without)."""
+  return {"b2": float(config.get("b2", 0.999)), "eps": float(config.get("eps", 1e-8))}
+
+
+def matrices(params: Any) -> Any:
+  """``True`` for the leaves of rank >= 2: what open_clip's AdamW decays (biases, norms'
+  scales, the class token and the logit scale and bias are excluded)."""
+  return jax.tree.map(lambda p: jnp.ndim(p) >= 2, params)
+
+
 def _adam(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.GradientTransformation:
-  """Adam (no weight decay; ``config`` unused)."""
-  del config
-  return optax.adam(schedule)
+  """Adam (no weight decay)."""
+  return optax.adam(schedule, **_betas(config))
 
 
 def _adamw(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.GradientTransformation:
-  """AdamW with decoupled ``weight_decay``."""
-  return optax.adamw(schedule, weight_decay=float(config["weight_decay"]))
+  """AdamW with decoupled ``weight_decay``, on the matrices only with
+  ``decay_matrices_only``."""
+  mask = matrices if config.get("decay_matrices_only", False) else None
+  return optax.adamw(
+    schedule, weight_decay=float(config["weight_decay"]), mask=mask, **_betas(config)
+  )
 
 
 OptimizerBuilder = Callable[[optax.Schedule, Mapping[str, Any]], optax.GradientTransformation]
@@ -51,11 +84,27 @@ def module_labels(params: Mapping[str, Any], modules: Mapping[str, float]) -> di
   }
 
 
+FROZEN = "frozen"
+
+
+def frozen_labels(params: Mapping[str, Any], frozen: tuple[str, ...]) -> dict[str, Any]:
+  """``"frozen"`` for every leaf of the top-level modules ``frozen``, ``"trained"`` else."""
+  return {
+    key: jax.tree.map(lambda _, k=key: FROZEN if k in frozen else "trained", value)
+    for key, value in params.items()
+  }
+
+
 def make_optimizer(
-  config: Mapping[str, Any], *, steps_per_epoch: int
+  config: Mapping[str, Any], *, steps_per_epoch: int, total_steps: int | None = None
 ) -> optax.GradientTransformation:
   """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`!OPTIMIZERS` named
-  ``config["name"]`` on the step-decay schedule.
+  ``config["name"]`` on its schedule: step decay, or with ``schedule = "cosine"`` open_clip's
+  warmup + cosine (:func:`cosine_schedule`, ``warmup_steps`` then down to 0 at
+  ``total_steps``, the run's last step). ``b2`` and ``eps`` (optional): Adam's;
+  ``decay_matrices_only`` (optional): AdamW decays only the parameters of rank >= 2
+  (open_clip's exclusions). ``frozen_modules`` (optional, top-level params keys): never
+  updated, and left out of the clipped norm (LiT's locked image tower: ``("visual",)``).
 
   ``config``: a run config's ``optimizer`` group, every key required (their defaults
   live in configs/default.py): ``name`` ('adam' | 'adamw'), ``learning_rate``,
@@ -79,12 +128,20 @@ def make_optimizer(
     raise ValueError(f"optimizer.name: expected one of {sorted(OPTIMIZERS)}, got {name!r}")
 
   def group(decay_factor: float, lr_factor: float) -> optax.GradientTransformation:
-    schedule = make_schedule(
-      learning_rate=float(config["learning_rate"]) * float(lr_factor),
-      steps_per_epoch=steps_per_epoch,
-      decay_epochs=tuple(config["decay_epochs"]),
-      decay_factor=float(decay_factor),
-    )
+    learning_rate = float(config["learning_rate"]) * float(lr_factor)
+    if config.get("schedule", "step") == "cosine":
+      schedule = cosine_schedule(
+        learning_rate=learning_rate,
+        warmup_steps=int(config.get("warmup_steps", 0)),
+        total_steps=total_steps or steps_per_epoch,
+      )
+    else:
+      schedule = make_schedule(
+        learning_rate=learning_rate,
+        steps_per_epoch=steps_per_epoch,
+        decay_epochs=tuple(config["decay_epochs"]),
+        decay_factor=float(decay_factor),
+      )
     return OPTIMIZERS[name](schedule, config)
 
   decays = dict(config["module_decay_factors"])
@@ -96,4 +153,10 @@ def make_optimizer(
     groups = {DEFAULT_GROUP: opt, **own}
     opt = optax.multi_transform(groups, lambda params: module_labels(params, modules))
   clip = float(config["grad_clip"])
-  return optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt
+  opt = optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt
+  frozen = tuple(config.get("frozen_modules", ()))
+  if not frozen:
+    return opt
+  return optax.multi_transform(
+    {"trained": opt, FROZEN: optax.set_to_zero()}, lambda p: frozen_labels(p, frozen)
+  )

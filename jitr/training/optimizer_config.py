@@ -12,7 +12,10 @@ from jitr.config_fields import check_number
 OPTIMIZER_NUMBERS: dict[str, tuple[float, bool]] = {
   "learning_rate": (0.0, False),
   "grad_clip": (0.0, True),  # 0: no clipping
+  "eps": (0.0, False),
+  "b2": (0.0, True),
 }
+SCHEDULES: tuple[str, ...] = ("step", "cosine")
 # Fields holding {module: factor}, each factor > 0.
 MODULE_FACTORS: tuple[str, ...] = ("module_decay_factors", "module_lr_factors")
 
@@ -32,6 +35,24 @@ def check_optimizer_config(optimizer: Mapping[str, Any]) -> None:
       )
     for module, factor in dict(modules).items():
       check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
+  if optimizer.get("b2", 0.0) >= 1:
+    raise ValueError(f"config.optimizer.b2: expected a number in [0, 1), got {optimizer['b2']!r}")
+  schedule = optimizer.get("schedule", "step")
+  if schedule not in SCHEDULES:
+    raise ValueError(
+      f"config.optimizer.schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}"
+    )
+  warmup = optimizer.get("warmup_steps", 0)
+  if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+    raise ValueError(f"config.optimizer.warmup_steps: expected a whole number >= 0, got {warmup!r}")
+  for name in ("decay_matrices_only",):
+    if not isinstance(optimizer.get(name, False), bool):
+      raise ValueError(f"config.optimizer.{name}: expected True or False, got {optimizer[name]!r}")
+  frozen = optimizer.get("frozen_modules", ())
+  if isinstance(frozen, str) or not all(isinstance(m, str) for m in tuple(frozen)):
+    raise ValueError(
+      f"config.optimizer.frozen_modules: expected a list of top-level module names, got {frozen!r}"
+    )
   for epoch in tuple(optimizer["decay_epochs"]):
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
       raise ValueError(

@@ -114,9 +114,18 @@ def make_train_step(
         axis_name=axis_name,
       )
       new_state = {**new_state, **score_state}
-      # The objective's share: this device's numerators over the global counts.
+      # The objective's share: this device's numerators over the global counts, its
+      # learned hyper-parameters (CLIP's temperature) the model's, with their gradient.
+      learned = model.learned_hyper(params) if model.learned_hyper is not None else None
       share, counted = split_loss(
-        objective, i2t_sim, t2i_sim, queries, key=loss_key, step=state.step, axis_name=axis_name
+        objective,
+        i2t_sim,
+        t2i_sim,
+        queries,
+        key=loss_key,
+        step=state.step,
+        axis_name=axis_name,
+        learned=learned,
       )
       # The auxiliary losses' shares: Σ_a w_a · (Σ_{valid rows} l_a / #valid rows).
       aux = aux_shares(out.aux_losses, queries.valid, axis_name)
@@ -138,15 +147,31 @@ def make_train_step(
       **{f"loss/{k}": v for k, v in aux_means.items()},
       "grad_norm": optax.tree.norm(grads),
       **ndcg_metrics(outputs, queries, axis_name),
+      **learned_metrics(model, state.params),
     }
     return state.apply_gradients(grads).replace(rng=rng, model_state=model_state), metrics
 
   return train_step
 
 
+def learned_metrics(model: RetrievalModel, params) -> dict[str, jax.Array]:
+  """The model's learned hyper-parameters before the update, as ``learned/<name>``
+  (``{}`` for a model without them)."""
+  if model.learned_hyper is None:
+    return {}
+  return {f"learned/{k}": v for k, v in model.learned_hyper(params).items()}
+
+
 def check_term_names(model: RetrievalModel, objective: Objective) -> None:
   """Raises ``ValueError`` when an objective term shares a name with an auxiliary loss
-  (both would be logged as ``loss/<name>``)."""
+  (both would be logged as ``loss/<name>``), or takes a learned hyper-parameter the model
+  does not learn."""
+  for name in objective.learned:
+    if name not in model.learned:
+      raise ValueError(
+        f"config.loss: a term takes {name}='learned', which this network does not learn "
+        f"(it learns {list(model.learned) or 'none'}); give a number"
+      )
   clash = sorted(set(model.aux_weights) & set(objective.terms))
   if clash:
     raise ValueError(
@@ -164,6 +189,7 @@ def split_loss(
   key: jax.Array | None,
   step: jax.Array | int | None,
   axis_name: str | None,
+  learned: Mapping[str, jax.Array] | None = None,
 ) -> tuple[jax.Array, dict[str, PartialSums]]:
   """This device's share of the objective: ``(share, sums)``.
 
@@ -197,7 +223,7 @@ def split_loss(
     )
     for name, g in graded.items()
   }
-  sums = objective.partial_sums(rows, key=key)
+  sums = objective.partial_sums(rows, key=key, learned=learned)
   counted = {  # global counts, local numerators: this device's share of L
     name: s._replace(
       image_count=row_exchange.psum(s.image_count, axis_name),

@@ -1,5 +1,6 @@
 """The kinds of dataset a run reads, each one :class:`DataSource` registered by its kind in
-:data:`DATA_SOURCES`: jitr_shapes, ``*_precomp`` folders and folders of labelled vectors.
+:data:`DATA_SOURCES`: jitr_shapes, ``*_precomp`` folders, folders of labelled vectors and
+image folders with Karpathy's split file.
 
 A dataset of :data:`jitr.data.datasets.DATASETS` names its kind
 (:attr:`~jitr.data.datasets.DatasetInfo.kind`); :func:`data_source` gives the source of a
@@ -11,6 +12,7 @@ one entry here (with its datasets in ``DATASETS``).
 from __future__ import annotations
 
 from jitr.data.datasets import DatasetInfo, dataset_info
+from jitr.experiment.data_sources.images import ImagesSource
 from jitr.experiment.data_sources.labelled import LabelledSource
 from jitr.experiment.data_sources.loading import LoadedData
 from jitr.experiment.data_sources.precomp import PrecompSource
@@ -19,7 +21,8 @@ from jitr.experiment.data_sources.source import DataSource, Teachers
 
 #: The sources by kind (``DatasetInfo.kind``).
 DATA_SOURCES: dict[str, DataSource] = {
-  source.kind: source for source in (ShapesSource(), PrecompSource(), LabelledSource())
+  source.kind: source
+  for source in (ShapesSource(), PrecompSource(), LabelledSource(), ImagesSource())
 }
 
 

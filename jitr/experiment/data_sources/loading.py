@@ -22,6 +22,7 @@ from jitr.experiment.run_concepts import (
   with_concept_labels,
 )
 from jitr.experiment.run_tokenizer import built_tokenizer, check_vocab_tokenizer
+from jitr.experiment.run_tower import reads_pixels, tower_vocab
 from jitr.experiment.stored_relevance import stored_relevance
 from jitr.relevance.captions_io import CaptionSet
 
@@ -88,7 +89,8 @@ def run_vocab(
   """``(vocabulary, words)``: the run's vocabulary and, when it was built here, the words
   of ``train_captions`` (in the run's caption form, :mod:`jitr.experiment.run_caption_form`)
   it was built from (the training split is encoded from them, not tokenised again), else
-  ``None``. The vocabulary is ``given``, else the WordPiece vocabulary of
+  ``None``. The vocabulary is ``given``, else the text tower's tokenizer for a network
+  of pixel towers (:func:`jitr.experiment.run_tower.tower_vocab`), else the WordPiece vocabulary of
   ``config.text.pretrained``'s ``vocab.txt`` when set, else
   ``config.vocab_file`` when set (jitr's ``vocab.json`` or an official file, e.g. an
   imported checkpoint's; refused in one line when ``config.text.tokenizer`` names another
@@ -97,6 +99,8 @@ def run_vocab(
   ``min_count`` times (``say``: the line saying so)."""
   if given is not None:
     return given, None
+  if reads_pixels(config):
+    return tower_vocab(config), None
   if config.text.pretrained:
     try:
       return WordPieceVocab.from_folder(config.text.pretrained), None

@@ -134,9 +134,9 @@ def _hf_to_open_clip(state: Mapping[str, Any], layers: tuple[int, int]) -> dict[
   return out
 
 
-def load_hf_clip(folder: str | os.PathLike) -> ImportedClip:
-  """The Hugging Face ``CLIPModel`` saved in ``folder`` (``config.json`` and
-  ``model.safetensors`` or ``pytorch_model.bin``), OpenAI's preprocessing."""
+def hf_clip_config(folder: str | os.PathLike) -> ClipConfig:
+  """The :class:`ClipConfig` of the Hugging Face ``CLIPModel`` folder's ``config.json``
+  (one line naming the file when it is missing or not a ``CLIPConfig``)."""
   folder = os.fspath(folder)
   config_file = os.path.join(folder, "config.json")
   if not paths.isfile(config_file):
@@ -151,7 +151,14 @@ def load_hf_clip(folder: str | os.PathLike) -> ImportedClip:
     raise ValueError(f"{config_file}: no {err.args[0]!r} ({expected})") from None
   except (TypeError, AttributeError):
     raise ValueError(f"{config_file}: a field of another type ({expected})") from None
-  config = clip_config(model, name=hf.get("_name_or_path") or os.path.basename(folder.rstrip("/")))
+  return clip_config(model, name=hf.get("_name_or_path") or os.path.basename(folder.rstrip("/")))
+
+
+def load_hf_clip(folder: str | os.PathLike) -> ImportedClip:
+  """The Hugging Face ``CLIPModel`` saved in ``folder`` (``config.json`` and
+  ``model.safetensors`` or ``pytorch_model.bin``), OpenAI's preprocessing."""
+  folder = os.fspath(folder)
+  config = hf_clip_config(folder)
   weights = os.path.join(folder, "model.safetensors")
   if not paths.isfile(weights):
     weights = os.path.join(folder, "pytorch_model.bin")
