@@ -25,7 +25,6 @@ import sys
 from absl import flags
 
 from jitr.apps._cli import App
-from jitr.data.datasets import dataset_info
 
 APP = App("jitr-check-data", __name__, requires=("dataset",))
 
@@ -72,6 +71,8 @@ def check_images() -> None:
 def main() -> None:
   """Prints the check table of ``--dataset`` under ``--precomp_root`` (or of the image
   folder)."""
+  from jitr.data.datasets import dataset_info
+
   if dataset_info(_DATASET.value).pixels:
     check_images()
     return

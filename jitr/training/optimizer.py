@@ -45,8 +45,8 @@ def cosine_schedule(*, learning_rate: float, warmup_steps: int, total_steps: int
 
 
 def _betas(config: Mapping[str, Any]) -> dict[str, float]:
-  """Adam's ``b2`` and ``eps`` of ``config`` (PyTorch's defaults 0.999 and 1e-8 without)."""
-  return {"b2": float(config.get("b2", 0.999)), "eps": float(config.get("eps", 1e-8))}
+  """Adam's ``b2`` and ``eps`` of ``config``."""
+  return {"b2": float(config["b2"]), "eps": float(config["eps"])}
 
 
 def matrices(params: Any) -> Any:
@@ -63,7 +63,7 @@ def _adam(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.Gradient
 def _adamw(schedule: optax.Schedule, config: Mapping[str, Any]) -> optax.GradientTransformation:
   """AdamW with decoupled ``weight_decay``, on the matrices only with
   ``decay_matrices_only``."""
-  mask = matrices if config.get("decay_matrices_only", False) else None
+  mask = matrices if config["decay_matrices_only"] else None
   return optax.adamw(
     schedule, weight_decay=float(config["weight_decay"]), mask=mask, **_betas(config)
   )
@@ -101,10 +101,10 @@ def make_optimizer(
   """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`!OPTIMIZERS` named
   ``config["name"]`` on its schedule: step decay, or with ``schedule = "cosine"`` open_clip's
   warmup + cosine (:func:`cosine_schedule`, ``warmup_steps`` then down to 0 at
-  ``total_steps``, the run's last step). ``b2`` and ``eps`` (optional): Adam's;
-  ``decay_matrices_only`` (optional): AdamW decays only the parameters of rank >= 2
-  (open_clip's exclusions). ``frozen_modules`` (optional, top-level params keys): never
-  updated, and left out of the clipped norm (LiT's locked image tower: ``("visual",)``).
+  ``total_steps``, the run's last step). ``b2`` and ``eps``: Adam's;
+  ``decay_matrices_only``: AdamW decays only the parameters of rank >= 2 (open_clip's
+  exclusions). ``frozen_modules`` (top-level params keys): never updated, and left out of
+  the clipped norm (LiT's locked image tower: ``("visual",)``).
 
   ``config``: a run config's ``optimizer`` group, every key required (their defaults
   live in configs/default.py): ``name`` ('adam' | 'adamw'), ``learning_rate``,
@@ -129,10 +129,10 @@ def make_optimizer(
 
   def group(decay_factor: float, lr_factor: float) -> optax.GradientTransformation:
     learning_rate = float(config["learning_rate"]) * float(lr_factor)
-    if config.get("schedule", "step") == "cosine":
+    if config["schedule"] == "cosine":
       schedule = cosine_schedule(
         learning_rate=learning_rate,
-        warmup_steps=int(config.get("warmup_steps", 0)),
+        warmup_steps=int(config["warmup_steps"]),
         total_steps=total_steps or steps_per_epoch,
       )
     else:
@@ -154,7 +154,7 @@ def make_optimizer(
     opt = optax.multi_transform(groups, lambda params: module_labels(params, modules))
   clip = float(config["grad_clip"])
   opt = optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt
-  frozen = tuple(config.get("frozen_modules", ()))
+  frozen = tuple(config["frozen_modules"])
   if not frozen:
     return opt
   return optax.multi_transform(

@@ -35,20 +35,20 @@ def check_optimizer_config(optimizer: Mapping[str, Any]) -> None:
       )
     for module, factor in dict(modules).items():
       check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
-  if optimizer.get("b2", 0.0) >= 1:
+  if optimizer["b2"] >= 1:
     raise ValueError(f"config.optimizer.b2: expected a number in [0, 1), got {optimizer['b2']!r}")
-  schedule = optimizer.get("schedule", "step")
+  schedule = optimizer["schedule"]
   if schedule not in SCHEDULES:
     raise ValueError(
       f"config.optimizer.schedule: expected one of {', '.join(SCHEDULES)}, got {schedule!r}"
     )
-  warmup = optimizer.get("warmup_steps", 0)
+  warmup = optimizer["warmup_steps"]
   if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
     raise ValueError(f"config.optimizer.warmup_steps: expected a whole number >= 0, got {warmup!r}")
   for name in ("decay_matrices_only",):
-    if not isinstance(optimizer.get(name, False), bool):
+    if not isinstance(optimizer[name], bool):
       raise ValueError(f"config.optimizer.{name}: expected True or False, got {optimizer[name]!r}")
-  frozen = optimizer.get("frozen_modules", ())
+  frozen = optimizer["frozen_modules"]
   if isinstance(frozen, str) or not all(isinstance(m, str) for m in tuple(frozen)):
     raise ValueError(
       f"config.optimizer.frozen_modules: expected a list of top-level module names, got {frozen!r}"

@@ -229,3 +229,25 @@ def test_one_caption_per_image_and_folders_of_any_name(tmp_path):
   ]
   with pytest.raises(precomp.PrecompError, match="expected 5 captions per image"):
     check_precomp_folder(tmp_path, "mine_precomp", captions_per_image=5)
+
+
+def test_an_image_folder_prints_its_splits_and_each_bad_image_on_stderr(tmp_path):
+  from tests.data.karpathy_folder import write_karpathy_folder
+
+  json_path, images = write_karpathy_folder(str(tmp_path))
+  exe = shutil.which("jitr-check-data") or str(
+    pathlib.Path(sys.executable).with_name("jitr-check-data")
+  )
+  args = [exe, "--dataset=mini_images", f"--karpathy_json={json_path}", f"--images={images}"]
+  env = {**os.environ, "PYTHONPATH": str(REPO)}
+  out = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "| val | 8 | 40 | 5 |" in out.stdout and "every image reads" in out.stdout
+  os.remove(os.path.join(images, "0009.jpg"))
+  out = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+  assert out.returncode == 1 and "1 problem (stderr)" in out.stdout
+  assert out.stderr == f"jitr-check-data: {images}/0009.jpg: no such image file\n"
+  out = subprocess.run(args[:3], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+  assert (
+    out.stderr == "jitr-check-data: error: --images: required for the image folder mini_images\n"
+  )

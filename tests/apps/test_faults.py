@@ -264,7 +264,7 @@ def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
       "batch_size, calibration, captions_per_image, compilation_cache, concepts, data_dir, "
       "dataset, distributed, estimators, eval_batch_size, eval_every_steps, eval_folds, graded, "
       "image, "
-      "init_from, labelled, log_every_steps, loss, max_caption_len, model, num_epochs, "
+      "init_from, karpathy, labelled, log_every_steps, loss, max_caption_len, model, num_epochs, "
       "optimizer, "
       "precomp_root, prefetch, seed, shapes_config, test_split, text, token_buckets, "
       "token_chunks, top_k, train_fraction, vocab_file, vocab_min_count, vocab_min_coverage)",

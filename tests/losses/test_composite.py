@@ -165,3 +165,22 @@ def test_partial_sums_of_query_blocks_add_up_to_the_whole_objective():
   assert float(got) == pytest.approx(float(want), rel=1e-6)
   np.testing.assert_allclose(got_grad, want_grad, atol=1e-6)
   assert np.abs(np.asarray(want_grad)).max() > 1e-3  # a real gradient
+
+
+def test_a_learned_logit_scale_is_taken_per_call_with_its_gradient():
+  from jitr.losses import info_nce
+  from jitr.losses.composite import check_terms, objective
+
+  sim = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (4, 4)), jnp.float32)
+  loss_fn = objective({"clip": {"loss": "info_nce", "logit_scale": "learned"}})
+  assert loss_fn.learned == ("logit_scale",)
+  total, _ = loss_fn(sim, learned={"logit_scale": jnp.float32(20.0)})
+  np.testing.assert_allclose(float(total), float(info_nce(sim, logit_scale=20.0)), rtol=1e-6)
+  grad = jax.grad(lambda t: loss_fn(sim, learned={"logit_scale": t})[0])(jnp.float32(20.0))
+  want = jax.grad(lambda t: info_nce(sim, logit_scale=t))(jnp.float32(20.0))
+  np.testing.assert_allclose(float(grad), float(want), rtol=1e-5)
+  with pytest.raises(ValueError, match="logit_scale='learned' needs a model that learns"):
+    loss_fn(sim)
+  check_terms({"clip": {"loss": "info_nce", "logit_scale": "learned"}})  # passes
+  with pytest.raises(ValueError, match="info_nce has no hyper-parameter 'margin'"):
+    objective({"clip": {"loss": "info_nce", "margin": "learned"}})

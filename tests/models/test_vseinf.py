@@ -124,6 +124,12 @@ OPTIMIZER = dict(
   decay_factor=0.1,
   module_decay_factors={},
   module_lr_factors={"bert": 0.1},
+  schedule="step",
+  warmup_steps=0,
+  b2=0.999,
+  eps=1e-8,
+  decay_matrices_only=False,
+  frozen_modules=(),
 )
 
 

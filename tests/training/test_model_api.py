@@ -190,7 +190,7 @@ def test_objective_term_named_like_an_aux_loss_is_refused():
 
 
 def test_registry_names_and_errors():
-  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse", "vseinf", "twobranch"}
+  assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse", "vseinf", "twobranch", "clip"}
   assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
   assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
   with pytest.raises(ValueError, match=r"config.model.name: expected one of \['cvse', 'saf'"):

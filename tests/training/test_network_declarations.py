@@ -2,6 +2,10 @@
 constants)`` and declares the batch keys its model reads and the dataset constants its
 builder needs; the train step gathers every other batch key as the queries' fields."""
 
+import json
+import os
+import tempfile
+
 import jax
 import optax
 import pytest
@@ -9,13 +13,25 @@ import pytest
 from jitr import losses, training
 from jitr.models import MODELS, Network, RetrievalModel, make_model
 from jitr.models.retrieval_model import INPUTS
+from tests.data.karpathy_folder import TINY_TOWER
 from tests.training import model_zoo
 
 CONSTANTS = {"concepts": model_zoo.concepts()}
 TRIPLET = losses.objective({"triplet": {"mining": "max"}})
 
 
+def _tower() -> str:
+  """The tiny CLIP tower's open_clip config, its vocabulary model_zoo's, as a file."""
+  path = os.path.join(tempfile.mkdtemp(), "tiny-clip.json")
+  text = {**TINY_TOWER["text_cfg"], "vocab_size": model_zoo.VOCAB}
+  with open(path, "w") as f:
+    json.dump({**TINY_TOWER, "text_cfg": text}, f)
+  return path
+
+
 def _config(name):
+  if name == "clip":  # pixels, not the zoo's regions: built here, run in tests/models/clip
+    return {"tower": _tower()}
   return {k: v for k, v in model_zoo.CONFIGS[name].items() if k != "name"}
 
 
@@ -42,6 +58,7 @@ def test_each_network_declares_its_inputs_and_constants():
     "cvse": (("images", "image_mask", "tokens", "lengths", "concept_labels"), ("concepts",)),
     "vseinf": (INPUTS, ()),
     "twobranch": (("images", "text_vectors"), ()),
+    "clip": (("images", "tokens"), ()),
   }
 
 

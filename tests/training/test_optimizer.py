@@ -18,6 +18,12 @@ GROUP = dict(
   module_decay_factors={},
   module_lr_factors={},
   weight_decay=1e-4,
+  schedule="step",
+  warmup_steps=0,
+  b2=0.999,
+  eps=1e-8,
+  decay_matrices_only=False,
+  frozen_modules=(),
 )
 
 
@@ -101,3 +107,54 @@ def test_module_lr_factors_compose_with_module_decay_factors():
     rates.append([float(-updates[name]["w"][0]) for name in names])
   want = [[0.1, 1.0, 0.5, 1.0], [0.01, 0.2, 0.1, 0.1]]
   np.testing.assert_allclose(rates, want, rtol=1e-4)
+
+
+def _open_clip_cosine_lr(base_lr, warmup_length, steps, step):
+  """open_clip's ``scheduler.cosine_lr`` (src/open_clip_train/scheduler.py), transcribed."""
+  if step < warmup_length:
+    return base_lr * (step + 1) / warmup_length
+  e = step - warmup_length
+  es = steps - warmup_length
+  return 0.5 * (1 + np.cos(np.pi * e / es)) * base_lr
+
+
+def test_the_cosine_schedule_is_open_clips_warmup_then_cosine():
+  schedule = training.optimizer.cosine_schedule(learning_rate=0.5, warmup_steps=4, total_steps=20)
+  for step in range(20):
+    want = _open_clip_cosine_lr(0.5, 4, 20, step)
+    np.testing.assert_allclose(float(schedule(step)), want, rtol=1e-6, atol=1e-8)
+  config = _group(name="adamw", schedule="cosine", warmup_steps=4, learning_rate=0.5)
+  tx = training.make_optimizer(config, steps_per_epoch=5, total_steps=20)
+  params = {"w": jnp.ones(3)}
+  state = tx.init(params)
+  for step in range(3):  # AdamW's first steps move by -lr(t)·(1 + wd·p) with a constant gradient
+    updates, state = tx.update({"w": jnp.full(3, 1.0)}, state, params)
+    want = -_open_clip_cosine_lr(0.5, 4, 20, step) * (1 + 1e-4)
+    np.testing.assert_allclose(np.asarray(updates["w"]), want, rtol=1e-4)
+
+
+def test_adamw_on_matrices_only_leaves_vectors_and_scalars_undecayed():
+  config = _group(name="adamw", weight_decay=0.5, decay_matrices_only=True, b2=0.98, eps=1e-6)
+  tx = training.make_optimizer(config, steps_per_epoch=10)
+  params = {"kernel": jnp.ones((2, 2)), "bias": jnp.ones(2), "logit_scale": jnp.ones(())}
+  zeros = {k: jnp.zeros_like(v) for k, v in params.items()}
+  updates, _ = tx.update(zeros, tx.init(params), params)
+  np.testing.assert_allclose(np.asarray(updates["kernel"]), -0.1 * 0.5, rtol=1e-6)
+  assert float(jnp.abs(updates["bias"]).max()) == 0 and float(updates["logit_scale"]) == 0
+  want = optax.adamw(0.1, b1=0.9, b2=0.98, eps=1e-6, weight_decay=0.5)
+  grads = {"kernel": jnp.full((2, 2), 0.3)}
+  kernel = {"kernel": params["kernel"]}
+  expected, _ = want.update(grads, want.init(kernel), kernel)
+  got, _ = tx.update({**zeros, **grads}, tx.init(params), params)
+  np.testing.assert_allclose(np.asarray(got["kernel"]), np.asarray(expected["kernel"]), rtol=1e-6)
+
+
+def test_frozen_modules_never_move_and_stay_out_of_the_clipped_norm():
+  config = _group(learning_rate=0.1, grad_clip=1.0, frozen_modules=("visual",))
+  tx = training.make_optimizer(config, steps_per_epoch=10)
+  params = {"visual": {"w": jnp.ones(2)}, "text": {"w": jnp.ones(2)}}
+  grads = {"visual": {"w": jnp.full(2, 100.0)}, "text": {"w": jnp.full(2, 0.1)}}
+  updates, _ = tx.update(grads, tx.init(params), params)
+  assert float(jnp.abs(updates["visual"]["w"]).max()) == 0
+  # the text gradient (norm 0.14 < 1) is not clipped by the frozen tower's: Adam's -lr·sign
+  np.testing.assert_allclose(np.asarray(updates["text"]["w"]), -0.1, rtol=1e-5)
