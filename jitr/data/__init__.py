@@ -35,7 +35,12 @@ from jitr.data.cvse_concepts import (
 from jitr.data.datasets import DATASETS, DatasetInfo, LabelledLayout, dataset_info
 from jitr.data.hf_text_tokenizer import HfTextTokenizer
 from jitr.data.image_files import ImageFiles
-from jitr.data.image_folder_check import check_image_folder, format_folder_check
+from jitr.data.image_folder_check import (
+  FolderCheck,
+  SplitImages,
+  check_image_folder,
+  format_folder_check,
+)
 from jitr.data.image_transforms import eval_image, train_image
 from jitr.data.labelled import (
   LabelledDataError,
@@ -76,6 +81,8 @@ __all__ = [
   "DatasetInfo",
   "HfTextTokenizer",
   "ImageFiles",
+  "FolderCheck",
+  "SplitImages",
   "TowerTextVocab",
   "LabelledDataError",
   "LabelledLayout",

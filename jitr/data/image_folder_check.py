@@ -4,7 +4,7 @@
 a file without images, an image without its split, captions or file name, an image
 named twice: one line) and opens every image with PIL as training does
 (:func:`jitr.data.image_files.open_image`, decoded whole: a truncated JPEG fails); each
-missing or unreadable image is one line of :attr:`FolderCheck.problems`. Per split it
+missing or unreadable image is one line of :attr:`!FolderCheck.problems`. Per split it
 counts the images, the captions (the fewest and most of an image) and whether every image
 has the captions a run keeps. Nothing is written.
 """

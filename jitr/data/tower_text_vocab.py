@@ -37,7 +37,7 @@ class TowerTextVocab:
   """A text tower's tokenizer as a run's vocabulary (module docstring).
 
   Attributes:
-    tokenizer: :data:`CLIP_BPE` or a Hugging Face tokenizer folder.
+    tokenizer: :data:`!CLIP_BPE` or a Hugging Face tokenizer folder.
     context_length: the ids of every caption.
     causal: whether the tower masks later positions (``lengths`` through the end token).
     size: the ids the tower embeds (its ``vocab_size``).

@@ -52,7 +52,7 @@ LEARNED = "learned"
 
 
 def learned_names(term: Mapping[str, Any]) -> tuple[str, ...]:
-  """The hyper-parameters a term sets to :data:`LEARNED`, sorted."""
+  """The hyper-parameters a term sets to :data:`!LEARNED`, sorted."""
   return tuple(sorted(k for k, v in term.items() if k not in TERM_FIELDS and v == LEARNED))
 
 
@@ -95,7 +95,7 @@ class Objective:
 
   @property
   def learned(self) -> tuple[str, ...]:
-    """The hyper-parameters some term takes from the model (:data:`LEARNED`), sorted."""
+    """The hyper-parameters some term takes from the model (:data:`!LEARNED`), sorted."""
     return tuple(sorted({name for term in self.terms.values() for name in term.learned}))
 
   def __call__(
@@ -152,7 +152,7 @@ class Objective:
     ``rows[name] = (image queries, caption queries)`` carry that term's graded
     rows. The sums of several blocks (devices) add up to the whole batch's.
     The counts come from masks only, so they carry no gradient. ``learned``: the values
-    of the hyper-parameters terms set to :data:`LEARNED` (the model's, with their
+    of the hyper-parameters terms set to :data:`!LEARNED` (the model's, with their
     gradient), by name.
     """
     keys = iter(jax.random.split(key, len(self.terms))) if key is not None else None
@@ -242,7 +242,7 @@ def objective(
   through its loss's per-query core, so the same objective also runs split by
   query rows over devices (:meth:`Objective.partial_sums`).
 
-  Learned hyper-parameters: a term's ``"logit_scale": "learned"`` (:data:`LEARNED`) takes
+  Learned hyper-parameters: a term's ``"logit_scale": "learned"`` (:data:`!LEARNED`) takes
   the value from the model at every step (``loss_fn(sim, ..., learned={"logit_scale":
   t})``; the train step passes the model's, with their gradient): CLIP's temperature
   and SigLIP's bias, while other terms read the same ``sim`` unscaled.

@@ -248,7 +248,7 @@ def read_captions(
   splits: Sequence[str] = ("train", "restval"),
 ) -> CaptionSet:
   """Read a caption file in ``fmt`` (``auto``, ``precomp``, ``flickr8k`` or ``karpathy``:
-  the images of ``splits`` in a Karpathy split file, :func:`read_karpathy_captions`)."""
+  the images of ``splits`` in a Karpathy split file, :func:`!read_karpathy_captions`)."""
   if fmt == "auto":
     fmt = detect_format(path)
   if fmt == "precomp":

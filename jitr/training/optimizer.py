@@ -100,7 +100,7 @@ def make_optimizer(
 ) -> optax.GradientTransformation:
   """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`!OPTIMIZERS` named
   ``config["name"]`` on its schedule: step decay, or with ``schedule = "cosine"`` open_clip's
-  warmup + cosine (:func:`cosine_schedule`, ``warmup_steps`` then down to 0 at
+  warmup + cosine (:func:`!cosine_schedule`, ``warmup_steps`` then down to 0 at
   ``total_steps``, the run's last step). ``b2`` and ``eps``: Adam's;
   ``decay_matrices_only``: AdamW decays only the parameters of rank >= 2 (open_clip's
   exclusions). ``frozen_modules`` (top-level params keys): never updated, and left out of
