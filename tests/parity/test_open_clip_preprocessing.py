@@ -62,3 +62,25 @@ def test_bilinear_too():
   np.testing.assert_array_equal(
     eval_image(image, 224, pre), theirs(image).numpy().transpose(1, 2, 0)
   )
+
+
+@pytest.mark.parametrize("pre", [OPENAI, SIGLIP])
+def test_train_image_equals_open_clips_training_transform_for_the_same_box(pre, monkeypatch):
+  import torchvision.transforms as T
+
+  from jitr.data.image_transforms import random_crop_box, train_image
+
+  theirs = image_transform(224, is_train=True, mean=pre.mean, std=pre.std)
+  crop = theirs.transforms[0]
+  assert isinstance(crop, T.RandomResizedCrop)
+  assert crop.scale == (0.9, 1.0) and crop.interpolation == T.InterpolationMode.BICUBIC
+  np.testing.assert_allclose(crop.ratio, (3 / 4, 4 / 3))
+  for i, (w, h) in enumerate(SIZES):
+    for mode in ("RGB", "L"):
+      image = _image(w, h, mode, seed=i)
+      left, top, right, bottom = random_crop_box(w, h, np.random.default_rng(i))
+      box = (top, left, bottom - top, right - left)  # torchvision's (i, j, h, w)
+      monkeypatch.setattr(T.RandomResizedCrop, "get_params", lambda *a, box=box: box)
+      expected = theirs(image).numpy().transpose(1, 2, 0)
+      got = train_image(image, 224, pre, np.random.default_rng(i))
+      np.testing.assert_array_equal(got, expected, err_msg=f"{w}x{h} {mode}")
