@@ -43,9 +43,10 @@ def can_teach(name: str, vocab_size: int = 8) -> bool:
   """Whether registered network ``name`` is a dual encoder (``RetrievalModel.pairwise``
   False) that reads only images and captions (its declared inputs are
   :data:`~jitr.models.retrieval_model.INPUTS`, it needs no dataset constants): a
-  teacher's embeddings come from tokens and regions alone."""
+  teacher's embeddings come from tokens and regions alone (a network of pixel towers,
+  :attr:`!jitr.models.Network.tower_inputs`, reads no regions)."""
   network = MODELS[name]
-  if set(network.inputs) - set(INPUTS) or network.constants:
+  if set(network.inputs) - set(INPUTS) or network.constants or network.tower_inputs:
     return False
   return not make_model({"name": name}, vocab_size).pairwise
 

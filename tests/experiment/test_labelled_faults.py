@@ -250,7 +250,7 @@ def test_networks_and_datasets_must_agree_on_the_captions(tmp_path):
     check_train_config(config)
   assert str(err.value) == (
     "config.model.name: f30k_precomp's captions are 'tokens', which the 'twobranch' network "
-    "does not read; expected one of ['cvse', 'saf', 'sgr', 'vse', 'vseinf', 'vsrn']"
+    "does not read; expected one of ['clip', 'cvse', 'saf', 'sgr', 'vse', 'vseinf', 'vsrn']"
   )
   config = paper.get_config("f30k,vsepp,triplet")
   config.precomp_root = "/data"

@@ -253,7 +253,9 @@ def test_every_model_setting_of_every_network_is_checked_by_its_default_type():
     check_model_settings({"name": "vsrn", "fc_l2norm": 1})
   with pytest.raises(ValueError, match=r"config.model.caption_weight: expected a finite number"):
     check_model_settings({"name": "vsrn", "caption_weight": float("nan")})
-  with pytest.raises(ValueError, match=r"config.model.name: expected one of \[.cvse., .saf., "):
+  with pytest.raises(
+    ValueError, match=r"config.model.name: expected one of \[.clip., .cvse., .saf., "
+  ):
     check_model_settings({"name": "scan"})
 
 

@@ -193,7 +193,9 @@ def test_registry_names_and_errors():
   assert set(MODELS) == {"vse", "sgr", "saf", "vsrn", "cvse", "vseinf", "twobranch", "clip"}
   assert not make_model({"embed_dim": 8}, 10).pairwise  # no name: "vse"
   assert make_model({"name": "saf", "embed_dim": 8}, 10).module.module == "SAF"
-  with pytest.raises(ValueError, match=r"config.model.name: expected one of \['cvse', 'saf'"):
+  with pytest.raises(
+    ValueError, match=r"config.model.name: expected one of \['clip', 'cvse', 'saf'"
+  ):
     make_model({"name": "scan"}, 10)
   with pytest.raises(ValueError, match=r"name='cvse'\): CVSE needs the dataset's concepts"):
     make_model({"name": "cvse"}, 10)

@@ -64,8 +64,8 @@ def test_only_dual_encoders_teach(name, ok):
 def test_teacher_of_other_data_or_model_name_is_refused():
   with pytest.raises(TeacherError, match="teacher:w was trained on f30k_precomp, this run"):
     check_teacher_config("w", "f30k_precomp", {}, DATA, 20)
-  with pytest.raises(TeacherError, match="config.model.name is 'clip'"):
-    check_teacher_config("w", DATA, {"name": "clip"}, DATA, 20)
+  with pytest.raises(TeacherError, match="config.model.name is 'blip'"):
+    check_teacher_config("w", DATA, {"name": "blip"}, DATA, 20)
 
 
 def test_vocabularies_must_be_equal():
