@@ -22,6 +22,12 @@ OPTIMIZER = {
   "decay_factor": 0.1,
   "module_decay_factors": {},
   "module_lr_factors": {},
+  "schedule": "step",
+  "warmup_steps": 0,
+  "b2": 0.999,
+  "eps": 1e-8,
+  "decay_matrices_only": False,
+  "frozen_modules": (),
 }
 OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
 

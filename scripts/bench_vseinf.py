@@ -100,6 +100,12 @@ OPTIMIZER = {  # lib/vse.py's AdamW: BERT at 0.1 lr, weight decay 1e-4 on every 
   "decay_factor": 0.1,
   "module_decay_factors": {},
   "module_lr_factors": {"bert": 0.1},
+  "schedule": "step",
+  "warmup_steps": 0,
+  "b2": 0.999,
+  "eps": 1e-8,
+  "decay_matrices_only": False,
+  "frozen_modules": (),
 }
 
 

@@ -33,7 +33,7 @@ FAULTS = {
         ("--config=nope.py", "--workdir=w"),
         "--config=nope.py: could not load the config file: [Errno 2] No such file or "
         "directory: 'nope.py'; expected a config file, e.g. one of the shipped "
-        "configs/default.py, ...",
+        "configs/clip.py:LOSS, configs/default.py, ...",
       ),
     },
   ),
@@ -53,7 +53,7 @@ FAULTS = {
     },
   ),
   "jitr-check-data": (
-    "precomp_root",
+    "dataset",
     {
       "stray": ("--precomp_root=nope", "--dataset=f30k_precomp", "stray"),
       "missing file": (
@@ -92,7 +92,8 @@ FAULTS = {
       "missing file": (
         ("--captions=nope.txt", "--estimator=cider", "--out=rel"),
         "--captions=nope.txt: no such file or folder; expected caption file: precomp "
-        "*_caps.txt (5 lines per image) or Flickr8k.token.txt",
+        "*_caps.txt (5 lines per image), Flickr8k.token.txt or a Karpathy split file "
+        "(dataset_flickr30k.json, dataset_coco.json)",
       ),
     },
   ),
