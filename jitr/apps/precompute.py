@@ -6,8 +6,6 @@
     --out=rel/f8k_lsa --config.estimators.lsa.k=64
   jitr-precompute --captions=data/f30k_precomp/test_caps.txt --scores=spice=spice_test.json \\
     --out=rel/f30k_test_spice
-  jitr-precompute --captions=data/flickr30k/dataset_flickr30k.json --split=train \\
-    --estimator=sentence --out=rel/f30k_images_sentence
 
 The estimator's settings are ``--config.estimators.NAME.FIELD`` overrides of the one
 default (:func:`jitr.relevance.registry.default_estimator_settings`, the same fields as
@@ -30,6 +28,7 @@ from __future__ import annotations
 from absl import flags, logging
 
 from jitr.apps._cli import App, config_dict_flag, flag_inputs
+from jitr.relevance.captions_io import CAPTION_FORMATS
 from jitr.relevance.precompute import PrecomputeOptions, PrecomputeSource, precompute
 from jitr.relevance.registry import ESTIMATORS, estimators_config
 from jitr.training.cluster import worker_share
@@ -42,31 +41,13 @@ APP = App(
 )
 
 _CAPTIONS = flags.DEFINE_string(
-  "captions",
-  None,
-  "Caption file: precomp *_caps.txt (5 lines per image), Flickr8k.token.txt or a Karpathy "
-  "split file (dataset_flickr30k.json, dataset_coco.json).",
+  "captions", None, "Caption file: precomp *_caps.txt, Flickr8k.token.txt or a Karpathy .json."
 )
 _FORMAT = flags.DEFINE_enum(
-  "format",
-  "auto",
-  ["auto", "precomp", "flickr8k", "karpathy"],
-  "Caption file format (auto: karpathy for a .json file, flickr8k for IMAGE#N lines, else "
-  "precomp).",
+  "format", "auto", CAPTION_FORMATS, "Caption file format (auto: by its suffix and first line)."
 )
-_CAPS_PER_IMAGE = flags.DEFINE_integer(
-  "captions_per_image",
-  5,
-  "Lines per image of a precomp caption file; the first captions kept per image of a "
-  "Karpathy split file.",
-  lower_bound=1,
-)
-_SPLIT = flags.DEFINE_list(
-  "split",
-  ["train", "restval"],
-  "The splits of a Karpathy split file whose images are read (train and COCO's restval: a "
-  "run's training images).",
-)
+_CAPS_PER_IMAGE = flags.DEFINE_integer("captions_per_image", 5, "Captions per image", lower_bound=1)
+_SPLIT = flags.DEFINE_list("split", ["train", "restval"], "A Karpathy file's splits read.")
 _ESTIMATOR = flags.DEFINE_enum(
   "estimator", None, sorted(ESTIMATORS), "Relevance estimator (or --scores)."
 )

@@ -17,6 +17,7 @@ from jitr.data.datasets import DatasetInfo
 from jitr.experiment.run_caption_form import check_caption_form_setting
 from jitr.experiment.run_concepts import LABEL_CHOICES, OFFICIAL_LABELS
 from jitr.experiment.run_tokenizer import check_tokenizer_setting
+from jitr.experiment.run_tower import pixel_networks
 from jitr.models.registry import MODELS, network_name, network_of
 
 # Probabilities of the training augmentation: each in [0, 1).
@@ -157,12 +158,11 @@ def check_text_input(config: Any, dataset: DatasetInfo) -> None:
   no vocabulary file, and regions are dropped only for a network that reads them
   (``image_mask``)."""
   name, network = network_of(config.model)
-  if dataset.pixels != (network.tower_inputs is not None):
-    readers = sorted(n for n, net in MODELS.items() if net.tower_inputs is not None)
+  if dataset.pixels != (name in pixel_networks()):
     if dataset.pixels:
       raise ValueError(
         f"config.model.name: {config.dataset} is an image folder, read as pixels by "
-        f"{readers}; got {name!r}"
+        f"{pixel_networks()}; got {name!r}"
       )
     raise ValueError(
       f"config.dataset: the {name!r} network reads images as pixels, from an image folder "

@@ -27,6 +27,8 @@ import numpy as np
 from jitr import fileio, paths
 from jitr.relevance import karpathy_json
 
+#: The caption file formats :func:`read_captions` reads (``auto``: :func:`detect_format`).
+CAPTION_FORMATS = ("auto", "precomp", "flickr8k", "karpathy")
 _FLICKR_LINE = re.compile(r"^([^\t#]+)#(\d+)\t(.*)$")
 _STRAY_SUFFIX = re.compile(r"(\.jpg)\.\d+$", re.IGNORECASE)
 
@@ -258,5 +260,6 @@ def read_captions(
   if fmt == "karpathy":
     return read_karpathy_captions(path, splits, captions_per_image)
   raise CaptionFileError(
-    f"{path}: unknown caption format {fmt!r} (expected auto, precomp, flickr8k or karpathy)"
+    f"{path}: unknown caption format {fmt!r} (expected {', '.join(CAPTION_FORMATS[:-1])} or "
+    f"{CAPTION_FORMATS[-1]})"
   )

@@ -84,17 +84,6 @@ def module_labels(params: Mapping[str, Any], modules: Mapping[str, float]) -> di
   }
 
 
-FROZEN = "frozen"
-
-
-def frozen_labels(params: Mapping[str, Any], frozen: tuple[str, ...]) -> dict[str, Any]:
-  """``"frozen"`` for every leaf of the top-level modules ``frozen``, ``"trained"`` else."""
-  return {
-    key: jax.tree.map(lambda _, k=key: FROZEN if k in frozen else "trained", value)
-    for key, value in params.items()
-  }
-
-
 def make_optimizer(
   config: Mapping[str, Any], *, steps_per_epoch: int, total_steps: int | None = None
 ) -> optax.GradientTransformation:
@@ -154,9 +143,8 @@ def make_optimizer(
     opt = optax.multi_transform(groups, lambda params: module_labels(params, modules))
   clip = float(config["grad_clip"])
   opt = optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt
-  frozen = tuple(config["frozen_modules"])
+  frozen = dict.fromkeys(config["frozen_modules"])
   if not frozen:
     return opt
-  return optax.multi_transform(
-    {"trained": opt, FROZEN: optax.set_to_zero()}, lambda p: frozen_labels(p, frozen)
-  )
+  groups = {DEFAULT_GROUP: opt, **{m: optax.set_to_zero() for m in frozen}}
+  return optax.multi_transform(groups, lambda params: module_labels(params, frozen))

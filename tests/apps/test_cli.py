@@ -92,8 +92,7 @@ FAULTS = {
       "missing file": (
         ("--captions=nope.txt", "--estimator=cider", "--out=rel"),
         "--captions=nope.txt: no such file or folder; expected caption file: precomp "
-        "*_caps.txt (5 lines per image), Flickr8k.token.txt or a Karpathy split file "
-        "(dataset_flickr30k.json, dataset_coco.json)",
+        "*_caps.txt, Flickr8k.token.txt or a Karpathy .json",
       ),
     },
   ),

@@ -45,16 +45,21 @@ def file_splits(config, split: str) -> tuple[str, ...]:
   return tuple(config.karpathy.train_splits) if split == "train" else (split,)
 
 
-def read_split(config, split: str) -> tuple[list[KarpathyImage], list[str]]:
-  """``(images, captions)`` of the run's ``split``: the file's images of
-  :func:`file_splits` and the first ``captions_per_image`` captions of each, flat."""
+def read_splits(config, splits) -> dict[str, tuple[list[KarpathyImage], list[str]]]:
+  """``{split: (images, captions)}`` of the run's ``splits``, the split file read once: the
+  file's images of :func:`file_splits` and the first ``captions_per_image`` captions of
+  each, flat."""
   path = config.karpathy.json
   per_image = captions_per_image(dataset_info(config.dataset), config.captions_per_image)
   try:
-    images = split_images(read_karpathy(path), file_splits(config, split), path)
-    return images, kept_captions(images, per_image, path)
+    every = read_karpathy(path)
+    out = {}
+    for split in splits:
+      images = split_images(every, file_splits(config, split), path)
+      out[split] = images, kept_captions(images, per_image, path)
   except CaptionFileError as err:
     raise ValueError(f"config.karpathy.json: {err}") from None
+  return out
 
 
 class ImagesSource(DataSource):
@@ -67,7 +72,7 @@ class ImagesSource(DataSource):
     say(f"reading {config.karpathy.json}")
     per_image = captions_per_image(dataset_info(config.dataset), config.captions_per_image)
     inputs = tower_inputs(config)
-    raw = {name: read_split(config, name) for name in SPLITS}
+    raw = read_splits(config, SPLITS)
     vocab, _ = run_vocab(config, raw["train"][1], vocab, say=say)
     captions = caption_set(raw["train"][1], per_image, train_source(config))
     vectors, topk, aggregates = train_relevance(config, captions, data_dir, say)
@@ -117,5 +122,5 @@ class ImagesSource(DataSource):
     """``(split, captions)``: the split's captions, numbered as a precomp caption file."""
     del data_dir
     per_image = captions_per_image(dataset_info(config.dataset), config.captions_per_image)
-    _, texts = read_split(config, split)
+    _, texts = read_splits(config, (split,))[split]
     return split, precomp_caption_set(texts, per_image, f"{config.karpathy.json}:{split}")

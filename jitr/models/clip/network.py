@@ -84,19 +84,26 @@ class TowerInputs:
   causal: bool
 
 
+def _open_clip_model(tower: str) -> str | Mapping[str, Any]:
+  """``tower`` as :func:`~jitr.models.clip_config` and :func:`~jitr.models.load_open_clip`
+  take it: an open_clip name, or the model config a ``.json`` file holds."""
+  if not tower.endswith(".json"):
+    return tower
+  model = fileio.read_json(tower)
+  if not isinstance(model, Mapping):
+    raise ValueError(f"{tower}: expected an open_clip model config object")
+  return model
+
+
 def _tower_config(settings: ClipSettings) -> ClipConfig:
   """The towers' config: the weights' Hugging Face folder's, else ``tower``'s, with the
   tag's activation and at most ``max_layers`` blocks."""
   weights, tower = settings.weights, settings.tower
   if weights and paths.isdir(weights):
     config = hf_clip_config(weights)
-  elif tower.endswith(".json"):
-    model = fileio.read_json(tower)
-    if not isinstance(model, Mapping):
-      raise ValueError(f"{tower}: expected an open_clip model config object")
-    config = clip_config(model, name=os.path.basename(tower).removesuffix(".json"))
   else:
-    config = clip_config(tower)
+    name = os.path.basename(tower).removesuffix(".json") if tower.endswith(".json") else None
+    config = clip_config(_open_clip_model(tower), name=name)
   if settings.tag:
     _, quick_gelu = pretrained_settings(config.name, settings.tag)
     config = config.with_activation("quick_gelu" if quick_gelu else "gelu")
@@ -137,8 +144,7 @@ def _weights(settings: ClipSettings, config: ClipConfig) -> Any | None:
     if paths.isdir(settings.weights):
       imported = load_hf_clip(settings.weights)
     else:
-      tower = settings.tower
-      model = fileio.read_json(tower) if tower.endswith(".json") else tower
+      model = _open_clip_model(settings.tower)
       imported = load_open_clip(settings.weights, model, tag=settings.tag)
   except (OSError, ValueError) as err:
     raise ValueError(f"config.model.weights: {err}") from None
