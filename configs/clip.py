@@ -24,7 +24,9 @@ locked): ``--config.optimizer.frozen_modules='("visual",)'``.
 
 import ml_collections
 
-from configs import default
+from jitr.config_files import sibling_config
+
+default = sibling_config(__file__, "default")
 
 #: The objective term of each LOSS name.
 TERMS = {

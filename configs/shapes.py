@@ -54,24 +54,14 @@ included, is 1.37× faster. A row is about 45 minutes here: a job for a GPU.
 import dataclasses
 import importlib.util
 import pathlib
-import types
 from collections.abc import Mapping
 
 import ml_collections
 
+from jitr.config_files import sibling_config
 
-def _sibling(name: str) -> types.ModuleType:
-  """Loads ``configs/NAME.py`` from this file's folder (jitr-train loads config files by
-  path, from any directory, so ``configs`` need not be importable)."""
-  path = pathlib.Path(__file__).with_name(f"{name}.py")
-  spec = importlib.util.spec_from_file_location(f"jitr_configs_{name}", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-default = _sibling("default")
-common = _sibling("common")
+default = sibling_config(__file__, "default")
+common = sibling_config(__file__, "common")
 
 
 @dataclasses.dataclass(frozen=True)
