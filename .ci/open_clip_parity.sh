@@ -8,7 +8,9 @@
 #      PyPI's torch is its CUDA build, which runs on CPU), then jitr's test dependencies and
 #      jitr itself (editable, no extras: torch stays PyPI's);
 #   2. pytest -m open_clip tests/parity: every test must pass and none may be skipped or
-#      left uncollected (a missing open_clip fails the step).
+#      left uncollected (a missing open_clip fails the step). The zero-shot test runs jitr's
+#      console scripts from the project's own environment, $JITR_MAIN_VENV (default .venv,
+#      which scripts/test.sh makes), against open_clip's ranking.
 # The Flickr8k captions (the tokenizers' check) come from $JITR_FLICKR8K, else
 # shared/data/flickr8k beside the repository (tests/data_folders.py).
 set -euo pipefail
@@ -44,6 +46,7 @@ if "+" in torch or not any(r.startswith("nvidia") for r in m.requires("torch") o
 print(f"ok    torch {torch} (PyPI), torchvision {m.version('torchvision')}, "
       f"open_clip_torch {m.version('open_clip_torch')}, timm {m.version('timm')} ($((SECONDS - START)) s)")
 EOF
+export JITR_MAIN_VENV=${JITR_MAIN_VENV:-$PWD/.venv}
 REPORT=$(mktemp)
 trap 'rm -f "$REPORT"' EXIT
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -m pytest -q -p no:cacheprovider -m open_clip tests/parity \

@@ -46,7 +46,7 @@ from jitr.training.optimizer_config import check_optimizer_config
 # Whole-number fields and their smallest valid value (checked when present in the config).
 COUNTS: dict[str, int] = {
   "batch_size": 1,
-  "num_epochs": 1,
+  "num_epochs": 0,  # 0: the initial (pretrained) model, validated and saved as step 0
   "eval_batch_size": 1,
   "log_every_steps": 1,
   "max_caption_len": 1,
@@ -146,6 +146,7 @@ REQUIRED_GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "eps",
     "decay_matrices_only",
     "frozen_modules",
+    "layer_decay",
   ),
   "concepts": ("source", "num_concepts", "vectors", "labels", "wordnet"),
   "text": ("pretrained", "word_augment", "tokenizer", "caption_form"),

@@ -356,7 +356,8 @@ def check_terms(terms: Mapping[str, Any], *, num_epochs: Any = None, field: str 
   Per term, in one line each: ``weight`` (a finite number >= 0), every hyper-parameter it
   sets against its loss's declared range (``LossSpec.ranges``), a field that is neither a
   term field (:data:`TERM_FIELDS`) nor a hyper-parameter of its loss, and a term that starts
-  at or after the last epoch (``from_epoch >= num_epochs``), which would never train:
+  at or after the last epoch (``from_epoch >= num_epochs``, unless ``num_epochs`` is 0 and
+  nothing trains), which would never train:
   ``config.FIELD.TERM.NAME: expected ..., got V``. A term that names no known loss is
   left to :func:`objective`.
   """
@@ -381,6 +382,7 @@ def check_terms(terms: Mapping[str, Any], *, num_epochs: Any = None, field: str 
     start = term.get("from_epoch")
     if (
       isinstance(num_epochs, int)
+      and num_epochs > 0
       and isinstance(start, numbers.Real)
       and not isinstance(start, bool)
       and start >= num_epochs

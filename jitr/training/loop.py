@@ -136,7 +136,9 @@ def fit(
   ``False``. Host batches are built in a background thread and put on the
   devices ``prefetch`` batches ahead (:func:`~jitr.training.prefetch.prefetch_to_device`),
   so the next batch's transfer overlaps the current step; ``prefetch=0`` builds
-  and puts each batch in the loop's own thread.
+  and puts each batch in the loop's own thread. A plan of no epochs (``num_epochs=0``)
+  validates the initial state and saves it as the latest and best checkpoint of step 0:
+  a pretrained model's zero-shot workdir.
 
   Every ``check_finite_every`` steps, and always before it evaluates or saves,
   the loop fetches the ``loss`` and ``grad_norm`` of the steps since the last
@@ -237,7 +239,22 @@ def _epochs(
       if hooks.evaluate is not None:
         _keep_best(host_state, step, epoch_metrics, checkpoints, hooks)
       hooks.on_epoch(epoch, epoch_metrics)
+  if plan.num_epochs == 0 and step == 0:
+    _keep_initial(parallel.get_state(state), checkpoints, hooks)
   return parallel.get_state(state), True
+
+
+def _keep_initial(
+  host_state: TrainState, checkpoints: Checkpoints | None, hooks: LoopHooks
+) -> None:
+  """A plan of no epochs: the initial state (a pretrained model's, zero-shot) validated and
+  saved as the latest and the best checkpoint of step 0."""
+  with hooks.progress.paused():
+    metrics = hooks.evaluate(host_state) if hooks.evaluate is not None else {}
+    if checkpoints is not None:
+      checkpoints.save_latest(host_state)
+    if hooks.evaluate is not None:
+      _keep_best(host_state, 0, metrics, checkpoints, hooks)
 
 
 def _validates_within(step: int, plan: EpochPlan) -> bool:

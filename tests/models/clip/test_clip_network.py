@@ -1,7 +1,8 @@
 """The "clip" network of the registry: its train step learns the objective's logit_scale
 (the loss equals info_nce at the model's temperature; the scale moves), its captions are the
 tower's token ids (TowerTextVocab), and a whole run on a generated image folder trains,
-is evaluated again by evaluate_workdir and refuses a network that reads no pixels."""
+scored zero-shot by a run of no epochs, then trained on from that workdir, is evaluated again
+by evaluate_workdir and refuses a network that reads no pixels."""
 
 import json
 import os
@@ -67,7 +68,7 @@ def test_the_step_learns_the_temperature_of_info_nce(folder):
   assert float(kept.params["logit_scale"]) == float(state.params["logit_scale"])
 
 
-def test_a_run_on_an_image_folder_trains_and_evaluates_again(folder):
+def test_a_run_on_an_image_folder_scores_zero_shot_then_trains_and_evaluates_again(folder):
   from configs import clip, default
   from jitr.experiment import evaluate_workdir, train_and_evaluate
 
@@ -76,15 +77,21 @@ def test_a_run_on_an_image_folder_trains_and_evaluates_again(folder):
   config.dataset = "mini_images"
   config.karpathy.json, config.karpathy.images = json_path, images
   config.model.tower = tower
-  config.batch_size, config.num_epochs, config.eval_batch_size = 8, 1, 16
+  config.batch_size, config.num_epochs, config.eval_batch_size = 8, 0, 16
   config.optimizer.learning_rate, config.optimizer.warmup_steps = 1e-3, 1
   config.graded.relevance, config.estimators.lsa.k = "vectors:lsa", 8
   config.data_dir = os.path.join(root, "data")
   workdir = os.path.join(root, "run")
-  result = train_and_evaluate(config, workdir)
-  assert result.finished and 0 < result.metrics["rsum"] <= 600
+  zero_shot = train_and_evaluate(config, workdir)  # no epochs: the initial tower, step 0
+  assert zero_shot.finished and 0 < zero_shot.metrics["rsum"] <= 600
+  assert sorted(os.listdir(os.path.join(workdir, "checkpoints", "best"))) == ["0"]
+  assert evaluate_workdir(workdir)["rsum"] == pytest.approx(zero_shot.metrics["rsum"])
   with open(os.path.join(workdir, "vocab.json")) as f:
     assert json.load(f)["tower_text"]["tokenizer"] == CLIP_BPE
+  config.num_epochs = 1  # the same workdir trained on: fine-tuning from step 0
+  result = train_and_evaluate(config, workdir)
+  assert result.finished and 0 < result.metrics["rsum"] <= 600
+  assert max(map(int, os.listdir(os.path.join(workdir, "checkpoints", "latest")))) == 15
   again = evaluate_workdir(workdir)
   assert again["rsum"] == pytest.approx(result.metrics["rsum"])
   config.model = default.get_config().model  # the region dual encoder
