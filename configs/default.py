@@ -210,6 +210,9 @@ def get_config() -> ml_collections.ConfigDict:
       decay_matrices_only=False,
       # top-level modules never updated (LiT's locked image tower: ("visual",) of "clip")
       frozen_modules=(),
+      # layer-wise learning-rate decay d: a parameter r layers below the output (its
+      # tower's stem r = L + 1, block i r = L - i) learns at d^r times the rate ("clip")
+      layer_decay=1.0,
     )
   )
   c.batch_size = 128  # image-caption pairs per step, over all devices and processes

@@ -61,26 +61,13 @@ LOSS: ``triplet``, ``sndcg`` (+ Smooth-NDCG, sentence RSC), ``cmal2r``,
       --config.precomp_root=/data/precomp        # holds f30k_precomp/ and coco_precomp/
 """
 
-import importlib.util
-import pathlib
-import types
-
 import ml_collections
 
+from jitr.config_files import sibling_config
 
-def _sibling(name: str) -> types.ModuleType:
-  """Loads ``configs/NAME.py`` from this file's folder (jitr-train loads config files by
-  path, from any directory, so ``configs`` need not be importable)."""
-  path = pathlib.Path(__file__).with_name(f"{name}.py")
-  spec = importlib.util.spec_from_file_location(f"jitr_configs_{name}", path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-default = _sibling("default")
-shapes = _sibling("shapes")
-common = _sibling("common")
+default = sibling_config(__file__, "default")
+shapes = sibling_config(__file__, "shapes")
+common = sibling_config(__file__, "common")
 
 DATASETS = ("f30k", "coco", "iaprtc12", "wiki", "pascal")
 # CMAL²R's labelled vector datasets, the network and the losses they take
@@ -94,9 +81,11 @@ VAL_PAIRS = {"wiki": 200, "pascal": 500}
 def _adam(
   learning_rate: float, decay_epochs: tuple[int, ...], **extra
 ) -> ml_collections.ConfigDict:
-  """Adam at ``learning_rate``, clip 2, ×0.1 at ``decay_epochs`` (``extra``: more fields,
+  """configs/default.py's optimizer group as the papers set it: Adam at ``learning_rate``,
+  clip 2, ×0.1 at ``decay_epochs``, one rate for every module (``extra``: more fields,
   e.g. AdamW's ``name`` and ``weight_decay``)."""
-  fields = dict(
+  group = default.get_config().optimizer
+  papers = dict(
     name="adam",
     learning_rate=learning_rate,
     grad_clip=2.0,
@@ -104,14 +93,9 @@ def _adam(
     decay_factor=0.1,
     module_decay_factors={},
     module_lr_factors={},
-    schedule="step",
-    warmup_steps=0,
-    b2=0.999,
-    eps=1e-8,
-    decay_matrices_only=False,
-    frozen_modules=(),
   )
-  return ml_collections.ConfigDict({**fields, **extra})
+  group.update({**papers, **extra})
+  return group
 
 
 def _vsepp(c: ml_collections.ConfigDict, data: str, loss: str) -> None:

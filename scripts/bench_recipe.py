@@ -28,6 +28,7 @@ OPTIMIZER = {
   "eps": 1e-8,
   "decay_matrices_only": False,
   "frozen_modules": (),
+  "layer_decay": 1.0,
 }
 OBJECTIVE = {"triplet": {"weight": 1.0, "mining": "max", "margin": MARGIN}}
 

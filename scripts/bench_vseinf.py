@@ -106,6 +106,7 @@ OPTIMIZER = {  # lib/vse.py's AdamW: BERT at 0.1 lr, weight decay 1e-4 on every 
   "eps": 1e-8,
   "decay_matrices_only": False,
   "frozen_modules": (),
+  "layer_decay": 1.0,
 }
 
 

@@ -66,6 +66,7 @@ def initial_state(
     config.optimizer.to_dict(),
     steps_per_epoch=steps_per_epoch,
     total_steps=steps_per_epoch * config.num_epochs,
+    layer_ranks=model.layer_ranks,
   )
   inputs = example_inputs(train_split, model)
   if shapes_only:

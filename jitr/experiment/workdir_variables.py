@@ -42,7 +42,9 @@ def restore_variables(
   """
   try:
     model = make_model(model_settings(saved_config), vocab_size, constants)
-    tx = training.make_optimizer(dict(saved_config["optimizer"]), steps_per_epoch=1)
+    tx = training.make_optimizer(
+      dict(saved_config["optimizer"]), steps_per_epoch=1, layer_ranks=model.layer_ranks
+    )
   except (KeyError, ValueError) as err:
     raise ValueError(f"its config.json: {err}") from None
   like = abstract_train_state(model, tx, example_inputs(train_split, model))

@@ -99,6 +99,11 @@ class RetrievalModel:
   learned_hyper: Callable[[Any], Mapping[str, jax.Array]] | None = None
   """``params -> {name: value}`` of :attr:`learned` (differentiable in ``params``);
   ``None`` when it learns none."""
+  layer_ranks: Callable[[Any], Any] | None = None
+  """``params -> the same tree of ints``: how many layers each parameter lies below the
+  output (:func:`!jitr.models.clip.layer_ranks.layer_ranks`), for layer-wise
+  learning-rate decay (``config.optimizer.layer_decay``); ``None``: the network declares
+  no layers, and takes no layer decay."""
 
 
 Builder = Callable[[dict[str, Any], int, Mapping[str, Any]], RetrievalModel]

@@ -1,6 +1,6 @@
 """Optax optimizers of the papers and of CLIP fine-tuning: Adam / AdamW, step decay or
 open_clip's warmup + cosine schedule, global-norm clipping, AdamW's decay on matrices only,
-frozen modules (LiT)."""
+frozen modules (LiT), layer-wise learning-rate decay."""
 
 from __future__ import annotations
 
@@ -84,8 +84,29 @@ def module_labels(params: Mapping[str, Any], modules: Mapping[str, float]) -> di
   }
 
 
+def scale_by_layer(decay: float, layer_ranks: Callable[[Any], Any]) -> optax.GradientTransformation:
+  """Multiplies each update by ``decay^r``, ``r = layer_ranks(updates)``'s leaf: the
+  parameter's layers below the output (no state). After Adam / AdamW it scales the whole
+  step, decoupled decay included, as a per-layer learning rate does in PyTorch."""
+
+  def init(params):
+    del params
+    return optax.EmptyState()
+
+  def update(updates, state, params=None):
+    del params
+    ranks = layer_ranks(updates)
+    return jax.tree.map(lambda u, r: u * jnp.asarray(decay**r, u.dtype), updates, ranks), state
+
+  return optax.GradientTransformation(init, update)
+
+
 def make_optimizer(
-  config: Mapping[str, Any], *, steps_per_epoch: int, total_steps: int | None = None
+  config: Mapping[str, Any],
+  *,
+  steps_per_epoch: int,
+  total_steps: int | None = None,
+  layer_ranks: Callable[[Any], Any] | None = None,
 ) -> optax.GradientTransformation:
   """``clip_by_global_norm(grad_clip)`` then the optimizer of :data:`!OPTIMIZERS` named
   ``config["name"]`` on its schedule: step decay, or with ``schedule = "cosine"`` open_clip's
@@ -93,7 +114,10 @@ def make_optimizer(
   ``total_steps``, the run's last step). ``b2`` and ``eps``: Adam's;
   ``decay_matrices_only``: AdamW decays only the parameters of rank >= 2 (open_clip's
   exclusions). ``frozen_modules`` (top-level params keys): never updated, and left out of
-  the clipped norm (LiT's locked image tower: ``("visual",)``).
+  the clipped norm (LiT's locked image tower: ``("visual",)``). ``layer_decay`` (``d`` in
+  (0, 1]): a parameter ``r`` layers below the output learns at ``d^r`` times its rate
+  (:func:`!scale_by_layer`; ``layer_ranks``: the model's
+  :attr:`!jitr.models.RetrievalModel.layer_ranks`, required when ``d < 1``).
 
   ``config``: a run config's ``optimizer`` group, every key required (their defaults
   live in configs/default.py): ``name`` ('adam' | 'adamw'), ``learning_rate``,
@@ -144,7 +168,15 @@ def make_optimizer(
   clip = float(config["grad_clip"])
   opt = optax.chain(optax.clip_by_global_norm(clip), opt) if clip > 0 else opt
   frozen = dict.fromkeys(config["frozen_modules"])
-  if not frozen:
+  if frozen:
+    groups = {DEFAULT_GROUP: opt, **{m: optax.set_to_zero() for m in frozen}}
+    opt = optax.multi_transform(groups, lambda params: module_labels(params, frozen))
+  decay = float(config["layer_decay"])
+  if decay == 1.0:
     return opt
-  groups = {DEFAULT_GROUP: opt, **{m: optax.set_to_zero() for m in frozen}}
-  return optax.multi_transform(groups, lambda params: module_labels(params, frozen))
+  if layer_ranks is None:
+    raise ValueError(
+      f"config.optimizer.layer_decay={decay:g}: the network declares no layers (the "
+      '"clip" towers do); expected 1.0'
+    )
+  return optax.chain(opt, scale_by_layer(decay, layer_ranks))

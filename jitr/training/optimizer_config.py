@@ -14,6 +14,7 @@ OPTIMIZER_NUMBERS: dict[str, tuple[float, bool]] = {
   "grad_clip": (0.0, True),  # 0: no clipping
   "eps": (0.0, False),
   "b2": (0.0, True),
+  "layer_decay": (0.0, False),
 }
 SCHEDULES: tuple[str, ...] = ("step", "cosine")
 # Fields holding {module: factor}, each factor > 0.
@@ -35,6 +36,11 @@ def check_optimizer_config(optimizer: Mapping[str, Any]) -> None:
       )
     for module, factor in dict(modules).items():
       check_number(f"optimizer.{field}.{module}", factor, 0.0, False)
+  if optimizer["layer_decay"] > 1:
+    raise ValueError(
+      "config.optimizer.layer_decay: expected a number in (0, 1] (1: one rate for every "
+      f"layer), got {optimizer['layer_decay']!r}"
+    )
   if optimizer["b2"] >= 1:
     raise ValueError(f"config.optimizer.b2: expected a number in [0, 1), got {optimizer['b2']!r}")
   schedule = optimizer["schedule"]

@@ -12,6 +12,7 @@ pytest.importorskip("transformers")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from configs import default  # noqa: E402
 from jitr import training  # noqa: E402
 from jitr.models.bert import BertConfig, bert_params  # noqa: E402
 from jitr.models.model_settings import check_model_settings  # noqa: E402
@@ -115,22 +116,15 @@ def test_image_tower_in_train_mode_equals_the_official_batch_norm():
   assert out.captions.shape == (3, EMBED)
 
 
-OPTIMIZER = dict(
-  name="adamw",
-  learning_rate=0.01,
-  weight_decay=1e-4,
-  grad_clip=2.0,
-  decay_epochs=(),
-  decay_factor=0.1,
-  module_decay_factors={},
-  module_lr_factors={"bert": 0.1},
-  schedule="step",
-  warmup_steps=0,
-  b2=0.999,
-  eps=1e-8,
-  decay_matrices_only=False,
-  frozen_modules=(),
-)
+OPTIMIZER = {  # configs/default.py's group as lib/vse.py's AdamW sets it
+  **default.get_config().optimizer.to_dict(),
+  "name": "adamw",
+  "learning_rate": 0.01,
+  "weight_decay": 1e-4,
+  "grad_clip": 2.0,
+  "decay_epochs": (),
+  "module_lr_factors": {"bert": 0.1},
+}
 
 
 def test_bert_group_learns_at_a_tenth_as_the_official_adamw():

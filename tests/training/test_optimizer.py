@@ -1,30 +1,24 @@
 """The optimizer registry: names -> optax transformations, clipping, the unknown-name error."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
+from configs import default
 from jitr import training
 from jitr.training.optimizer import OPTIMIZERS
 
 # a whole optimizer group as configs/default.py writes it: Adam, no clipping, no decay
-GROUP = dict(
-  name="adam",
-  learning_rate=0.1,
-  grad_clip=0.0,
-  decay_epochs=(),
-  decay_factor=0.1,
-  module_decay_factors={},
-  module_lr_factors={},
-  weight_decay=1e-4,
-  schedule="step",
-  warmup_steps=0,
-  b2=0.999,
-  eps=1e-8,
-  decay_matrices_only=False,
-  frozen_modules=(),
-)
+GROUP = {
+  **default.get_config().optimizer.to_dict(),
+  "name": "adam",
+  "learning_rate": 0.1,
+  "grad_clip": 0.0,
+  "decay_epochs": (),
+  "weight_decay": 1e-4,
+}
 
 
 def _group(**fields):
@@ -158,3 +152,51 @@ def test_frozen_modules_never_move_and_stay_out_of_the_clipped_norm():
   assert float(jnp.abs(updates["visual"]["w"]).max()) == 0
   # the text gradient (norm 0.14 < 1) is not clipped by the frozen tower's: Adam's -lr·sign
   np.testing.assert_allclose(np.asarray(updates["text"]["w"]), -0.1, rtol=1e-5)
+
+
+def test_layer_decay_scales_each_step_by_decay_to_the_layers_below_the_output():
+  """BEiT / timm's layer-wise rates on a CLIP of two blocks per tower: the stem learns at
+  d³, block 0 at d², block 1 at d, the final norm, projection and logit scale at 1; the
+  whole AdamW step (decoupled decay included) is scaled, a locked tower stays still."""
+  from jitr.models.clip import ClipModel, clip_config
+  from jitr.models.clip.layer_ranks import layer_ranks
+  from tests.data.karpathy_folder import TINY_TOWER
+
+  model = ClipModel(clip_config(TINY_TOWER, name="tiny"))
+  shapes = jax.eval_shape(
+    lambda: model.init(jax.random.key(0), jnp.zeros((1, 32, 32, 3)), jnp.zeros((1, 16), int))
+  )["params"]
+  params = jax.tree.map(lambda s: jnp.ones(s.shape), shapes)
+  ranks = layer_ranks(params)
+  visual, text = ranks["visual"], ranks["text"]
+  assert visual["patch_embed"]["kernel"] == 3 and visual["class_embedding"] == 3
+  assert visual["ln_pre"]["scale"] == 3 and text["token_embedding"]["embedding"] == 3
+  assert {b: set(jax.tree.leaves(v)) for b, v in visual["transformer"].items()} == {
+    "block_0": {2},
+    "block_1": {1},
+  }
+  assert visual["ln_post"]["bias"] == 0 and text["projection"]["kernel"] == 0
+  assert ranks["logit_scale"] == 0
+  config = _group(name="adamw", learning_rate=0.1, weight_decay=0.5, layer_decay=0.5)
+  tx = training.make_optimizer(config, steps_per_epoch=10, layer_ranks=layer_ranks)
+  grads = jax.tree.map(jnp.ones_like, params)
+  updates, _ = tx.update(grads, tx.init(params), params)
+  # AdamW's first step with g = p = 1: -lr · (1 + wd) · d^r
+  want = jax.tree.map(lambda r: -0.1 * 1.5 * 0.5**r, ranks)
+  for got, expected in zip(jax.tree.leaves(updates), jax.tree.leaves(want), strict=True):
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5)
+  locked = _group(learning_rate=0.1, layer_decay=0.5, frozen_modules=("visual",))
+  tx = training.make_optimizer(locked, steps_per_epoch=10, layer_ranks=layer_ranks)
+  updates, _ = tx.update(grads, tx.init(params), params)
+  assert not any(float(jnp.abs(u).max()) for u in jax.tree.leaves(updates["visual"]))
+  np.testing.assert_allclose(np.asarray(updates["text"]["pos_embed"]), -0.1 * 0.5**3, rtol=1e-5)
+
+
+def test_layer_decay_needs_a_network_of_layers_and_a_factor_in_0_1():
+  from jitr.training.optimizer_config import check_optimizer_config
+
+  with pytest.raises(ValueError, match=r"layer_decay=0.75: the network declares no layers"):
+    training.make_optimizer(_group(layer_decay=0.75), steps_per_epoch=10)
+  for bad in (0.0, 1.5):
+    with pytest.raises(ValueError, match=r"^config.optimizer.layer_decay: expected a"):
+      check_optimizer_config(_group(layer_decay=bad))

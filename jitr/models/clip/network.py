@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jitr import fileio, paths
 from jitr.losses.normalize import l2_normalize
 from jitr.models.clip.config import ClipConfig, clip_config
+from jitr.models.clip.layer_ranks import layer_ranks
 from jitr.models.clip.model import ClipModel
 from jitr.models.clip.open_clip_configs import OPENAI, SIGLIP, Preprocessing
 from jitr.models.clip.weights import (
@@ -221,6 +222,7 @@ def clip_model(module: ClipModel, pretrained: Any | None = None) -> RetrievalMod
     inputs=CLIP_INPUTS,
     learned=names,
     learned_hyper=learned_hyper,
+    layer_ranks=layer_ranks,
   )
 
 
