@@ -27,7 +27,7 @@ import chex
 import flax.linen as nn
 import jax.numpy as jnp
 
-from jitr.models.clip.blocks import Mlp, attend, causal_mask, stack
+from jitr.models.clip.blocks import Mlp, attend, causal_mask, dense_rows, stack
 from jitr.models.clip.config import ClipTextConfig, ClipVisionConfig
 from jitr.models.common import wide_dtype
 
@@ -35,26 +35,41 @@ Dtype = Any
 _EMBED_INIT = nn.initializers.normal(0.02)
 
 
+class PatchEmbed(nn.Module):
+  """The strided ``p × p`` convolution of the patches (params ``kernel`` ``[p, p, 3, W]``,
+  ``bias`` ``[W]``, as ``nn.Conv`` holds them), computed as one matrix product of the
+  flattened patches ``[B·N, p·p·3]`` with the kernel ``[p·p·3, W]``: the same values as the
+  convolution (``padding="VALID"``: a remainder of the image beyond ``⌊S / p⌋`` patches is
+  not seen), which XLA's CPU backend runs several times faster."""
+
+  width: int
+  patch: int
+  use_bias: bool
+  dtype: Dtype = jnp.float32
+
+  @nn.compact
+  def __call__(self, images):
+    p, (b, s, _, c) = self.patch, images.shape
+    kernel = self.param("kernel", nn.initializers.lecun_normal(), (p, p, c, self.width))
+    g = s // p
+    x = images[:, : g * p, : g * p].reshape(b, g, p, g, p, c).transpose(0, 1, 3, 2, 4, 5)
+    x = x.reshape(b * g * g, p * p * c).astype(self.dtype)
+    x = x @ kernel.reshape(p * p * c, self.width).astype(self.dtype)
+    if self.use_bias:
+      x = x + self.param("bias", nn.initializers.zeros_init(), (self.width,)).astype(self.dtype)
+    return x.reshape(b, g * g, self.width)
+
+
 def _patches(cfg: ClipVisionConfig, images, dtype: Dtype, bias: bool):
-  """``[B, N, W]`` patch embeddings of ``[B, S, S, 3]`` images (one strided conv)."""
+  """``[B, N, W]`` patch embeddings of ``[B, S, S, 3]`` images (:class:`PatchEmbed`)."""
   chex.assert_rank(images, 4)
   if images.shape[1:] != (cfg.image_size, cfg.image_size, 3):
     raise ValueError(
       f"images: shape {images.shape[1:]}, expected ({cfg.image_size}, {cfg.image_size}, 3) "
       "(channels last)"
     )
-  p = cfg.patch_size
-  conv = nn.Conv(
-    cfg.width,
-    (p, p),
-    strides=(p, p),
-    padding="VALID",
-    use_bias=bias,
-    dtype=dtype,
-    name="patch_embed",
-  )
-  x = conv(images).astype(wide_dtype(dtype))
-  return x.reshape(x.shape[0], -1, cfg.width)
+  embed = PatchEmbed(cfg.width, cfg.patch_size, bias, dtype, name="patch_embed")
+  return embed(images).astype(wide_dtype(dtype))
 
 
 class VisionTower(nn.Module):
@@ -97,7 +112,8 @@ class AttentionPoolHead(nn.Module):
     w, d = wide_dtype(self.dtype), width // self.heads
     latent = self.param("latent", nn.initializers.normal(width**-0.5), (1, 1, width))
     q = nn.Dense(width, dtype=self.dtype, name="q")(latent).reshape(1, 1, self.heads, d)
-    kv = nn.Dense(2 * width, dtype=self.dtype, name="kv")(x).reshape(b, n, 2, self.heads, d)
+    kv = dense_rows(nn.Dense(2 * width, dtype=self.dtype, name="kv"), x)
+    kv = kv.reshape(b, n, 2, self.heads, d)
     q = jnp.broadcast_to(q, (b, 1, self.heads, d))
     a = attend(q, kv[:, :, 0], kv[:, :, 1], None, self.dtype).reshape(b, 1, width)
     a = nn.Dense(width, dtype=self.dtype, name="out")(a).astype(w)
