@@ -156,8 +156,8 @@ def test_frozen_modules_never_move_and_stay_out_of_the_clipped_norm():
 
 def test_layer_decay_scales_each_step_by_decay_to_the_layers_below_the_output():
   """BEiT / timm's layer-wise rates on a CLIP of two blocks per tower: the stem learns at
-  d³, block 0 at d², block 1 at d, the final norm, projection and logit scale at 1; the
-  whole AdamW step (decoupled decay included) is scaled, a locked tower stays still."""
+  d³, block 0 at d², block 1 and the final norm at d, the projection and logit scale at 1;
+  the whole AdamW step (decoupled decay included) is scaled, a locked tower stays still."""
   from jitr.models.clip import ClipModel, clip_config
   from jitr.models.clip.layer_ranks import layer_ranks
   from tests.data.karpathy_folder import TINY_TOWER
@@ -175,7 +175,8 @@ def test_layer_decay_scales_each_step_by_decay_to_the_layers_below_the_output():
     "block_0": {2},
     "block_1": {1},
   }
-  assert visual["ln_post"]["bias"] == 0 and text["projection"]["kernel"] == 0
+  assert visual["ln_post"]["bias"] == 1 and text["ln_final"]["scale"] == 1
+  assert visual["projection"]["kernel"] == 0 and text["projection"]["kernel"] == 0
   assert ranks["logit_scale"] == 0
   config = _group(name="adamw", learning_rate=0.1, weight_decay=0.5, layer_decay=0.5)
   tx = training.make_optimizer(config, steps_per_epoch=10, layer_ranks=layer_ranks)

@@ -4,7 +4,8 @@ layer-wise learning-rate decay: a parameter ``r`` layers down learns at ``lr · 
 
 As timm's ``param_groups_layer_decay`` (BEiT's recipe) groups a ViT, per tower of ``L``
 blocks: the stem (patch or token embedding, class token, positions, ``ln_pre``) is layer 0,
-block ``i`` layer ``i + 1``, what follows the blocks (final norm, projection, SigLIP's
+block ``i`` layer ``i + 1``, the final norm (``ln_post``, ``ln_final``, the trunk's
+``norm``) with the last block, layer ``L``, and the head (projection, SigLIP's
 attention-pool head) layer ``L + 1``; ``r = L + 1 − layer``. ``logit_scale`` and
 ``logit_bias`` sit at the output (``r = 0``)."""
 
@@ -18,6 +19,8 @@ import jax
 TOWERS = ("visual", "text")
 #: A tower's stem: its parameters sit below every block.
 STEM = frozenset({"patch_embed", "class_embedding", "pos_embed", "ln_pre", "token_embedding"})
+#: A tower's final norm: grouped with its last block (timm's ``norm``).
+FINAL_NORMS = frozenset({"ln_post", "ln_final", "norm"})
 BLOCK_PREFIX = "block_"
 
 
@@ -35,15 +38,17 @@ def _tower_ranks(tower: Mapping[str, Any]) -> dict[str, Any]:
         block: _constant(value, depth - int(block.removeprefix(BLOCK_PREFIX)))
         for block, value in sub.items()
       }
+    elif name in STEM:
+      out[name] = _constant(sub, depth + 1)
     else:
-      out[name] = _constant(sub, depth + 1 if name in STEM else 0)
+      out[name] = _constant(sub, 1 if name in FINAL_NORMS else 0)
   return out
 
 
 def layer_ranks(params: Mapping[str, Any]) -> dict[str, Any]:
   """The tree of ``params`` (a :class:`~jitr.models.ClipModel`'s) with each leaf replaced
   by its rank ``r`` (module docstring): ``L + 1`` for a tower's stem, ``L − i`` for its
-  block ``i``, 0 after the blocks and for the logit scale and bias."""
+  block ``i``, 1 for its final norm, 0 for its head and the logit scale and bias."""
   return {
     key: _tower_ranks(value) if key in TOWERS else _constant(value, 0)
     for key, value in params.items()
