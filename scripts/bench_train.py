@@ -41,9 +41,12 @@ Usage::
     python scripts/bench_train.py --model=sgr --memory_only --variants=full:8:8,none:8:8
     python scripts/bench_train.py --model=cvse
     python scripts/bench_train.py --model=vseinf --torch_device=cuda   # scripts/bench_vseinf.py
+    .venv-open-clip/bin/python scripts/bench_train.py --model=clip     # scripts/bench_clip.py
 
 ``--model=vseinf`` (VSE∞ with BERT) runs scripts/bench_vseinf.py with the other arguments
-(its own options: ``--bert_layers``, ``--tokens``, ...), before anything below is imported.
+(its own options: ``--bert_layers``, ``--tokens``, ...), before anything below is imported;
+``--model=clip`` runs scripts/bench_clip.py (the CLIP step beside open_clip's: run it with
+the environment of .ci/open_clip_parity.sh, which has open_clip).
 
 On a GPU, ``--torch_device=cuda`` puts PyTorch there too (JAX takes the GPU by itself
 when its CUDA plugin is installed) and ``--precision`` sets one float32 matmul
@@ -69,9 +72,10 @@ def _parse_args(argv=None):
   p.add_argument(
     "--model",
     default="vsepp",
-    choices=("vsepp", "sgr", "saf", "vsrn", "cvse", "vseinf"),
+    choices=("vsepp", "sgr", "saf", "vsrn", "cvse", "vseinf", "clip"),
     help="vsepp: the three-way VSE++† bench below; sgr / saf / vsrn / cvse: jitr vs PyTorch "
-    "(scripts/bench_models.py); vseinf: VSE∞ with BERT (scripts/bench_vseinf.py)",
+    "(scripts/bench_models.py); vseinf: VSE∞ with BERT (scripts/bench_vseinf.py); clip: "
+    "the CLIP fine-tuning step vs open_clip's (scripts/bench_clip.py)",
   )
   p.add_argument(
     "--tiny", action="store_true", help="tiny sizes (a smoke run: batch 8, 5 regions x 16)"
@@ -172,18 +176,21 @@ def _parse_args(argv=None):
 
 
 def _delegated_model(argv: list[str]) -> str:
-  """``--model``'s value when it names a bench with its own script (``vseinf``), else ""."""
+  """``--model``'s value when it names a bench with its own script (``vseinf``, ``clip``),
+  else ""."""
   p = argparse.ArgumentParser(add_help=False)
   p.add_argument("--model", default="")
   model = p.parse_known_args(argv)[0].model
-  return model if model == "vseinf" else ""
+  return model if model in ("vseinf", "clip") else ""
 
 
 if __name__ == "__main__" and _delegated_model(sys.argv[1:]):
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-  import bench_vseinf  # no TensorFlow, no ml_collections
+  import importlib
 
-  bench_vseinf.main(sys.argv[1:])
+  # bench_vseinf, bench_clip: no TensorFlow, no ml_collections
+  bench = importlib.import_module(f"bench_{_delegated_model(sys.argv[1:])}")
+  bench.main(sys.argv[1:])
   sys.exit(0)
 
 ARGS = _parse_args()

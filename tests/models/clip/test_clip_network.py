@@ -39,19 +39,22 @@ def test_tower_captions_are_clip_ids_cut_after_the_end_token(tmp_path):
   assert list(bidirectional.encode_batch(["a disc"])[1]) == [16]  # SigLIP: every position
 
 
+def _batch(captions: list[str]) -> dict:
+  rng = np.random.default_rng(0)
+  ids, _ = TowerTextVocab(CLIP_BPE, 16, True, 49408).encode_batch(captions)
+  n = len(captions)
+  return {
+    "images": jnp.asarray(rng.normal(size=(n, 32, 32, 3)), jnp.float32),
+    "tokens": jnp.asarray(ids),
+    "image_ids": jnp.arange(n, dtype=jnp.int32),
+    "caption_indices": jnp.arange(n, dtype=jnp.int32),
+    "valid": jnp.ones(n, bool),
+  }
+
+
 def test_the_step_learns_the_temperature_of_info_nce(folder):
   model = make_model({"name": "clip", "tower": folder[3]}, 49408)
-  rng = np.random.default_rng(0)
-  ids, _ = TowerTextVocab(CLIP_BPE, 16, True, 49408).encode_batch(
-    ["a red disc", "a blue square", "green", "a grey disc"]
-  )
-  batch = {
-    "images": jnp.asarray(rng.normal(size=(4, 32, 32, 3)), jnp.float32),
-    "tokens": jnp.asarray(ids),
-    "image_ids": jnp.arange(4, dtype=jnp.int32),
-    "caption_indices": jnp.arange(4, dtype=jnp.int32),
-    "valid": jnp.ones(4, bool),
-  }
+  batch = _batch(["a red disc", "a blue square", "green", "a grey disc"])
   variables = model.init(jax.random.key(0), batch)
   state = training.create_train_state(variables, optax.sgd(0.5), jax.random.key(1))
   loss_fn = objective({"clip": {"loss": "info_nce", "logit_scale": "learned"}})
@@ -66,6 +69,29 @@ def test_the_step_learns_the_temperature_of_info_nce(folder):
   fixed = objective({"clip": {"loss": "info_nce"}})  # a number: the scale gets no gradient
   kept, _ = jax.jit(training.make_train_step(fixed, model=model, axis_name=None))(state, batch)
   assert float(kept.params["logit_scale"]) == float(state.params["logit_scale"])
+
+
+def test_the_step_on_four_devices_equals_one_device(folder):
+  """Data parallel: the rows split over 4 devices, InfoNCE at the learned scale over the
+  gathered batch; the loss, every parameter and the scale land as on one device."""
+  model = make_model({"name": "clip", "tower": folder[3]}, 49408)
+  batch = _batch([f"a {c} {s}" for c in ("red", "blue", "green", "grey") for s in ("disc", "box")])
+  state = training.create_train_state(
+    model.init(jax.random.key(0), batch), optax.sgd(0.5), jax.random.key(1)
+  )
+  loss_fn = objective({"clip": {"loss": "info_nce", "logit_scale": "learned"}})
+  want, want_metrics = jax.jit(training.make_train_step(loss_fn, model=model, axis_name=None))(
+    state, batch
+  )
+  parallel = training.DataParallel(
+    training.make_train_step(loss_fn, model=model), devices=jax.devices()[:4], donate=False
+  )
+  got, metrics = parallel(parallel.put_state(state), parallel.put_batch(batch))
+  got = parallel.get_state(got)
+  assert float(metrics["loss"]) == pytest.approx(float(want_metrics["loss"]), abs=1e-5)
+  assert float(got.params["logit_scale"]) != float(state.params["logit_scale"])
+  for a, b in zip(jax.tree.leaves(want.params), jax.tree.leaves(got.params), strict=True):
+    np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-5)
 
 
 def test_a_run_on_an_image_folder_scores_zero_shot_then_trains_and_evaluates_again(folder):
