@@ -25,6 +25,7 @@ SHARED = frozenset(
     "progress",
     "known_files",
     "config_fields",
+    "config_files",
   }
 )
 """The top-level modules any floor may import; they import none of the subpackages."""

@@ -73,6 +73,8 @@ class DatasetInfo:
       class MAP of both directions, ``"class/mAP"``).
     labelled: what a labelled vector dataset holds (``None`` for the others).
     pixels: whether its images are files a network reads as pixels (an image folder).
+    rendered: whether its scenes also come as rendered RGB images, which a network of
+      pixel towers reads instead of the region features (jitr_shapes).
   """
 
   name: str
@@ -85,6 +87,7 @@ class DatasetInfo:
   best_metric: str = "rsum"
   labelled: LabelledLayout | None = None
   pixels: bool = False
+  rendered: bool = False
 
   @property
   def class_labels(self) -> bool:
@@ -138,6 +141,7 @@ DATASETS: dict[str, DatasetInfo] = {
       exact_relevance=True,
       data_fields=("shapes_config",),
       splits=("train", "val", "test"),
+      rendered=True,
     ),
     DatasetInfo("f30k_precomp", "precomp", exact_relevance=False),
     # test: COCO 1K (SCAN's split), testall: COCO 5K

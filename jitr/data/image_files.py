@@ -85,30 +85,65 @@ class ImageFiles:
     int array: ``[B, S, S, 3]``)."""
     if isinstance(index, (int, np.integer)):
       return self.take(np.asarray([index]))[0]
-    rows = np.arange(len(self.files))[index]
+    rows = np.arange(len(self))[index]
     return self.take(rows)
 
   def take(self, rows: Sequence[int], seeds: Sequence[int] | None = None) -> np.ndarray:
     """``[len(rows), S, S, 3]`` float32 inputs of the images ``rows``: evaluation inputs,
     or with ``seeds`` (one per row) training crops drawn from each row's seed."""
-    rows = np.asarray(rows, np.int64).reshape(-1)
-    if seeds is not None and len(seeds) != len(rows):
-      raise ValueError(f"ImageFiles.take: {len(seeds)} seeds for {len(rows)} rows")
-    out = np.empty((len(rows), self.size, self.size, 3), np.float32)
+    return tower_inputs(lambda i: open_image(self.files[i]), self, rows, seeds)
 
-    def fill(k: int) -> None:
-      image = open_image(self.files[int(rows[k])])
-      if seeds is None:
-        out[k] = eval_image(image, self.size, self.preprocessing)
-      else:
-        rng = np.random.default_rng(int(seeds[k]))
-        out[k] = train_image(image, self.size, self.preprocessing, rng)
 
-    for done in decode_pool().map(fill, range(len(rows))):
-      del done  # map re-raises a row's error here, in row order
-    return out
+@dataclasses.dataclass(frozen=True, eq=False)
+class ImageArrays(ImageFiles):
+  """Rendered images held as ``uint8`` arrays ``[N, H, W, 3]`` (jitr_shapes' scenes), made
+  into a tower's inputs per batch exactly as :class:`ImageFiles` makes files (each array a
+  PIL image, then the same transforms); ``files`` is empty."""
+
+  arrays: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 1, 1, 3), np.uint8))
+
+  def __len__(self) -> int:
+    return len(self.arrays)
+
+  @property
+  def shape(self) -> tuple[int, int, int, int]:
+    return (len(self.arrays), self.size, self.size, 3)
+
+  def take(self, rows: Sequence[int], seeds: Sequence[int] | None = None) -> np.ndarray:
+    """As :meth:`ImageFiles.take`, from the arrays."""
+    return tower_inputs(lambda i: Image.fromarray(self.arrays[i]), self, rows, seeds)
+
+
+def image_arrays(arrays: np.ndarray, size: int, preprocessing: object) -> ImageArrays:
+  """The :class:`ImageArrays` of ``arrays`` ``[N, H, W, 3]`` ``uint8``."""
+  return ImageArrays((), size, preprocessing, np.asarray(arrays, np.uint8))
+
+
+def tower_inputs(
+  image_of, images: ImageFiles, rows: Sequence[int], seeds: Sequence[int] | None
+) -> np.ndarray:
+  """``[len(rows), S, S, 3]`` float32: ``image_of(row)`` (a PIL image) of each row made
+  into ``images``' evaluation input, or with ``seeds`` its training crop, by the decoding
+  threads (:func:`decode_pool`) in row order (a row's error re-raised)."""
+  rows = np.asarray(rows, np.int64).reshape(-1)
+  if seeds is not None and len(seeds) != len(rows):
+    raise ValueError(f"ImageFiles.take: {len(seeds)} seeds for {len(rows)} rows")
+  out = np.empty((len(rows), images.size, images.size, 3), np.float32)
+
+  def fill(k: int) -> None:
+    image = image_of(int(rows[k]))
+    if seeds is None:
+      out[k] = eval_image(image, images.size, images.preprocessing)
+    else:
+      rng = np.random.default_rng(int(seeds[k]))
+      out[k] = train_image(image, images.size, images.preprocessing, rng)
+
+  for done in decode_pool().map(fill, range(len(rows))):
+    del done  # map re-raises a row's error here, in row order
+  return out
 
 
 def is_image_files(images: object) -> bool:
-  """Whether a split's ``images`` are files decoded per batch (:class:`ImageFiles`)."""
+  """Whether a split's ``images`` are made into tower inputs per batch (:class:`ImageFiles`,
+  :class:`ImageArrays`)."""
   return isinstance(images, ImageFiles)

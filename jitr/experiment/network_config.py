@@ -152,21 +152,24 @@ def check_concepts(config: Any) -> None:
 
 
 def check_text_input(config: Any, dataset: DatasetInfo) -> None:
-  """The network reads the dataset's images (pixels of an image folder exactly for a
-  network of pixel towers, :attr:`!jitr.models.Network.tower_inputs`) and captions
+  """The network reads the dataset's images (an image folder's pixels only by a network of
+  pixel towers, :attr:`!jitr.models.Network.tower_inputs`, which reads an image folder or
+  jitr_shapes' rendered scenes) and captions
   (:attr:`!DatasetInfo.text_input`: word ids or text vectors), a dataset of text vectors has
   no vocabulary file, and regions are dropped only for a network that reads them
   (``image_mask``)."""
   name, network = network_of(config.model)
-  if dataset.pixels != (name in pixel_networks()):
-    if dataset.pixels:
-      raise ValueError(
-        f"config.model.name: {config.dataset} is an image folder, read as pixels by "
-        f"{pixel_networks()}; got {name!r}"
-      )
+  reads_pixels = name in pixel_networks()
+  if dataset.pixels and not reads_pixels:
+    raise ValueError(
+      f"config.model.name: {config.dataset} is an image folder, read as pixels by "
+      f"{pixel_networks()}; got {name!r}"
+    )
+  if reads_pixels and not (dataset.pixels or dataset.rendered):
     raise ValueError(
       f"config.dataset: the {name!r} network reads images as pixels, from an image folder "
-      f"(NAME_images with config.karpathy); {config.dataset} gives features"
+      f"(NAME_images with config.karpathy) or jitr_shapes' renders; {config.dataset} gives "
+      "features"
     )
   if config.image.region_drop and "image_mask" not in network.inputs:
     raise ValueError(

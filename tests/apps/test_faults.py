@@ -169,7 +169,7 @@ def test_unreadable_config_json_of_a_workdir_names_file_and_line(tmp_path):
   ("field", "value", "message"),
   [
     ("batch_size", 0, "config.batch_size: expected a whole number >= 1, got 0"),
-    ("num_epochs", -2, "config.num_epochs: expected a whole number >= 1, got -2"),
+    ("num_epochs", -2, "config.num_epochs: expected a whole number >= 0, got -2"),
     ("eval_batch_size", 0, "config.eval_batch_size: expected a whole number >= 1, got 0"),
     ("log_every_steps", 0, "config.log_every_steps: expected a whole number >= 1, got 0"),
     ("max_caption_len", 0, "config.max_caption_len: expected a whole number >= 1, got 0"),

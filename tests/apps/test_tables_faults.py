@@ -180,7 +180,7 @@ def test_an_imported_workdir_on_other_test_data_is_one_line_and_the_same_bytes_p
 # ---------------------------------------------------------------- --set as jitr-train checks it
 SETS = {
   "batch_size=abc": "flag --config.batch_size=abc: invalid literal for int() with base 10: 'abc'",
-  "num_epochs=0": "config.num_epochs: expected a whole number >= 1, got 0",
+  "num_epochs=-1": "config.num_epochs: expected a whole number >= 0, got -1",
   "model.embed_dim=-1": "config.model.embed_dim: expected a whole number >= 1, got -1 (a size "
   "or count of the 'cvse' network)",
 }

@@ -18,7 +18,9 @@ def _epoch_batches(epoch):
   return (tiny.make_batch(seed=100 * epoch + i) for i in range(STEPS_PER_EPOCH))
 
 
-def _run(workdir, *, stop_after=None, evaluate=None, eval_every_steps=0, validated=None):
+def _run(
+  workdir, *, stop_after=None, evaluate=None, eval_every_steps=0, validated=None, num_epochs=2
+):
   parallel = training.DataParallel(
     training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, graded_fn=tiny.graded_fn),
     devices=jax.devices()[:2],
@@ -30,7 +32,7 @@ def _run(workdir, *, stop_after=None, evaluate=None, eval_every_steps=0, validat
     tiny.make_state(optax.adam(1e-2)),
     parallel=parallel,
     plan=EpochPlan(
-      _epoch_batches, STEPS_PER_EPOCH, num_epochs=2, eval_every_steps=eval_every_steps
+      _epoch_batches, STEPS_PER_EPOCH, num_epochs=num_epochs, eval_every_steps=eval_every_steps
     ),
     checkpoints=checkpoints,
     hooks=LoopHooks(
@@ -54,6 +56,25 @@ def test_kill_and_resume_equals_an_uninterrupted_run(tmp_path):
   for a, b in zip(jax.tree.leaves(full.params), jax.tree.leaves(resumed.params)):
     np.testing.assert_array_equal(a, b)
   np.testing.assert_array_equal(jax.random.key_data(full.rng), jax.random.key_data(resumed.rng))
+
+
+def test_a_plan_of_no_epochs_keeps_the_initial_state_as_step_0(tmp_path):
+  """num_epochs = 0 (a pretrained model scored as it is): validated once, saved as the latest
+  and best checkpoint of step 0; a longer plan then trains on from it."""
+  validated = []
+  state, finished, steps = _run(
+    str(tmp_path), num_epochs=0, evaluate=lambda s: {"rsum": 7.0}, validated=validated
+  )
+  assert finished and steps == [] and int(state.step) == 0 and validated == [(0, {"rsum": 7.0})]
+  checkpoints = Checkpoints(str(tmp_path))
+  assert checkpoints.best.best_step() == 0 and checkpoints.latest.latest_step() == 0
+  initial = tiny.make_state(optax.adam(1e-2))
+  saved = checkpoints.restore(initial, which="best")
+  checkpoints.close()
+  for a, b in zip(jax.tree.leaves(initial.params), jax.tree.leaves(saved.params), strict=True):
+    np.testing.assert_array_equal(a, b)
+  _, finished, steps = _run(str(tmp_path))
+  assert finished and steps == list(range(1, 7))
 
 
 def test_best_checkpoint_follows_the_metric(tmp_path):

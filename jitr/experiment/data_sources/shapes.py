@@ -4,8 +4,14 @@ generated, it pins no file."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
+from jitr.data import pairs
 from jitr.data.caption_forms import caption_forms
 from jitr.data.datasets import DatasetInfo, captions_per_image
+from jitr.data.image_files import image_arrays
 from jitr.data.shapes import split as shapes_split
 from jitr.experiment.data_sources.loading import (
   SPLITS,
@@ -20,8 +26,18 @@ from jitr.experiment.data_sources.loading import (
 )
 from jitr.experiment.data_sources.source import DataSource
 from jitr.experiment.run_caption_form import caption_form
+from jitr.experiment.run_tower import reads_pixels, tower_inputs
 from jitr.experiment.stored_relevance import caption_set
 from jitr.relevance.captions_io import CaptionSet, precomp_caption_set
+
+
+def rendered(config, split: pairs.RetrievalSplit, images: np.ndarray) -> pairs.RetrievalSplit:
+  """``split`` with its rendered scenes ``[N, 64, 64, 3]`` as the images of
+  ``config.model``'s pixel towers (:class:`!jitr.data.image_files.ImageArrays`: their
+  evaluation transform, or open_clip's training crop, per batch), no regions."""
+  inputs = tower_inputs(config)
+  pixels = image_arrays(images, inputs.image_size, inputs.preprocessing)
+  return dataclasses.replace(split, images=pixels, image_mask=None)
 
 
 class ShapesSource(DataSource):
@@ -36,8 +52,9 @@ class ShapesSource(DataSource):
 
     shapes_tfds.build(data_dir, config.shapes_config, progress=shown(say) is not None)
     say(f"loading jitr_shapes/{config.shapes_config}")
+    pixels = reads_pixels(config)  # the rendered scenes instead of the region features
     arrays = {
-      s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=False)
+      s: shapes_tfds.load_split(s, data_dir=data_dir, config=config.shapes_config, images=pixels)
       for s in SPLITS
     }
     texts = {s: caption_forms(a["captions"], caption_form(config.text)) for s, a in arrays.items()}
@@ -57,6 +74,8 @@ class ShapesSource(DataSource):
       )
       for s, a in arrays.items()
     }
+    if pixels:
+      splits = {s: rendered(config, split, arrays[s]["image"]) for s, split in splits.items()}
     if teachers is not None:
       splits = teachers(config, splits, vocab, captions, data_dir)
     exact = {

@@ -1,8 +1,7 @@
 """The "clip" network of the registry: its train step learns the objective's logit_scale
 (the loss equals info_nce at the model's temperature; the scale moves), its captions are the
 tower's token ids (TowerTextVocab), and a whole run on a generated image folder trains,
-scored zero-shot by a run of no epochs, then trained on from that workdir, is evaluated again
-by evaluate_workdir and refuses a network that reads no pixels."""
+is evaluated again by evaluate_workdir and refuses a network that reads no pixels."""
 
 import json
 import os
@@ -52,49 +51,38 @@ def _batch(captions: list[str]) -> dict:
   }
 
 
-def test_the_step_learns_the_temperature_of_info_nce(folder):
+def test_the_step_learns_the_temperature_of_info_nce_on_one_device_or_four(folder):
+  """The loss is info_nce at the model's temperature and the scale moves (with a number
+  it does not); data parallel over 4 devices (InfoNCE over the gathered batch), the loss,
+  every parameter and the scale land as on one device."""
   model = make_model({"name": "clip", "tower": folder[3]}, 49408)
-  batch = _batch(["a red disc", "a blue square", "green", "a grey disc"])
+  batch = _batch([f"a {c} {s}" for c in ("red", "blue", "green", "grey") for s in ("disc", "box")])
   variables = model.init(jax.random.key(0), batch)
   state = training.create_train_state(variables, optax.sgd(0.5), jax.random.key(1))
   loss_fn = objective({"clip": {"loss": "info_nce", "logit_scale": "learned"}})
-  step = jax.jit(training.make_train_step(loss_fn, model=model, axis_name=None))
-  new, metrics = step(state, batch)
+  new, metrics = jax.jit(training.make_train_step(loss_fn, model=model, axis_name=None))(
+    state, batch
+  )
   out, _ = model.forward(variables, batch, train=False)
   scale = np.exp(np.log(1 / 0.07))
   want = info_nce(out.images @ out.captions.T, logit_scale=scale)
   np.testing.assert_allclose(float(metrics["loss"]), float(want), rtol=1e-5)
   np.testing.assert_allclose(float(metrics["learned/logit_scale"]), scale, rtol=1e-6)
   assert float(new.params["logit_scale"]) != float(state.params["logit_scale"])
+  parallel = training.DataParallel(
+    training.make_train_step(loss_fn, model=model), devices=jax.devices()[:4], donate=False
+  )
+  got, got_metrics = parallel(parallel.put_state(state), parallel.put_batch(batch))
+  got = parallel.get_state(got)
+  assert float(got_metrics["loss"]) == pytest.approx(float(metrics["loss"]), abs=1e-5)
+  for a, b in zip(jax.tree.leaves(new.params), jax.tree.leaves(got.params), strict=True):
+    np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-5)
   fixed = objective({"clip": {"loss": "info_nce"}})  # a number: the scale gets no gradient
   kept, _ = jax.jit(training.make_train_step(fixed, model=model, axis_name=None))(state, batch)
   assert float(kept.params["logit_scale"]) == float(state.params["logit_scale"])
 
 
-def test_the_step_on_four_devices_equals_one_device(folder):
-  """Data parallel: the rows split over 4 devices, InfoNCE at the learned scale over the
-  gathered batch; the loss, every parameter and the scale land as on one device."""
-  model = make_model({"name": "clip", "tower": folder[3]}, 49408)
-  batch = _batch([f"a {c} {s}" for c in ("red", "blue", "green", "grey") for s in ("disc", "box")])
-  state = training.create_train_state(
-    model.init(jax.random.key(0), batch), optax.sgd(0.5), jax.random.key(1)
-  )
-  loss_fn = objective({"clip": {"loss": "info_nce", "logit_scale": "learned"}})
-  want, want_metrics = jax.jit(training.make_train_step(loss_fn, model=model, axis_name=None))(
-    state, batch
-  )
-  parallel = training.DataParallel(
-    training.make_train_step(loss_fn, model=model), devices=jax.devices()[:4], donate=False
-  )
-  got, metrics = parallel(parallel.put_state(state), parallel.put_batch(batch))
-  got = parallel.get_state(got)
-  assert float(metrics["loss"]) == pytest.approx(float(want_metrics["loss"]), abs=1e-5)
-  assert float(got.params["logit_scale"]) != float(state.params["logit_scale"])
-  for a, b in zip(jax.tree.leaves(want.params), jax.tree.leaves(got.params), strict=True):
-    np.testing.assert_allclose(np.asarray(b), np.asarray(a), atol=1e-5)
-
-
-def test_a_run_on_an_image_folder_scores_zero_shot_then_trains_and_evaluates_again(folder):
+def test_a_run_on_an_image_folder_trains_and_evaluates_again(folder):
   from configs import clip, default
   from jitr.experiment import evaluate_workdir, train_and_evaluate
 
@@ -103,21 +91,15 @@ def test_a_run_on_an_image_folder_scores_zero_shot_then_trains_and_evaluates_aga
   config.dataset = "mini_images"
   config.karpathy.json, config.karpathy.images = json_path, images
   config.model.tower = tower
-  config.batch_size, config.num_epochs, config.eval_batch_size = 8, 0, 16
+  config.batch_size, config.num_epochs, config.eval_batch_size = 8, 1, 16
   config.optimizer.learning_rate, config.optimizer.warmup_steps = 1e-3, 1
   config.graded.relevance, config.estimators.lsa.k = "vectors:lsa", 8
   config.data_dir = os.path.join(root, "data")
   workdir = os.path.join(root, "run")
-  zero_shot = train_and_evaluate(config, workdir)  # no epochs: the initial tower, step 0
-  assert zero_shot.finished and 0 < zero_shot.metrics["rsum"] <= 600
-  assert sorted(os.listdir(os.path.join(workdir, "checkpoints", "best"))) == ["0"]
-  assert evaluate_workdir(workdir)["rsum"] == pytest.approx(zero_shot.metrics["rsum"])
-  with open(os.path.join(workdir, "vocab.json")) as f:
-    assert json.load(f)["tower_text"]["tokenizer"] == CLIP_BPE
-  config.num_epochs = 1  # the same workdir trained on: fine-tuning from step 0
   result = train_and_evaluate(config, workdir)
   assert result.finished and 0 < result.metrics["rsum"] <= 600
-  assert max(map(int, os.listdir(os.path.join(workdir, "checkpoints", "latest")))) == 15
+  with open(os.path.join(workdir, "vocab.json")) as f:
+    assert json.load(f)["tower_text"]["tokenizer"] == CLIP_BPE
   again = evaluate_workdir(workdir)
   assert again["rsum"] == pytest.approx(result.metrics["rsum"])
   config.model = default.get_config().model  # the region dual encoder
@@ -125,3 +107,51 @@ def test_a_run_on_an_image_folder_scores_zero_shot_then_trains_and_evaluates_aga
   with pytest.raises(ValueError, match=refused):
     train_and_evaluate(config, os.path.join(root, "vse"))
   assert not os.path.exists(os.path.join(root, "vse"))
+
+
+def _shapes_config(tower: str, data_dir: str):
+  """A run of the tiny tower on jitr_shapes/tiny: InfoNCE at the learned scale."""
+  from configs import default
+
+  config = default.get_config()
+  config.shapes_config = "tiny"
+  config.model = {"name": "clip", "tower": tower}
+  config.loss = {"clip": {"loss": "info_nce", "weight": 1.0, "logit_scale": "learned"}}
+  config.graded.relevance = "oracle"
+  config.batch_size, config.num_epochs, config.eval_batch_size = 40, 1, 16
+  config.vocab_min_coverage = 0.0
+  config.data_dir = data_dir
+  return config
+
+
+def test_pixel_towers_read_the_rendered_scenes_of_jitr_shapes(folder, tmp_path):
+  """A network of pixel towers on jitr_shapes: the rendered 64 × 64 scenes, made into the
+  tower's inputs as image files are (ImageArrays: the evaluation transform, training
+  crops)."""
+  from PIL import Image
+
+  from jitr.data.image_files import ImageArrays
+  from jitr.data.image_transforms import eval_image
+  from jitr.data.shapes import tfds as shapes_tfds
+  from jitr.experiment.loaded_data import load_data
+  from jitr.models.clip.open_clip_configs import OPENAI
+
+  config = _shapes_config(folder[3], str(tmp_path / "data"))
+  data = load_data(config, config.data_dir)
+  test = data.splits["test"]
+  assert isinstance(test.images, ImageArrays) and test.images.shape == (10, 32, 32, 3)
+  assert test.image_mask is None and data.exact is not None
+  scenes = shapes_tfds.load_split("test", data_dir=config.data_dir, config="tiny")["image"]
+  np.testing.assert_array_equal(test.images[3], eval_image(Image.fromarray(scenes[3]), 32, OPENAI))
+  crops = test.images.take([3, 3], seeds=[7, 8])
+  assert crops.shape == (2, 32, 32, 3) and not np.array_equal(crops[0], crops[1])
+
+
+@pytest.mark.slow
+def test_a_run_on_jitr_shapes_trains_on_its_rendered_scenes(folder, tmp_path):
+  from jitr.experiment import train_and_evaluate
+
+  config = _shapes_config(folder[3], str(tmp_path / "data"))
+  result = train_and_evaluate(config, str(tmp_path / "run"))
+  assert result.finished and 0 < result.metrics["rsum"] <= 600
+  assert 0 < result.metrics["ndcg/i2t/NDCG@10"] <= 100  # the exact relevance
