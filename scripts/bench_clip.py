@@ -155,28 +155,6 @@ def compile_step(args, config, batch, params, remat: bool):
   return compiled, state, time.perf_counter() - t0
 
 
-class JitrRunner:
-  """jitr's jitted train step; ``memory``: its XLA peak."""
-
-  def __init__(self, args, config, batch, params):
-    import jax
-    from bench_vseinf import memory_text
-
-    self.kind = "jitr"
-    self.batch = jax.device_put(batch)
-    self.step, self.state, self.compile_s = compile_step(args, config, self.batch, params, False)
-    self.memory = memory_text(self.step)
-
-  def run(self):
-    self.state, metrics = self.step(self.state, self.batch)
-    return metrics["loss"]
-
-  def sync(self, out) -> float:
-    import jax
-
-    return float(jax.block_until_ready(out))
-
-
 class OpenClipRunner:
   """open_clip's step (``train_one_epoch``'s body): forward, ``ClipLoss``, backward,
   ``clip_grad_norm_``, AdamW, the ``logit_scale`` clamp."""
@@ -336,8 +314,8 @@ def main(argv=None) -> None:
       sys.path.insert(0, path)
   import jax
   import torch
-  from bench_recipe import set_matmul_precision, time_interleaved
-  from bench_vseinf import environment_line, memory_text
+  from bench_recipe import JitrRunner, memory_text, set_matmul_precision, time_interleaved
+  from bench_vseinf import environment_line
 
   from jitr.models.clip.open_clip_names import params_from_open_clip
 
@@ -357,7 +335,7 @@ def main(argv=None) -> None:
   diff = eval_difference(args, config, model, batch, params)
   print(f"largest |jitr − open_clip| of the eval-mode embeddings (same weights): {diff:.1e}")
   theirs = OpenClipRunner(args, model, batch)  # its memory before JAX's
-  ours = JitrRunner(args, config, batch, params)
+  ours = JitrRunner(batch, lambda b: compile_step(args, config, b, params, False))
   remat_memory = memory_text(compile_step(args, config, ours.batch, params, True)[0])
   times = time_interleaved([ours, theirs], warmup=args.warmup, rounds=args.rounds, steps=args.steps)
   memory = {"jitr": ours.memory, "jitr, remat": remat_memory, "open_clip": theirs.memory}

@@ -100,3 +100,36 @@ def time_interleaved(runners, *, warmup: int, rounds: int, steps: int, log: bool
         if log:
           print(f"  {r.kind}: {times[r.kind][-1][0]:.2f}s", file=sys.stderr, flush=True)
   return times
+
+
+def memory_text(compiled) -> str:
+  m = compiled.memory_analysis()
+  return (
+    f"{gib(m.temp_size_in_bytes + m.argument_size_in_bytes)} "
+    f"(XLA memory_analysis: temp {gib(m.temp_size_in_bytes)} + "
+    f"arguments {gib(m.argument_size_in_bytes)})"
+  )
+
+
+class JitrRunner:
+  """A compiled jitr train step on one batch (``run()`` one step, ``sync(out)`` its loss,
+  as :func:`time_interleaved` calls them); ``compile_fn(device batch) -> (compiled step,
+  train state, compile seconds)``; ``memory``: the step's XLA peak."""
+
+  kind = "jitr"
+
+  def __init__(self, batch, compile_fn):
+    import jax
+
+    self.batch = jax.device_put(batch)
+    self.step, self.state, self.compile_s = compile_fn(self.batch)
+    self.memory = memory_text(self.step)
+
+  def run(self):
+    self.state, metrics = self.step(self.state, self.batch)
+    return metrics["loss"]
+
+  def sync(self, out) -> float:
+    import jax
+
+    return float(jax.block_until_ready(out))

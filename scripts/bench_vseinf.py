@@ -142,17 +142,6 @@ def jitr_settings(args, remat: bool, dtype: str | None = None) -> dict:
   }
 
 
-def memory_text(compiled) -> str:
-  from bench_recipe import gib
-
-  m = compiled.memory_analysis()
-  return (
-    f"{gib(m.temp_size_in_bytes + m.argument_size_in_bytes)} "
-    f"(XLA memory_analysis: temp {gib(m.temp_size_in_bytes)} + "
-    f"arguments {gib(m.argument_size_in_bytes)})"
-  )
-
-
 def compile_step(args, batch, variables, remat: bool):
   """``(compiled step, its first state, compile seconds)``: jitr's train step on
   ``variables``, jitted with the state donated."""
@@ -169,27 +158,6 @@ def compile_step(args, batch, variables, remat: bool):
   t0 = time.perf_counter()
   compiled = jax.jit(step, donate_argnums=(0,)).lower(state, batch).compile()
   return compiled, state, time.perf_counter() - t0
-
-
-class JitrRunner:
-  """jitr's jitted train step on the given variables; ``memory``: its XLA peak."""
-
-  def __init__(self, args, batch, variables):
-    import jax
-
-    self.kind = "jitr"
-    self.batch = jax.device_put(batch)
-    self.step, self.state, self.compile_s = compile_step(args, self.batch, variables, False)
-    self.memory = memory_text(self.step)
-
-  def run(self):
-    self.state, metrics = self.step(self.state, self.batch)
-    return metrics["loss"]
-
-  def sync(self, out) -> float:
-    import jax
-
-    return float(jax.block_until_ready(out))
 
 
 class TorchRunner:
@@ -320,7 +288,7 @@ def main(argv=None) -> None:
   setup_paths()
   import jax
   import torch
-  from bench_recipe import MARGIN, set_matmul_precision, time_interleaved
+  from bench_recipe import MARGIN, JitrRunner, memory_text, set_matmul_precision, time_interleaved
 
   from jitr.models.bert import BertConfig
   from jitr.models.vseinf.convert import official_variables
@@ -345,7 +313,7 @@ def main(argv=None) -> None:
   diff = eval_difference(args, batch, img_enc, txt_enc, variables)
   print(f"largest |jitr − PyTorch| of the eval-mode embeddings (same weights): {diff:.1e}")
   torch_runner = TorchRunner(args, batch, img_enc, txt_enc)  # its memory before JAX's
-  jitr = JitrRunner(args, batch, variables)
+  jitr = JitrRunner(batch, lambda b: compile_step(args, b, variables, False))
   remat_memory = memory_text(compile_step(args, jitr.batch, variables, True)[0])
   times = time_interleaved(
     [jitr, torch_runner], warmup=args.warmup, rounds=args.rounds, steps=args.steps
