@@ -50,23 +50,18 @@ import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LR, WEIGHT_DECAY, CLIP = 1e-5, 0.2, 1.0
-# configs/clip.py's optimizer group (written out: this script runs without ml_collections)
-OPTIMIZER = {
+# configs/clip.py's optimizer settings, over bench_recipe's whole Adam group (written out:
+# this script runs without ml_collections)
+ADAMW = {
   "name": "adamw",
   "learning_rate": LR,
   "weight_decay": WEIGHT_DECAY,
   "grad_clip": CLIP,
-  "decay_epochs": (),
-  "decay_factor": 0.1,
-  "module_decay_factors": {},
-  "module_lr_factors": {},
   "schedule": "cosine",
   "warmup_steps": 500,
   "b2": 0.98,
   "eps": 1e-6,
   "decay_matrices_only": True,
-  "frozen_modules": (),
-  "layer_decay": 1.0,
 }
 OBJECTIVE = {"clip": {"loss": "info_nce", "weight": 1.0, "logit_scale": "learned"}}
 
@@ -142,12 +137,15 @@ def jitr_model(config, args, remat: bool):
 def compile_step(args, config, batch, params, remat: bool):
   """``(compiled step, train state, compile seconds)``."""
   import jax
+  from bench_recipe import OPTIMIZER
 
   from jitr import losses, training
   from jitr.models.clip.layer_ranks import layer_ranks
 
   model = jitr_model(config, args, remat)
-  tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000, layer_ranks=layer_ranks)
+  tx = training.make_optimizer(
+    {**OPTIMIZER, **ADAMW}, steps_per_epoch=1000, layer_ranks=layer_ranks
+  )
   state = training.create_train_state({"params": params}, tx, jax.random.key(1))
   step = training.make_train_step(losses.objective(OBJECTIVE), model=model, axis_name=None)
   t0 = time.perf_counter()

@@ -91,7 +91,7 @@ class ImageFiles:
   def take(self, rows: Sequence[int], seeds: Sequence[int] | None = None) -> np.ndarray:
     """``[len(rows), S, S, 3]`` float32 inputs of the images ``rows``: evaluation inputs,
     or with ``seeds`` (one per row) training crops drawn from each row's seed."""
-    return tower_inputs(lambda i: open_image(self.files[i]), self, rows, seeds)
+    return made_inputs(lambda i: open_image(self.files[i]), self, rows, seeds)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -111,7 +111,7 @@ class ImageArrays(ImageFiles):
 
   def take(self, rows: Sequence[int], seeds: Sequence[int] | None = None) -> np.ndarray:
     """As :meth:`ImageFiles.take`, from the arrays."""
-    return tower_inputs(lambda i: Image.fromarray(self.arrays[i]), self, rows, seeds)
+    return made_inputs(lambda i: Image.fromarray(self.arrays[i]), self, rows, seeds)
 
 
 def image_arrays(arrays: np.ndarray, size: int, preprocessing: object) -> ImageArrays:
@@ -119,7 +119,7 @@ def image_arrays(arrays: np.ndarray, size: int, preprocessing: object) -> ImageA
   return ImageArrays((), size, preprocessing, np.asarray(arrays, np.uint8))
 
 
-def tower_inputs(
+def made_inputs(
   image_of, images: ImageFiles, rows: Sequence[int], seeds: Sequence[int] | None
 ) -> np.ndarray:
   """``[len(rows), S, S, 3]`` float32: ``image_of(row)`` (a PIL image) of each row made
