@@ -58,7 +58,7 @@ def compiled_step(args, batch, terms):
   """``(compiled step, its first state)``: jitr's VSE∞ train step with the loss ``terms``
   (Smooth-NDCG reads the in-batch RSC of ``vectors:sentence``)."""
   import jax
-  from bench_vseinf import OPTIMIZER, jitr_settings
+  from bench_vseinf import jitr_settings, optimizer_group
 
   from jitr import losses, training
   from jitr.models.registry import make_model
@@ -66,7 +66,7 @@ def compiled_step(args, batch, terms):
 
   model = make_model(jitr_settings(args, remat=False), args.vocab)
   variables = model.init(jax.random.key(0), {k: v[:2] for k, v in batch.items()})
-  tx = training.make_optimizer(OPTIMIZER, steps_per_epoch=1000)
+  tx = training.make_optimizer(optimizer_group(), steps_per_epoch=1000)
   state = training.create_train_state(variables, tx, jax.random.key(1))
   graded_fn = None
   if "smooth_ndcg" in terms:

@@ -101,6 +101,13 @@ ADAMW = {
 }
 
 
+def optimizer_group() -> dict:
+  """The whole optimizer group of the step: bench_recipe's with :data:`ADAMW`'s changes."""
+  from bench_recipe import OPTIMIZER
+
+  return {**OPTIMIZER, **ADAMW}
+
+
 def make_batch(args) -> dict[str, np.ndarray]:
   """``batch`` pairs: all ``regions`` valid (BUTD's 36 per image); captions of ``tokens``
   ids, ``[CLS]`` (101) first and ``[SEP]`` (102) last (1 and 2 in a tiny vocabulary)."""
@@ -137,13 +144,13 @@ def compile_step(args, batch, variables, remat: bool):
   """``(compiled step, its first state, compile seconds)``: jitr's train step on
   ``variables``, jitted with the state donated."""
   import jax
-  from bench_recipe import OBJECTIVE, OPTIMIZER
+  from bench_recipe import OBJECTIVE
 
   from jitr import losses, training
   from jitr.models.registry import make_model
 
   model = make_model(jitr_settings(args, remat), args.vocab)
-  tx = training.make_optimizer({**OPTIMIZER, **ADAMW}, steps_per_epoch=1000)
+  tx = training.make_optimizer(optimizer_group(), steps_per_epoch=1000)
   state = training.create_train_state(variables, tx, jax.random.key(1))
   step = training.make_train_step(losses.objective(OBJECTIVE), model=model, axis_name=None)
   t0 = time.perf_counter()
