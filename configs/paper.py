@@ -313,9 +313,14 @@ MODELS = {
 }
 
 
-# shapes' rows but the oracle (jitr_shapes only) and the teacher-taught ones (their
-# teacher is a shapes run; give a teacher with --config.graded.relevance='teacher:W')
-LOSSES = tuple(v for v in shapes.VARIANTS if v != "oracle" and v not in shapes.TEACHER_SOURCES)
+# shapes' rows but the oracle (jitr_shapes only), the teacher-taught ones (their teacher
+# is a shapes run; give a teacher with --config.graded.relevance='teacher:W') and the
+# contrastive ones of pixel towers (configs/clip.py trains those on image folders)
+LOSSES = tuple(
+  v
+  for v in shapes.VARIANTS
+  if v != "oracle" and v not in shapes.TEACHER_SOURCES and v not in shapes.TOWER_VARIANTS
+)
 
 
 def labelled_fit(data: str, model: str, loss: str) -> bool:

@@ -33,7 +33,14 @@ from collections.abc import Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from configs.shapes import MODELS, TEACHER_SOURCES, VARIANTS, teacher_relevance  # noqa: E402
+from configs.shapes import (  # noqa: E402
+  MODELS,
+  TEACHER_SOURCES,
+  TOWER_VARIANTS,
+  VARIANTS,
+  fits,
+  teacher_relevance,
+)
 from jitr.training.reporting import RESULT_KEYS  # noqa: E402
 
 LABELS = {
@@ -51,6 +58,10 @@ LABELS = {
   "coverage_sharp": "triplet + Smooth-NDCG (token coverage, per-query minmax then power 8)",
   "coverage_sharp_w075": "triplet + 0.75 Smooth-NDCG (token coverage, minmax then power 8)",
   "coverage_hmean": "triplet + Smooth-NDCG (hmean of token coverage and the triplet teacher)",
+  "infonce": "InfoNCE (learned temperature)",
+  "sigmoid": "sigmoid (learned temperature and bias)",
+  "infonce_sndcg": "InfoNCE + Smooth-NDCG (sentence RSC)",
+  "sigmoid_sndcg": "sigmoid + Smooth-NDCG (sentence RSC)",
 }
 # MODEL -> label prefix of its rows ("vse", the default, has none: the first rows of the table)
 MODEL_LABELS = {
@@ -60,6 +71,7 @@ MODEL_LABELS = {
   "vsrn": "VSRN: ",
   "cvse": "CVSE: ",
   "vseinf_minilm": "VSE∞ (MiniLM-L6): ",
+  "vit": "ViT from scratch: ",
 }
 
 
@@ -86,11 +98,12 @@ class Run:
 
 
 def plan(variants: Sequence[str], models: Sequence[str], seeds: int) -> list[Run]:
-  """Every asked run, seed-major, each teacher before its students (added if not asked)."""
+  """Every asked run of a variant that fits its network (``fits``), seed-major, each
+  teacher before its students (added if not asked)."""
   runs: list[Run] = []
   for seed in range(seeds):
     for model in models:
-      for name in variants:
+      for name in [v for v in variants if fits(v, model)]:
         run = Run(name, model, seed)
         teacher = run.teacher()
         if teacher is not None and teacher not in runs:
@@ -233,10 +246,12 @@ def main() -> None:
     parser.error("--seeds and --jobs must be at least 1")
   os.makedirs(args.root, exist_ok=True)
   runs = plan(variants, models, args.seeds)
+  if not runs:
+    parser.error(f"no variant of {variants} trains {models}: {list(TOWER_VARIANTS)} train vit")
   seconds = train_all(runs, args.root, args.data_dir, args.set, args.jobs)
   rows = []
   for model in models:
-    for name in variants:
+    for name in [v for v in variants if fits(v, model)]:
       asked = [r for r in runs if (r.name, r.model) == (name, model)]
       per_seed = []
       for run in asked:

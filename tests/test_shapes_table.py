@@ -39,6 +39,12 @@ def test_plan_puts_each_teacher_before_its_students_seed_major(table):
     Run("triplet", "vse", 0),
     Run("teacher", "vse", 0),
   ]
+  # the contrastive variants train only the pixel towers; the others train every network
+  assert table.plan(["infonce", "triplet"], ["vse", "vit"], 1) == [
+    Run("triplet", "vse", 0),
+    Run("infonce", "vit", 0),
+    Run("triplet", "vit", 0),
+  ]
 
 
 def test_workdirs_and_config_specs(table):

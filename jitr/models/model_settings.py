@@ -12,6 +12,8 @@ A whole-number setting is a size or a count of the network (``embed_dim``, ``wor
 ``num_region``, ``block_size``, ``bert_heads``, ...) and must be at least 1; the counts of
 repeated layers or steps (:data:`MAY_BE_ZERO`: SGR's ``sgr_step``, VSRN's ``gcn_layers``,
 the BERT's ``bert_layers``, CLIP's ``max_layers``) may be 0: none, or (``max_layers``) all.
+A string setting of :data:`MAY_BE_OBJECT` (CLIP's ``tower``: a name or an open_clip model
+config) also takes an object, checked by the network when it is built.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ NOT_SETTINGS = frozenset({"vocab_size", "module", "parent", "name", "axis_name"}
 # Whole-number settings that count repeated layers or steps: 0 builds the network without
 # them. Every other whole-number setting is a size and must be at least 1.
 MAY_BE_ZERO = frozenset({"sgr_step", "gcn_layers", "bert_layers", "max_layers"})
+# String settings that may instead be an object (CLIP's tower: its open_clip model config).
+MAY_BE_OBJECT = frozenset({"tower"})
 
 
 def settings_networks() -> list[str]:
@@ -80,6 +84,8 @@ def has_kind(value: Any, kind: str) -> bool:
     return isinstance(value, numbers.Real) and math.isfinite(float(value))
   if kind == "a string":
     return isinstance(value, str)
+  if kind == "a string or an object":
+    return isinstance(value, (str, Mapping)) or hasattr(value, "keys")
   return isinstance(value, (list, tuple))
 
 
@@ -113,6 +119,8 @@ def check_model_settings(model: Any, field: str = "config.model") -> None:
         f"{', '.join(sorted(settings))}"
       )
     kind = expected_kind(settings[key])
+    if kind == "a string" and key in MAY_BE_OBJECT:
+      kind = "a string or an object"
     value = model[key]
     if kind is not None and not has_kind(value, kind):
       raise ValueError(f"{field}.{key}: expected {kind}, got {value!r} ({type(value).__name__})")

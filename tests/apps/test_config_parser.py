@@ -73,6 +73,18 @@ def test_the_config_files_errors_keep_their_text():
     f"one of {tuple(shapes.MODELS)}; got 'tripplet'"
   )
   with pytest.raises(ValueError) as err:
+    shapes.get_config("sigmoid,vse")
+  assert str(err.value) == (
+    "configs/shapes.py: sigmoid reads the learned temperature of pixel towers: MODEL vit, not vse"
+  )
+  sigmoid, infonce = shapes.get_config("sigmoid,vit"), shapes.get_config("infonce_sndcg,vit")
+  assert (
+    sigmoid.model.tower.init_logit_bias == -10.0 and "init_logit_bias" not in infonce.model.tower
+  )
+  assert (
+    set(infonce.loss) == {"clip", "smooth_ndcg"} and infonce.graded.relevance == "vectors:sentence"
+  )
+  with pytest.raises(ValueError) as err:
     paper.get_config("f30k")
   assert str(err.value) == (
     f"configs/paper.py: expected DATA,MODEL,LOSS with DATA one of {paper.DATASETS}, MODEL "

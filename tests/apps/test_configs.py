@@ -9,7 +9,7 @@ from jitr.training.graded import parse_source
 
 @pytest.mark.parametrize("name", shapes.VARIANTS)
 def test_shapes_variants_build_valid_objectives(name):
-  config = shapes.get_config(name)
+  config = shapes.get_config(name if shapes.fits(name, "vse") else f"{name},vit")
   losses.objective(config.loss, steps_per_epoch=10)  # raises on an unknown loss or bad term
   hard = {"triplet", "sam", "lseh"} & set(config.loss)
   if hard:  # VSE∞'s warm-up: sum of hinges for epoch 0, the hardest-negative terms after

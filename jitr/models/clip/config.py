@@ -46,7 +46,9 @@ class ClipVisionConfig:
 class ClipTextConfig:
   """The text transformer: token + position embedding, pre-LN blocks (``causal`` mask or
   none), ``ln_final``, pooling (``"argmax"``: at the highest token id, CLIP's EOT;
-  ``"last"``: the last position, SigLIP), projection (``proj_bias``: a Linear with bias)."""
+  ``"last"``: the last position, SigLIP), projection (``proj_bias``: a Linear with bias),
+  ``hf_tokenizer`` (open_clip's ``hf_tokenizer_name``: the Hugging Face tokenizer its ids are
+  of, SigLIP's; ``""``: CLIP's BPE)."""
 
   context_length: int
   vocab_size: int
@@ -59,6 +61,7 @@ class ClipTextConfig:
   causal: bool
   pool: str
   proj_bias: bool
+  hf_tokenizer: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +80,16 @@ class ClipConfig:
   custom_text: bool
 
   @property
-  def is_siglip(self) -> bool:
+  def learns_bias(self) -> bool:
+    """Whether the model learns a logit bias (SigLIP's, or any tower given an
+    ``init_logit_bias``)."""
     return self.init_logit_bias is not None
+
+  @property
+  def is_siglip(self) -> bool:
+    """Whether the towers are SigLIP's: a text tower of a Hugging Face tokenizer's ids (the
+    default preprocessing is then SigLIP's squash)."""
+    return bool(self.text.hf_tokenizer)
 
   def with_activation(self, act: str) -> ClipConfig:
     """The same shape with ``act`` in both towers (a timm trunk keeps its own)."""
@@ -175,6 +186,7 @@ def _text(cfg: Mapping[str, Any], act: str, where: str) -> ClipTextConfig:
     causal=not cfg.get("no_causal_mask", False),
     pool=pool,
     proj_bias=cfg.get("proj_bias", False),
+    hf_tokenizer=cfg.get("hf_tokenizer_name", ""),
   )
 
 

@@ -41,7 +41,7 @@ class ClipModel(nn.Module):
       self.visual = VisionTower(c.vision, c.embed_dim, self.dtype, self.remat)
     self.text = TextTower(c.text, c.embed_dim, self.dtype, self.remat)
     self.logit_scale = self.param("logit_scale", nn.initializers.constant(c.init_logit_scale), ())
-    if c.init_logit_bias is not None:
+    if c.learns_bias:
       self.logit_bias = self.param("logit_bias", nn.initializers.constant(c.init_logit_bias), ())
 
   def encode_image(self, images):
@@ -53,5 +53,5 @@ class ClipModel(nn.Module):
   def __call__(self, images, tokens):
     u = l2_normalize(self.encode_image(images), eps=1e-12)  # torch's F.normalize
     v = l2_normalize(self.encode_text(tokens), eps=1e-12)
-    bias = self.logit_bias if self.config.init_logit_bias is not None else jnp.zeros(())
+    bias = self.logit_bias if self.config.learns_bias else jnp.zeros(())
     return u, v, jnp.exp(self.logit_scale), bias

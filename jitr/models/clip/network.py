@@ -50,8 +50,10 @@ class ClipSettings:
   """The ``"clip"`` network's settings (``config.model``).
 
   ``tower``: an open_clip model name (:data:`!jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS`,
-  e.g. ``"ViT-B-16"``, ``"ViT-B-16-SigLIP"``) or the path of an open_clip model config
-  ``.json``. ``weights``: the weights it starts from, an open_clip state dict
+  e.g. ``"ViT-B-16"``, ``"ViT-B-16-SigLIP"``), the path of an open_clip model config
+  ``.json``, or such a model config itself (an object: ``embed_dim``, ``vision_cfg``,
+  ``text_cfg``, optionally ``init_logit_bias``: a tower of CLIP's BPE that learns SigLIP's
+  bias). ``weights``: the weights it starts from, an open_clip state dict
   (``.pt``, ``.bin``, ``.safetensors``) or a Hugging Face ``CLIPModel`` folder (whose
   ``config.json`` then shapes the towers); ``""``: open_clip's random initialisation.
   ``tag``: the open_clip pretrained tag of the weights (``"openai"``, ``"laion2b_s34b_b88k"``,
@@ -62,7 +64,7 @@ class ClipSettings:
   backward pass.
   """
 
-  tower: str = "ViT-B-16"
+  tower: str | Mapping[str, Any] = "ViT-B-16"
   weights: str = ""
   tag: str = ""
   tokenizer: str = ""
@@ -85,9 +87,11 @@ class TowerInputs:
   causal: bool
 
 
-def _open_clip_model(tower: str) -> str | Mapping[str, Any]:
+def _open_clip_model(tower: str | Mapping[str, Any]) -> str | Mapping[str, Any]:
   """``tower`` as :func:`~jitr.models.clip_config` and :func:`~jitr.models.load_open_clip`
-  take it: an open_clip name, or the model config a ``.json`` file holds."""
+  take it: an open_clip name, or the model config given or held by a ``.json`` file."""
+  if isinstance(tower, Mapping):
+    return tower
   if not tower.endswith(".json"):
     return tower
   model = fileio.read_json(tower)
@@ -103,12 +107,19 @@ def _tower_config(settings: ClipSettings) -> ClipConfig:
   if weights and paths.isdir(weights):
     config = hf_clip_config(weights)
   else:
-    name = os.path.basename(tower).removesuffix(".json") if tower.endswith(".json") else None
-    config = clip_config(_open_clip_model(tower), name=name)
+    config = clip_config(_open_clip_model(tower), name=_tower_name(tower))
   if settings.tag:
     _, quick_gelu = pretrained_settings(config.name, settings.tag)
     config = config.with_activation("quick_gelu" if quick_gelu else "gelu")
   return config.reduced(settings.max_layers) if settings.max_layers else config
+
+
+def _tower_name(tower: str | Mapping[str, Any]) -> str | None:
+  """The name a tower config is known by: a ``.json`` file's stem, ``config.model.tower``
+  for one given inline (its errors then name the field), else ``None`` (open_clip's name)."""
+  if isinstance(tower, Mapping):
+    return "config.model.tower"
+  return os.path.basename(tower).removesuffix(".json") if tower.endswith(".json") else None
 
 
 def preprocessing_of(settings: ClipSettings, config: ClipConfig) -> Preprocessing:
@@ -122,10 +133,10 @@ def tower_inputs(config: Mapping[str, Any]) -> TowerInputs:
   """The :class:`TowerInputs` of a ``"clip"`` model config (``name`` ignored)."""
   settings = ClipSettings(**{k: v for k, v in dict(config).items() if k != "name"})
   tower = _tower_config(settings)
-  if tower.is_siglip and not settings.tokenizer:
+  if tower.text.hf_tokenizer and not settings.tokenizer:
     raise ValueError(
-      f"config.model.tokenizer: the SigLIP tower {tower.name} needs its tokenizer folder "
-      "(tokenizer.json), not CLIP's BPE"
+      f"config.model.tokenizer: the text tower of {tower.name} reads the ids of "
+      f"{tower.text.hf_tokenizer}: needs its tokenizer folder (tokenizer.json), not CLIP's BPE"
     )
   return TowerInputs(
     tower.vision.image_size,
@@ -204,12 +215,12 @@ def clip_model(module: ClipModel, pretrained: Any | None = None) -> RetrievalMod
   def encode_captions(variables, tokens):
     return l2_normalize(module.apply(variables, padded(tokens), method="encode_text"), eps=1e-12)
 
-  names = ("logit_bias", "logit_scale") if config.is_siglip else ("logit_scale",)
+  names = ("logit_bias", "logit_scale") if config.learns_bias else ("logit_scale",)
 
   def learned_hyper(params):
     scale = jnp.clip(params["logit_scale"], 0.0, math.log(MAX_LOGIT_SCALE))
     out = {"logit_scale": jnp.exp(scale)}
-    if config.is_siglip:
+    if config.learns_bias:
       out["logit_bias"] = params["logit_bias"]
     return out
 

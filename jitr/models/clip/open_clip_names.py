@@ -144,7 +144,7 @@ def open_clip_names(config: ClipConfig) -> list[Name]:
   names = (
     _vision_names(config) + _text_names(config) + [Name("logit_scale", ("logit_scale",), "same")]
   )
-  if config.init_logit_bias is not None:
+  if config.learns_bias:
     names.append(Name("logit_bias", ("logit_bias",), "same"))
   return names
 

@@ -155,3 +155,49 @@ def test_a_run_on_jitr_shapes_trains_on_its_rendered_scenes(folder, tmp_path):
   result = train_and_evaluate(config, str(tmp_path / "run"))
   assert result.finished and 0 < result.metrics["rsum"] <= 600
   assert 0 < result.metrics["ndcg/i2t/NDCG@10"] <= 100  # the exact relevance
+
+
+def test_a_clip_tower_given_inline_learns_siglip_bias_with_clip_bpe():
+  """``config.model.tower`` as an open_clip model config object; its ``init_logit_bias``
+  gives a CLIP tower (CLIP's BPE) SigLIP's learned bias: the sigmoid loss at the model's
+  scale and bias, ``-1/B Σ_ij log σ(y_ij (t s_ij + b))``, and the bias moves."""
+  from jitr.models.clip.network import tower_inputs
+  from jitr.models.model_settings import check_model_settings
+  from tests.data.karpathy_folder import TINY_TOWER
+
+  tower = {**TINY_TOWER, "init_logit_scale": float(np.log(10.0)), "init_logit_bias": -10.0}
+  check_model_settings({"name": "clip", "tower": tower})
+  assert tower_inputs({"tower": tower}).tokenizer == ""  # CLIP's BPE: no folder needed
+  model = make_model({"name": "clip", "tower": tower}, 49408)
+  batch = _batch([f"a {c} {s}" for c in ("red", "blue", "green") for s in ("disc", "box")])
+  variables = model.init(jax.random.key(0), batch)
+  state = training.create_train_state(variables, optax.sgd(0.5), jax.random.key(1))
+  loss_fn = objective(
+    {"siglip": {"loss": "sigmoid_pairs", "logit_scale": "learned", "logit_bias": "learned"}}
+  )
+  new, metrics = jax.jit(training.make_train_step(loss_fn, model=model, axis_name=None))(
+    state, batch
+  )
+  out, _ = model.forward(variables, batch, train=False)
+  sim = np.asarray(out.images @ out.captions.T, np.float64)
+  labels = 2 * np.eye(len(sim)) - 1
+  want = np.sum(np.logaddexp(0.0, -labels * (10.0 * sim - 10.0))) / len(sim)
+  np.testing.assert_allclose(float(metrics["loss"]), want, rtol=1e-5)
+  np.testing.assert_allclose(float(metrics["learned/logit_bias"]), -10.0)
+  assert float(new.params["logit_bias"]) != -10.0
+
+
+def test_an_inline_tower_and_a_siglip_tokenizer_are_checked_in_one_line():
+  from jitr.models.clip.network import tower_inputs
+  from jitr.models.model_settings import check_model_settings
+
+  with pytest.raises(ValueError, match=r"^config.model.tower: expected a string or an object"):
+    check_model_settings({"name": "clip", "tower": ["ViT-B-16"]})
+  with pytest.raises(ValueError, match=r"^config.model.tower: no vision_cfg object"):
+    make_model({"name": "clip", "tower": {"embed_dim": 16}}, 49408)
+  siglip = (
+    r"^config.model.tokenizer: the text tower of ViT-B-16-SigLIP reads the ids of "
+    r"timm/ViT-B-16-SigLIP: needs its tokenizer folder \(tokenizer.json\), not CLIP's BPE$"
+  )
+  with pytest.raises(ValueError, match=siglip):
+    tower_inputs({"tower": "ViT-B-16-SigLIP"})

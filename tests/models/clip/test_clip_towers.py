@@ -40,7 +40,7 @@ def test_outputs_are_unit_embeddings_scale_and_bias(make):
   np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-6)
   np.testing.assert_allclose(scale, np.exp(params["logit_scale"]), rtol=1e-6)
   np.testing.assert_allclose(bias, params.get("logit_bias", 0.0))
-  assert ("logit_bias" in params) == config.is_siglip
+  assert ("logit_bias" in params) == config.learns_bias
 
 
 def test_clip_text_ignores_what_follows_the_eot():
