@@ -184,7 +184,9 @@ def get_config() -> ml_collections.ConfigDict:
   # sum-of-hinges triplet ("warmup") and the hardest-negative term starts at
   # epoch 1 (jitr.losses.objective: from_epoch / until_epoch).
   c.loss = with_warmup({"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}})
-  c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01}  # from the first step
+  # from the first step; top_m = M > 0: Smooth-NDCG@M (each query's M candidates of the
+  # largest gains, ranked among all: N·M pairs a query instead of N²), 0: every candidate
+  c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01, "top_m": 0}
 
   # The optimizer (after clipping the gradients' global norm) and its step-decay schedule
   c.optimizer = ml_collections.ConfigDict(

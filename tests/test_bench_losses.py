@@ -57,7 +57,7 @@ def _in_process(bench, monkeypatch) -> dict:
   measured = {}
 
   def run_impl(impl, n, args):
-    measured[impl] = bench.run_one(impl, n, args.repeats, args.naive_budget_gb)
+    measured[impl] = bench.run_one(impl, n, args.repeats, args.naive_budget_gb, args.top_m)
     return measured[impl]
 
   monkeypatch.setattr(bench, "_run_impl", run_impl)
@@ -80,15 +80,16 @@ def test_row_is_the_measured_numbers(monkeypatch, capsys):
   bench = load_script("bench_losses")
   measured = _in_process(bench, monkeypatch)
   reference_runs.clear()
-  out = _main(bench, monkeypatch, capsys, "--repeats", "2", "--reference_n", "64")
+  out = _main(bench, monkeypatch, capsys, "--repeats", "2", "--reference_n", "64", "--top_m", "4")
   assert "best of 2" in out
   assert reference_runs == [["sigmoid", "64"], ["exp", "64"]]
   assert f"(jax.nn.sigmoid + sum, N = 64) = {KERNEL_RATE:.2f} G pairs/s" in out
   assert f"one exp per pair = {EXP_RATE:.2f} G pairs/s" in out
   (row,) = table_rows(out, f"| {N} |")
-  assert len(row) == 10, row
-  j, v = measured["jitr"], measured["naive"]
-  for result, impl in ((j, "jitr"), (v, "naive")):
+  assert len(row) == 12, row
+  j, v, m = measured["jitr"], measured["naive"], measured["at_m"]
+  assert "| @4 fwd+bwd s | full / @4 |" in out
+  for result, impl in ((j, "jitr"), (v, "naive"), (m, "at_m")):
     assert result["impl"] == impl and result["n"] == N, result
     for key in ("fwd_s", "fwd_bwd_s", "peak_mb", "xla_estimate_gb"):
       assert math.isfinite(result[key]) and result[key] > 0, (impl, key, result[key])
@@ -106,12 +107,14 @@ def test_row_is_the_measured_numbers(monkeypatch, capsys):
     v["fwd_bwd_s"],
     v["peak_mb"],
     v["fwd_bwd_s"] / j["fwd_bwd_s"],
+    m["fwd_bwd_s"],
+    j["fwd_bwd_s"] / m["fwd_bwd_s"],
   ]
   names = ["N", "fwd s", "G pairs/s", "fwd / exp pass", "fwd+bwd s", "per-pair cost",
-           "peak MB", "naive s", "naive peak MB", "naive / jitr"]  # fmt: skip
+           "peak MB", "naive s", "naive peak MB", "naive / jitr", "@M s", "full / @M"]  # fmt: skip
   for cell, value, name in zip(row, expected, names):
     assert_printed_value(cell, value, name)
-  assert row[5].endswith("×") and row[9].endswith("×")
+  assert row[5].endswith("×") and row[9].endswith("×") and row[11].endswith("×")
 
 
 def test_failures_and_skips_are_rows(monkeypatch, capsys):
@@ -123,14 +126,14 @@ def test_failures_and_skips_are_rows(monkeypatch, capsys):
     "n": N,
     "skipped": measured["naive"]["skipped"],
   }
-  assert row[7] == f"skipped: {measured['naive']['skipped']}" and row[8:] == ["–", "–"]
+  assert row[7] == f"skipped: {measured['naive']['skipped']}" and row[8:10] == ["–", "–"]
   assert measured["naive"]["skipped"] == "needs ~0.0 GB (XLA estimate)"  # over a 0 GB budget
   assert_printed_value(row[4], measured["jitr"]["fwd_bwd_s"], "jitr fwd+bwd s")
   monkeypatch.undo()  # the real per-(implementation, N) subprocesses, stopped by the limit
   bench = load_script("bench_losses")
   (row,) = table_rows(_main(bench, monkeypatch, capsys, "--timeout_s", "0.01"), f"| {N} |")
   failed = "jitr failed: over --timeout_s=0.01 s (compile included)"
-  assert row == [str(N), failed] + ["–"] * 8
+  assert row == [str(N), failed] + ["–"] * 10
 
 
 def test_xla_flags_reach_every_run(monkeypatch, capsys):

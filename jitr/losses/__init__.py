@@ -24,7 +24,7 @@ from jitr.losses.dcg import ndcg
 from jitr.losses.info_nce import info_nce
 from jitr.losses.normalize import l2_normalize, l2_normalize_additive
 from jitr.losses.query_rows import DirectionalLoss, pair_mask
-from jitr.losses.ranks import approx_ranks, exact_ranks
+from jitr.losses.ranks import approx_ranks, approx_ranks_of, exact_ranks
 from jitr.losses.relevance import (
   arithmetic_mean_relevance,
   harmonic_mean_relevance,
@@ -48,6 +48,7 @@ __all__ = [
   "LOSSES",
   "adaptive_listwise",
   "approx_ranks",
+  "approx_ranks_of",
   "arithmetic_mean_relevance",
   "calibrate",
   "exact_ranks",

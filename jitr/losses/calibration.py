@@ -12,6 +12,10 @@ annotated ``positives`` and valid entries ``where``:
 * ``power:p`` -- ``r' = r^p`` (``p > 0``; a temperature ``T`` is ``power:1/T``);
   ``p > 1`` pushes the weakly relevant towards 0;
 * ``floor:t`` -- ``r' = r if r >= t else 0`` (``0 <= t <= 1``);
+* ``threshold:t`` -- ``r' = max(0, (r - t) / (1 - t))`` (``0 <= t < 1``): what lies at or
+  below ``t`` gets no gain and the rest is stretched back to ``[0, 1]``. Relevance whose
+  every value is above 0 (RSC's ``(1 + cos)/2``) then has a few nonzero gains a query, as
+  Smooth-NDCG@M (``top_m``) needs to equal the loss over all candidates;
 * ``range:lo:hi`` -- ``r' = lo + (hi - lo) r`` (``0 <= lo < hi <= 1``): the values squeezed
   into ``[lo, hi]``, positives still 1. The opposite of ``minmax``: it gives exact
   relevance the narrow, raised scale of the estimators (RSC, token coverage) to tell
@@ -46,6 +50,8 @@ where the rows of each direction are known: :class:`jitr.losses.objective`'s
 [1.0, 0.0, 0.25, 0.0625]
 >>> show(calibrate(r, positives=pos, spec="floor:0.7"))
 [1.0, 0.0, 0.8, 0.7]
+>>> show(calibrate(r, positives=pos, spec="threshold:0.6"))
+[1.0, 0.0, 0.5, 0.25]
 """
 
 from __future__ import annotations
@@ -147,6 +153,11 @@ def floor(rows: jax.Array, threshold: float) -> jax.Array:
   return jnp.where(rows >= threshold, rows, 0.0)
 
 
+def threshold(rows: jax.Array, t: float) -> jax.Array:
+  """``max(0, (r - t) / (1 - t))``."""
+  return jnp.maximum(rows - t, 0.0) / (1.0 - t)
+
+
 def squeeze(rows: jax.Array, bounds: tuple[float, float]) -> jax.Array:
   """``lo + (hi - lo) r``."""
   lo, hi = bounds
@@ -222,6 +233,9 @@ TRANSFORMS: Mapping[str, TransformKind] = {
   "floor": TransformKind(
     lambda n, a: _number(n, a, 0.0, 1.0, open_low=False), lambda r, w, t: floor(r, t)
   ),
+  "threshold": TransformKind(
+    lambda n, a: _number(n, a, 0.0, 0.999, open_low=False), lambda r, w, t: threshold(r, t)
+  ),
   "isotonic": TransformKind(_table_argument, lambda r, w, table: isotonic(r, table)),
   "range": TransformKind(_bounds, lambda r, w, bounds: squeeze(r, bounds)),
 }
@@ -281,7 +295,7 @@ def parse_calibration(spec: str | Sequence[str] | Calibration | None) -> Calibra
   ...
   jitr.losses.calibration.CalibrationError: calibration 'sharpen': unknown transform 'sharpen' \
 (expected a comma-separated chain of ['floor:T', 'isotonic:TABLE', 'minmax', 'power:P', \
-'range:LO:HI'])
+'range:LO:HI', 'threshold:T'])
   """
   if isinstance(spec, Calibration):
     return spec
@@ -295,7 +309,7 @@ def parse_calibration(spec: str | Sequence[str] | Calibration | None) -> Calibra
   for part in parts:
     name, colon, arg = part.partition(":")
     if name not in TRANSFORMS:
-      forms = ["floor:T", "isotonic:TABLE", "minmax", "power:P", "range:LO:HI"]
+      forms = ["floor:T", "isotonic:TABLE", "minmax", "power:P", "range:LO:HI", "threshold:T"]
       raise CalibrationError(
         f"calibration {part!r}: unknown transform {name!r} "
         f"(expected a comma-separated chain of {forms})"

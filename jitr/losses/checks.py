@@ -98,6 +98,12 @@ def check_block_size(name: str, value: Any) -> None:
     raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
 
 
+def check_count(name: str, value: Any) -> None:
+  """``value`` must be an int >= 0."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+    raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
+
+
 def check_choice(name: str, value: Any, choices: Collection[str]) -> None:
   """``value`` must be one of ``choices``."""
   if value not in choices:
@@ -209,6 +215,17 @@ class _BlockSize(Range):
 
 
 @dataclasses.dataclass(frozen=True)
+class _Count(Range):
+  """An int >= 0."""
+
+  def check(self, name: str, value: Any) -> None:
+    check_count(name, value)
+
+  def check_config(self, field: str, value: Any) -> None:
+    check_count(f"config.{field}", value)
+
+
+@dataclasses.dataclass(frozen=True)
 class Choice(Range):
   """One of ``options`` (strings)."""
 
@@ -233,3 +250,5 @@ UNIT_INTERVAL = _UnitInterval()
 SWITCH = _Switch()
 #: An int >= 1 (rows mapped at once).
 BLOCK_SIZE = _BlockSize()
+#: An int >= 0 (a cut-off where 0 means none: Smooth-NDCG's ``top_m``).
+COUNT = _Count()

@@ -13,7 +13,11 @@ from jitr.losses import ranks as ranks_lib
 
 
 def smooth_ndcg_query(
-  query: qr.Query, *, temperature: float | jax.Array = 0.01, block_size: int = 16
+  query: qr.Query,
+  *,
+  temperature: float | jax.Array = 0.01,
+  block_size: int = 16,
+  top_m: int = 0,
 ) -> tuple[jax.Array, jax.Array]:
   """One query's ``1 − NDCĜ`` and whether it counts (it has a relevant valid item).
 
@@ -22,18 +26,48 @@ def smooth_ndcg_query(
   custom VJP keeps the residuals at O(C)), ``DCĜ = Σ_j (2^{r_j} − 1) / log2(1 + π̂_j)``,
   IDCG from ``r`` sorted. Rows are mapped ``block_size`` at a time (``lax.map``), so
   neither pass holds more than ``block_size × C × C`` pairwise terms.
+
+  ``top_m = M`` (``1 <= M < C``): Smooth-NDCG@M, the sums over the ``M`` valid candidates
+  of the largest gains ``T`` (ties: the first), each one's ``π̂_j`` still over all ``C``
+  scores (:func:`!jitr.losses.ranks.approx_ranks_of`): ``DCĜ_M = Σ_{j∈T} (2^{r_j} − 1) /
+  log2(1 + π̂_j)`` over ``IDCG_M`` (the ``M`` largest gains at positions 1…M), ``M × C``
+  pairs a query. It equals the full loss when no candidate outside ``T`` has a gain (top-K
+  relevance, ``M >= K``). ``0`` (or ``M >= C``): every candidate.
   """
   del block_size  # how many rows are mapped at once (SMOOTH_NDCG.block)
   relevance = jnp.where(query.positives, 1.0, query.graded.astype(query.sim.dtype))
-  ranks = ranks_lib.approx_ranks(query.sim, temperature=temperature, where=query.where)
-  value, has_relevant = dcg.ndcg_from_ranks(ranks, relevance, where=query.where)
+  if 0 < top_m < query.sim.shape[0]:
+    value, has_relevant = _ndcg_at(query, relevance, temperature, top_m)
+  else:
+    ranks = ranks_lib.approx_ranks(query.sim, temperature=temperature, where=query.where)
+    value, has_relevant = dcg.ndcg_from_ranks(ranks, relevance, where=query.where)
   return 1.0 - value, has_relevant & jnp.any(query.where)
+
+
+def _ndcg_at(
+  query: qr.Query, relevance: jax.Array, temperature: float | jax.Array, top_m: int
+) -> tuple[jax.Array, jax.Array]:
+  """``(DCĜ_M / IDCG_M, IDCG_M > 0)`` of one query (:func:`smooth_ndcg_query`'s ``top_m``)."""
+  gains = jnp.where(query.where, dcg.gain(relevance), 0.0)
+  top, index = jax.lax.top_k(gains, top_m)
+  chosen_where = query.where[index]
+  ranks = ranks_lib.approx_ranks_of(
+    query.sim[index],
+    query.sim,
+    temperature=temperature,
+    where=query.where,
+    chosen_where=chosen_where,
+  )
+  value = jnp.sum(jnp.where(chosen_where, top * dcg.discount(ranks), 0.0))
+  idcg = dcg.ideal_dcg(relevance, where=query.where, top_k=top_m)
+  valid = ~(idcg <= 0)  # a NaN relevance keeps the query (its NDCG is NaN)
+  return jnp.where(valid, value / jnp.where(valid, idcg, 1.0), 0.0), valid
 
 
 #: Smooth-NDCG, written once as :func:`smooth_ndcg_query`.
 SMOOTH_NDCG = qr.QueryLoss(
   smooth_ndcg_query,
-  ranges={"temperature": checks.POSITIVE, "block_size": checks.BLOCK_SIZE},
+  ranges={"temperature": checks.POSITIVE, "block_size": checks.BLOCK_SIZE, "top_m": checks.COUNT},
   graded="relevance",
   block="block_size",
   identity_positives=False,
@@ -53,7 +87,9 @@ smooth_ndcg = SMOOTH_NDCG.function(
   * ``DCĜ = Σ_j (2^{r_j} − 1) / log2(1 + π̂_j)``,
   * IDCG from the relevance sorted in descending order (ties at distinct
     positions, so a perfect ranking scores 1),
-  * loss ``1 − DCĜ/IDCG``; rows with no relevant item do not count.
+  * loss ``1 − DCĜ/IDCG``; rows with no relevant item do not count;
+  * ``top_m = M``: ``DCĜ_M/IDCG_M``, the sums over the ``M`` candidates of the largest
+    gains (NDCG@M with soft ranks over all candidates).
 
   Image->text uses the rows of ``sim`` and ``relevance``; text->image their
   transposes. Memory is O(N²) per direction in forward and backward.
@@ -67,6 +103,10 @@ smooth_ndcg = SMOOTH_NDCG.function(
     where: bool mask of valid pairs, broadcastable to ``sim`` (padding).
     temperature: τ > 0 of the rank sigmoid (0.01 in the paper); not differentiated.
     block_size: query rows processed at once (memory ``block_size·N²`` at most).
+    top_m: ``M >= 1``: Smooth-NDCG@M, each query's DCG and IDCG over its ``M`` candidates
+      of the largest gains, their soft ranks still over every candidate (cost and memory
+      ``N·M`` a query instead of ``N²``; the full loss when every other gain is 0, as with
+      top-K relevance and ``M >= K``); ``0``: every candidate.
     reduction: ``"mean"`` over queries, ``"sum"``, or ``"none"``.
 
   >>> import jax.numpy as jnp

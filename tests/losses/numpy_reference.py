@@ -41,9 +41,14 @@ def triplet(sim, positives, where, margin=0.2, mining="max", reduction="mean"):
   return total
 
 
-def dcg_ndcg(ranks, rel, valid):
-  gains = [2.0 ** rel[j] - 1.0 for j in range(len(rel)) if valid[j]]
-  dcg = sum((2.0 ** rel[j] - 1.0) / math.log2(1.0 + ranks[j]) for j in range(len(rel)) if valid[j])
+def dcg_ndcg(ranks, rel, valid, top_m=None):
+  """NDCG from (soft) ranks; ``top_m``: DCG and IDCG over the ``top_m`` valid items of the
+  largest gains (ties: the first index)."""
+  kept = [j for j in range(len(rel)) if valid[j]]
+  if top_m is not None:
+    kept = sorted(kept, key=lambda j: (-(2.0 ** max(rel[j], 0.0) - 1.0), j))[:top_m]
+  gains = [2.0 ** rel[j] - 1.0 for j in kept]
+  dcg = sum((2.0 ** rel[j] - 1.0) / math.log2(1.0 + ranks[j]) for j in kept)
   ideal = sorted(gains, reverse=True)
   idcg = sum(g / math.log2(2.0 + i) for i, g in enumerate(ideal))
   return (dcg / idcg if idcg > 0 else 0.0), idcg > 0
@@ -75,7 +80,7 @@ def exact_ndcg(scores, rel, valid=None, top_k=None):
   return dcg / idcg if idcg > 0 else 0.0
 
 
-def smooth_ndcg(sim, relevance, where, tau, positives=None):
+def smooth_ndcg(sim, relevance, where, tau, positives=None, top_m=None):
   rel = relevance if positives is None else np.where(positives, 1.0, relevance)
   total = 0.0
   for s, _, w, (r,) in _directions(sim, np.zeros_like(where), where, rel):
@@ -83,7 +88,7 @@ def smooth_ndcg(sim, relevance, where, tau, positives=None):
     for q in range(s.shape[0]):
       if not w[q].any():
         continue
-      value, ok = dcg_ndcg(approx_ranks(s[q], w[q], tau), r[q], w[q])
+      value, ok = dcg_ndcg(approx_ranks(s[q], w[q], tau), r[q], w[q], top_m)
       if ok:
         per_query.append(1.0 - value)
     total += _mean_over(per_query)

@@ -47,6 +47,14 @@ REFUSED = [
     "temperature: expected a finite number > 0, got True (bool)",
   ),
   (
+    lambda: losses.smooth_ndcg(SIM, SIM, top_m=-1),
+    "top_m: expected an int >= 0, got -1",
+  ),
+  (
+    lambda: losses.objective({"smooth_ndcg": {"top_m": 2.0}}),
+    "top_m: expected an int >= 0, got 2.0",
+  ),
+  (
     lambda: losses.adaptive_listwise(SIM, sharpness="0.5"),
     "sharpness: expected a finite number > 0, got '0.5' (str)",
   ),

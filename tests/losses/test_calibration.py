@@ -48,6 +48,8 @@ def test_power_floor_and_chains_by_hand():
   np.testing.assert_allclose(_cal("power:2"), [[1.0, 0.36, 0.64, 0.49, 0.04]], atol=1e-6)
   np.testing.assert_allclose(_cal("power:0.5")[0, 4], np.sqrt(0.2), atol=1e-6)
   np.testing.assert_allclose(_cal("floor:0.7"), [[1.0, 0.0, 0.8, 0.7, 0.0]], atol=1e-6)
+  # threshold 0.6: (r − 0.6)/0.4 above it, 0 at or below
+  np.testing.assert_allclose(_cal("threshold:0.6"), [[1.0, 0.0, 0.5, 0.25, 0.0]], atol=1e-6)
   # left to right: minmax then power 2, then the other way round
   np.testing.assert_allclose(
     _cal("minmax,power:2"), [[1.0, 0.25, 0.5625, 0.390625, 0.0]], atol=1e-6
@@ -102,6 +104,7 @@ def test_a_rewritten_named_table_is_read_again(tmp_path, monkeypatch):
     "power:3",
     "power:0.3",
     "floor:0.5",
+    "threshold:0.5",
     "minmax,floor:0.3,power:2",
     "TOY",
     "range:0.5:0.7",
@@ -139,6 +142,7 @@ def test_shipped_crowdflower_sentence_table():
     ("power", "expected power:NUMBER with NUMBER in (0.0"),
     ("power:-1", "expected power:NUMBER"),
     ("floor:1.5", "expected floor:NUMBER with NUMBER in [0.0, 1.0]"),
+    ("threshold:1", "expected threshold:NUMBER with NUMBER in [0.0, 0.999]"),
     ("minmax:3", "minmax takes no argument"),
     ("isotonic", "expected isotonic:TABLE"),
     ("range:0.7:0.5", "expected range:LO:HI with 0 <= LO < HI <= 1"),

@@ -163,3 +163,71 @@ def test_approx_ranks_gradient_is_the_fused_reduction():
   ours = lambda s: jnp.sum(g * losses.approx_ranks(s, temperature=tau, where=where))
   assert float(ours(scores)) == pytest.approx(float(plain(scores)), rel=1e-6)
   np.testing.assert_allclose(jax.grad(ours)(scores), jax.grad(plain)(scores), atol=1e-5)
+
+
+def test_at_m_by_hand():
+  # s = (0.9, 0.5, 0.1), r = (0, 1, 0.5): @1 keeps item 1 (gain 1), rank 2 at τ → 0, so
+  # NDCG@1 = (1/log2 3) / 1; @2 adds item 2 (gain √2 − 1, rank 3): DCG = 1/log2 3 + (√2 − 1)/2
+  scores, relevance = jnp.array([0.9, 0.5, 0.1]), jnp.array([0.0, 1.0, 0.5])
+  rows = QueryRows(
+    scores[None], jnp.zeros((1, 3), bool), jnp.ones((1, 3), bool), relevance[None],
+    jnp.arange(1), IMAGE_TO_TEXT,
+  )  # fmt: skip
+  at = lambda m: float(smooth_ndcg_queries(rows, temperature=1e-4, top_m=m)[0][0])
+  assert at(1) == pytest.approx(1 - 1 / math.log2(3), abs=1e-6)
+  dcg2 = 1 / math.log2(3) + (math.sqrt(2) - 1) / 2
+  assert at(2) == pytest.approx(1 - dcg2 / (1 + (math.sqrt(2) - 1) / math.log2(3)), abs=1e-6)
+  assert at(3) == at(0)  # M >= C: every candidate
+
+
+def _banded(n: int, k: int, seed: int) -> np.ndarray:
+  """Relevance with exactly ``k`` gains in every row and column besides the diagonal."""
+  rng = np.random.default_rng(seed)
+  relevance = np.zeros((n, n), np.float32)
+  for shift in range(1, k + 1):
+    relevance[np.arange(n), (np.arange(n) + 2 * shift) % n] = rng.uniform(0.2, 0.9, n)
+  return relevance
+
+
+def test_at_m_equals_the_full_loss_when_no_other_candidate_has_a_gain():
+  """Top-K relevance (K gains a row and a column, the positive one of them), M = K + 1:
+  the same value and gradient as every candidate; a smaller M changes it."""
+  n, k = 12, 3
+  sim = jnp.asarray(np.random.default_rng(1).normal(size=(n, n)), jnp.float32)
+  relevance, pos = jnp.asarray(_banded(n, k, 1)), jnp.eye(n, dtype=bool)
+
+  def value_and_grad(m):
+    f = lambda s: losses.smooth_ndcg(s, relevance, positives=pos, temperature=0.1, top_m=m)
+    return jax.value_and_grad(f)(sim)
+
+  (full, g_full), (at, g_at) = value_and_grad(0), value_and_grad(k + 1)
+  assert float(at) == pytest.approx(float(full), abs=1e-6)
+  np.testing.assert_allclose(g_at, g_full, atol=1e-6)
+  assert abs(float(value_and_grad(k)[0]) - float(full)) > 1e-3
+
+
+@pytest.mark.parametrize("top_m", [1, 3, 6])
+def test_at_m_matches_numpy_with_padding_and_positives(top_m):
+  """Dense relevance (every candidate a gain): NDCG@M with soft ranks over every
+  candidate, as the numpy reference writes it, with padded rows and columns."""
+  sim, pos, where, relevance, _ = make_batch(3, n_img=4, captions_per_image=2, pad_img=1, pad_txt=2)
+  got = losses.smooth_ndcg(
+    jnp.asarray(sim), jnp.asarray(relevance), positives=pos, where=where, temperature=0.1,
+    top_m=top_m,
+  )  # fmt: skip
+  want = ref.smooth_ndcg(sim, relevance, where, 0.1, positives=pos, top_m=top_m)
+  assert float(got) == pytest.approx(want, abs=1e-5)
+
+
+def test_ranks_of_chosen_items_are_their_ranks_among_all_with_the_same_gradient():
+  rng = np.random.default_rng(7)
+  scores = jnp.asarray(rng.uniform(-1, 1, 9), jnp.float32)
+  where = jnp.asarray(rng.uniform(size=9) > 0.2)
+  index = jnp.array([4, 0, 7])
+  g = jnp.asarray(rng.normal(size=3), jnp.float32)
+  full = lambda s: jnp.sum(g * losses.approx_ranks(s, temperature=0.3, where=where)[index])
+  chosen = lambda s: jnp.sum(
+    g * losses.approx_ranks_of(s[index], s, temperature=0.3, where=where, chosen_where=where[index])
+  )
+  assert float(chosen(scores)) == pytest.approx(float(full(scores)), rel=1e-6)
+  np.testing.assert_allclose(jax.grad(chosen)(scores), jax.grad(full)(scores), atol=1e-5)

@@ -1,5 +1,5 @@
-"""CMAL²R, SAM and LSEH through the bridge: values and gradients equal independent PyTorch
-versions of their formulas, and float64 gradcheck holds."""
+"""CMAL²R, SAM, LSEH and Smooth-NDCG@M through the bridge: values and gradients equal
+independent PyTorch versions of their formulas, and float64 gradcheck holds."""
 
 import jax
 import pytest
@@ -26,6 +26,10 @@ CASES = {
   "adaptive_listwise": (
     lambda s, g: bridge.loss("adaptive_listwise", s, sharpness=0.5, alpha=0.4),
     lambda s, g: torch_reference.adaptive_listwise(s, 0.5, 0.4),
+  ),
+  "smooth_ndcg_top_m": (
+    lambda s, g: bridge.loss("smooth_ndcg", s, g, temperature=0.5, top_m=2),
+    lambda s, g: torch_reference.smooth_ndcg(s, g, 0.5, top_m=2),
   ),
   "semantic_margin_triplet": (
     lambda s, g: bridge.loss("semantic_margin_triplet", s, g, temperature=2.0, sampling="hard"),

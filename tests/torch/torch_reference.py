@@ -18,25 +18,31 @@ def triplet(sim, margin=0.2, mining="max"):
   return hinge_i2t.sum(dim=1).mean() + hinge_t2i.sum(dim=0).mean()
 
 
-def smooth_ndcg_rows(sim, relevance, tau):
+def smooth_ndcg_rows(sim, relevance, tau, top_m=None):
   """Per row ``1 − Σ_j (2^{r_j} − 1)/log2(1 + π̂_j) / IDCG`` with
-  ``π̂_j = 1 + Σ_{k≠j} σ((s_k − s_j)/τ)`` and IDCG from the sorted gains."""
+  ``π̂_j = 1 + Σ_{k≠j} σ((s_k − s_j)/τ)`` and IDCG from the sorted gains; ``top_m``: both
+  sums over the row's ``top_m`` largest gains only (ranks still over the whole row)."""
   n = sim.shape[1]
   diff = sim[:, None, :] - sim[:, :, None]  # [q, j, k] = s_k − s_j
   off = ~torch.eye(n, dtype=torch.bool)
   ranks = 1 + (torch.sigmoid(diff / tau) * off).sum(-1)
   gains = 2**relevance - 1
-  dcg = (gains / torch.log2(1 + ranks)).sum(-1)
-  ideal = gains.sort(dim=-1, descending=True)[0]
-  positions = torch.arange(1, n + 1, dtype=sim.dtype)
+  ideal, order = gains.sort(dim=-1, descending=True, stable=True)
+  kept = torch.ones_like(gains, dtype=torch.bool)
+  if top_m is not None:
+    kept = torch.zeros_like(kept).scatter(-1, order[:, :top_m], True)
+    ideal = ideal[:, :top_m]
+  dcg = (gains / torch.log2(1 + ranks) * kept).sum(-1)
+  positions = torch.arange(1, ideal.shape[1] + 1, dtype=sim.dtype)
   idcg = (ideal / torch.log2(1 + positions)).sum(-1)
   return 1 - dcg / idcg
 
 
-def smooth_ndcg(sim, relevance, tau):
+def smooth_ndcg(sim, relevance, tau, top_m=None):
   """Both directions, mean over queries: rows of ``sim``, then rows of ``sim.T``."""
   return (
-    smooth_ndcg_rows(sim, relevance, tau).mean() + smooth_ndcg_rows(sim.T, relevance.T, tau).mean()
+    smooth_ndcg_rows(sim, relevance, tau, top_m).mean()
+    + smooth_ndcg_rows(sim.T, relevance.T, tau, top_m).mean()
   )
 
 
