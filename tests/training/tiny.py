@@ -75,12 +75,13 @@ LOSS_FN = losses.objective(
 
 
 STEPS_PER_EPOCH = 2  # the multi-process run (3 steps) switches the windowed terms
-# Every loss of the registry (and both triplet minings, SAM with random negatives
+# Every loss of the registry (and both triplet minings, Smooth-NDCG@M, SAM with random negatives
 # and the kept triplet, an active and an inactive epoch-windowed term).
 EVERY_LOSS = {
   "lmh": {"loss": "triplet", "mining": "max"},
   "lsh": {"loss": "triplet", "mining": "sum", "reduction": "sum"},
   "smooth_ndcg": {"temperature": 0.05},
+  "smooth_ndcg_at": {"loss": "smooth_ndcg", "temperature": 0.05, "top_m": 3},  # @M
   "cmal2r": {"loss": "adaptive_listwise"},
   "sam_hard": {"loss": "semantic_margin_triplet", "input": "metric", "max_margin": 1.0},
   "sam_random": {
