@@ -243,6 +243,11 @@ def get_config() -> ml_collections.ConfigDict:
   # alone (vse, vseinf): the same pairs and objective, less padding for a transformer;
   # each tuple of chunk widths compiles the train step once.
   c.token_chunks = 1
+  # The chunks each device's rows go through the towers in (GradCache: embeddings without
+  # activations, the loss's gradient at them, then each chunk's backward): the same
+  # update with one chunk's activations in memory, one more forward pass of compute. For
+  # networks without batch statistics or auxiliary losses; 1: the whole batch at once.
+  c.grad_chunks = 1
 
   # Multi-host runs. Unset (""/0/-1): join the job JAX detects (Cloud TPU pod slice,
   # SLURM, Open MPI, Kubernetes), a single process without one; given values must match it.

@@ -56,6 +56,7 @@ COUNTS: dict[str, int] = {
   "prefetch": 0,
   "seed": 0,
   "token_chunks": 1,
+  "grad_chunks": 1,
   "eval_every_steps": 0,
 }
 # Whole-number fields with a largest valid value, and why. JAX seeds its random keys with
@@ -115,6 +116,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "compilation_cache": "True or False",
   "token_buckets": "a list",
   "token_chunks": "a whole number",
+  "grad_chunks": "a whole number",
   "model": "an object",
   "loss": "an object",
   "optimizer": "an object",
@@ -299,6 +301,7 @@ def check_train_config(config: Any) -> None:
   check_labelled(config, dataset)
   check_text_input(config, dataset)
   check_token_chunks(config)
+  _check_grad_chunks(config)
   _check_switches_and_paths(config)
   check_terms(config.loss, num_epochs=config.num_epochs)
   check_graded(config, dataset)
@@ -395,6 +398,16 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   return config
 
 
+def _check_grad_chunks(config) -> None:
+  """``config.grad_chunks`` divides ``batch_size`` (each device's share is checked when the
+  step runs: :func:`!jitr.training.grad_cache.chunked`)."""
+  if config.batch_size % config.grad_chunks:
+    raise ValueError(
+      f"config.grad_chunks: expected a divisor of config.batch_size ({config.batch_size}), "
+      f"got {config.grad_chunks}"
+    )
+
+
 # Fields (dotted paths; a group covers every field under it) that a resume may change:
 # they set how the run is executed, logged and cached, or (init_from) what only a run's
 # first start reads, not what a resume trains, evaluates or writes to metrics.json. Every
@@ -440,7 +453,12 @@ EXECUTION_FIELDS: dict[str, str] = {
 # one chunk of captions, every training image, validation after every epoch only. Reading
 # such a workdir (jitr.experiment.workdir.read_trained_config) or comparing a new config
 # with it (run_differences) gives it that value.
-EARLIER_DEFAULTS: dict[str, Any] = {"token_chunks": 1, "train_fraction": 1.0, "eval_every_steps": 0}
+EARLIER_DEFAULTS: dict[str, Any] = {
+  "token_chunks": 1,
+  "grad_chunks": 1,
+  "train_fraction": 1.0,
+  "eval_every_steps": 0,
+}
 # May change within the bounds of jitr.experiment.workdir.check_num_epochs; config.json
 # then records the new value.
 EPOCHS_FIELD = "num_epochs"

@@ -104,7 +104,10 @@ def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
   )
   return training.DataParallel(
     training.make_train_step(
-      objective, model=model, graded_fn=make_graded_fn(config.graded, aggregates=aggregates)
+      objective,
+      model=model,
+      graded_fn=make_graded_fn(config.graded, aggregates=aggregates),
+      grad_chunks=config.grad_chunks,
     ),
     backend=config.backend,
   )

@@ -28,10 +28,11 @@ import optax
 
 from jitr import losses
 from jitr.data.token_chunks import joined_token_chunks
+from jitr.losses import checks
 from jitr.losses.composite import Objective, PartialSums
 from jitr.losses.query_rows import IMAGE_TO_TEXT, TEXT_TO_IMAGE, QueryRows
-from jitr.models.retrieval_model import RetrievalModel
-from jitr.training import row_exchange
+from jitr.models.retrieval_model import ModelOutput, RetrievalModel
+from jitr.training import grad_cache, row_exchange
 from jitr.training.row_exchange import Batch, DeviceQueries, GradedFn
 from jitr.training.state import TrainState
 
@@ -59,6 +60,7 @@ def make_train_step(
   model: RetrievalModel,
   graded_fn: GradedFn | None = None,
   axis_name: str | None = "batch",
+  grad_chunks: int = 1,
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]:
   """Builds the per-device ``train_step(state, batch) -> (state, metrics)``.
 
@@ -77,11 +79,18 @@ def make_train_step(
   ``pmean``-ed and stored in ``state.model_state``. ``axis_name=None`` gives the
   single-device step.
 
+  ``grad_chunks = k > 1`` runs each device's forward pass ``k`` chunks of its rows at a
+  time (:mod:`!jitr.training.grad_cache`): embeddings without activations, the loss's
+  gradient at them, then each chunk's forward again and its backward; the same update
+  with one chunk's activations in memory (a network without batch statistics or
+  auxiliary losses; dropout drawn per chunk).
+
   Metrics: ``loss`` (the total), ``loss/<term>`` of each objective term,
   ``loss/<aux>`` (unweighted mean) of each auxiliary loss, ``grad_norm`` and, with a
   ``relevance`` graded input, the exact ``ndcg_i2t`` / ``ndcg_t2i`` of the batch.
   """
   check_term_names(model, loss_fn)
+  checks.check_block_size("grad_chunks", grad_chunks)
   objective = loss_fn  # the name loss_fn goes to the closure differentiated below
 
   def train_step(state: TrainState, batch: Batch):
@@ -92,18 +101,25 @@ def make_train_step(
     fields = {k: v for k, v in batch.items() if k not in model.inputs}  # the queries' data
     queries = row_exchange.device_queries(fields, graded_fn, axis_name)
 
+    def forward(params, rows, key):
+      """The model's forward pass on ``rows`` (train mode, dropout from ``key``)."""
+      return model.forward(
+        {"params": params, **state.model_state},
+        rows,
+        train=True,
+        rngs={"dropout": key},
+        axis_name=axis_name,
+      )
+
     def loss_fn(params):
       """``(share, DeviceOutputs)``: this device's share of the loss; the shares of all
       devices sum to it."""
-      # The model's forward pass on this device's rows, then its [b, N] query rows.
-      out, new_state = model.forward(
-        {"params": params, **state.model_state},
-        batch,
-        train=True,
-        rngs={"dropout": dropout_key},
-        axis_name=axis_name,
-      )
-      new_state = {**state.model_state, **new_state}
+      out, new_state = forward(params, batch, dropout_key)
+      return scored(params, out, {**state.model_state, **new_state})
+
+    def scored(params, out, new_state):
+      """``loss_fn`` from the forward pass's output ``out``: this device's ``[b, N]`` query
+      rows, the objective's share and the auxiliary losses' shares."""
       i2t_sim, t2i_sim, score_state = row_exchange.query_rows(
         model,
         {"params": params, **new_state},
@@ -133,9 +149,23 @@ def make_train_step(
       return share, DeviceOutputs(counted, aux, i2t_sim, t2i_sim, new_state)
 
     # The gradient of this device's share, then the sums over devices.
-    (_, outputs), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-      row_exchange.as_varying(state.params, axis_name)
-    )
+    params = row_exchange.as_varying(state.params, axis_name)
+    if grad_chunks == 1:
+      (_, outputs), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    else:
+      if state.model_state:
+        raise ValueError(
+          f"config.grad_chunks: the network keeps batch statistics {sorted(state.model_state)}, "
+          "which a chunk's rows would change; expected grad_chunks 1"
+        )
+      (_, outputs), grads = grad_cache.value_and_grad(
+        lambda p, rows, key: forward(p, rows, key)[0],
+        lambda p, images, captions: scored(p, ModelOutput(images, captions, {}), {}),
+        params,
+        {k: batch[k] for k in model.inputs if k in batch},
+        dropout_key,
+        grad_chunks,
+      )
     grads, model_state = row_exchange.reduce_across_devices(grads, outputs.model_state, axis_name)
     # The metrics of the global batch, and the update.
     total, parts, aux_means = global_loss(

@@ -262,7 +262,8 @@ def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
       "--config.modle.embed_dim=8",
       "--config.modle.embed_dim=8: unknown field 'modle' of config (valid fields: backend, "
       "batch_size, calibration, captions_per_image, compilation_cache, concepts, data_dir, "
-      "dataset, distributed, estimators, eval_batch_size, eval_every_steps, eval_folds, graded, "
+      "dataset, distributed, estimators, eval_batch_size, eval_every_steps, eval_folds, "
+      "grad_chunks, graded, "
       "image, "
       "init_from, karpathy, labelled, log_every_steps, loss, max_caption_len, model, num_epochs, "
       "optimizer, "

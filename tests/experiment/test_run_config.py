@@ -193,6 +193,16 @@ REFUSED = [
     "config.token_chunks: expected a divisor of config.batch_size (128), got 3",
   ),
   (
+    "grad_chunks",
+    0,
+    "config.grad_chunks: expected a whole number >= 1, got 0",
+  ),
+  (
+    "grad_chunks",
+    3,
+    "config.grad_chunks: expected a divisor of config.batch_size (128), got 3",
+  ),
+  (
     "test_split",
     "val",
     "config.test_split: expected one of 'test' (the splits of jitr_shapes), got 'val'",
@@ -227,7 +237,8 @@ def test_token_chunks_need_a_network_that_encodes_each_caption_alone():
 
 
 @pytest.mark.parametrize(
-  ("field", "value"), [("token_chunks", 1), ("train_fraction", 1.0), ("eval_every_steps", 0)]
+  ("field", "value"),
+  [("token_chunks", 1), ("grad_chunks", 1), ("train_fraction", 1.0), ("eval_every_steps", 0)],
 )
 def test_a_config_json_written_without_a_later_field_reads_as_its_run_had(tmp_path, field, value):
   raw = default.get_config().to_dict()

@@ -1,0 +1,60 @@
+"""The GradCache step (``grad_chunks``): embeddings of every chunk without activations, the
+loss's gradient at them, each chunk's backward again: the same loss, metrics and update as
+the step over the whole batch, on one device and on eight; refused in one line where a
+chunk would change what the rows compute."""
+
+import jax
+import numpy as np
+import pytest
+
+from jitr import training
+from jitr.training.grad_cache import chunked
+from tests.training import tiny
+
+
+def _step(grad_chunks, axis_name=None):
+  return training.make_train_step(
+    tiny.EVERY_LOSS_FN,
+    model=tiny.MODEL,
+    graded_fn=tiny.graded_inputs_fn,
+    axis_name=axis_name,
+    grad_chunks=grad_chunks,
+  )
+
+
+def _assert_same_update(state, want, got):
+  """The SGD (rate 1) updates ``state − new`` agree to float32 rounding of their scale."""
+  for p, a, b in zip(*(jax.tree.leaves(s.params) for s in (state, want, got)), strict=True):
+    step_a, step_b = np.asarray(p) - np.asarray(a), np.asarray(p) - np.asarray(b)
+    np.testing.assert_allclose(step_b, step_a, atol=1e-6 * np.abs(step_a).max() + 1e-7)
+
+
+def test_chunks_give_the_update_of_the_whole_batch_on_one_device_or_eight():
+  batch = tiny.make_batch(seed=4, n_images=16, captions_per_image=2)  # 32 rows
+  state = tiny.make_state()
+  want, want_metrics = jax.jit(_step(1))(state, batch)
+  got, metrics = jax.jit(_step(4))(state, batch)
+  for name in want_metrics:
+    assert float(metrics[name]) == pytest.approx(float(want_metrics[name]), rel=1e-6, abs=1e-5), (
+      name
+    )
+  _assert_same_update(state, want, got)
+  assert float(want_metrics["grad_norm"]) > 1e-3  # an update to compare
+  dp = training.DataParallel(_step(2, axis_name="batch"), donate=False)  # 4 rows, 2 chunks
+  parallel, parallel_metrics = dp(dp.put_state(state), dp.put_batch(batch))
+  assert float(parallel_metrics["loss"]) == pytest.approx(float(want_metrics["loss"]), rel=1e-6)
+  _assert_same_update(state, want, dp.get_state(parallel))
+
+
+def test_chunks_that_do_not_split_the_rows_are_refused():
+  with pytest.raises(ValueError, match=r"^grad_chunks: expected an int >= 1, got 0$"):
+    _step(0)
+  batch = tiny.make_batch(seed=4, n_images=5, captions_per_image=2)  # 10 rows
+  refused = (
+    r"^config.grad_chunks: 4 chunks do not split a device's 10 rows \(images\); "
+    r"expected a divisor"
+  )
+  with pytest.raises(ValueError, match=refused):
+    jax.jit(_step(4))(tiny.make_state(), batch)
+  with pytest.raises(ValueError, match=r"tokens comes in token chunks"):
+    chunked({"tokens": (np.zeros((4, 2)), np.zeros((4, 3)))}, 2)
