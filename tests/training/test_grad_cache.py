@@ -58,3 +58,26 @@ def test_chunks_that_do_not_split_the_rows_are_refused():
     jax.jit(_step(4))(tiny.make_state(), batch)
   with pytest.raises(ValueError, match=r"tokens comes in token chunks"):
     chunked({"tokens": (np.zeros((4, 2)), np.zeros((4, 3)))}, 2)
+
+
+def test_rows_that_a_chunk_would_change_are_refused():
+  """Auxiliary losses of the rows and batch statistics: one line, nothing trained."""
+  import dataclasses
+
+  import jax.numpy as jnp
+
+  from jitr.models.retrieval_model import ModelOutput
+
+  def with_aux(variables, batch, **kwargs):
+    out, new_state = tiny.MODEL.forward(variables, batch, **kwargs)
+    return ModelOutput(out.images, out.captions, {"caption": jnp.mean(out.images, -1)}), new_state
+
+  model = dataclasses.replace(tiny.MODEL, forward=with_aux, aux_weights={"caption": 1.0})
+  step = training.make_train_step(tiny.LOSS_FN, model=model, axis_name=None, grad_chunks=2)
+  batch = tiny.make_batch(seed=4)
+  with pytest.raises(ValueError, match=r"^config.grad_chunks: the network's auxiliary losses"):
+    jax.jit(step)(tiny.make_state(), batch)
+  state = tiny.make_state().replace(model_state={"batch_stats": {"mean": jnp.zeros(3)}})
+  plain = training.make_train_step(tiny.LOSS_FN, model=tiny.MODEL, axis_name=None, grad_chunks=2)
+  with pytest.raises(ValueError, match=r"^config.grad_chunks: the network keeps batch statistics"):
+    jax.jit(plain)(state, batch)
