@@ -92,16 +92,15 @@ def check_bool(name: str, value: Any) -> None:
     raise ValueError(f"{name}: expected True or False, got {value!r} ({type(value).__name__})")
 
 
+def check_int(name: str, value: Any, minimum: int) -> None:
+  """``value`` must be an int >= ``minimum``."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
+
+
 def check_block_size(name: str, value: Any) -> None:
   """``value`` must be an int >= 1."""
-  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-    raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
-
-
-def check_count(name: str, value: Any) -> None:
-  """``value`` must be an int >= 0."""
-  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-    raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
+  check_int(name, value, 1)
 
 
 def check_choice(name: str, value: Any, choices: Collection[str]) -> None:
@@ -204,25 +203,16 @@ class _Switch(Range):
 
 
 @dataclasses.dataclass(frozen=True)
-class _BlockSize(Range):
-  """An int >= 1."""
+class _AtLeast(Range):
+  """An int >= ``minimum``."""
+
+  minimum: int
 
   def check(self, name: str, value: Any) -> None:
-    check_block_size(name, value)
+    check_int(name, value, self.minimum)
 
   def check_config(self, field: str, value: Any) -> None:
-    check_block_size(f"config.{field}", value)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Count(Range):
-  """An int >= 0."""
-
-  def check(self, name: str, value: Any) -> None:
-    check_count(name, value)
-
-  def check_config(self, field: str, value: Any) -> None:
-    check_count(f"config.{field}", value)
+    check_int(f"config.{field}", value, self.minimum)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,6 +239,6 @@ UNIT_INTERVAL = _UnitInterval()
 #: True or False.
 SWITCH = _Switch()
 #: An int >= 1 (rows mapped at once).
-BLOCK_SIZE = _BlockSize()
+BLOCK_SIZE = _AtLeast(1)
 #: An int >= 0 (a cut-off where 0 means none: Smooth-NDCG's ``top_m``).
-COUNT = _Count()
+COUNT = _AtLeast(0)

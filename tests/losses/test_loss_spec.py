@@ -184,7 +184,11 @@ def test_a_config_field_out_of_its_declared_range_is_refused(terms, message):
       {"smooth_ndcg": {"margin": 0.2}},
       "config.loss.smooth_ndcg.margin: not a setting of smooth_ndcg; expected one of "
       "['block_size', 'from_epoch', 'input', 'loss', 'reduction', 'temperature', "
-      "'until_epoch', 'weight']",
+      "'top_m', 'until_epoch', 'weight']",
+    ),
+    (
+      {"smooth_ndcg": {"top_m": -8}},
+      "config.loss.smooth_ndcg.top_m: expected an int >= 0, got -8",
     ),
     (
       {"sam": {"loss": "semantic_margin_triplet", "max_margin": None, "keep_triplet": 0}},
