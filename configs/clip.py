@@ -40,7 +40,7 @@ TERMS = {
     }
   },
   "triplet": {"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}},
-  "sndcg": {"smooth_ndcg": {"weight": 1.0, "temperature": 0.01, "top_m": 0}},
+  "sndcg": {"smooth_ndcg": {"weight": 1.0, "temperature": 0.01, "top_m": 0, "window": False}},
 }
 
 

@@ -185,8 +185,9 @@ def get_config() -> ml_collections.ConfigDict:
   # epoch 1 (jitr.losses.objective: from_epoch / until_epoch).
   c.loss = with_warmup({"triplet": {"weight": 1.0, "margin": 0.2, "mining": "max"}})
   # from the first step; top_m = M > 0: Smooth-NDCG@M (each query's M candidates of the
-  # largest gains, ranked among all: N·M pairs a query instead of N²), 0: every candidate
-  c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01, "top_m": 0}
+  # largest gains, ranked among all: N·M pairs a query instead of N²), 0: every candidate;
+  # window: the same ranks summed only over each candidate's unsaturated neighbours
+  c.loss.smooth_ndcg = {"weight": 1.0, "temperature": 0.01, "top_m": 0, "window": False}
 
   # The optimizer (after clipping the gradients' global norm) and its step-decay schedule
   c.optimizer = ml_collections.ConfigDict(

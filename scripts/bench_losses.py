@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Benchmark: jitr's triplet + Smooth-NDCG (both directions) vs a naive version, and
-Smooth-NDCG@M (``top_m``, default 64) beside the full loss.
+Smooth-NDCG@M (``top_m``, default 64) and the windowed full loss beside the full loss.
 
 The naive version materialises the ``[N, N, N]`` pairwise tensor and
 differentiates it with plain autodiff, the way the official PyTorch code works.
@@ -12,6 +12,11 @@ memory exceeds ``--naive_budget_gb``.
 Smooth-NDCG@M ranks each query's M candidates of the largest gains among all N (N·M·N
 pairs instead of N³); it runs on the same dense relevance as the full loss (there a
 change of objective, the same cost as on top-K relevance).
+
+The windowed loss (``window=True``) is the full loss, each query's scores sorted and each
+candidate's sigmoids summed over its unsaturated neighbours only; its cost follows how
+many pairs lie within the saturation width ``ln(N·2²⁴)·τ`` (the "unsaturated" column: their
+share of all pairs, on these uniform scores in [-1, 1]).
 
 Usage: python scripts/bench_losses.py [--sizes 128,256,512,1024] [--repeats 3] [--top_m 64]
 
@@ -97,6 +102,25 @@ def _jitr_loss_at(top_m: int):
   return loss
 
 
+def _jitr_loss_window(sim, relevance):
+  """jitr's loss with the windowed Smooth-NDCG (the same value)."""
+  from jitr import losses
+
+  return losses.triplet(sim) + losses.smooth_ndcg(
+    sim, relevance, temperature=TEMPERATURE, window=True
+  )
+
+
+def unsaturated_share(sim) -> float:
+  """The share of (query, candidate) pairs of ``sim``'s rows within the saturation width."""
+  import jax
+
+  from jitr import losses
+
+  count = jax.jit(jax.vmap(lambda s: losses.unsaturated_partners(s, temperature=TEMPERATURE)))
+  return float(count(sim).sum()) / sim.size / (sim.shape[1] - 1)
+
+
 def _time(fn, args, repeats):
   import jax
 
@@ -134,7 +158,12 @@ def run_one(impl: str, n: int, repeats: int, budget_gb: float, top_m: int = TOP_
   sim = jnp.asarray(rng.uniform(-1, 1, (n, n)), jnp.float32)
   relevance = jnp.asarray(rng.uniform(0, 1, (n, n)), jnp.float32)
   relevance = relevance.at[jnp.diag_indices(n)].set(1.0)
-  loss = {"jitr": _jitr_loss, "naive": _naive_loss, "at_m": _jitr_loss_at(top_m)}[impl]
+  loss = {
+    "jitr": _jitr_loss,
+    "naive": _naive_loss,
+    "at_m": _jitr_loss_at(top_m),
+    "window": _jitr_loss_window,
+  }[impl]
   fwd = jax.jit(loss)
   fwd_bwd = jax.jit(jax.value_and_grad(loss))
   compiled = fwd_bwd.lower(sim, relevance).compile()
@@ -146,7 +175,7 @@ def run_one(impl: str, n: int, repeats: int, budget_gb: float, top_m: int = TOP_
     return {"impl": impl, "n": n, "skipped": f"needs ~{estimate_gb:.1f} GB (XLA estimate)"}
   t_fwd = _time(fwd, (sim, relevance), repeats)
   t_fwd_bwd = _time(fwd_bwd, (sim, relevance), repeats)
-  return {
+  out = {
     "impl": impl,
     "n": n,
     "fwd_s": t_fwd,
@@ -154,6 +183,9 @@ def run_one(impl: str, n: int, repeats: int, budget_gb: float, top_m: int = TOP_
     "xla_estimate_gb": estimate_gb,
     "peak_mb": _peak_mb(),
   }
+  if impl == "window":
+    out["unsaturated"] = (unsaturated_share(sim) + unsaturated_share(sim.T)) / 2
+  return out
 
 
 def _run_impl(impl: str, n: int, args) -> dict:
@@ -227,16 +259,17 @@ def main() -> None:
     "| fwd+bwd per-pair cost / fused pass "
     f"| jitr peak {memory} MB "
     f"| naive fwd+bwd s | naive peak {memory} MB | naive / jitr "
-    f"| @{args.top_m} fwd+bwd s | full / @{args.top_m} |"
+    f"| @{args.top_m} fwd+bwd s | full / @{args.top_m} "
+    "| window fwd+bwd s | unsaturated | full / window |"
   )
   print(header)
   print("|---" * (header.count("|") - 1) + "|")
   for n in (int(x) for x in args.sizes.split(",")):
-    results = {impl: _run_impl(impl, n, args) for impl in ("jitr", "naive", "at_m")}
-    j, v, m = results["jitr"], results["naive"], results["at_m"]
+    results = {impl: _run_impl(impl, n, args) for impl in ("jitr", "naive", "at_m", "window")}
+    j, v, m, w = (results[impl] for impl in ("jitr", "naive", "at_m", "window"))
     pairs = 2 * n**3  # sigmoid pairs of one forward rank pass, both directions
     if "failed" in j:
-      print(f"| {n} | jitr failed: {j['failed']} |" + " – |" * 10, flush=True)
+      print(f"| {n} | jitr failed: {j['failed']} |" + " – |" * 13, flush=True)
       continue
     if "failed" in v:
       naive_cols = f"failed: {v['failed']} | – | –"
@@ -250,11 +283,17 @@ def main() -> None:
       at_cols = f"failed: {m['failed']} | –"
     else:
       at_cols = f"{m['fwd_bwd_s']:.3f} | {j['fwd_bwd_s'] / m['fwd_bwd_s']:.1f}×"
+    if "failed" in w:
+      window_cols = f"failed: {w['failed']} | – | –"
+    else:
+      window_cols = (
+        f"{w['fwd_bwd_s']:.3f} | {w['unsaturated']:.1%} | {j['fwd_bwd_s'] / w['fwd_bwd_s']:.1f}×"
+      )
     print(
       f"| {n} | {j['fwd_s']:.3f} | {pairs / j['fwd_s'] / 1e9:.2f} "
       f"| {pairs / j['fwd_s'] / 1e9 / rates['exp']:.2f} | {j['fwd_bwd_s']:.3f} "
       f"| {j['fwd_bwd_s'] / pairs * kernel * 1e9:.2f}× | {j['peak_mb']:.0f} | {naive_cols} "
-      f"| {at_cols} |",
+      f"| {at_cols} | {window_cols} |",
       flush=True,
     )
 

@@ -12,6 +12,7 @@ import types
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from tests.bench_tables import assert_printed_value, load_script, table_rows
 
@@ -86,10 +87,10 @@ def test_row_is_the_measured_numbers(monkeypatch, capsys):
   assert f"(jax.nn.sigmoid + sum, N = 64) = {KERNEL_RATE:.2f} G pairs/s" in out
   assert f"one exp per pair = {EXP_RATE:.2f} G pairs/s" in out
   (row,) = table_rows(out, f"| {N} |")
-  assert len(row) == 12, row
-  j, v, m = measured["jitr"], measured["naive"], measured["at_m"]
-  assert "| @4 fwd+bwd s | full / @4 |" in out
-  for result, impl in ((j, "jitr"), (v, "naive"), (m, "at_m")):
+  assert len(row) == 15, row
+  j, v, m, w = (measured[impl] for impl in ("jitr", "naive", "at_m", "window"))
+  assert "| @4 fwd+bwd s | full / @4 | window fwd+bwd s | unsaturated | full / window |" in out
+  for result, impl in ((j, "jitr"), (v, "naive"), (m, "at_m"), (w, "window")):
     assert result["impl"] == impl and result["n"] == N, result
     for key in ("fwd_s", "fwd_bwd_s", "peak_mb", "xla_estimate_gb"):
       assert math.isfinite(result[key]) and result[key] > 0, (impl, key, result[key])
@@ -109,12 +110,24 @@ def test_row_is_the_measured_numbers(monkeypatch, capsys):
     v["fwd_bwd_s"] / j["fwd_bwd_s"],
     m["fwd_bwd_s"],
     j["fwd_bwd_s"] / m["fwd_bwd_s"],
+    w["fwd_bwd_s"],
+    100 * w["unsaturated"],
+    j["fwd_bwd_s"] / w["fwd_bwd_s"],
   ]
   names = ["N", "fwd s", "G pairs/s", "fwd / exp pass", "fwd+bwd s", "per-pair cost",
-           "peak MB", "naive s", "naive peak MB", "naive / jitr", "@M s", "full / @M"]  # fmt: skip
+           "peak MB", "naive s", "naive peak MB", "naive / jitr", "@M s", "full / @M",
+           "window s", "unsaturated %", "full / window"]  # fmt: skip
   for cell, value, name in zip(row, expected, names):
     assert_printed_value(cell, value, name)
   assert row[5].endswith("×") and row[9].endswith("×") and row[11].endswith("×")
+  assert row[13].endswith("%") and row[14].endswith("×")
+  # the share of pairs within ln(N·2²⁴)·τ of each other, counted by hand on the same scores
+  sim = np.asarray(_bench_inputs(N)[0])
+  width = (math.log(N) + 24 * math.log(2)) * bench.TEMPERATURE
+  near = np.abs(sim[:, :, None] - sim[:, None, :]) <= width  # [row, j, k] of each row
+  near_t = np.abs(sim.T[:, :, None] - sim.T[:, None, :]) <= width
+  share = ((near.sum() - N * N) + (near_t.sum() - N * N)) / (2 * N * N * (N - 1))
+  assert w["unsaturated"] == pytest.approx(share, rel=1e-6)
 
 
 def test_failures_and_skips_are_rows(monkeypatch, capsys):
@@ -133,7 +146,7 @@ def test_failures_and_skips_are_rows(monkeypatch, capsys):
   bench = load_script("bench_losses")
   (row,) = table_rows(_main(bench, monkeypatch, capsys, "--timeout_s", "0.01"), f"| {N} |")
   failed = "jitr failed: over --timeout_s=0.01 s (compile included)"
-  assert row == [str(N), failed] + ["–"] * 10
+  assert row == [str(N), failed] + ["–"] * 13
 
 
 def test_xla_flags_reach_every_run(monkeypatch, capsys):

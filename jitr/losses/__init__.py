@@ -37,6 +37,7 @@ from jitr.losses.relevance import (
   shares_a_label,
   topk_score_matrix,
 )
+from jitr.losses.saturation_window import unsaturated_partners, window_ranks
 from jitr.losses.semantic_hard_negatives import semantic_hard_negatives
 from jitr.losses.semantic_margin_triplet import semantic_margin_triplet
 from jitr.losses.sigmoid_pairs import sigmoid_pairs
@@ -74,4 +75,6 @@ __all__ = [
   "smooth_ndcg",
   "topk_score_matrix",
   "triplet",
+  "unsaturated_partners",
+  "window_ranks",
 ]

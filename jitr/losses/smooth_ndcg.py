@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jitr.losses import checks, dcg
 from jitr.losses import query_rows as qr
 from jitr.losses import ranks as ranks_lib
+from jitr.losses import saturation_window as window_lib
 
 
 def smooth_ndcg_query(
@@ -18,6 +19,7 @@ def smooth_ndcg_query(
   temperature: float | jax.Array = 0.01,
   block_size: int = 16,
   top_m: int = 0,
+  window: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
   """One query's ``1 − NDCĜ`` and whether it counts (it has a relevant valid item).
 
@@ -33,31 +35,48 @@ def smooth_ndcg_query(
   log2(1 + π̂_j)`` over ``IDCG_M`` (the ``M`` largest gains at positions 1…M), ``M × C``
   pairs a query. It equals the full loss when no candidate outside ``T`` has a gain (top-K
   relevance, ``M >= K``). ``0`` (or ``M >= C``): every candidate.
+
+  ``window``: the same ``π̂`` (within float32 rounding) by sorting the scores and summing
+  each candidate's sigmoids only over its unsaturated neighbours
+  (:func:`!jitr.losses.saturation_window.window_ranks`): ``O(C log C + C·W)`` a query, ``W``
+  the widest run of candidates within ``ln(C·2²⁴)·τ`` of one another in the block.
   """
   del block_size  # how many rows are mapped at once (SMOOTH_NDCG.block)
   relevance = jnp.where(query.positives, 1.0, query.graded.astype(query.sim.dtype))
+  ranks = None
+  if window:
+    ranks = window_lib.window_ranks(query.sim, temperature=temperature, where=query.where)
   if 0 < top_m < query.sim.shape[0]:
-    value, has_relevant = _ndcg_at(query, relevance, temperature, top_m)
+    value, has_relevant = _ndcg_at(query, relevance, temperature, top_m, ranks)
   else:
-    ranks = ranks_lib.approx_ranks(query.sim, temperature=temperature, where=query.where)
+    if ranks is None:
+      ranks = ranks_lib.approx_ranks(query.sim, temperature=temperature, where=query.where)
     value, has_relevant = dcg.ndcg_from_ranks(ranks, relevance, where=query.where)
   return 1.0 - value, has_relevant & jnp.any(query.where)
 
 
 def _ndcg_at(
-  query: qr.Query, relevance: jax.Array, temperature: float | jax.Array, top_m: int
+  query: qr.Query,
+  relevance: jax.Array,
+  temperature: float | jax.Array,
+  top_m: int,
+  every_rank: jax.Array | None,
 ) -> tuple[jax.Array, jax.Array]:
-  """``(DCĜ_M / IDCG_M, IDCG_M > 0)`` of one query (:func:`smooth_ndcg_query`'s ``top_m``)."""
+  """``(DCĜ_M / IDCG_M, IDCG_M > 0)`` of one query (:func:`smooth_ndcg_query`'s ``top_m``),
+  the chosen candidates' ranks gathered from ``every_rank`` when given."""
   gains = jnp.where(query.where, dcg.gain(relevance), 0.0)
   top, index = jax.lax.top_k(gains, top_m)
   chosen_where = query.where[index]
-  ranks = ranks_lib.approx_ranks_of(
-    query.sim[index],
-    query.sim,
-    temperature=temperature,
-    where=query.where,
-    chosen_where=chosen_where,
-  )
+  if every_rank is not None:
+    ranks = every_rank[index]
+  else:
+    ranks = ranks_lib.approx_ranks_of(
+      query.sim[index],
+      query.sim,
+      temperature=temperature,
+      where=query.where,
+      chosen_where=chosen_where,
+    )
   value = jnp.sum(jnp.where(chosen_where, top * dcg.discount(ranks), 0.0))
   idcg = dcg.ideal_dcg(relevance, where=query.where, top_k=top_m)
   valid = ~(idcg <= 0)  # a NaN relevance keeps the query (its NDCG is NaN)
@@ -67,15 +86,20 @@ def _ndcg_at(
 #: Smooth-NDCG, written once as :func:`smooth_ndcg_query`.
 SMOOTH_NDCG = qr.QueryLoss(
   smooth_ndcg_query,
-  ranges={"temperature": checks.POSITIVE, "block_size": checks.BLOCK_SIZE, "top_m": checks.COUNT},
+  ranges={
+    "temperature": checks.POSITIVE,
+    "block_size": checks.BLOCK_SIZE,
+    "top_m": checks.COUNT,
+    "window": checks.SWITCH,
+  },
   graded="relevance",
   block="block_size",
   identity_positives=False,
 )
 
 #: The core of :func:`smooth_ndcg` on a block of query rows: ``(rows, *, key=None,
-#: temperature=0.01, block_size=16) -> (1 − NDCĜ [Q], weight [Q])``; ``rows.graded`` is
-#: the relevance (``key`` unused).
+#: temperature=0.01, block_size=16, top_m=0, window=False) -> (1 − NDCĜ [Q], weight
+#: [Q])``; ``rows.graded`` is the relevance (``key`` unused).
 smooth_ndcg_queries = SMOOTH_NDCG.per_query
 
 smooth_ndcg = SMOOTH_NDCG.function(
@@ -107,6 +131,10 @@ smooth_ndcg = SMOOTH_NDCG.function(
       of the largest gains, their soft ranks still over every candidate (cost and memory
       ``N·M`` a query instead of ``N²``; the full loss when every other gain is 0, as with
       top-K relevance and ``M >= K``); ``0``: every candidate.
+    window: the same soft ranks (within float32 rounding) from each query's scores sorted,
+      summing each candidate's sigmoids only over its neighbours within ``ln(N·2²⁴)·τ``
+      (farther pairs add exactly 0 or 1): ``O(N log N + N·W)`` a query for runs of ``W``
+      such neighbours, instead of ``N²``; it pays when ``W`` is well below ``N``.
     reduction: ``"mean"`` over queries, ``"sum"``, or ``"none"``.
 
   >>> import jax.numpy as jnp

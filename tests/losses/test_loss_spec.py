@@ -184,7 +184,7 @@ def test_a_config_field_out_of_its_declared_range_is_refused(terms, message):
       {"smooth_ndcg": {"margin": 0.2}},
       "config.loss.smooth_ndcg.margin: not a setting of smooth_ndcg; expected one of "
       "['block_size', 'from_epoch', 'input', 'loss', 'reduction', 'temperature', "
-      "'top_m', 'until_epoch', 'weight']",
+      "'top_m', 'until_epoch', 'weight', 'window']",
     ),
     (
       {"smooth_ndcg": {"top_m": -8}},

@@ -1,5 +1,5 @@
-"""CMAL²R, SAM, LSEH and Smooth-NDCG@M through the bridge: values and gradients equal
-independent PyTorch versions of their formulas, and float64 gradcheck holds."""
+"""CMAL²R, SAM, LSEH, Smooth-NDCG@M and windowed Smooth-NDCG through the bridge: values and
+gradients equal independent PyTorch versions of their formulas, and float64 gradcheck holds."""
 
 import jax
 import pytest
@@ -30,6 +30,10 @@ CASES = {
   "smooth_ndcg_top_m": (
     lambda s, g: bridge.loss("smooth_ndcg", s, g, temperature=0.5, top_m=2),
     lambda s, g: torch_reference.smooth_ndcg(s, g, 0.5, top_m=2),
+  ),
+  "smooth_ndcg_window": (
+    lambda s, g: bridge.loss("smooth_ndcg", s, g, temperature=0.05, window=True),
+    lambda s, g: torch_reference.smooth_ndcg(s, g, 0.05),
   ),
   "semantic_margin_triplet": (
     lambda s, g: bridge.loss("semantic_margin_triplet", s, g, temperature=2.0, sampling="hard"),

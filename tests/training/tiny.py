@@ -75,13 +75,15 @@ LOSS_FN = losses.objective(
 
 
 STEPS_PER_EPOCH = 2  # the multi-process run (3 steps) switches the windowed terms
-# Every loss of the registry (and both triplet minings, Smooth-NDCG@M, SAM with random negatives
-# and the kept triplet, an active and an inactive epoch-windowed term).
+# Every loss of the registry (and both triplet minings, Smooth-NDCG@M, Smooth-NDCG summed over
+# the saturation window, SAM with random negatives and the kept triplet, an active and an
+# inactive epoch-windowed term).
 EVERY_LOSS = {
   "lmh": {"loss": "triplet", "mining": "max"},
   "lsh": {"loss": "triplet", "mining": "sum", "reduction": "sum"},
   "smooth_ndcg": {"temperature": 0.05},
   "smooth_ndcg_at": {"loss": "smooth_ndcg", "temperature": 0.05, "top_m": 3},  # @M
+  "smooth_ndcg_window": {"loss": "smooth_ndcg", "temperature": 0.05, "window": True},
   "cmal2r": {"loss": "adaptive_listwise"},
   "sam_hard": {"loss": "semantic_margin_triplet", "input": "metric", "max_margin": 1.0},
   "sam_random": {
