@@ -249,6 +249,11 @@ def get_config() -> ml_collections.ConfigDict:
   # update with one chunk's activations in memory, one more forward pass of compute. For
   # networks without batch statistics or auxiliary losses; 1: the whole batch at once.
   c.grad_chunks = 1
+  # The chunks each device's query rows are scored and put through the loss in, each
+  # chunk's scores computed again in the backward pass: the same update holding [b/K, N]
+  # of the similarity, targets and graded inputs instead of [b, N] (networks that score
+  # embeddings; 1: all rows at once).
+  c.query_chunks = 1
 
   # Multi-host runs. Unset (""/0/-1): join the job JAX detects (Cloud TPU pod slice,
   # SLURM, Open MPI, Kubernetes), a single process without one; given values must match it.

@@ -23,6 +23,17 @@ def check_number(field: str, value: Any, minimum: float | None, inclusive: bool 
     raise ValueError(f"config.{field}: expected {expected}, got {value!r}")
 
 
+def check_divides_batch(config: Any, field: str) -> None:
+  """``config.<field>`` (a number of chunks) divides ``config.batch_size``: one line
+  ``config.<field>: expected a divisor of config.batch_size (B), got K`` otherwise (each
+  device's share is checked when the step runs and the devices are known)."""
+  chunks = config[field]
+  if config.batch_size % chunks:
+    raise ValueError(
+      f"config.{field}: expected a divisor of config.batch_size ({config.batch_size}), got {chunks}"
+    )
+
+
 def check_bool(field: str, value: Any) -> None:
   """Raises ``ValueError`` ``config.FIELD: expected True or False, got V`` unless
   ``value`` is a bool."""

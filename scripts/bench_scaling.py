@@ -15,9 +15,12 @@ with respect to the device's embeddings) under ``jax.shard_map`` on a
 
 Each D runs in its own subprocess (the host device count is fixed when JAX is
 imported). Ratios are per-device cost at D over the cost at D = 1; the target
-is ``1/D``.
+is ``1/D``. ``--top_m M`` uses Smooth-NDCG@M (each query's M candidates of the largest
+gains ranked among all N: ``N·M·N/D`` pairs a device instead of ``N³/D``); sizes not timed
+are compiled from their shapes alone (nothing allocated), so N = 32,768 fits a laptop.
 
 Usage: python scripts/bench_scaling.py [--sizes 1024,4096,8192] [--devices 1,2,4,8]
+  [--top_m 64]
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ EMBED = 256
 OBJECTIVE = {"triplet": {"mining": "max"}, "smooth_ndcg": {"temperature": 0.01, "block_size": 16}}
 
 
-def measure(n: int, time_it: bool) -> dict:
+def measure(n: int, time_it: bool, top_m: int = 0) -> dict:
   """Memory and wall time of the real program; FLOPs and bytes of its one-block twin.
 
   XLA's cost analysis counts a while-loop body once, and Smooth-NDCG walks its
@@ -41,8 +44,8 @@ def measure(n: int, time_it: bool) -> dict:
   come from the same program compiled with one block of all the device's rows
   (no loop, the same arithmetic), memory and time from the real one.
   """
-  real = _compile(n, block_size=OBJECTIVE["smooth_ndcg"]["block_size"])
-  flat = _compile(n, block_size=None)
+  real = _compile(n, OBJECTIVE["smooth_ndcg"]["block_size"], top_m, allocate=time_it)
+  flat = _compile(n, None, top_m, allocate=False)
   out = {**real, "flops": flat["flops"], "bytes": flat["bytes"], "loop_flops": real["flops"]}
   if time_it:
     import jax
@@ -56,8 +59,9 @@ def measure(n: int, time_it: bool) -> dict:
   return out
 
 
-def _compile(n: int, block_size: int | None) -> dict:
-  """One global batch size ``n`` on every visible device; returns the per-device numbers."""
+def _compile(n: int, block_size: int | None, top_m: int, allocate: bool) -> dict:
+  """One global batch size ``n`` on every visible device; returns the per-device numbers
+  (and, when ``allocate``, the compiled program with its arguments, to time it)."""
   import jax
   import jax.numpy as jnp
   import numpy as np
@@ -73,6 +77,7 @@ def _compile(n: int, block_size: int | None) -> dict:
   mesh = jax.make_mesh((d,), ("batch",), devices=devices)
   terms = {k: dict(v) for k, v in OBJECTIVE.items()}
   terms["smooth_ndcg"]["block_size"] = block_size or n // d
+  terms["smooth_ndcg"]["top_m"] = top_m
   loss_fn = losses.objective(terms)
 
   def loss_and_grad(img, txt, ids, valid, rel_rows, rel_cols):
@@ -106,18 +111,23 @@ def _compile(n: int, block_size: int | None) -> dict:
       out_specs=(P(), (split, split)),
     )
   )
-  rng = np.random.default_rng(0)
-  unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
-  host = (
-    unit(rng.normal(size=(n, EMBED))).astype(np.float32),
-    unit(rng.normal(size=(n, EMBED))).astype(np.float32),
-    np.arange(n, dtype=np.int32) // 5,
-    np.ones(n, bool),
-    rng.uniform(size=(n, n)).astype(np.float32),  # relevance rows (i2t queries)
-    rng.uniform(size=(n, n)).astype(np.float32),  # relevance.T rows (t2i queries)
-  )
   sharding = NamedSharding(mesh, split)
-  args = [jax.device_put(x, sharding) for x in host]
+  shapes = [((n, EMBED), np.float32)] * 2 + [((n,), np.int32), ((n,), bool)]
+  shapes += [((n, n), np.float32)] * 2  # relevance rows (i2t queries) and of relevance.T
+  if allocate:
+    rng = np.random.default_rng(0)
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
+    host = (
+      unit(rng.normal(size=(n, EMBED))).astype(np.float32),
+      unit(rng.normal(size=(n, EMBED))).astype(np.float32),
+      np.arange(n, dtype=np.int32) // 5,
+      np.ones(n, bool),
+      rng.uniform(size=(n, n)).astype(np.float32),
+      rng.uniform(size=(n, n)).astype(np.float32),
+    )
+    args = [jax.device_put(x, sharding) for x in host]
+  else:
+    args = [jax.ShapeDtypeStruct(shape, dtype, sharding=sharding) for shape, dtype in shapes]
   started = time.perf_counter()
   compiled = fn.lower(*args).compile()
   compile_s = time.perf_counter() - started
@@ -139,14 +149,14 @@ def _compile(n: int, block_size: int | None) -> dict:
     "temp_bytes": float(memory.temp_size_in_bytes),
     "compile_s": compile_s,
     "wall_s": float("nan"),
-    "_run": (compiled, args),
+    "_run": (compiled, args) if allocate else None,
   }
   return out
 
 
 def _worker(args) -> None:
   for n in args.sizes:
-    row = measure(n, n <= args.time_max_n)
+    row = measure(n, n <= args.time_max_n, args.top_m)
     row.pop("_run", None)
     print(json.dumps(row), flush=True)
 
@@ -164,6 +174,8 @@ def _spawn(devices: int, args) -> list[dict]:
     ",".join(map(str, args.sizes)),
     "--time_max_n",
     str(args.time_max_n),
+    "--top_m",
+    str(args.top_m),
   ]
   done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
   if done.returncode:
@@ -194,6 +206,7 @@ def main() -> None:
   parser.add_argument("--sizes", default="1024,4096,8192")
   parser.add_argument("--devices", default="1,2,4,8")
   parser.add_argument("--time_max_n", type=int, default=1024)
+  parser.add_argument("--top_m", type=int, default=0, help="Smooth-NDCG@M's M (0: every candidate)")
   parser.add_argument("--json", help="also write the rows to this file")
   parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
   args = parser.parse_args()
@@ -205,7 +218,8 @@ def main() -> None:
   for devices in (int(s) for s in args.devices.split(",")):
     rows += _spawn(devices, args)
     print(f"D={devices} done", file=sys.stderr, flush=True)
-  print(f"triplet + Smooth-NDCG loss and gradient, E={EMBED}, per device (XLA, host CPU)")
+  at = f"@{args.top_m}" if args.top_m else ""
+  print(f"triplet + Smooth-NDCG{at} loss and gradient, E={EMBED}, per device (XLA, host CPU)")
   print("x D = per-device cost at D times D over the cost at D = 1 (1.00 = perfect 1/D)")
   print(_table(rows))
   if args.json:

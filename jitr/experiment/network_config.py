@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from jitr import paths
-from jitr.config_fields import check_probability
+from jitr.config_fields import check_divides_batch, check_probability
 from jitr.data.concept_data import VECTOR_CHOICES
 from jitr.data.datasets import DatasetInfo
 from jitr.experiment.run_caption_form import check_caption_form_setting
@@ -108,11 +108,7 @@ def check_token_chunks(config: Any) -> None:
       f"config.token_chunks: the {name!r} network does not encode its captions in chunks; "
       f"expected 1, or a network of {takers}"
     )
-  if config.batch_size % chunks:
-    raise ValueError(
-      f"config.token_chunks: expected a divisor of config.batch_size ({config.batch_size}), "
-      f"got {chunks}"
-    )
+  check_divides_batch(config, "token_chunks")
 
 
 def check_concepts(config: Any) -> None:

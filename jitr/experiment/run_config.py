@@ -21,7 +21,7 @@ from typing import Any
 import ml_collections
 
 from jitr import paths
-from jitr.config_fields import check_bool, check_number
+from jitr.config_fields import check_bool, check_divides_batch, check_number
 from jitr.experiment.dataset_config import (
   LABELLED_FIELDS,
   check_dataset,
@@ -40,6 +40,7 @@ from jitr.experiment.run_tokenizer import resolved_tokenizer
 from jitr.losses import objective
 from jitr.losses.composite import check_terms
 from jitr.models.model_settings import check_model_settings
+from jitr.models.registry import network_of
 from jitr.training.graded import CombinedSource, GradedSource, parse_source
 from jitr.training.optimizer_config import check_optimizer_config
 
@@ -57,6 +58,7 @@ COUNTS: dict[str, int] = {
   "seed": 0,
   "token_chunks": 1,
   "grad_chunks": 1,
+  "query_chunks": 1,
   "eval_every_steps": 0,
 }
 # Whole-number fields with a largest valid value, and why. JAX seeds its random keys with
@@ -117,6 +119,7 @@ REQUIRED_FIELDS: dict[str, str] = {
   "token_buckets": "a list",
   "token_chunks": "a whole number",
   "grad_chunks": "a whole number",
+  "query_chunks": "a whole number",
   "model": "an object",
   "loss": "an object",
   "optimizer": "an object",
@@ -301,7 +304,8 @@ def check_train_config(config: Any) -> None:
   check_labelled(config, dataset)
   check_text_input(config, dataset)
   check_token_chunks(config)
-  _check_grad_chunks(config)
+  check_divides_batch(config, "grad_chunks")
+  _check_query_chunks(config)
   _check_switches_and_paths(config)
   check_terms(config.loss, num_epochs=config.num_epochs)
   check_graded(config, dataset)
@@ -398,14 +402,17 @@ def resolved_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigD
   return config
 
 
-def _check_grad_chunks(config) -> None:
-  """``config.grad_chunks`` divides ``batch_size`` (each device's share is checked when the
-  step runs: :func:`!jitr.training.grad_cache.chunked`)."""
-  if config.batch_size % config.grad_chunks:
-    raise ValueError(
-      f"config.grad_chunks: expected a divisor of config.batch_size ({config.batch_size}), "
-      f"got {config.grad_chunks}"
-    )
+def _check_query_chunks(config) -> None:
+  """``config.query_chunks`` divides ``batch_size`` and the network scores embeddings
+  (:mod:`!jitr.training.query_chunks`; each device's share is checked when the step runs)."""
+  check_divides_batch(config, "query_chunks")
+  if config.query_chunks > 1:
+    name, network = network_of(config.model)
+    if network.pairwise:
+      raise ValueError(
+        f"config.query_chunks: the {name!r} network scores each (image, caption) pair "
+        "itself; expected 1, or a network that scores embeddings"
+      )
 
 
 # Fields (dotted paths; a group covers every field under it) that a resume may change:
@@ -420,6 +427,10 @@ EXECUTION_FIELDS: dict[str, str] = {
   "token_chunks": (
     "how many length-sorted chunks a training batch's captions are encoded in (the same "
     "pairs and objective, other compiles)"
+  ),
+  "query_chunks": (
+    "how many chunks each device's query rows are scored and lossed in (the same loss and "
+    "update, other compiles)"
   ),
   "compilation_cache": "whether compiled steps are kept on disk",
   "data_dir": (
@@ -456,6 +467,7 @@ EXECUTION_FIELDS: dict[str, str] = {
 EARLIER_DEFAULTS: dict[str, Any] = {
   "token_chunks": 1,
   "grad_chunks": 1,
+  "query_chunks": 1,
   "train_fraction": 1.0,
   "eval_every_steps": 0,
 }

@@ -108,6 +108,7 @@ def data_parallel_step(config, model, aggregates: dict, steps_per_epoch: int):
       model=model,
       graded_fn=make_graded_fn(config.graded, aggregates=aggregates),
       grad_chunks=config.grad_chunks,
+      query_chunks=config.query_chunks,
     ),
     backend=config.backend,
   )

@@ -44,10 +44,12 @@ def discount(rank: jax.Array) -> jax.Array:
 def ideal_dcg(relevance: jax.Array, *, where: jax.Array, top_k: int | None = None) -> jax.Array:
   """IDCG: gains sorted in descending order at positions 1, 2, … (ties get
   distinct positions, so a perfect ranking scores exactly 1), cut at ``top_k``."""
-  gains = jnp.sort(jnp.where(where, gain(relevance), 0.0))[::-1]
+  gains = jnp.where(where, gain(relevance), 0.0)
+  if top_k is not None and top_k < gains.shape[-1]:
+    gains = jax.lax.top_k(gains, top_k)[0]  # the k largest, descending: no sort of all
+  else:
+    gains = jnp.sort(gains)[::-1]
   positions = jnp.arange(1, gains.shape[-1] + 1, dtype=gains.dtype)
-  if top_k is not None:
-    gains = jnp.where(positions <= top_k, gains, 0.0)
   return jnp.sum(gains * discount(positions))
 
 

@@ -76,16 +76,20 @@ def reference_cosine(
   chex.assert_axis_dimension(caption_embeddings, 1, dim)
   mask = jnp.ones((n_img, n_ref), bool) if reference_mask is None else reference_mask
   chex.assert_shape(mask, (n_img, n_ref))
-  cosine = jnp.einsum(
-    "ikd,jd->ijk", l2_normalize(reference_embeddings), l2_normalize(caption_embeddings)
+  references, captions = l2_normalize(reference_embeddings), l2_normalize(caption_embeddings)
+  # one [N_img, N_txt] cosine per reference, folded in at once: never [N_img, N_txt, K]
+  combined = jnp.full(
+    (n_img, captions.shape[0]), -1.0 if aggregate == "max" else 0.0, references.dtype
   )
-  valid = mask[:, None, :]
-  if aggregate == "max":
-    combined = jnp.max(jnp.where(valid, cosine, -1.0), axis=-1)
-  else:
-    count = jnp.sum(valid, axis=-1)
-    mean = jnp.sum(jnp.where(valid, cosine, 0.0), axis=-1) / jnp.maximum(count, 1)
-    combined = jnp.where(count > 0, mean, -1.0)
+  for k in range(n_ref):
+    cosine, valid = references[:, k] @ captions.T, mask[:, k, None]
+    if aggregate == "max":
+      combined = jnp.maximum(combined, jnp.where(valid, cosine, -1.0))
+    else:
+      combined = combined + jnp.where(valid, cosine, 0.0)
+  if aggregate == "mean":
+    count = jnp.sum(mask, axis=-1)[:, None]
+    combined = jnp.where(count > 0, combined / jnp.maximum(count, 1), -1.0)
   return jnp.clip(combined, -1.0, 1.0)
 
 

@@ -132,6 +132,9 @@ class Network:
   """Whether ``forward`` takes ``tokens`` as a tuple of row chunks, each padded to its own
   width (a network that encodes each caption alone,
   :func:`!jitr.models.common.encode_row_chunks`; ``config.token_chunks``)."""
+  pairwise: bool = False
+  """Whether its model scores each (image, caption) pair itself (:attr:`RetrievalModel.pairwise`:
+  a similarity model), not the embeddings' dot products."""
   wordpiece: bool = False
   """Whether its captions are WordPiece ids of the BERT folder ``config.text.pretrained``,
   whose BERT it builds (the run gives the folder as its ``pretrained`` setting); ``False``:
@@ -157,6 +160,10 @@ class Network:
     model = self.build(dict(config), vocab_size, dict(constants or {}))
     if tuple(model.inputs) != tuple(self.inputs):  # the declaration must be the model's
       raise ValueError(f"Network: declares inputs {self.inputs}, its model reads {model.inputs}")
+    if model.pairwise != self.pairwise:
+      raise ValueError(
+        f"Network: declares pairwise={self.pairwise}, its model has {model.pairwise}"
+      )
     return model
 
 

@@ -33,6 +33,7 @@ from jitr.losses.composite import Objective, PartialSums
 from jitr.losses.query_rows import IMAGE_TO_TEXT, TEXT_TO_IMAGE, QueryRows
 from jitr.models.retrieval_model import ModelOutput, RetrievalModel
 from jitr.training import grad_cache, row_exchange
+from jitr.training import query_chunks as query_chunks_lib
 from jitr.training.row_exchange import Batch, DeviceQueries, GradedFn
 from jitr.training.state import TrainState
 
@@ -43,14 +44,14 @@ class DeviceOutputs(NamedTuple):
   Attributes:
     counted: each term's :class:`PartialSums` (local numerators, global counts).
     aux: each auxiliary loss's device share (:func:`aux_shares`).
-    i2t_sim, t2i_sim: ``[b, N]`` this device's image and caption query rows.
+    ndcg: ``{"ndcg_i2t": (Σ NDCG, #queries), "ndcg_t2i": …}`` of this device's queries
+      (:func:`ndcg_sums`; ``{}`` without a ``relevance`` graded input).
     model_state: the model's mutated collections after the forward pass and scoring.
   """
 
   counted: dict[str, PartialSums]
   aux: dict[str, jax.Array]
-  i2t_sim: jax.Array
-  t2i_sim: jax.Array
+  ndcg: dict[str, tuple[jax.Array, jax.Array]]
   model_state: dict
 
 
@@ -61,6 +62,7 @@ def make_train_step(
   graded_fn: GradedFn | None = None,
   axis_name: str | None = "batch",
   grad_chunks: int = 1,
+  query_chunks: int = 1,
 ) -> Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]:
   """Builds the per-device ``train_step(state, batch) -> (state, metrics)``.
 
@@ -85,12 +87,23 @@ def make_train_step(
   with one chunk's activations in memory (a network without batch statistics or
   auxiliary losses; dropout drawn per chunk).
 
+  ``query_chunks = k > 1`` scores each device's query rows and takes their terms ``k``
+  chunks at a time, each chunk's scoring redone in the backward pass
+  (:mod:`!jitr.training.query_chunks`): the same update holding ``[b/k, N]`` rows of the
+  similarity, targets and graded inputs instead of ``[b, N]`` (embedding models).
+
   Metrics: ``loss`` (the total), ``loss/<term>`` of each objective term,
   ``loss/<aux>`` (unweighted mean) of each auxiliary loss, ``grad_norm`` and, with a
   ``relevance`` graded input, the exact ``ndcg_i2t`` / ``ndcg_t2i`` of the batch.
   """
   check_term_names(model, loss_fn)
   checks.check_block_size("grad_chunks", grad_chunks)
+  checks.check_block_size("query_chunks", query_chunks)
+  if query_chunks > 1 and model.pairwise:
+    raise ValueError(
+      "config.query_chunks: the network scores each (image, caption) pair itself, which "
+      "exchanges whole blocks of the similarity; expected query_chunks 1"
+    )
   objective = loss_fn  # the name loss_fn goes to the closure differentiated below
 
   def train_step(state: TrainState, batch: Batch):
@@ -99,7 +112,10 @@ def make_train_step(
     rng, loss_key, dropout_key = jax.random.split(state.rng, 3)
     dropout_key = row_exchange.device_key(dropout_key, axis_name)
     fields = {k: v for k, v in batch.items() if k not in model.inputs}  # the queries' data
-    queries = row_exchange.device_queries(fields, graded_fn, axis_name)
+    valid = fields.get("valid", jnp.ones(fields["image_ids"].shape, bool))
+    queries = None  # by chunks (chunked_scored), else whole
+    if query_chunks == 1:
+      queries = row_exchange.device_queries(fields, graded_fn, axis_name)
 
     def forward(params, rows, key):
       """The model's forward pass on ``rows`` (train mode, dropout from ``key``)."""
@@ -120,6 +136,8 @@ def make_train_step(
     def scored(params, out, new_state):
       """``loss_fn`` from the forward pass's output ``out``: this device's ``[b, N]`` query
       rows, the objective's share and the auxiliary losses' shares."""
+      if query_chunks > 1:
+        return chunked_scored(params, out, new_state)
       i2t_sim, t2i_sim, score_state = row_exchange.query_rows(
         model,
         {"params": params, **new_state},
@@ -143,10 +161,43 @@ def make_train_step(
         axis_name=axis_name,
         learned=learned,
       )
-      # The auxiliary losses' shares: Σ_a w_a · (Σ_{valid rows} l_a / #valid rows).
-      aux = aux_shares(out.aux_losses, queries.valid, axis_name)
+      ndcg = ndcg_sums(i2t_sim, t2i_sim, queries)
+      return with_aux(share, counted, ndcg, out, new_state)
+
+    def chunked_scored(params, out, new_state):
+      """:func:`scored` with the query rows taken ``query_chunks`` at a time."""
+      variables = {"params": params, **new_state}
+      learned = model.learned_hyper(params) if model.learned_hyper is not None else None
+      score_rngs = {"dropout": jax.random.fold_in(dropout_key, 1)}
+
+      def score(images, captions):
+        sim, _ = model.score(
+          variables, images, captions, train=True, rngs=score_rngs, axis_name=axis_name
+        )
+        return sim
+
+      def sums(i2t, t2i, chunk):
+        terms = device_sums(objective, i2t, t2i, chunk, key=loss_key, learned=learned)
+        return terms, ndcg_sums(i2t, t2i, chunk)
+
+      terms, ndcg = query_chunks_lib.chunked_sums(
+        sums,
+        score,
+        out.images,
+        out.captions,
+        fields,
+        graded_fn,
+        chunks=query_chunks,
+        axis_name=axis_name,
+      )
+      share, counted = share_of(objective, terms, step=state.step, axis_name=axis_name)
+      return with_aux(share, counted, ndcg, out, new_state)
+
+    def with_aux(share, counted, ndcg, out, new_state):
+      """The auxiliary losses' shares added: ``Σ_a w_a · (Σ_{valid rows} l_a / #valid)``."""
+      aux = aux_shares(out.aux_losses, valid, axis_name)
       share = share + sum(model.aux_weights[name] * value for name, value in aux.items())
-      return share, DeviceOutputs(counted, aux, i2t_sim, t2i_sim, new_state)
+      return share, DeviceOutputs(counted, aux, ndcg, new_state)
 
     # The gradient of this device's share, then the sums over devices.
     params = row_exchange.as_varying(state.params, axis_name)
@@ -176,7 +227,7 @@ def make_train_step(
       **{f"loss/{k}": v for k, v in parts.items()},
       **{f"loss/{k}": v for k, v in aux_means.items()},
       "grad_norm": optax.tree.norm(grads),
-      **ndcg_metrics(outputs, queries, axis_name),
+      **ndcg_metrics(outputs, axis_name),
       **learned_metrics(model, state.params),
     }
     return state.apply_gradients(grads).replace(rng=rng, model_state=model_state), metrics
@@ -231,6 +282,20 @@ def split_loss(
   ``Σ_devices share`` is the objective; ``sums`` are the term sums with those global
   counts.
   """
+  sums = device_sums(objective, i2t_sim, t2i_sim, queries, key=key, learned=learned)
+  return share_of(objective, sums, step=step, axis_name=axis_name)
+
+
+def device_sums(
+  objective: Objective,
+  i2t_sim: jax.Array,
+  t2i_sim: jax.Array,
+  queries: DeviceQueries,
+  *,
+  key: jax.Array | None,
+  learned: Mapping[str, jax.Array] | None = None,
+) -> dict[str, PartialSums]:
+  """Each term's :class:`PartialSums` of some query rows (local numerators and counts)."""
   graded = objective.graded_inputs(queries.graded or None)
   rows = {
     name: (
@@ -253,8 +318,19 @@ def split_loss(
     )
     for name, g in graded.items()
   }
-  sums = objective.partial_sums(rows, key=key, learned=learned)
-  counted = {  # global counts, local numerators: this device's share of L
+  return objective.partial_sums(rows, key=key, learned=learned)
+
+
+def share_of(
+  objective: Objective,
+  sums: Mapping[str, PartialSums],
+  *,
+  step: jax.Array | int | None,
+  axis_name: str | None,
+) -> tuple[jax.Array, dict[str, PartialSums]]:
+  """``(share, counted)``: this device's term sums with their counts psum-ed (global
+  counts, local numerators), combined into its share of the objective."""
+  counted = {
     name: s._replace(
       image_count=row_exchange.psum(s.image_count, axis_name),
       text_count=row_exchange.psum(s.text_count, axis_name),
@@ -305,23 +381,26 @@ def global_loss(
   return total, parts, aux_means
 
 
-def ndcg_metrics(
-  outputs: DeviceOutputs, queries: DeviceQueries, axis_name: str | None
-) -> dict[str, jax.Array]:
-  """The exact ``ndcg_i2t`` / ``ndcg_t2i`` of the global batch (:func:`exact_ndcg_sums` of
-  this device's queries, psum-ed) from the ``relevance`` graded rows; ``{}`` without them."""
+def ndcg_sums(
+  i2t_sim: jax.Array, t2i_sim: jax.Array, queries: DeviceQueries
+) -> dict[str, tuple[jax.Array, jax.Array]]:
+  """``{"ndcg_i2t": (Σ NDCG, #queries), "ndcg_t2i": …}``: :func:`exact_ndcg_sums` of these
+  query rows (no gradient) against the ``relevance`` graded rows; ``{}`` without them."""
   if "relevance" not in queries.graded:
     return {}
   rows, columns = queries.graded["relevance"]
+  return {
+    name: exact_ndcg_sums(jax.lax.stop_gradient(sim), rel, queries.positives, queries.where)
+    for name, sim, rel in (("ndcg_i2t", i2t_sim, rows), ("ndcg_t2i", t2i_sim, columns))
+  }
+
+
+def ndcg_metrics(outputs: DeviceOutputs, axis_name: str | None) -> dict[str, jax.Array]:
+  """The exact ``ndcg_i2t`` / ``ndcg_t2i`` of the global batch: every device's
+  :func:`ndcg_sums`, psum-ed."""
   metrics = {}
-  for name, sim, rel in (
-    ("ndcg_i2t", outputs.i2t_sim, rows),
-    ("ndcg_t2i", outputs.t2i_sim, columns),
-  ):
-    value, count = row_exchange.psum(
-      exact_ndcg_sums(jax.lax.stop_gradient(sim), rel, queries.positives, queries.where),
-      axis_name,
-    )
+  for name, sums in outputs.ndcg.items():
+    value, count = row_exchange.psum(sums, axis_name)
     metrics[name] = value / jnp.maximum(count, 1.0)
   return metrics
 

@@ -267,7 +267,7 @@ def test_a_batch_of_one_is_one_line_from_the_console_script(tmp_path):
       "image, "
       "init_from, karpathy, labelled, log_every_steps, loss, max_caption_len, model, num_epochs, "
       "optimizer, "
-      "precomp_root, prefetch, seed, shapes_config, test_split, text, token_buckets, "
+      "precomp_root, prefetch, query_chunks, seed, shapes_config, test_split, text, token_buckets, "
       "token_chunks, top_k, train_fraction, vocab_file, vocab_min_count, vocab_min_coverage)",
     ),
   ],

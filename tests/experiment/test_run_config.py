@@ -203,6 +203,16 @@ REFUSED = [
     "config.grad_chunks: expected a divisor of config.batch_size (128), got 3",
   ),
   (
+    "query_chunks",
+    0,
+    "config.query_chunks: expected a whole number >= 1, got 0",
+  ),
+  (
+    "query_chunks",
+    3,
+    "config.query_chunks: expected a divisor of config.batch_size (128), got 3",
+  ),
+  (
     "test_split",
     "val",
     "config.test_split: expected one of 'test' (the splits of jitr_shapes), got 'val'",
@@ -224,6 +234,18 @@ def test_a_setting_that_cannot_be_meant_is_one_line(field, value, message):
   assert str(err.value) == message
 
 
+def test_query_chunks_need_a_network_that_scores_embeddings():
+  config = _with(default.get_config(), "query_chunks", 4)
+  check_train_config(config)  # the default network, VSE++, scores embeddings
+  config = _with(config, "model", {"name": "saf"})
+  with pytest.raises(ValueError) as err:
+    check_train_config(config)
+  assert str(err.value) == (
+    "config.query_chunks: the 'saf' network scores each (image, caption) pair itself; "
+    "expected 1, or a network that scores embeddings"
+  )
+
+
 def test_token_chunks_need_a_network_that_encodes_each_caption_alone():
   config = _with(default.get_config(), "token_chunks", 4)
   check_train_config(config)  # the default network, VSE++, takes chunks
@@ -238,7 +260,13 @@ def test_token_chunks_need_a_network_that_encodes_each_caption_alone():
 
 @pytest.mark.parametrize(
   ("field", "value"),
-  [("token_chunks", 1), ("grad_chunks", 1), ("train_fraction", 1.0), ("eval_every_steps", 0)],
+  [
+    ("token_chunks", 1),
+    ("grad_chunks", 1),
+    ("query_chunks", 1),
+    ("train_fraction", 1.0),
+    ("eval_every_steps", 0),
+  ],
 )
 def test_a_config_json_written_without_a_later_field_reads_as_its_run_had(tmp_path, field, value):
   raw = default.get_config().to_dict()

@@ -20,6 +20,7 @@ MODULES = [
   "smooth_ndcg",
   "dcg",
   "ranks",
+  "saturation_window",
   "adaptive_listwise",
   "semantic_hard_negatives",
   "relevance",

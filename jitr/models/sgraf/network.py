@@ -18,4 +18,4 @@ def network(module: str) -> Network:
     del constants  # SGRAF reads no dataset constants
     return sgraf_model(SGRAF(vocab_size=vocab_size, module=module, **config))
 
-  return Network(build, settings_of=SGRAF, official=OFFICIAL)
+  return Network(build, settings_of=SGRAF, official=OFFICIAL, pairwise=True)
