@@ -23,10 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # jitr from this checkout, installed or not
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_losses import _time as best_time  # noqa: E402
 
 TEMPERATURE = 0.01
 
@@ -97,14 +99,9 @@ def time_both(sim, repeats: int) -> dict:
       sndcg = losses.smooth_ndcg(s, r, temperature=TEMPERATURE, window=window)
       return losses.triplet(s) + sndcg
 
-    fn = jax.jit(jax.value_and_grad(loss))
-    jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeats):
-      start = time.perf_counter()
-      jax.block_until_ready(fn(*args))
-      best = min(best, time.perf_counter() - start)
-    out["window" if window else "full"] = best
+    out["window" if window else "full"] = best_time(
+      jax.jit(jax.value_and_grad(loss)), args, repeats
+    )
   return out
 
 

@@ -12,7 +12,7 @@ annotated ``positives`` and valid entries ``where``:
 * ``power:p`` -- ``r' = r^p`` (``p > 0``; a temperature ``T`` is ``power:1/T``);
   ``p > 1`` pushes the weakly relevant towards 0;
 * ``floor:t`` -- ``r' = r if r >= t else 0`` (``0 <= t <= 1``);
-* ``threshold:t`` -- ``r' = max(0, (r - t) / (1 - t))`` (``0 <= t < 1``): what lies at or
+* ``threshold:t`` -- ``r' = max(0, (r - t) / (1 - t))`` (``0 <= t <= 0.999``): what lies at or
   below ``t`` gets no gain and the rest is stretched back to ``[0, 1]``. Relevance whose
   every value is above 0 (RSC's ``(1 + cos)/2``) then has a few nonzero gains a query, as
   Smooth-NDCG@M (``top_m``) needs to equal the loss over all candidates;

@@ -234,28 +234,30 @@ def test_a_setting_that_cannot_be_meant_is_one_line(field, value, message):
   assert str(err.value) == message
 
 
-def test_query_chunks_need_a_network_that_scores_embeddings():
-  config = _with(default.get_config(), "query_chunks", 4)
-  check_train_config(config)  # the default network, VSE++, scores embeddings
-  config = _with(config, "model", {"name": "saf"})
+@pytest.mark.parametrize(
+  ("field", "network", "message"),
+  [
+    (
+      "query_chunks",
+      "saf",
+      "config.query_chunks: the 'saf' network scores each (image, caption) pair itself; "
+      "expected 1, or a network that scores embeddings",
+    ),
+    (
+      "token_chunks",
+      "sgr",
+      "config.token_chunks: the 'sgr' network does not encode its captions in chunks; "
+      "expected 1, or a network of ['vse', 'vseinf']",
+    ),
+  ],
+)
+def test_chunks_need_a_network_that_takes_them(field, network, message):
+  config = _with(default.get_config(), field, 4)
+  check_train_config(config)  # the default network, VSE++, takes both
+  config = _with(config, "model", {"name": network})
   with pytest.raises(ValueError) as err:
     check_train_config(config)
-  assert str(err.value) == (
-    "config.query_chunks: the 'saf' network scores each (image, caption) pair itself; "
-    "expected 1, or a network that scores embeddings"
-  )
-
-
-def test_token_chunks_need_a_network_that_encodes_each_caption_alone():
-  config = _with(default.get_config(), "token_chunks", 4)
-  check_train_config(config)  # the default network, VSE++, takes chunks
-  config = _with(config, "model", {"name": "sgr"})
-  with pytest.raises(ValueError) as err:
-    check_train_config(config)
-  assert str(err.value) == (
-    "config.token_chunks: the 'sgr' network does not encode its captions in chunks; "
-    "expected 1, or a network of ['vse', 'vseinf']"
-  )
+  assert str(err.value) == message
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,14 @@ from jitr.training.grad_cache import chunked
 from tests.training import tiny
 
 
-def _step(grad_chunks, axis_name=None):
+def _step(grad_chunks, axis_name=None, query_chunks=1):
   return training.make_train_step(
     tiny.EVERY_LOSS_FN,
     model=tiny.MODEL,
     graded_fn=tiny.graded_inputs_fn,
     axis_name=axis_name,
     grad_chunks=grad_chunks,
+    query_chunks=query_chunks,
   )
 
 

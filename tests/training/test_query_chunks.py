@@ -11,17 +11,11 @@ import pytest
 from jitr import training
 from tests.training import tiny
 from tests.training.test_grad_cache import _assert_same_update
+from tests.training.test_grad_cache import _step as grad_cache_step
 
 
 def _step(query_chunks, axis_name=None, grad_chunks=1):
-  return training.make_train_step(
-    tiny.EVERY_LOSS_FN,
-    model=tiny.MODEL,
-    graded_fn=tiny.graded_inputs_fn,
-    axis_name=axis_name,
-    grad_chunks=grad_chunks,
-    query_chunks=query_chunks,
-  )
+  return grad_cache_step(grad_chunks, axis_name=axis_name, query_chunks=query_chunks)
 
 
 def test_chunks_give_the_update_of_the_whole_rows_on_one_device_or_eight():

@@ -123,7 +123,8 @@ def _tower_name(tower: str | Mapping[str, Any]) -> str | None:
 
 
 def preprocessing_of(settings: ClipSettings, config: ClipConfig) -> Preprocessing:
-  """The tag's preprocessing, else open_clip's default (SigLIP's for SigLIP)."""
+  """The tag's preprocessing; without a tag SigLIP's for a SigLIP tower (what its published
+  weights were trained with; open_clip itself falls back to OpenAI's), OpenAI's otherwise."""
   if settings.tag:
     return pretrained_settings(config.name, settings.tag)[0]
   return SIGLIP if config.is_siglip else OPENAI

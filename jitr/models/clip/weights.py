@@ -57,8 +57,9 @@ def load_open_clip(
   :data:`!jitr.models.clip.open_clip_configs.OPEN_CLIP_CONFIGS` or an open_clip model
   config dict (a ``model_configs/*.json`` read as JSON). ``tag`` (e.g. ``"openai"``,
   ``"laion2b_s34b_b88k"``, ``"webli"``; with a name) sets the preprocessing and the
-  activation the weights were trained with; without it, the config's activation and
-  open_clip's default preprocessing (SigLIP's for SigLIP, OpenAI's otherwise)."""
+  activation the weights were trained with; without it, the config's activation and SigLIP's
+  preprocessing for a SigLIP tower (what its published weights were trained with; open_clip
+  falls back to OpenAI's without a tag), OpenAI's otherwise."""
   path = os.fspath(path)
   config = clip_config(model)
   if tag:
