@@ -1,7 +1,8 @@
-"""The GradCache step (``grad_chunks``): embeddings of every chunk without activations, the
-loss's gradient at them, each chunk's backward again: the same loss, metrics and update as
-the step over the whole batch, on one device and on eight; refused in one line where a
-chunk would change what the rows compute."""
+"""The GradCache step (``grad_chunks``) and query chunks (``query_chunks``): embeddings of
+every chunk without activations, the loss's gradient at them, each chunk's backward again;
+a device's query rows scored and lossed a chunk at a time: the same loss, metrics and
+update as the step over the whole batch, on one device and on eight; refused in one line
+where a chunk would change what the rows compute."""
 
 import jax
 import numpy as np
@@ -31,19 +32,25 @@ def _assert_same_update(state, want, got):
 
 
 def test_chunks_give_the_update_of_the_whole_batch_on_one_device_or_eight():
+  """Every loss of the registry (random draws keyed by global rows, graded inputs, epoch
+  windows) and the exact NDCG metrics: GradCache's 4 chunks and 4 query chunks of 8 rows
+  each on one device, then both at 2 chunks of 2 rows on each of 8 devices, against the
+  whole batch's step on one device."""
   batch = tiny.make_batch(seed=4, n_images=16, captions_per_image=2)  # 32 rows
   state = tiny.make_state()
   want, want_metrics = jax.jit(_step(1))(state, batch)
-  got, metrics = jax.jit(_step(4))(state, batch)
-  for name in want_metrics:
-    assert float(metrics[name]) == pytest.approx(float(want_metrics[name]), rel=1e-6, abs=1e-5), (
-      name
-    )
-  _assert_same_update(state, want, got)
-  assert float(want_metrics["grad_norm"]) > 1e-3  # an update to compare
-  dp = training.DataParallel(_step(2, axis_name="batch"), donate=False)  # 4 rows, 2 chunks
+  assert float(want_metrics["grad_norm"]) > 1e-3 and "ndcg_i2t" in want_metrics
+  for chunks in ({"grad_chunks": 4}, {"grad_chunks": 1, "query_chunks": 4}):
+    got, metrics = jax.jit(_step(**chunks))(state, batch)
+    assert set(metrics) == set(want_metrics)
+    for name in want_metrics:
+      want_value = float(want_metrics[name])
+      assert float(metrics[name]) == pytest.approx(want_value, rel=1e-6, abs=1e-5), (chunks, name)
+    _assert_same_update(state, want, got)
+  dp = training.DataParallel(_step(2, axis_name="batch", query_chunks=2), donate=False)
   parallel, parallel_metrics = dp(dp.put_state(state), dp.put_batch(batch))
-  assert float(parallel_metrics["loss"]) == pytest.approx(float(want_metrics["loss"]), rel=1e-6)
+  for name in ("loss", "ndcg_t2i"):
+    assert float(parallel_metrics[name]) == pytest.approx(float(want_metrics[name]), rel=1e-6)
   _assert_same_update(state, want, dp.get_state(parallel))
 
 

@@ -1,7 +1,6 @@
-"""Query rows a chunk at a time (``query_chunks``): each device's rows scored, targeted,
-graded and lossed per chunk, the chunk's scoring redone in the backward pass; the same
-loss, metrics and update as the whole rows, on one device and on eight, with GradCache;
-refused in one line where it cannot apply."""
+"""Query rows a chunk at a time (``query_chunks``): refused in one line where they cannot
+apply. That they give the whole rows' loss, metrics and update, on one device and on eight
+beside GradCache, is checked with GradCache's chunks (tests/training/test_grad_cache.py)."""
 
 import dataclasses
 
@@ -10,34 +9,11 @@ import pytest
 
 from jitr import training
 from tests.training import tiny
-from tests.training.test_grad_cache import _assert_same_update
 from tests.training.test_grad_cache import _step as grad_cache_step
 
 
 def _step(query_chunks, axis_name=None, grad_chunks=1):
   return grad_cache_step(grad_chunks, axis_name=axis_name, query_chunks=query_chunks)
-
-
-def test_chunks_give_the_update_of_the_whole_rows_on_one_device_or_eight():
-  """Every loss of the registry (random draws keyed by global rows, graded inputs, epoch
-  windows), the exact NDCG metrics; 4 chunks of 8 rows on one device, then 2 chunks of 2
-  rows on each of 8 devices with GradCache's 2 chunks beside them."""
-  batch = tiny.make_batch(seed=4, n_images=16, captions_per_image=2)  # 32 rows
-  state = tiny.make_state()
-  want, want_metrics = jax.jit(_step(1))(state, batch)
-  got, metrics = jax.jit(_step(4))(state, batch)
-  assert set(metrics) == set(want_metrics) and "ndcg_i2t" in metrics
-  for name in want_metrics:
-    assert float(metrics[name]) == pytest.approx(float(want_metrics[name]), rel=1e-6, abs=1e-5), (
-      name
-    )
-  _assert_same_update(state, want, got)
-  assert float(want_metrics["grad_norm"]) > 1e-3  # an update to compare
-  dp = training.DataParallel(_step(2, axis_name="batch", grad_chunks=2), donate=False)
-  parallel, parallel_metrics = dp(dp.put_state(state), dp.put_batch(batch))
-  for name in ("loss", "ndcg_t2i"):
-    assert float(parallel_metrics[name]) == pytest.approx(float(want_metrics[name]), rel=1e-6)
-  _assert_same_update(state, want, dp.get_state(parallel))
 
 
 def test_chunks_that_cannot_apply_are_refused():
