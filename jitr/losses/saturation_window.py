@@ -202,7 +202,7 @@ def unsaturated_partners(
 ) -> jax.Array:
   """Each valid item's number of valid partners within ``x_C·τ`` of its score (0 for an
   invalid item): the run :func:`window_ranks` sums over; the walk takes half its widest
-  on each side, rounded up to :data:`CHUNK`.
+  on each side, rounded up to :data:`!jitr.losses.saturation_window.CHUNK`.
 
   >>> import jax.numpy as jnp
   >>> unsaturated_partners(jnp.array([0.0, 0.05, 0.5, 0.52]), temperature=0.01).tolist()

@@ -133,7 +133,7 @@ class Network:
   width (a network that encodes each caption alone,
   :func:`!jitr.models.common.encode_row_chunks`; ``config.token_chunks``)."""
   pairwise: bool = False
-  """Whether its model scores each (image, caption) pair itself (:attr:`RetrievalModel.pairwise`:
+  """Whether its model scores each (image, caption) pair itself (``RetrievalModel.pairwise``:
   a similarity model), not the embeddings' dot products."""
   wordpiece: bool = False
   """Whether its captions are WordPiece ids of the BERT folder ``config.text.pretrained``,
