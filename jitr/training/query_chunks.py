@@ -5,7 +5,7 @@ Every term of the objective is a sum over queries (:mod:`jitr.losses.query_rows`
 device's sums are the sums of its chunks' sums. For chunk ``c`` of ``r = b/k`` rows, the
 device scores its images against every caption and every image against its captions
 (``[r, N]`` each), builds those queries' targets and graded rows (``graded_fn`` on the
-chunk's rows, :func:`!jitr.training.row_exchange.graded_rows`) and takes their term sums;
+chunk's rows, :func:`!jitr.training.row_exchange.queries_of`) and takes their term sums;
 the chunks run in a ``lax.map`` whose body is rematerialised (``jax.checkpoint``), so the
 backward pass scores a chunk again instead of keeping its ``[r, N]`` residuals. Peak
 memory is ``O(r·N)`` a device instead of ``O(b·N)``: the same value and gradient, one more
@@ -70,16 +70,8 @@ def chunked_sums(
     take = lambda tree: jax.tree.map(
       lambda x: jax.lax.dynamic_slice_in_dim(x, c * size, size, axis=0), tree
     )
-    local = take(fields)
     index = start + c * size + jnp.arange(size)
-    positives, where = row_exchange.query_targets(local, shared)
-    valid = local.get("valid", jnp.ones((size,), bool))
-    graded = (
-      {}
-      if graded_fn is None
-      else row_exchange.graded_rows(graded_fn, local, shared, index, positives)
-    )
-    queries = DeviceQueries(index, positives, where, valid, graded)
+    queries = row_exchange.queries_of(take(fields), shared, index, graded_fn)
     i2t = score(take(images), every_caption)
     t2i = score(every_image, take(captions)).T
     return sums(i2t, t2i, queries)

@@ -110,10 +110,17 @@ def device_queries(
   shared = {k: gather(v, axis_name) for k, v in fields.items()}
   rows_here = fields["image_ids"].shape[0]
   start = 0 if axis_name is None else jax.lax.axis_index(axis_name) * rows_here
-  index = start + jnp.arange(rows_here)
-  positives, where = query_targets(fields, shared)
-  valid = fields.get("valid", jnp.ones((rows_here,), bool))
-  graded = {} if graded_fn is None else graded_rows(graded_fn, fields, shared, index, positives)
+  return queries_of(fields, shared, start + jnp.arange(rows_here), graded_fn)
+
+
+def queries_of(
+  local: Batch, shared: Batch, index: jax.Array, graded_fn: GradedFn | None
+) -> DeviceQueries:
+  """The queries of some rows: ``local``, their non-model fields, ``index`` their global
+  indices, against the global batch's fields ``shared`` (its targets and graded rows)."""
+  positives, where = query_targets(local, shared)
+  valid = local.get("valid", jnp.ones(index.shape, bool))
+  graded = {} if graded_fn is None else graded_rows(graded_fn, local, shared, index, positives)
   return DeviceQueries(index, positives, where, valid, graded)
 
 
